@@ -1,0 +1,14 @@
+#pragma once
+// Subcommand wiring: each add_*() registers its options on the app and returns the function
+// that runs it once parsing succeeded.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace llmux::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_sim(CLI::App& app);
+
+}  // namespace llmux::cli

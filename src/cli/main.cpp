@@ -1,0 +1,20 @@
+// llmux: one binary, several subcommands (like `vllm serve` / `vllm bench serve`).
+#include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  // Logs go to stderr; stdout is for machine-readable output (ready lines, reports).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("llmux"));
+  spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug
+
+  CLI::App app{"llmux: an OpenAI-compatible LLM gateway, a serving benchmark and a vLLM simulator"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "llmux 0.1.0");
+  llmux::cli::Runner sim = llmux::cli::add_sim(app);
+  CLI11_PARSE(app, argc, argv);
+  if (app.got_subcommand("sim")) return sim();
+  return 0;
+}

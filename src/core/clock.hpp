@@ -1,0 +1,32 @@
+#pragma once
+// Clocks. Monotonic time is CLOCK_MONOTONIC (system-wide on Linux), so timestamps taken in two
+// processes on one machine are comparable; that is what lets `llmux bench` be checked against
+// the simulator's ground truth.
+#include <chrono>
+#include <cstdint>
+
+namespace llmux {
+
+using MonoClock = std::chrono::steady_clock;
+
+/// Nanoseconds on CLOCK_MONOTONIC.
+inline std::int64_t mono_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             MonoClock::now().time_since_epoch())
+      .count();
+}
+
+/// Seconds since the Unix epoch (wall clock), as a double.
+inline double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Whole seconds since the Unix epoch (OpenAI's `created`).
+inline std::int64_t unix_time() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace llmux

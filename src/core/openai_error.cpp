@@ -1,0 +1,42 @@
+#include "core/openai_error.hpp"
+
+#include <boost/json.hpp>
+
+namespace llmux {
+
+std::string_view error_type_for_status(int status) {
+  switch (status) {
+    case 400: return "BadRequestError";
+    case 401: return "AuthenticationError";
+    case 403: return "PermissionDeniedError";
+    case 404: return "NotFoundError";
+    case 408: return "RequestTimeoutError";
+    case 409: return "ConflictError";
+    case 413: return "RequestTooLargeError";
+    case 422: return "UnprocessableEntityError";
+    case 429: return "RateLimitError";
+    case 431: return "RequestHeaderFieldsTooLargeError";
+    case 502: return "BadGatewayError";
+    case 503: return "ServiceUnavailableError";
+    case 504: return "GatewayTimeoutError";
+    default: return status >= 500 ? "InternalServerError" : "BadRequestError";
+  }
+}
+
+std::string openai_error_json(int status, std::string_view message, std::string_view type,
+                              std::optional<std::string_view> param) {
+  boost::json::object err;
+  err["message"] = message;
+  err["type"] = type.empty() ? error_type_for_status(status) : type;
+  if (param) {
+    err["param"] = *param;
+  } else {
+    err["param"] = nullptr;
+  }
+  err["code"] = status;
+  boost::json::object body;
+  body["error"] = std::move(err);
+  return boost::json::serialize(body);
+}
+
+}  // namespace llmux

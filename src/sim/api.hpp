@@ -1,0 +1,121 @@
+#pragma once
+// The simulator's OpenAI API surface as pure functions: request parsing and validation (with
+// vLLM's error messages and statuses), prompt rendering to token ids, and the JSON bodies and
+// SSE frames vLLM sends. No I/O here; sim/server.cpp does the networking.
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace llmux::sim {
+
+enum class Endpoint { Completions, Chat, Responses };
+
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type;  // empty: derived from status
+  std::optional<std::string> param;
+};
+
+struct Message {
+  std::string role;
+  std::string content;
+};
+
+/// A validated generation request.
+struct GenRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;     // stream_options.include_usage
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats
+  std::optional<std::int64_t> max_tokens;
+  double temperature = 1.0;
+  std::optional<std::uint64_t> seed;
+  bool ignore_eos = false;
+  std::vector<std::uint32_t> prompt_ids;
+  // Responses API.
+  std::vector<Message> conversation;  // history + this input (what the next turn builds on)
+  std::string instructions;
+  std::string previous_response_id;
+  bool store = true;
+  bool background = false;
+  boost::json::value raw_input;       // echoed in the response object's `input` is not needed
+};
+
+/// What the server knows when validating (model name, limits, the response store).
+struct ApiContext {
+  std::string served_model_name;
+  std::int64_t max_model_len = 0;
+  /// Returns the stored conversation of a response id, or nullopt when unknown.
+  std::function<std::optional<std::vector<Message>>(std::string_view)> lookup_conversation;
+};
+
+/// Parses and validates a request body for `ep`. Never throws.
+std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view body,
+                                                 const ApiContext& ctx);
+
+/// Completion budget once the prompt is known: the effective max_tokens, or a context-length
+/// error (vLLM's 400).
+std::variant<std::int64_t, ApiError> effective_max_tokens(const GenRequest& req,
+                                                          std::int64_t max_model_len);
+
+/// Token ids of a chat conversation rendered with Qwen's ChatML template
+/// (`<|im_start|>role\ncontent<|im_end|>\n` ... `<|im_start|>assistant\n`); the special tokens
+/// are one token each.
+std::vector<std::uint32_t> render_chat(const std::vector<Message>& messages);
+
+/// Serialises a string as a JSON string literal (with quotes).
+std::string json_quote(std::string_view s);
+
+/// Usage numbers of one request.
+struct Usage {
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+  std::int64_t cached_tokens = 0;
+};
+
+/// Everything the body builders need about one finished or running request.
+struct ResponseMeta {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string id;        // cmpl-… / chatcmpl-… / resp_…
+  std::string item_id;   // msg_… (responses)
+  std::string model;
+  std::int64_t created = 0;
+  std::string finish_reason;  // "stop" | "length" | "" while running
+};
+
+// ---- non-streaming bodies ----
+std::string completion_body(const ResponseMeta& m, std::string_view text, const Usage& u);
+std::string chat_body(const ResponseMeta& m, std::string_view text, const Usage& u);
+/// The Responses API object. `status`: queued | in_progress | completed | incomplete | cancelled.
+boost::json::object response_object(const ResponseMeta& m, const GenRequest& req,
+                                     std::string_view status, std::string_view text,
+                                     const std::optional<Usage>& u);
+
+// ---- streaming frames (each a complete `data: …\n\n` or `event: …\ndata: …\n\n`) ----
+std::string usage_json(const Usage& u);
+/// First chat chunk: role only.
+std::string chat_role_frame(const ResponseMeta& m, const std::optional<Usage>& continuous);
+std::string completion_token_frame(const ResponseMeta& m, std::string_view text,
+                                   std::string_view finish_reason,
+                                   const std::optional<Usage>& continuous);
+std::string chat_token_frame(const ResponseMeta& m, std::string_view text,
+                             std::string_view finish_reason,
+                             const std::optional<Usage>& continuous);
+/// Final usage chunk (`choices: []`), for completions and chat.
+std::string usage_frame(const ResponseMeta& m, const Usage& u);
+std::string done_frame();
+/// An error in the middle of a stream, as vLLM sends it.
+std::string stream_error_frame(int status, std::string_view message);
+/// A typed Responses API event with its sequence number.
+std::string responses_event(std::string_view type, boost::json::object data, std::int64_t seq);
+
+}  // namespace llmux::sim

@@ -1,0 +1,59 @@
+#include "sim/config.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace llmux::sim {
+
+double MemoryBudget::kv_gb() const {
+  return total_gb * gpu_memory_utilization - weights_gb - overhead_gb;
+}
+
+std::int64_t MemoryBudget::kv_blocks(int block_size) const {
+  const double bytes = kv_gb() * 1e9;
+  if (bytes <= 0 || kv_bytes_per_token <= 0) return 1;
+  const double per_block = static_cast<double>(kv_bytes_per_token) * block_size;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(bytes / per_block)));
+}
+
+std::vector<std::string> preset_names() { return {"dgx-spark-qwen3.6-35b-a3b-fp8", "none"}; }
+
+void SimConfig::apply_preset(const std::string& name) {
+  if (name == "dgx-spark-qwen3.6-35b-a3b-fp8") {
+    // Calibrated against the seed's measurements (bench/sim_calibration.sh): one stream
+    // ~50 tok/s, 8 streams ~300 tok/s, compute-bound near 350 tok/s from ~12 streams.
+    preset = name;
+    served_model_name = "Qwen3.6-35B-A3B";
+    model_root = "Qwen/Qwen3.6-35B-A3B-FP8";
+    max_model_len = 262144;
+    engine = EngineParams{};
+    engine.t0 = 0.0193;
+    engine.m = 0.00094;
+    engine.c = 0.00285;
+    engine.ctx_cost = 0.36e-6;  // reading 96 KiB of KV per context token at ~273 GB/s
+    engine.prefill_rate = 8000.0;
+    engine.prefill_overhead = 0.002;
+    engine.max_num_seqs = 256;
+    engine.max_num_batched_tokens = 8192;
+    engine.block_size = 16;
+    memory = MemoryBudget{};
+  } else if (name == "none") {
+    preset = name;
+  } else {
+    throw std::invalid_argument(fmt::format("unknown preset '{}' (known: {})", name,
+                                            fmt::join(preset_names(), ", ")));
+  }
+}
+
+void SimConfig::finalize() {
+  if (zero_cost) {
+    engine.t0 = engine.m = engine.c = engine.ctx_cost = engine.prefill_overhead = 0.0;
+    engine.prefill_rate = 0.0;  // 0 means free
+  }
+  engine.num_kv_blocks =
+      kv_blocks_override > 0 ? kv_blocks_override : memory.kv_blocks(engine.block_size);
+}
+
+}  // namespace llmux::sim

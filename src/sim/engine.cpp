@@ -1,0 +1,329 @@
+#include "sim/engine.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cassert>
+
+namespace llmux::sim {
+
+double EngineParams::step_time(int batch, std::int64_t decode_ctx,
+                               std::int64_t prefill_tokens) const {
+  if (batch <= 0) return 0.0;
+  double t = std::max(t0 + m * (batch - 1), c * batch);
+  t += ctx_cost * static_cast<double>(decode_ctx);
+  if (prefill_tokens > 0) {
+    if (prefill_rate > 0) t += static_cast<double>(prefill_tokens) / prefill_rate;
+    t += prefill_overhead;
+  }
+  return std::max(t, 0.0);
+}
+
+double EngineStats::kv_usage() const {
+  return num_kv_blocks > 0 ? static_cast<double>(kv_blocks_used) / num_kv_blocks : 0.0;
+}
+
+Engine::Engine(EngineParams params) : p_(params) {
+  if (p_.block_size < 1) p_.block_size = 1;
+  if (p_.max_num_seqs < 1) p_.max_num_seqs = 1;
+  if (p_.max_num_batched_tokens < 1) p_.max_num_batched_tokens = 1;
+  if (p_.num_kv_blocks < 1) p_.num_kv_blocks = 1;
+  blocks_.resize(static_cast<std::size_t>(p_.num_kv_blocks));
+  free_list_.reserve(blocks_.size());
+  for (std::int64_t b = p_.num_kv_blocks - 1; b >= 0; --b) free_list_.push_back(b);
+  stats_.num_kv_blocks = p_.num_kv_blocks;
+}
+
+std::int64_t Engine::blocks_for(std::int64_t tokens) const {
+  return (tokens + p_.block_size - 1) / p_.block_size;
+}
+
+std::int64_t Engine::free_blocks() const {
+  return static_cast<std::int64_t>(free_list_.size() + lru_.size());
+}
+
+bool Engine::submit(SeqRequest req, double now) {
+  if (req.prompt.empty() || req.output.empty()) return false;
+  const auto ctx = static_cast<std::int64_t>(req.prompt.size() + req.output.size() - 1);
+  if (blocks_for(ctx) > p_.num_kv_blocks) return false;
+  const auto id = req.id;
+  if (seqs_.count(id)) return false;
+  Seq s;
+  s.tokens = req.prompt;
+  s.target = static_cast<std::int32_t>(s.tokens.size());
+  s.req = std::move(req);
+  seqs_.emplace(id, std::move(s));
+  waiting_.push_back(id);
+  if (!busy_) plan(now);
+  return true;
+}
+
+bool Engine::abort(std::uint64_t id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return false;
+  Seq& s = it->second;
+  if (s.running) {
+    release_blocks(s);
+    running_.erase(std::remove(running_.begin(), running_.end(), id), running_.end());
+  } else {
+    waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), id), waiting_.end());
+  }
+  seqs_.erase(it);
+  return true;
+}
+
+std::optional<double> Engine::deadline() const {
+  if (!busy_) return std::nullopt;
+  return step_end_;
+}
+
+std::optional<SeqInfo> Engine::info(std::uint64_t id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return std::nullopt;
+  const Seq& s = it->second;
+  SeqInfo i;
+  i.prompt_tokens = static_cast<std::int32_t>(s.req.prompt.size());
+  i.cached_tokens = std::max(s.cached_tokens, 0);
+  i.generated = s.generated;
+  i.running = s.running;
+  i.preemptions = s.preemptions;
+  return i;
+}
+
+std::uint64_t Engine::block_hash(const Seq& s, std::int32_t block_index) const {
+  // Chained hash: a block's identity includes every token before it, as in vLLM.
+  std::uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (std::int32_t i = 0; i <= block_index; ++i) {
+    h = XXH3_64bits_withSeed(s.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
+                             sizeof(std::uint32_t) * p_.block_size, h);
+  }
+  return h;
+}
+
+std::optional<std::int64_t> Engine::alloc_block() {
+  std::int64_t b;
+  if (!free_list_.empty()) {
+    b = free_list_.back();
+    free_list_.pop_back();
+  } else if (!lru_.empty()) {
+    b = lru_.front();  // evict the least recently used cached block
+    lru_.pop_front();
+    Block& blk = blocks_[b];
+    auto it = cached_.find(blk.hash);
+    if (it != cached_.end() && it->second == b) cached_.erase(it);
+    blk.has_hash = false;
+  } else {
+    return std::nullopt;
+  }
+  blocks_[b].ref = 1;
+  ++used_blocks_;
+  return b;
+}
+
+void Engine::release_blocks(Seq& s) {
+  // Last blocks first, so a prompt's tail is evicted before its head.
+  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) {
+    Block& blk = blocks_[*it];
+    if (--blk.ref == 0) {
+      --used_blocks_;
+      if (blk.has_hash) {
+        blk.lru = lru_.insert(lru_.end(), *it);
+      } else {
+        free_list_.push_back(*it);
+      }
+    }
+  }
+  s.blocks.clear();
+  s.hashed_blocks = 0;
+}
+
+bool Engine::ensure_blocks(Seq& s, std::int32_t upto_tokens) {
+  const auto need = blocks_for(upto_tokens);
+  while (static_cast<std::int64_t>(s.blocks.size()) < need) {
+    auto b = alloc_block();
+    if (!b) return false;
+    s.blocks.push_back(*b);
+  }
+  return true;
+}
+
+void Engine::register_full_blocks(Seq& s) {
+  if (!p_.enable_prefix_caching) return;
+  const std::int32_t full = s.computed / p_.block_size;
+  if (full <= s.hashed_blocks) return;
+  std::uint64_t h = s.hashed_blocks > 0 ? block_hash(s, s.hashed_blocks - 1) : 0x9e3779b97f4a7c15ull;
+  for (std::int32_t i = s.hashed_blocks; i < full; ++i) {
+    h = XXH3_64bits_withSeed(s.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
+                             sizeof(std::uint32_t) * p_.block_size, h);
+    Block& blk = blocks_[s.blocks[i]];
+    if (!blk.has_hash && !cached_.count(h)) {
+      blk.hash = h;
+      blk.has_hash = true;
+      cached_.emplace(h, s.blocks[i]);
+    }
+  }
+  s.hashed_blocks = full;
+}
+
+bool Engine::try_admit(Seq& s, std::int32_t budget) {
+  const auto len = static_cast<std::int32_t>(s.tokens.size());
+  // Longest cached prefix, in whole blocks; at least one token is always computed.
+  std::vector<std::int64_t> hits;
+  if (p_.enable_prefix_caching) {
+    const std::int32_t max_hit = (len - 1) / p_.block_size;
+    std::uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (std::int32_t i = 0; i < max_hit; ++i) {
+      h = XXH3_64bits_withSeed(s.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
+                               sizeof(std::uint32_t) * p_.block_size, h);
+      auto it = cached_.find(h);
+      if (it == cached_.end()) break;
+      hits.push_back(it->second);
+    }
+  }
+  std::int64_t hits_evictable = 0;
+  for (auto b : hits) hits_evictable += blocks_[b].ref == 0;
+  const std::int64_t needed = blocks_for(len) - static_cast<std::int64_t>(hits.size());
+  if (free_blocks() - hits_evictable < needed) return false;
+
+  for (auto b : hits) {
+    Block& blk = blocks_[b];
+    if (blk.ref++ == 0) {
+      lru_.erase(blk.lru);
+      ++used_blocks_;
+    }
+    s.blocks.push_back(b);
+  }
+  const auto hit_tokens = static_cast<std::int32_t>(hits.size()) * p_.block_size;
+  s.computed = hit_tokens;
+  s.hashed_blocks = static_cast<std::int32_t>(hits.size());
+  [[maybe_unused]] bool ok = ensure_blocks(s, len);
+  assert(ok);
+  if (p_.enable_prefix_caching) {
+    stats_.prefix_queries += static_cast<std::uint64_t>(len);
+    stats_.prefix_hits += static_cast<std::uint64_t>(hit_tokens);
+  }
+  if (s.cached_tokens < 0) s.cached_tokens = hit_tokens;
+  s.running = true;
+  s.admit_order = ++admit_counter_;
+  (void)budget;
+  return true;
+}
+
+void Engine::preempt(Seq& s) {
+  // Recompute mode (vLLM's default): drop the KV, keep the tokens generated so far, go back
+  // to the head of the queue. Blocks already hashed stay in the prefix cache until evicted.
+  release_blocks(s);
+  s.computed = 0;
+  s.target = static_cast<std::int32_t>(s.tokens.size());
+  s.running = false;
+  ++s.preemptions;
+  ++stats_.preemptions;
+  running_.erase(std::remove(running_.begin(), running_.end(), s.req.id), running_.end());
+  waiting_.push_front(s.req.id);
+  pending_.preempted.push_back(s.req.id);
+}
+
+void Engine::plan(double start) {
+  pending_ = StepResult{};
+  pending_.start = start;
+  planned_.clear();
+  std::int32_t budget = p_.max_num_batched_tokens;
+  std::int64_t decode_ctx = 0, prefill_tokens = 0;
+
+  // 1. Running sequences first (decode one token, or the next chunk of their prefill).
+  for (std::size_t k = 0; k < running_.size() && budget > 0;) {
+    Seq& s = seqs_.at(running_[k]);
+    const std::int32_t chunk = std::min(s.target - s.computed, budget);
+    bool preempted_self = false;
+    while (!ensure_blocks(s, s.computed + chunk)) {
+      // Out of KV: preempt the newest running sequence (possibly this one).
+      Seq& victim = seqs_.at(running_.back());
+      if (&victim == &s) {
+        preempt(s);
+        preempted_self = true;
+        break;
+      }
+      preempt(victim);
+    }
+    if (preempted_self) continue;  // running_[k] is now the next sequence
+    const bool decoding = s.generated > 0 && s.target - s.computed == 1;
+    if (decoding) {
+      decode_ctx += s.computed + 1;
+    } else {
+      prefill_tokens += chunk;
+    }
+    planned_.push_back({s.req.id, chunk});
+    budget -= chunk;
+    ++k;
+  }
+
+  // 2. Waiting sequences, first come first served, while there is room.
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int>(running_.size()) < p_.max_num_seqs) {
+    Seq& s = seqs_.at(waiting_.front());
+    if (!try_admit(s, budget)) break;
+    waiting_.pop_front();
+    running_.push_back(s.req.id);
+    const std::int32_t chunk = std::min(s.target - s.computed, budget);
+    prefill_tokens += chunk;
+    planned_.push_back({s.req.id, chunk});
+    pending_.scheduled.push_back(s.req.id);
+    budget -= chunk;
+  }
+
+  if (planned_.empty()) {
+    busy_ = false;
+    return;
+  }
+  pending_.batch = static_cast<int>(planned_.size());
+  pending_.prefill_tokens = prefill_tokens;
+  step_start_ = start;
+  step_end_ = start + p_.step_time(pending_.batch, decode_ctx, prefill_tokens);
+  busy_ = true;
+}
+
+StepResult Engine::complete_step() {
+  assert(busy_);
+  StepResult result = std::move(pending_);
+  result.end = step_end_;
+  ++stats_.steps;
+  for (const Planned& pl : planned_) {
+    auto it = seqs_.find(pl.id);
+    if (it == seqs_.end()) continue;  // aborted during the step
+    Seq& s = it->second;
+    if (!s.running) continue;
+    s.computed += pl.tokens;
+    register_full_blocks(s);
+    if (s.computed < s.target) continue;  // prefill not finished yet
+    const std::int32_t idx = s.generated;
+    if (idx == 0) stats_.prompt_tokens += s.req.prompt.size();
+    ++s.generated;
+    ++stats_.generation_tokens;
+    const bool last = s.generated >= static_cast<std::int32_t>(s.req.output.size());
+    result.tokens.push_back({pl.id, idx, last, idx == 0 ? std::max(s.cached_tokens, 0) : 0});
+    if (last) {
+      release_blocks(s);
+      running_.erase(std::remove(running_.begin(), running_.end(), pl.id), running_.end());
+      seqs_.erase(it);
+    } else {
+      s.tokens.push_back(s.req.output[idx]);
+      s.target = static_cast<std::int32_t>(s.tokens.size());
+    }
+  }
+  busy_ = false;
+  planned_.clear();
+  pending_ = StepResult{};
+  if (!running_.empty() || !waiting_.empty()) plan(step_end_);
+  return result;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s = stats_;
+  s.running = static_cast<int>(running_.size());
+  s.waiting = static_cast<int>(waiting_.size());
+  s.kv_blocks_used = used_blocks_;
+  s.kv_blocks_cached = static_cast<std::int64_t>(cached_.size());
+  return s;
+}
+
+}  // namespace llmux::sim

@@ -1,0 +1,183 @@
+#pragma once
+// The simulator's engine: one vLLM-style scheduler with continuous batching, a paged KV cache
+// with prefix caching, chunked prefill and preemption.
+//
+// It is a pure state machine: no clocks, no I/O, no threads. Time is model time in seconds and
+// is only ever given to it. The driver (sim/server.cpp) asks `deadline()` for the end of the
+// step in progress, sleeps until then (scaled by --time-scale) and calls `complete_step()`,
+// which returns what happened in that step and plans the next one from the same absolute
+// deadline, so a late driver catches up instead of drifting.
+//
+// Step time (see docs/sim-model.md):
+//   t_step = max(t0 + m·(B−1), c·B) + ctx_cost·Σ(context of decoding sequences)
+//            + prefill_tokens / prefill_rate + (prefill_tokens > 0 ? prefill_overhead : 0)
+// where B is the number of sequences in the step (decoding or prefilling).
+//
+// Not thread-safe: one engine belongs to one thread.
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace llmux::sim {
+
+struct EngineParams {
+  // Step time (seconds).
+  double t0 = 0.0199;              // memory-bound floor: one sequence alone
+  double m = 0.00094;              // memory-bound slope: each further sequence in the batch
+  double c = 0.00285;              // compute-bound cost per sequence in the batch
+  double ctx_cost = 0.0;           // per context token of every decoding sequence, per step
+  double prefill_rate = 8000.0;    // prompt tokens per second of prefill
+  double prefill_overhead = 0.0;   // fixed cost of a step that carries prefill work
+  // Scheduler.
+  int max_num_seqs = 256;
+  int max_num_batched_tokens = 8192;  // token budget per step (chunked prefill)
+  // KV cache.
+  int block_size = 16;
+  std::int64_t num_kv_blocks = 1 << 20;
+  bool enable_prefix_caching = true;
+
+  /// Step time for a batch of `batch` sequences with `decode_ctx` context tokens being
+  /// decoded and `prefill_tokens` prompt tokens prefilled in the step.
+  double step_time(int batch, std::int64_t decode_ctx, std::int64_t prefill_tokens) const;
+};
+
+/// A request as the engine sees it: token ids in, a fixed list of token ids out.
+/// The API layer decides the output (natural stop, max_tokens); the engine decides when.
+struct SeqRequest {
+  std::uint64_t id = 0;
+  std::vector<std::uint32_t> prompt;  // token ids of the prompt (non-empty)
+  std::vector<std::uint32_t> output;  // token ids that will be generated (non-empty)
+};
+
+struct TokenOut {
+  std::uint64_t id;
+  std::int32_t index;  // 0-based index in the output
+  bool last;           // the sequence finished with this token
+  std::int32_t cached_tokens = 0;  // with index 0: prompt tokens served from the prefix cache
+};
+
+/// What one step did, reported when it completes.
+struct StepResult {
+  double start = 0, end = 0;
+  int batch = 0;                        // sequences that ran in the step
+  std::int64_t prefill_tokens = 0;      // prompt tokens prefilled in the step
+  std::vector<TokenOut> tokens;         // one per sequence that produced a token, in order
+  std::vector<std::uint64_t> scheduled; // sequences that started (or restarted) prefill
+  std::vector<std::uint64_t> preempted; // sequences preempted while planning this step
+};
+
+struct SeqInfo {
+  std::int32_t prompt_tokens = 0;
+  std::int32_t cached_tokens = 0;  // prompt tokens served from the prefix cache (first schedule)
+  std::int32_t generated = 0;
+  bool running = false;
+  int preemptions = 0;
+};
+
+struct EngineStats {
+  int running = 0;
+  int waiting = 0;
+  std::int64_t kv_blocks_used = 0;  // blocks referenced by live sequences
+  std::int64_t kv_blocks_cached = 0;
+  double kv_usage() const;  // fraction of blocks in use (vllm:kv_cache_usage_perc)
+  std::int64_t num_kv_blocks = 0;
+  // Counters since start.
+  std::uint64_t prompt_tokens = 0;      // prompt tokens computed (prefilled), as vLLM counts
+  std::uint64_t generation_tokens = 0;
+  std::uint64_t preemptions = 0;
+  std::uint64_t prefix_queries = 0;     // prompt tokens looked up in the prefix cache
+  std::uint64_t prefix_hits = 0;        // of which found cached
+  std::uint64_t steps = 0;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineParams params);
+
+  const EngineParams& params() const { return p_; }
+
+  /// Queues a request that arrived at `now`. If the engine is idle, a step starts at `now`.
+  /// Returns false (and queues nothing) when the request could never fit in the KV cache.
+  bool submit(SeqRequest req, double now);
+
+  /// Drops a request wherever it is (waiting, running, in the step in progress) and frees its
+  /// KV blocks. Unknown ids are ignored. Returns true if it was found.
+  bool abort(std::uint64_t id);
+
+  /// End time of the step in progress, or nullopt when idle.
+  std::optional<double> deadline() const;
+
+  /// Completes the step in progress at its deadline and plans the next one starting at that
+  /// same instant (when there is work). Precondition: deadline() has a value.
+  StepResult complete_step();
+
+  std::optional<SeqInfo> info(std::uint64_t id) const;
+  /// Counters and gauges as of now.
+  EngineStats stats() const;
+
+  /// Blocks a prompt of `tokens` tokens (plus one output token) needs; used to refuse requests
+  /// that can never be admitted.
+  std::int64_t blocks_for(std::int64_t tokens) const;
+
+ private:
+  struct Seq {
+    SeqRequest req;
+    std::vector<std::uint32_t> tokens;  // prompt + generated so far (the context)
+    std::int32_t generated = 0;
+    std::int32_t computed = 0;  // context tokens whose KV is in the cache
+    std::int32_t target = 0;    // tokens to compute before the next token is sampled
+    std::int32_t hashed_blocks = 0;  // leading full blocks registered in the prefix cache
+    std::vector<std::int64_t> blocks;
+    std::int32_t cached_tokens = -1;
+    int preemptions = 0;
+    bool running = false;
+    std::uint64_t admit_order = 0;
+  };
+  struct Planned {
+    std::uint64_t id;
+    std::int32_t tokens;  // tokens computed for it in this step
+  };
+  struct Block {
+    std::uint64_t hash = 0;
+    bool has_hash = false;
+    int ref = 0;
+    std::list<std::int64_t>::iterator lru;
+  };
+
+  void plan(double start);
+  bool try_admit(Seq& s, std::int32_t budget);
+  bool ensure_blocks(Seq& s, std::int32_t upto_tokens);
+  std::optional<std::int64_t> alloc_block();
+  void release_blocks(Seq& s);
+  void register_full_blocks(Seq& s);
+  void preempt(Seq& s);
+  std::uint64_t block_hash(const Seq& s, std::int32_t block_index) const;
+  std::int64_t free_blocks() const;
+
+  EngineParams p_;
+  std::unordered_map<std::uint64_t, Seq> seqs_;
+  std::deque<std::uint64_t> waiting_;
+  std::vector<std::uint64_t> running_;  // in admission order
+  std::uint64_t admit_counter_ = 0;
+
+  // KV cache.
+  std::vector<Block> blocks_;
+  std::vector<std::int64_t> free_list_;             // never-hashed free blocks
+  std::list<std::int64_t> lru_;                     // hashed blocks with ref == 0, oldest first
+  std::unordered_map<std::uint64_t, std::int64_t> cached_;  // hash -> block
+  std::int64_t used_blocks_ = 0;                    // blocks with ref > 0
+
+  // Step in progress.
+  bool busy_ = false;
+  double step_start_ = 0, step_end_ = 0;
+  std::vector<Planned> planned_;
+  StepResult pending_;
+  EngineStats stats_;
+};
+
+}  // namespace llmux::sim

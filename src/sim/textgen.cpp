@@ -1,0 +1,147 @@
+#include "sim/textgen.hpp"
+
+#include <xxhash.h>
+
+#include <array>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "core/tokenizer.hpp"
+
+namespace llmux::sim {
+namespace {
+
+// 1-4 letter English words; each " word" is one token for core/tokenizer.
+constexpr std::string_view kWords[] = {
+    " the", " of",  " and", " to",  " a",   " in",  " is",  " it",  " you", " that", " he",
+    " was", " for", " on",  " are", " as",  " with"," his", " they"," i",   " at",   " be",
+    " this"," have"," from"," or",  " one", " had", " by",  " word"," but", " not",  " what",
+    " all", " were"," we",  " when"," your"," can", " said"," ther"," use", " an",   " each",
+    " whic"," she", " do",  " how", " thei"," if",  " will"," up",  " othe"," abou", " out",
+    " many"," then"," them"," thes"," so",  " some"," her", " make"," like"," him",  " into",
+    " time"," has", " look"," two", " more"," writ"," go",  " see", " numb"," no",   " way",
+    " coul"," peop"," my",  " than"," firs"," wate"," been"," call"," who", " oil",  " its",
+    " now", " find"," long"," down"," day", " did", " get", " come"," made"," may",  " part",
+    " over"," new", " son", " take"," only"," litt"," work"," know"," plac"," year", " live",
+    " me",  " back"," give"," most"," very"," afte"," thin"," our", " just"," name", " good",
+    " sent"," man", " mind"," say", " grea"," wher"," help"," thro"};
+
+}  // namespace
+
+std::size_t vocab_size() { return std::size(kWords); }
+
+std::string_view vocab_piece(std::uint16_t index) { return kWords[index % std::size(kWords)]; }
+
+std::uint32_t vocab_id(std::uint16_t index) {
+  static const auto ids = [] {
+    std::array<std::uint32_t, std::size(kWords)> out{};
+    for (std::size_t i = 0; i < std::size(kWords); ++i) out[i] = Tokenizer::piece_id(kWords[i]);
+    return out;
+  }();
+  return ids[index % std::size(kWords)];
+}
+
+std::vector<std::uint16_t> generate_words(std::uint64_t seed, std::size_t count) {
+  std::vector<std::uint16_t> out(count);
+  std::uint64_t state = seed ^ 0xa0761d6478bd642full;
+  for (std::size_t i = 0; i < count; ++i) {
+    // splitmix64: cheap, deterministic, well mixed.
+    state += 0x9e3779b97f4a7c15ull;
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    out[i] = static_cast<std::uint16_t>(z % std::size(kWords));
+  }
+  return out;
+}
+
+std::uint64_t hash_tokens(const std::vector<std::uint32_t>& ids) {
+  return XXH3_64bits(ids.data(), ids.size() * sizeof(std::uint32_t));
+}
+
+OutputLenDist OutputLenDist::parse(std::string_view text) {
+  auto fail = [&](std::string_view why) {
+    throw std::invalid_argument(fmt::format(
+        "invalid output length distribution '{}': {} (expected lognormal:MEDIAN:SIGMA, "
+        "uniform:MIN:MAX or fixed:N)",
+        text, why));
+  };
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    auto pos = text.find(':', start);
+    parts.emplace_back(text.substr(start, pos == std::string_view::npos ? pos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  auto num = [&](const std::string& s) {
+    try {
+      std::size_t used = 0;
+      double v = std::stod(s, &used);
+      if (used != s.size() || !std::isfinite(v)) fail("'" + s + "' is not a number");
+      return v;
+    } catch (const std::logic_error&) {
+      fail("'" + s + "' is not a number");
+    }
+    return 0.0;
+  };
+  OutputLenDist d;
+  if (parts[0] == "lognormal" && parts.size() == 3) {
+    d.kind = Kind::LogNormal;
+    d.a = num(parts[1]);
+    d.b = num(parts[2]);
+    if (d.a < 1 || d.b < 0) fail("median must be >= 1 and sigma >= 0");
+  } else if (parts[0] == "uniform" && parts.size() == 3) {
+    d.kind = Kind::Uniform;
+    d.a = num(parts[1]);
+    d.b = num(parts[2]);
+    if (d.a < 1 || d.b < d.a) fail("need 1 <= MIN <= MAX");
+  } else if (parts[0] == "fixed" && parts.size() == 2) {
+    d.kind = Kind::Fixed;
+    d.a = num(parts[1]);
+    if (d.a < 1) fail("N must be >= 1");
+  } else {
+    fail("unknown form");
+  }
+  d.floor = 1;
+  if (d.kind == Kind::LogNormal) d.floor = 16;
+  return d;
+}
+
+std::string OutputLenDist::to_string() const {
+  switch (kind) {
+    case Kind::LogNormal: return fmt::format("lognormal:{}:{}", a, b);
+    case Kind::Uniform: return fmt::format("uniform:{}:{}", a, b);
+    case Kind::Fixed: return fmt::format("fixed:{}", a);
+  }
+  return {};
+}
+
+std::int64_t OutputLenDist::draw(std::uint64_t seed) const {
+  // Two uniforms in (0,1) from the seed.
+  auto u01 = [](std::uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return (static_cast<double>(x >> 11) + 0.5) / 9007199254740992.0;
+  };
+  double v = a;
+  switch (kind) {
+    case Kind::Fixed: v = a; break;
+    case Kind::Uniform: v = a + std::floor(u01(seed) * (b - a + 1)); break;
+    case Kind::LogNormal: {
+      const double u1 = u01(seed), u2 = u01(seed * 0x9e3779b97f4a7c15ull + 1);
+      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2);
+      v = std::round(a * std::exp(b * z));
+      break;
+    }
+  }
+  return std::max<std::int64_t>(floor, static_cast<std::int64_t>(v));
+}
+
+}  // namespace llmux::sim

@@ -1,0 +1,34 @@
+#include "core/openai_error.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+namespace llmux {
+namespace {
+
+TEST(OpenAIError, NestedShapeWithStatusCode) {
+  auto v = boost::json::parse(openai_error_json(404, "The model `x` does not exist."));
+  const auto& e = v.at("error");
+  EXPECT_EQ(e.at("message").as_string(), "The model `x` does not exist.");
+  EXPECT_EQ(e.at("type").as_string(), "NotFoundError");
+  EXPECT_TRUE(e.at("param").is_null());
+  EXPECT_EQ(e.at("code").as_int64(), 404);
+}
+
+TEST(OpenAIError, ExplicitTypeAndParamAndEscaping) {
+  auto v = boost::json::parse(
+      openai_error_json(400, "bad \"quote\"\n", "invalid_request_error", "response_id"));
+  const auto& e = v.at("error");
+  EXPECT_EQ(e.at("message").as_string(), "bad \"quote\"\n");
+  EXPECT_EQ(e.at("type").as_string(), "invalid_request_error");
+  EXPECT_EQ(e.at("param").as_string(), "response_id");
+}
+
+TEST(OpenAIError, TypesByStatus) {
+  EXPECT_EQ(error_type_for_status(429), "RateLimitError");
+  EXPECT_EQ(error_type_for_status(503), "ServiceUnavailableError");
+  EXPECT_EQ(error_type_for_status(599), "InternalServerError");
+}
+
+}  // namespace
+}  // namespace llmux
