@@ -55,7 +55,7 @@ Runner add_sim(CLI::App& app) {
   f->add(sub, "--max-model-len", [](C& c) -> auto& { return c.max_model_len; },
          "Context length limit (prompt + completion tokens)");
 
-  auto* perf = "Performance model (seconds; see docs/sim-model.md)";
+  auto* perf = "Performance model (seconds; see docs/sim.md)";
   f->add(sub, "--t0", [](C& c) -> auto& { return c.engine.t0; },
          "Step time of a batch of one (memory-bound floor), seconds")->group(perf);
   f->add(sub, "--m", [](C& c) -> auto& { return c.engine.m; },
@@ -89,10 +89,8 @@ Runner add_sim(CLI::App& app) {
          "KV cache block size, tokens")->group(sched);
   f->add(sub, "--num-kv-blocks", [](C& c) -> auto& { return c.kv_blocks_override; },
          "KV cache blocks; -1 derives them from the memory budget below")->group(sched);
-  sub->add_flag("--no-enable-prefix-caching{false}", f->cfg.engine.enable_prefix_caching,
-                "Turn prefix caching off (vLLM has it on by default)")->group(sched);
-  f->copies.emplace_back(sub->get_option("--no-enable-prefix-caching"),
-                         [](C& d, C& s) { d.engine.enable_prefix_caching = s.engine.enable_prefix_caching; });
+  f->flag(sub, "--no-enable-prefix-caching", [](C& c) -> auto& { return c.no_prefix_caching; },
+          "Turn prefix caching off (vLLM has it on by default)")->group(sched);
 
   auto* mem = "Memory budget (derives the KV capacity)";
   f->add(sub, "--memory-gb", [](C& c) -> auto& { return c.memory.total_gb; },

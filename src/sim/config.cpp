@@ -29,8 +29,8 @@ void SimConfig::apply_preset(const std::string& name) {
     model_root = "Qwen/Qwen3.6-35B-A3B-FP8";
     max_model_len = 262144;
     engine = EngineParams{};
-    engine.t0 = 0.0193;
-    engine.m = 0.00094;
+    engine.t0 = 0.0198;
+    engine.m = 0.00088;
     engine.c = 0.00285;
     engine.ctx_cost = 0.36e-6;  // reading 96 KiB of KV per context token at ~273 GB/s
     engine.prefill_rate = 8000.0;
@@ -52,6 +52,7 @@ void SimConfig::finalize() {
     engine.t0 = engine.m = engine.c = engine.ctx_cost = engine.prefill_overhead = 0.0;
     engine.prefill_rate = 0.0;  // 0 means free
   }
+  if (no_prefix_caching) engine.enable_prefix_caching = false;
   engine.num_kv_blocks =
       kv_blocks_override > 0 ? kv_blocks_override : memory.kv_blocks(engine.block_size);
 }

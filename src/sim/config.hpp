@@ -50,6 +50,7 @@ struct SimConfig {
   std::size_t debug_timings_max = 20000;    // per-request timing records kept
   std::int64_t max_body_bytes = 32 << 20;
   bool zero_cost = false;                // --zero-cost: every model cost is 0
+  bool no_prefix_caching = false;        // --no-enable-prefix-caching
   bool print_ready_json = true;
 
   /// Applies a preset's values (model, calibration, memory); throws on an unknown name.

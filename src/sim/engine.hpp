@@ -8,7 +8,7 @@
 // which returns what happened in that step and plans the next one from the same absolute
 // deadline, so a late driver catches up instead of drifting.
 //
-// Step time (see docs/sim-model.md):
+// Step time (see docs/sim.md):
 //   t_step = max(t0 + m·(B−1), c·B) + ctx_cost·Σ(context of decoding sequences)
 //            + prefill_tokens / prefill_rate + (prefill_tokens > 0 ? prefill_overhead : 0)
 // where B is the number of sequences in the step (decoding or prefilling).

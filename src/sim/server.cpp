@@ -158,9 +158,12 @@ class Server {
       ioc_.stop();
     });
     net::co_spawn(ioc_, accept_loop(), net::detached);
-    spdlog::info("llmux sim: serving {} on http://{}:{} (kv blocks {}, time scale {})",
-                 cfg_.served_model_name, cfg_.host, port, cfg_.engine.num_kv_blocks,
-                 cfg_.time_scale);
+    spdlog::info(
+        "llmux sim: serving {} on http://{}:{} (KV cache {} blocks = {} tokens, max_num_seqs {}, "
+        "time scale {})",
+        cfg_.served_model_name, cfg_.host, port, cfg_.engine.num_kv_blocks,
+        cfg_.engine.num_kv_blocks * cfg_.engine.block_size, cfg_.engine.max_num_seqs,
+        cfg_.time_scale);
     std::cout << fmt::format(R"({{"event":"ready","host":"{}","port":{},"pid":{}}})", cfg_.host,
                              port, ::getpid())
               << std::endl;

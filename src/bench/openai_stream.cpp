@@ -1,0 +1,550 @@
+#include "bench/openai_stream.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/tokenizer.hpp"
+
+namespace llmux::bench {
+namespace od = simdjson::ondemand;
+
+std::string_view to_string(Dialect d) {
+  switch (d) {
+    case Dialect::completions:
+      return "completions";
+    case Dialect::chat:
+      return "chat";
+    case Dialect::responses:
+      return "responses";
+  }
+  return "completions";
+}
+
+std::optional<Dialect> parse_dialect(std::string_view name) {
+  if (name == "completions") return Dialect::completions;
+  if (name == "chat") return Dialect::chat;
+  if (name == "responses") return Dialect::responses;
+  return std::nullopt;
+}
+
+std::string_view endpoint_path(Dialect d) {
+  switch (d) {
+    case Dialect::completions:
+      return "/v1/completions";
+    case Dialect::chat:
+      return "/v1/chat/completions";
+    case Dialect::responses:
+      return "/v1/responses";
+  }
+  return "/v1/completions";
+}
+
+namespace {
+
+bool is_type(od::value& v, od::json_type want) {
+  od::json_type t;
+  return !v.type().get(t) && t == want;
+}
+
+/// The string in `v`, or false when it is null or not a string.
+bool get_str(od::value& v, std::string_view& out) {
+  if (!is_type(v, od::json_type::string)) return false;
+  return !v.get_string().get(out);
+}
+
+std::optional<std::uint64_t> get_u64(od::value& v) {
+  if (!is_type(v, od::json_type::number)) return std::nullopt;
+  std::uint64_t x;
+  if (!v.get_uint64().get(x)) return x;
+  return std::nullopt;
+}
+
+/// A scalar as text: strings unescaped, numbers and booleans as written, null as "".
+std::string scalar_text(od::value& v) {
+  od::json_type t;
+  if (v.type().get(t)) return {};
+  if (t == od::json_type::string) {
+    std::string_view s;
+    if (!v.get_string().get(s)) return std::string(s);
+    return {};
+  }
+  if (t == od::json_type::number || t == od::json_type::boolean) {
+    std::string_view raw = v.raw_json_token();
+    while (!raw.empty() &&
+           (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t')) {
+      raw.remove_suffix(1);
+    }
+    return std::string(raw);
+  }
+  return {};
+}
+
+void parse_usage(od::value& v, StreamUsage& u) {
+  od::object o;
+  if (v.get_object().get(o)) return;
+  for (auto field : o) {
+    std::string_view key = field.unescaped_key();
+    od::value val = field.value();
+    if (key == "prompt_tokens" || key == "input_tokens") {
+      u.prompt_tokens = get_u64(val);
+    } else if (key == "completion_tokens" || key == "output_tokens") {
+      u.completion_tokens = get_u64(val);
+    } else if (key == "prompt_tokens_details" || key == "input_tokens_details") {
+      if (!is_type(val, od::json_type::object)) continue;
+      for (auto d : val.get_object()) {
+        std::string_view dk = d.unescaped_key();
+        if (dk == "cached_tokens") {
+          od::value dv = d.value();
+          u.cached_tokens = get_u64(dv);
+        }
+      }
+    }
+  }
+}
+
+/// Reads `{"message", "type", "code", ...}` (or a bare string) into `e`.
+void parse_error_object(od::value& v, StreamError& e) {
+  std::string_view s;
+  if (get_str(v, s)) {
+    e.message = s;
+    return;
+  }
+  if (!is_type(v, od::json_type::object)) return;
+  for (auto field : v.get_object()) {
+    std::string_view key = field.unescaped_key();
+    od::value val = field.value();
+    if (key == "message") {
+      e.message = scalar_text(val);
+    } else if (key == "type") {
+      e.type = scalar_text(val);
+    } else if (key == "code") {
+      e.code = scalar_text(val);
+    }
+  }
+}
+
+bool is_text_delta_type(std::string_view type) {
+  return type.starts_with("response.") && type.ends_with(".delta") &&
+         type != "response.audio.delta";
+}
+
+}  // namespace
+
+struct StreamInterpreter::Impl {
+  Dialect dialect;
+  bool capture;
+  od::parser parser;
+  std::string buf;
+
+  StreamUsage usage;
+  std::uint64_t tokens = 0;
+  std::uint64_t content_events = 0;
+  bool done = false;
+  std::optional<StreamError> error;
+  std::string id;
+  std::string finish_reason;
+  std::string text;
+  std::optional<std::uint64_t> last_completion_tokens;  // cumulative, for continuous usage
+
+  // Per-event scratch.
+  std::uint64_t est = 0;
+  bool any_text = false;
+
+  Impl(Dialect d, bool c) : dialect(d), capture(c) {}
+
+  void reset_state() {
+    usage = {};
+    tokens = 0;
+    content_events = 0;
+    done = false;
+    error.reset();
+    id.clear();
+    finish_reason.clear();
+    text.clear();
+    last_completion_tokens.reset();
+  }
+
+  void add_text(std::string_view s) {
+    if (s.empty()) return;
+    est += std::max<std::size_t>(1, Tokenizer::count(s));
+    any_text = true;
+    if (capture) text.append(s);
+  }
+
+  void add_text_value(od::value& v) {
+    std::string_view s;
+    if (get_str(v, s)) add_text(s);
+  }
+
+  void merge_usage(const StreamUsage& u) {
+    if (u.prompt_tokens) usage.prompt_tokens = u.prompt_tokens;
+    if (u.completion_tokens) usage.completion_tokens = u.completion_tokens;
+    if (u.cached_tokens) usage.cached_tokens = u.cached_tokens;
+  }
+
+  void set_error(StreamError e) {
+    if (!error) error = std::move(e);
+  }
+
+  void parse_delta(od::value& v) {
+    if (!is_type(v, od::json_type::object)) return;
+    for (auto field : v.get_object()) {
+      std::string_view key = field.unescaped_key();
+      od::value val = field.value();
+      if (key == "content" || key == "reasoning_content" || key == "reasoning") {
+        add_text_value(val);
+      } else if (key == "tool_calls" && is_type(val, od::json_type::array)) {
+        for (od::value call : val.get_array()) {
+          if (!is_type(call, od::json_type::object)) continue;
+          for (auto cf : call.get_object()) {
+            std::string_view ck = cf.unescaped_key();
+            if (ck != "function") continue;
+            od::value fn = cf.value();
+            if (!is_type(fn, od::json_type::object)) continue;
+            for (auto ff : fn.get_object()) {
+              std::string_view fk = ff.unescaped_key();
+              od::value fv = ff.value();
+              if (fk == "name" || fk == "arguments") add_text_value(fv);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  void parse_choice(od::value& c) {
+    if (!is_type(c, od::json_type::object)) return;
+    for (auto field : c.get_object()) {
+      std::string_view key = field.unescaped_key();
+      od::value val = field.value();
+      if (key == "text") {
+        add_text_value(val);
+      } else if (key == "delta" || key == "message") {
+        parse_delta(val);
+      } else if (key == "finish_reason") {
+        std::string_view s;
+        if (get_str(val, s)) finish_reason = s;
+      }
+    }
+  }
+
+  EventInfo chat_or_completion(od::object& obj) {
+    EventInfo info;
+    bool has_choices = false;
+    bool got_usage = false;
+    StreamUsage u;
+    bool flat_error = false;
+    StreamError flat;
+    for (auto field : obj) {
+      std::string_view key = field.unescaped_key();
+      od::value val = field.value();
+      if (key == "choices") {
+        if (!is_type(val, od::json_type::array)) continue;
+        for (od::value c : val.get_array()) {
+          has_choices = true;
+          parse_choice(c);
+        }
+      } else if (key == "usage") {
+        if (is_type(val, od::json_type::object)) {
+          parse_usage(val, u);
+          got_usage = true;
+        }
+      } else if (key == "error") {
+        StreamError e;
+        parse_error_object(val, e);
+        if (!is_type(val, od::json_type::null)) {
+          info.error = true;
+          set_error(std::move(e));
+        }
+      } else if (key == "object") {
+        std::string_view s;
+        if (get_str(val, s) && s == "error") flat_error = true;
+      } else if (key == "message") {
+        flat.message = scalar_text(val);
+      } else if (key == "type") {
+        flat.type = scalar_text(val);
+      } else if (key == "code") {
+        flat.code = scalar_text(val);
+      } else if (key == "id") {
+        std::string_view s;
+        if (id.empty() && get_str(val, s)) id = s;
+      }
+    }
+    if (flat_error && !info.error) {
+      info.error = true;
+      set_error(std::move(flat));
+    }
+    if (got_usage) {
+      info.usage = true;
+      merge_usage(u);
+    }
+    if (has_choices && got_usage && u.completion_tokens) {
+      // Continuous usage: completion_tokens is cumulative; this chunk carries the growth.
+      const std::uint64_t prev = last_completion_tokens.value_or(0);
+      const std::uint64_t now = *u.completion_tokens;
+      info.tokens = static_cast<std::uint32_t>(now > prev ? now - prev : 0);
+      info.tokens_exact = true;
+    } else {
+      info.tokens = static_cast<std::uint32_t>(est);
+    }
+    if (got_usage && u.completion_tokens) last_completion_tokens = u.completion_tokens;
+    info.content = any_text || info.tokens > 0;
+    return info;
+  }
+
+  EventInfo responses(std::string_view event_name, od::object& obj) {
+    EventInfo info;
+    std::string_view type;
+    std::string_view delta;
+    bool has_delta = false;
+    bool got_usage = false;
+    StreamUsage u;
+    std::string status;
+    std::optional<StreamError> resp_error;
+    std::optional<StreamError> top_error;
+    StreamError event_error;
+    for (auto field : obj) {
+      std::string_view key = field.unescaped_key();
+      od::value val = field.value();
+      if (key == "type") {
+        get_str(val, type);
+      } else if (key == "delta") {
+        has_delta = get_str(val, delta);
+      } else if (key == "response") {
+        if (!is_type(val, od::json_type::object)) continue;
+        for (auto rf : val.get_object()) {
+          std::string_view rk = rf.unescaped_key();
+          od::value rv = rf.value();
+          if (rk == "id") {
+            std::string_view s;
+            if (get_str(rv, s)) id = s;
+          } else if (rk == "status") {
+            status = scalar_text(rv);
+          } else if (rk == "usage") {
+            if (is_type(rv, od::json_type::object)) {
+              parse_usage(rv, u);
+              got_usage = true;
+            }
+          } else if (rk == "error") {
+            if (!is_type(rv, od::json_type::null)) {
+              resp_error.emplace();
+              parse_error_object(rv, *resp_error);
+            }
+          }
+        }
+      } else if (key == "error") {
+        if (!is_type(val, od::json_type::null)) {
+          top_error.emplace();
+          parse_error_object(val, *top_error);
+        }
+      } else if (key == "message") {
+        event_error.message = scalar_text(val);
+      } else if (key == "code") {
+        event_error.code = scalar_text(val);
+      }
+    }
+    if (type.empty()) type = event_name;
+
+    if (has_delta && is_text_delta_type(type)) add_text(delta);
+    if (got_usage) {
+      info.usage = true;
+      merge_usage(u);
+    }
+    if (type == "response.completed" || type == "response.incomplete") {
+      info.done = true;
+      if (!status.empty()) finish_reason = status;
+    } else if (type == "response.failed") {
+      info.done = true;
+      info.error = true;
+      StreamError e = resp_error.value_or(StreamError{});
+      if (e.message.empty()) e.message = "response.failed";
+      if (e.type.empty()) e.type = "response.failed";
+      set_error(std::move(e));
+      if (!status.empty()) finish_reason = status;
+    } else if (type == "error") {
+      info.error = true;
+      StreamError e = top_error ? *top_error : event_error;
+      if (e.type.empty()) e.type = "error";
+      set_error(std::move(e));
+    }
+    if (top_error && !info.error) {
+      info.error = true;
+      set_error(std::move(*top_error));
+    }
+    info.tokens = static_cast<std::uint32_t>(est);
+    info.content = any_text;
+    return info;
+  }
+
+  /// A whole /v1/responses body.
+  EventInfo responses_body(od::object& obj) {
+    EventInfo info;
+    bool got_usage = false;
+    StreamUsage u;
+    for (auto field : obj) {
+      std::string_view key = field.unescaped_key();
+      od::value val = field.value();
+      if (key == "id") {
+        std::string_view s;
+        if (get_str(val, s)) id = s;
+      } else if (key == "status") {
+        finish_reason = scalar_text(val);
+      } else if (key == "usage") {
+        if (is_type(val, od::json_type::object)) {
+          parse_usage(val, u);
+          got_usage = true;
+        }
+      } else if (key == "error") {
+        if (!is_type(val, od::json_type::null)) {
+          StreamError e;
+          parse_error_object(val, e);
+          info.error = true;
+          set_error(std::move(e));
+        }
+      } else if (key == "output") {
+        if (!is_type(val, od::json_type::array)) continue;
+        for (od::value item : val.get_array()) {
+          if (!is_type(item, od::json_type::object)) continue;
+          for (auto itf : item.get_object()) {
+            std::string_view ik = itf.unescaped_key();
+            od::value iv = itf.value();
+            if (ik == "arguments") {
+              add_text_value(iv);
+            } else if (ik == "content" && is_type(iv, od::json_type::array)) {
+              for (od::value part : iv.get_array()) {
+                if (!is_type(part, od::json_type::object)) continue;
+                for (auto pf : part.get_object()) {
+                  std::string_view pk = pf.unescaped_key();
+                  od::value pv = pf.value();
+                  if (pk == "text") add_text_value(pv);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    if (got_usage) {
+      info.usage = true;
+      merge_usage(u);
+    }
+    if (got_usage && u.completion_tokens) {
+      info.tokens = static_cast<std::uint32_t>(*u.completion_tokens);
+      info.tokens_exact = true;
+    } else {
+      info.tokens = static_cast<std::uint32_t>(est);
+    }
+    info.content = any_text || info.tokens > 0;
+    return info;
+  }
+
+  EventInfo on_body(std::string_view body) {
+    est = 0;
+    any_text = false;
+    EventInfo info;
+    const std::size_t n = body.size();
+    if (buf.size() < n + simdjson::SIMDJSON_PADDING) buf.resize(n + simdjson::SIMDJSON_PADDING);
+    std::memcpy(buf.data(), body.data(), n);
+    try {
+      od::document doc = parser.iterate(buf.data(), n, buf.size());
+      od::object obj = doc.get_object();
+      info = dialect == Dialect::responses ? responses_body(obj) : chat_or_completion(obj);
+    } catch (const simdjson::simdjson_error&) {
+      info = EventInfo{};
+      info.malformed = true;
+    }
+    info.done = true;
+    done = true;
+    tokens += info.tokens;
+    if (info.content) ++content_events;
+    return info;
+  }
+
+  EventInfo on_event(std::string_view event_name, std::string_view data) {
+    est = 0;
+    any_text = false;
+    EventInfo info;
+    std::string_view trimmed = data;
+    while (!trimmed.empty() && (trimmed.front() == ' ' || trimmed.front() == '\t' ||
+                                trimmed.front() == '\n' || trimmed.front() == '\r')) {
+      trimmed.remove_prefix(1);
+    }
+    while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\t' ||
+                                trimmed.back() == '\n' || trimmed.back() == '\r')) {
+      trimmed.remove_suffix(1);
+    }
+    if (trimmed == "[DONE]") {
+      info.done = true;
+      done = true;
+      return info;
+    }
+    const std::size_t n = data.size();
+    if (buf.size() < n + simdjson::SIMDJSON_PADDING) buf.resize(n + simdjson::SIMDJSON_PADDING);
+    std::memcpy(buf.data(), data.data(), n);
+    try {
+      od::document doc = parser.iterate(buf.data(), n, buf.size());
+      od::object obj = doc.get_object();
+      info = dialect == Dialect::responses ? responses(event_name, obj) : chat_or_completion(obj);
+    } catch (const simdjson::simdjson_error&) {
+      EventInfo bad;
+      bad.malformed = true;
+      est = 0;
+      return bad;
+    }
+    tokens += info.tokens;
+    if (info.content) ++content_events;
+    if (info.done) done = true;
+    return info;
+  }
+};
+
+StreamInterpreter::StreamInterpreter(Dialect dialect, bool capture_text)
+    : impl_(std::make_unique<Impl>(dialect, capture_text)) {}
+StreamInterpreter::~StreamInterpreter() = default;
+StreamInterpreter::StreamInterpreter(StreamInterpreter&&) noexcept = default;
+StreamInterpreter& StreamInterpreter::operator=(StreamInterpreter&&) noexcept = default;
+
+EventInfo StreamInterpreter::on_event(std::string_view event_name, std::string_view data) {
+  return impl_->on_event(event_name, data);
+}
+EventInfo StreamInterpreter::on_body(std::string_view body) {
+  return impl_->on_body(body);
+}
+void StreamInterpreter::reset() {
+  impl_->reset_state();
+}
+void StreamInterpreter::reset(Dialect dialect) {
+  impl_->reset_state();
+  impl_->dialect = dialect;
+}
+Dialect StreamInterpreter::dialect() const {
+  return impl_->dialect;
+}
+const StreamUsage& StreamInterpreter::usage() const {
+  return impl_->usage;
+}
+std::uint64_t StreamInterpreter::tokens() const {
+  return impl_->tokens;
+}
+std::uint64_t StreamInterpreter::content_events() const {
+  return impl_->content_events;
+}
+bool StreamInterpreter::done() const {
+  return impl_->done;
+}
+const std::optional<StreamError>& StreamInterpreter::error() const {
+  return impl_->error;
+}
+const std::string& StreamInterpreter::id() const {
+  return impl_->id;
+}
+const std::string& StreamInterpreter::finish_reason() const {
+  return impl_->finish_reason;
+}
+const std::string& StreamInterpreter::text() const {
+  return impl_->text;
+}
+
+}  // namespace llmux::bench

@@ -1,0 +1,115 @@
+#pragma once
+// Reads an OpenAI-compatible streaming response event by event, in one of three dialects:
+//
+//   completions  /v1/completions        `data: {"choices":[{"text": ...}]}` ... `data: [DONE]`
+//   chat         /v1/chat/completions   `choices[].delta.content` (also `reasoning_content`,
+//                                       `reasoning` and tool-call text); the first chunk carries
+//                                       only `{"role":"assistant"}` and is NOT content
+//   responses    /v1/responses          typed events: `response.output_text.delta` (and the
+//                                       reasoning / refusal / function-argument deltas) carry
+//                                       text; `response.completed` / `response.incomplete`
+//                                       carry `response.usage`; `error` and `response.failed`
+//                                       are errors
+//
+// For each SSE event it says how many tokens the event carries and whether it is content (the
+// bench takes TTFT at the first content event), usage, an error, or the end. Token counts are
+// llmux::Tokenizer::count of the event's text — an estimate, exact for the simulator — except
+// when the chunk also carries `usage` (vLLM's `continuous_usage_stats`): then the count is the
+// growth of the cumulative `completion_tokens`, exact. The final usage-only chunk
+// (`"choices": []`) carries no tokens. An OpenAI error object inside the stream (nested
+// `{"error": {...}}` or the old flat `{"object": "error", ...}`) is reported as an error event.
+//
+// JSON is parsed with simdjson's On-Demand API from an internal padded buffer.
+//
+// Thread safety and ownership: one interpreter per stream, used by one thread at a time; it owns
+// its parser and buffers (reuse it with reset() to avoid allocations). Returned string views and
+// references are valid until the next call.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "bench/sse.hpp"
+
+namespace llmux::bench {
+
+enum class Dialect { completions, chat, responses };
+
+std::string_view to_string(Dialect d);
+/// "completions", "chat" or "responses"; nullopt otherwise.
+std::optional<Dialect> parse_dialect(std::string_view name);
+/// The request path of a dialect: "/v1/completions", "/v1/chat/completions", "/v1/responses".
+std::string_view endpoint_path(Dialect d);
+
+/// Token usage as the server reported it (Responses' input/output tokens are mapped to
+/// prompt/completion).
+struct StreamUsage {
+  std::optional<std::uint64_t> prompt_tokens;
+  std::optional<std::uint64_t> completion_tokens;
+  std::optional<std::uint64_t> cached_tokens;  ///< prompt_tokens_details / input_tokens_details
+};
+
+/// An error object received inside the stream.
+struct StreamError {
+  std::string message;
+  std::string type;  ///< e.g. "BadRequestError"; for Responses `error` events, the event type
+  std::string code;  ///< `code` as text (vLLM sends the HTTP status as a number)
+};
+
+/// What one SSE event meant.
+struct EventInfo {
+  std::uint32_t tokens = 0;   ///< tokens this event carries
+  bool content = false;       ///< carries generated text (counts for TTFT)
+  bool tokens_exact = false;  ///< `tokens` came from continuous usage, not an estimate
+  bool usage = false;         ///< carries usage (see StreamInterpreter::usage())
+  bool error = false;         ///< an error event (see StreamInterpreter::error())
+  bool done = false;          ///< `[DONE]`, or the Responses stream's final event
+  bool malformed = false;     ///< data is not JSON of an expected shape
+};
+
+class StreamInterpreter {
+ public:
+  explicit StreamInterpreter(Dialect dialect, bool capture_text = false);
+  ~StreamInterpreter();
+  StreamInterpreter(StreamInterpreter&&) noexcept;
+  StreamInterpreter& operator=(StreamInterpreter&&) noexcept;
+
+  /// Interprets one event (the SSE `event:` name and its joined data).
+  EventInfo on_event(std::string_view event_name, std::string_view data);
+  EventInfo on_event(const SseEvent& e) { return on_event(e.event, e.data); }
+
+  /// Interprets a whole non-streaming response body (or an HTTP error body) of this dialect:
+  /// `choices[].text` / `choices[].message`, or the Responses `output[].content[].text` and
+  /// `output[].arguments`. Sets usage(), error(), id(), finish_reason() and text() as the stream
+  /// path does; the result is done, and its tokens are usage's completion/output tokens
+  /// (tokens_exact) or, without usage, the estimate of the text.
+  EventInfo on_body(std::string_view body);
+
+  /// Forgets the stream's state (keeps buffers), optionally switching dialect.
+  void reset();
+  void reset(Dialect dialect);
+
+  Dialect dialect() const;
+  /// Latest usage seen on the stream (fields stay empty until some usage arrives).
+  const StreamUsage& usage() const;
+  /// Sum of `tokens` over the events so far.
+  std::uint64_t tokens() const;
+  /// Events that were content (TTFT is at the first).
+  std::uint64_t content_events() const;
+  bool done() const;
+  /// The first error event's details, if any.
+  const std::optional<StreamError>& error() const;
+  /// The response or chunk id (`cmpl-…`, `chatcmpl-…`, `resp_…`), once seen.
+  const std::string& id() const;
+  /// Last non-null finish_reason (completions/chat) or the final status (responses).
+  const std::string& finish_reason() const;
+  /// The generated text, when constructed with capture_text.
+  const std::string& text() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace llmux::bench

@@ -1,0 +1,61 @@
+#include "bench/sse.hpp"
+
+namespace llmux::bench {
+
+void SseParser::reset() {
+  line_.clear();
+  id_.clear();
+  clear_event();
+  skip_lf_ = false;
+  first_line_ = true;
+  failed_ = false;
+  comments_ = 0;
+  events_ = 0;
+}
+
+void SseParser::clear_event() {
+  data_.clear();
+  event_.clear();
+  has_data_ = false;
+}
+
+bool SseParser::on_line(std::string_view line) {
+  if (first_line_) {
+    first_line_ = false;
+    constexpr std::string_view kBom = "\xEF\xBB\xBF";
+    if (line.starts_with(kBom)) line.remove_prefix(kBom.size());
+  }
+  if (line.empty()) {
+    if (has_data_) return true;
+    event_.clear();  // a block without data is dropped, name included
+    return false;
+  }
+  if (line.front() == ':') {
+    ++comments_;
+    return false;
+  }
+  std::string_view field = line;
+  std::string_view value;
+  if (const std::size_t colon = line.find(':'); colon != std::string_view::npos) {
+    field = line.substr(0, colon);
+    value = line.substr(colon + 1);
+    if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  }
+  if (field == "data") {
+    if (data_.size() + value.size() + 1 > limits_.max_event) {
+      failed_ = true;
+      return false;
+    }
+    if (has_data_) data_.push_back('\n');
+    data_.append(value);
+    has_data_ = true;
+  } else if (field == "event") {
+    event_.assign(value);
+  } else if (field == "id") {
+    if (value.find('\0') == std::string_view::npos) id_.assign(value);
+  }
+  // "retry" and unknown fields are ignored.
+  return false;
+}
+
+}  // namespace llmux::bench
