@@ -10,5 +10,7 @@ namespace llmux::cli {
 using Runner = std::function<int()>;
 
 Runner add_sim(CLI::App& app);
+Runner add_gateway(CLI::App& app);
+Runner add_client_config(CLI::App& app);
 
 }  // namespace llmux::cli

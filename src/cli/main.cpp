@@ -14,7 +14,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "llmux 0.1.0");
   llmux::cli::Runner sim = llmux::cli::add_sim(app);
+  llmux::cli::Runner gateway = llmux::cli::add_gateway(app);
+  llmux::cli::Runner client_config = llmux::cli::add_client_config(app);
   CLI11_PARSE(app, argc, argv);
   if (app.got_subcommand("sim")) return sim();
+  if (app.got_subcommand("gateway")) return gateway();
+  if (app.got_subcommand("client-config")) return client_config();
   return 0;
 }

@@ -1,0 +1,112 @@
+#pragma once
+// The gateway's configuration: plain structs with defaults, loaded from YAML (or built from
+// `llmux gateway --backend NAME=URL ...`), validated once, loudly: validate() returns every
+// error (field, value, reason) and the gateway refuses to start on any. Worker threads only
+// read a validated, immutable GatewayConfig.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llmux::config {
+
+using Millis = std::chrono::milliseconds;
+
+struct Listener {
+  std::string address = "0.0.0.0";
+  std::uint16_t port = 8080;
+};
+
+struct Backend {
+  std::string name;
+  std::string url;  // http://host:port[/base-path]
+  // Parsed from url by validate():
+  std::string scheme, host, base_path;
+  std::uint16_t port = 0;
+  std::string api_key;   // sent upstream as "Authorization: Bearer <key>" when set
+  int weight = 1;        // 1-100
+  int max_inflight = 0;  // 0: unlimited
+};
+
+struct RouteMatch {
+  std::string path;                  // exact path ("" = any)
+  std::string path_prefix;           // prefix ("" = any)
+  std::vector<std::string> methods;  // upper case; empty = any
+  std::vector<std::string> models;   // request body's "model"; empty = any
+};
+
+struct Route {
+  std::string name;  // defaults to "route<i>"
+  RouteMatch match;
+  std::vector<std::string> backends;   // names, in order
+  std::string policy = "round_robin";  // policy::policy_names() (policy/policy.hpp)
+};
+
+struct Timeouts {
+  Millis connect{5000};         // TCP connect to a backend
+  Millis first_byte{300000};    // request sent → first response byte (prefill can be long)
+  Millis idle{120000};          // between two reads of a streaming response
+  Millis client_header{30000};  // client connection → complete request header (408)
+  Millis client_idle{75000};    // keep-alive connection idle between requests
+  Millis drain{30000};          // SIGTERM: time running requests get to finish
+};
+
+struct Limits {
+  std::uint64_t max_body_bytes = 16ull << 20;  // 413 above
+  std::uint32_t max_header_bytes = 64 << 10;   // 431 above
+};
+
+struct AccessLog {
+  std::string target = "stdout";  // "stdout", "off", or a file path
+};
+
+struct GatewayConfig {
+  std::vector<Listener> listeners{Listener{}};
+  int threads = 0;  // 0: one per core
+  std::vector<Backend> backends;
+  std::vector<Route> routes;
+  Timeouts timeouts;
+  Limits limits;
+  AccessLog access_log;
+};
+
+struct ConfigError {
+  std::string field;   // e.g. "routes[2].backends[0]"
+  std::string value;   // the offending value as written
+  std::string reason;  // e.g. "no backend named 'server3' (known: server1, server2)"
+  int line = 0;        // 1-based position in the YAML text when loading found it; 0: unknown
+  int column = 0;
+  /// "field: 'value': reason", with " (line L, column C)" appended when known; parts that are
+  /// empty are left out (a YAML syntax error reads "line L, column C: reason").
+  std::string to_string() const;
+};
+
+/// Loads YAML text; syntax and type errors come back as ConfigErrors (never throws).
+/// The result is not validated yet.
+GatewayConfig load_yaml(const std::string& text, std::vector<ConfigError>& errors);
+GatewayConfig load_yaml_file(const std::string& path, std::vector<ConfigError>& errors);
+
+/// load_yaml() then validate(): every error of both (a validation error about a field that
+/// already failed to load is not repeated; after a syntax error nothing is validated).
+/// Errors empty means the config is valid and ready to use.
+GatewayConfig load_and_validate(const std::string& text, std::vector<ConfigError>& errors);
+GatewayConfig load_and_validate_file(const std::string& path, std::vector<ConfigError>& errors);
+
+/// The quick form: every path round-robined over `backends` ("NAME=URL"), listening on
+/// 0.0.0.0:`port`. A malformed NAME=URL is an error; the result is not validated yet.
+GatewayConfig quick_config(std::uint16_t port, const std::vector<std::string>& backends,
+                           std::vector<ConfigError>& errors);
+
+/// Checks everything and fills derived fields (backend scheme/host/port/base_path, route
+/// names). Returns every error found; empty means valid.
+std::vector<ConfigError> validate(GatewayConfig& cfg);
+
+/// Parses "250ms", "5s", "2m", "1h", or a bare number of milliseconds (non-negative integers
+/// only; nullopt for anything else or on overflow).
+std::optional<Millis> parse_duration(const std::string& text);
+/// Parses "16MiB", "512KiB", "1GiB", "1000", "10MB" (MB = 10^6); units B, KB/MB/GB/TB,
+/// KiB/MiB/GiB/TiB, case-insensitive. nullopt for anything else or on overflow.
+std::optional<std::uint64_t> parse_size(const std::string& text);
+
+}  // namespace llmux::config

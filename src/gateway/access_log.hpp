@@ -1,0 +1,37 @@
+#pragma once
+// One JSON line per request (stdout, a file, or off). Thread-safe: each line is formatted in
+// the calling thread and written with a single fwrite under a mutex.
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace llmux::gateway {
+
+struct AccessRecord {
+  std::string_view request_id, client, method, path, route, backend, model, error;
+  int status = 0;
+  int attempts = 0;
+  std::uint64_t bytes_in = 0, bytes_out = 0;
+  double ttfb_ms = -1, total_ms = 0;
+  bool stream = false;
+  std::optional<std::int64_t> prompt_tokens, completion_tokens;
+};
+
+class AccessLog {
+ public:
+  /// "stdout", "off", or a file path (appended). Returns false with `error` set on failure.
+  bool open(const std::string& target, std::string& error);
+  ~AccessLog();
+  bool enabled() const { return file_ != nullptr; }
+  void write(const AccessRecord& r);
+
+ private:
+  std::FILE* file_ = nullptr;
+  bool owned_ = false;
+  std::mutex mu_;
+};
+
+}  // namespace llmux::gateway

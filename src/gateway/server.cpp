@@ -1,0 +1,931 @@
+// `llmux gateway`: workers, listeners, client sessions and the proxy.
+//
+// Threads: N workers, each with its own io_context, its own SO_REUSEPORT acceptor per listener
+// and its own keep-alive pool per backend, so a request never leaves the thread that accepted
+// it and the hot path takes no lock. Shared state is immutable config plus atomics (in-flight
+// counts, round-robin counters, the active-request count used by the drain).
+//
+// Life of a proxied request (docs/architecture.md has the picture):
+//   session reads the request (limits, timeouts, 100-continue) → route by path/method/model →
+//   policy picks a backend not yet tried → pooled or fresh upstream connection → request sent
+//   (hop-by-hop headers stripped, X-Forwarded-*, X-Request-Id, backend key) → response header
+//   (first-byte timeout) → relayed to the client as it arrives: SSE event by event, other
+//   bodies read by read → a watcher on the client socket aborts the upstream request the
+//   moment the client leaves. A request that could not be sent is retried once on another
+//   backend; never after a response byte reached the client.
+#include "gateway/gateway.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/clock.hpp"
+#include "core/ids.hpp"
+#include "core/openai_error.hpp"
+#include "gateway/access_log.hpp"
+#include "gateway/request_view.hpp"
+#include "policy/policy.hpp"
+
+namespace llmux::gateway {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using tcp = net::ip::tcp;
+using net::awaitable;
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+// ---------------------------------------------------------------------------------------------
+// Shared (all threads) runtime state.
+
+struct BackendRt {
+  policy::BackendState state;
+  const config::Backend* cfg = nullptr;
+  std::vector<tcp::endpoint> endpoints;
+  std::string host_header;
+  std::string authorization;  // "Bearer <key>" or empty
+};
+
+struct RouteRt {
+  const config::Route* cfg = nullptr;
+  std::unique_ptr<policy::Policy> policy;
+  std::vector<policy::BackendState*> backends;
+  std::vector<BackendRt*> rts;  // by position in `backends`
+};
+
+struct Shared {
+  config::GatewayConfig cfg;
+  std::vector<std::unique_ptr<BackendRt>> backends;
+  std::vector<RouteRt> routes;
+  std::atomic<int> active{0};
+  std::atomic<bool> draining{false};
+  AccessLog log;
+};
+
+/// RAII in-flight count of a backend.
+class InflightGuard {
+ public:
+  explicit InflightGuard(policy::BackendState& b) : b_(&b) {
+    b_->inflight.fetch_add(1, std::memory_order_relaxed);
+  }
+  InflightGuard(const InflightGuard&) = delete;
+  InflightGuard& operator=(const InflightGuard&) = delete;
+  ~InflightGuard() { b_->inflight.fetch_sub(1, std::memory_order_relaxed); }
+
+ private:
+  policy::BackendState* b_;
+};
+
+/// RAII count of requests in progress (the drain waits for it to reach zero).
+class ActiveGuard {
+ public:
+  explicit ActiveGuard(std::atomic<int>& a) : a_(a) { a_.fetch_add(1, std::memory_order_relaxed); }
+  ~ActiveGuard() { a_.fetch_sub(1, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int>& a_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Per-thread state.
+
+struct Upstream {
+  explicit Upstream(net::any_io_executor ex) : stream(ex) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buf;
+  bool reused = false;
+};
+
+struct Worker {
+  net::io_context ioc{1};
+  std::vector<std::vector<std::unique_ptr<Upstream>>> idle;  // per backend index
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  static constexpr std::size_t kMaxIdlePerBackend = 256;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Helpers.
+
+bool is_hop_by_hop(std::string_view name) {
+  static constexpr std::string_view kHop[] = {"connection",        "keep-alive", "proxy-connection",
+                                              "proxy-authenticate", "proxy-authorization",
+                                              "te",                "trailer",    "transfer-encoding",
+                                              "upgrade",           "expect"};
+  for (auto h : kHop) {
+    if (beast::iequals(name, h)) return true;
+  }
+  return false;
+}
+
+/// Removes hop-by-hop headers, including those named by the Connection header.
+template <typename Fields>
+void strip_hop_by_hop(Fields& f) {
+  std::vector<std::string> named;
+  for (auto const& token : http::token_list{f[http::field::connection]}) named.emplace_back(token);
+  for (auto it = f.begin(); it != f.end();) {
+    if (is_hop_by_hop(it->name_string())) {
+      it = f.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& n : named) f.erase(n);
+}
+
+std::optional<std::int64_t> find_int_after(std::string_view hay, std::string_view key) {
+  auto pos = hay.rfind(key);
+  if (pos == std::string_view::npos) return std::nullopt;
+  pos += key.size();
+  while (pos < hay.size() && (hay[pos] == ' ' || hay[pos] == ':')) ++pos;
+  std::int64_t v = 0;
+  bool any = false;
+  while (pos < hay.size() && hay[pos] >= '0' && hay[pos] <= '9') {
+    v = v * 10 + (hay[pos] - '0');
+    ++pos;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return v;
+}
+
+/// Reads token counts from `usage` in relayed bytes (chat/completions and the Responses API).
+struct UsageTap {
+  std::optional<std::int64_t> prompt, completion;
+  std::string carry;  // the tail of the previous piece, so a key split across reads is found
+  void feed(std::string_view piece) {
+    std::string joined;
+    std::string_view view = piece;
+    if (!carry.empty()) {
+      joined = carry;
+      joined.append(piece);
+      view = joined;
+    }
+    if (view.find("usage") != std::string_view::npos || !carry.empty()) {
+      if (auto c = find_int_after(view, "\"completion_tokens\"")) completion = c;
+      if (auto p = find_int_after(view, "\"prompt_tokens\"")) prompt = p;
+      if (auto c = find_int_after(view, "\"output_tokens\"")) completion = c;
+      if (auto p = find_int_after(view, "\"input_tokens\"")) prompt = p;
+    }
+    const std::size_t keep = std::min<std::size_t>(view.size(), 48);
+    carry.assign(view.substr(view.size() - keep));
+  }
+};
+
+std::size_t last_event_boundary(const char* data, std::size_t n) {
+  // End of the last complete SSE event ("\n\n", or "\r\n\r\n" which also ends in "\n\n"... no:
+  // it ends "\n\r\n"), so look for both terminators.
+  for (std::size_t i = n; i >= 2; --i) {
+    if (data[i - 1] == '\n' && (data[i - 2] == '\n' || (i >= 3 && data[i - 2] == '\r' && data[i - 3] == '\n'))) {
+      return i;
+    }
+  }
+  return 0;
+}
+
+enum class FailKind { None, Connect, Stale, Timeout, Broken, BadResponse };
+
+struct Failure {
+  FailKind kind = FailKind::None;
+  std::string message;
+  bool retryable() const { return kind == FailKind::Connect || kind == FailKind::Stale; }
+};
+
+// ---------------------------------------------------------------------------------------------
+
+class Gateway {
+ public:
+  explicit Gateway(config::GatewayConfig cfg) { shared_.cfg = std::move(cfg); }
+
+  int run() {
+    auto& cfg = shared_.cfg;
+    std::string err;
+    if (!shared_.log.open(cfg.access_log.target, err)) {
+      spdlog::error("{}", err);
+      return 2;
+    }
+    // Backends: resolve once at start.
+    net::io_context tmp;
+    tcp::resolver resolver(tmp);
+    for (std::size_t i = 0; i < cfg.backends.size(); ++i) {
+      auto b = std::make_unique<BackendRt>();
+      const auto& bc = cfg.backends[i];
+      b->cfg = &bc;
+      b->state.name = bc.name;
+      b->state.index = static_cast<int>(i);
+      b->state.weight = bc.weight;
+      b->state.max_inflight = bc.max_inflight;
+      b->host_header = bc.port == 80 ? bc.host : fmt::format("{}:{}", bc.host, bc.port);
+      if (!bc.api_key.empty()) b->authorization = "Bearer " + bc.api_key;
+      boost::system::error_code ec;
+      auto results = resolver.resolve(bc.host, std::to_string(bc.port), ec);
+      if (ec) {
+        spdlog::error("backend {}: cannot resolve '{}': {}", bc.name, bc.host, ec.message());
+        return 2;
+      }
+      for (auto& r : results) b->endpoints.push_back(r.endpoint());
+      shared_.backends.push_back(std::move(b));
+    }
+    for (const auto& rc : cfg.routes) {
+      RouteRt r;
+      r.cfg = &rc;
+      r.policy = policy::make_policy(rc.policy);
+      if (!r.policy) {
+        spdlog::error("route {}: unknown policy '{}'", rc.name, rc.policy);
+        return 2;
+      }
+      for (const auto& name : rc.backends) {
+        for (auto& b : shared_.backends) {
+          if (b->cfg->name == name) {
+            r.backends.push_back(&b->state);
+            r.rts.push_back(b.get());
+          }
+        }
+      }
+      shared_.routes.push_back(std::move(r));
+    }
+
+    const int nthreads = cfg.threads > 0 ? cfg.threads
+                                         : std::max(1u, std::thread::hardware_concurrency());
+    workers_.reserve(nthreads);
+    for (int i = 0; i < nthreads; ++i) {
+      auto w = std::make_unique<Worker>();
+      w->idle.resize(shared_.backends.size());
+      workers_.push_back(std::move(w));
+    }
+    // Listeners: every worker gets an SO_REUSEPORT acceptor on every listener's port; the
+    // first binds (port 0 → a free port), the others join it.
+    std::vector<std::uint16_t> ports;
+    for (const auto& l : cfg.listeners) {
+      boost::system::error_code ec;
+      auto addr = net::ip::make_address(l.address, ec);
+      if (ec) {
+        spdlog::error("listen address '{}': {}", l.address, ec.message());
+        return 2;
+      }
+      std::uint16_t port = l.port;
+      for (auto& w : workers_) {
+        auto acc = std::make_unique<tcp::acceptor>(w->ioc);
+        tcp::endpoint ep(addr, port);
+        acc->open(ep.protocol(), ec);
+        if (!ec) acc->set_option(net::socket_base::reuse_address(true), ec);
+        if (!ec) {
+          int one = 1;
+          ::setsockopt(acc->native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+        }
+        if (!ec) acc->bind(ep, ec);
+        if (!ec) acc->listen(net::socket_base::max_listen_connections, ec);
+        if (ec) {
+          spdlog::error("cannot listen on {}:{}: {}", l.address, port, ec.message());
+          return 1;
+        }
+        port = acc->local_endpoint().port();
+        w->acceptors.push_back(std::move(acc));
+      }
+      ports.push_back(port);
+    }
+
+    for (auto& w : workers_) {
+      for (auto& acc : w->acceptors) net::co_spawn(w->ioc, accept_loop(*w, *acc), net::detached);
+    }
+    std::vector<std::thread> threads;
+    for (std::size_t i = 1; i < workers_.size(); ++i) {
+      threads.emplace_back([w = workers_[i].get()] { w->ioc.run(); });
+    }
+    // The main thread runs worker 0 and the signal handling.
+    net::signal_set signals(workers_[0]->ioc, SIGINT, SIGTERM);
+    signals.async_wait([this](auto ec, int sig) {
+      if (!ec) begin_drain(sig);
+    });
+    spdlog::info("llmux gateway: {} backends, {} routes, {} threads, listening on port(s) {}",
+                 shared_.backends.size(), shared_.routes.size(), nthreads, fmt::join(ports, ","));
+    std::cout << fmt::format(R"({{"event":"ready","ports":[{}],"port":{},"pid":{}}})",
+                             fmt::join(ports, ","), ports.empty() ? 0 : ports[0], ::getpid())
+              << std::endl;
+    workers_[0]->ioc.run();
+    for (auto& t : threads) t.join();
+    spdlog::info("llmux gateway: stopped");
+    return 0;
+  }
+
+ private:
+  // ---- drain ----
+  void begin_drain(int sig) {
+    spdlog::info("signal {}: draining (up to {} ms for {} running requests)", sig,
+                 shared_.cfg.timeouts.drain.count(), shared_.active.load());
+    shared_.draining = true;
+    for (auto& w : workers_) {
+      net::post(w->ioc, [w = w.get()] {
+        for (auto& a : w->acceptors) {
+          boost::system::error_code ec;
+          a->close(ec);
+        }
+      });
+    }
+    const auto deadline = MonoClock::now() + shared_.cfg.timeouts.drain;
+    auto timer = std::make_shared<net::steady_timer>(workers_[0]->ioc);
+    auto poll = std::make_shared<std::function<void()>>();
+    *poll = [this, timer, deadline, poll] {
+      if (shared_.active.load() == 0 || MonoClock::now() >= deadline) {
+        if (shared_.active.load() > 0)
+          spdlog::warn("drain timeout: {} requests cut off", shared_.active.load());
+        for (auto& w : workers_) w->ioc.stop();
+        *poll = nullptr;  // break the cycle
+        return;
+      }
+      timer->expires_after(std::chrono::milliseconds(20));
+      timer->async_wait([poll](auto) {
+        if (*poll) (*poll)();
+      });
+    };
+    (*poll)();
+  }
+
+  // ---- accept ----
+  awaitable<void> accept_loop(Worker& w, tcp::acceptor& acc) {
+    for (;;) {
+      auto [ec, sock] = co_await acc.async_accept(use_tuple);
+      if (ec) {
+        if (ec == net::error::operation_aborted || !acc.is_open()) co_return;
+        spdlog::warn("accept: {}", ec.message());
+        if (ec == net::error::no_descriptors) {
+          net::steady_timer t(w.ioc, std::chrono::milliseconds(50));
+          co_await t.async_wait(use_tuple);
+        }
+        continue;
+      }
+      sock.set_option(tcp::no_delay(true), ec);
+      net::co_spawn(w.ioc, session(w, std::move(sock)), net::detached);
+    }
+  }
+
+  // ---- client session ----
+  using Request = http::request<http::string_body>;
+
+  struct Client {
+    explicit Client(tcp::socket s) : stream(std::move(s)) {}
+    beast::tcp_stream stream;
+    beast::flat_buffer buf;
+    bool keep_alive = true;
+    std::string peer;
+  };
+
+  awaitable<void> session(Worker& w, tcp::socket sock) {
+    Client c(std::move(sock));
+    boost::system::error_code pec;
+    auto rep = c.stream.socket().remote_endpoint(pec);
+    if (!pec) c.peer = rep.address().to_string();
+    const auto& t = shared_.cfg.timeouts;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(shared_.cfg.limits.max_header_bytes);
+      parser.body_limit(shared_.cfg.limits.max_body_bytes);
+      // Idle keep-alive connections wait up to client_idle for a first byte; once a request
+      // has started, its header must be complete within client_header.
+      if (c.buf.size() == 0) {
+        c.stream.expires_after(t.client_idle);
+        auto [ec, n] = co_await c.stream.async_read_some(c.buf.prepare(8192), use_tuple);
+        if (ec) break;  // idle timeout or the client closed: nothing to answer
+        c.buf.commit(n);
+      }
+      c.stream.expires_after(t.client_header);
+      auto [ec, n] = co_await http::async_read_header(c.stream, c.buf, parser, use_tuple);
+      if (!ec) {
+        auto& h = parser.get();
+        // RFC 9112 6.3: a message with both is a smuggling risk; refuse it.
+        if (h.count(http::field::content_length) && h.count(http::field::transfer_encoding)) {
+          co_await write_error(c, 400, "Bad request: both Content-Length and Transfer-Encoding", nullptr, false);
+          break;
+        }
+        if (beast::iequals(h[http::field::expect], "100-continue") && !parser.is_done()) {
+          static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+          auto [wec, wn] = co_await net::async_write(c.stream, net::buffer(kContinue), use_tuple);
+          if (wec) break;
+        }
+        if (!parser.is_done()) {
+          c.stream.expires_after(t.client_header);
+          std::tie(ec, n) = co_await http::async_read(c.stream, c.buf, parser, use_tuple);
+        }
+      }
+      if (ec) {
+        if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset) break;
+        if (ec == beast::error::timeout) {
+          co_await write_error(c, 408, "Request timeout: the request was not received in time.", nullptr, false);
+          break;
+        }
+        int status = 400;
+        std::string msg = fmt::format("Bad request: {}", ec.message());
+        if (ec == http::error::body_limit) {
+          status = 413;
+          msg = fmt::format("Request body too large (limit {} bytes).", shared_.cfg.limits.max_body_bytes);
+        } else if (ec == http::error::header_limit) {
+          status = 431;
+          msg = fmt::format("Request headers too large (limit {} bytes).", shared_.cfg.limits.max_header_bytes);
+        }
+        co_await write_error(c, status, msg, nullptr, false);
+        break;
+      }
+      c.stream.expires_never();
+      Request req = parser.release();
+      c.keep_alive = req.keep_alive() && !shared_.draining.load(std::memory_order_relaxed);
+      {
+        ActiveGuard active(shared_.active);
+        co_await handle(w, c, req);
+      }
+      if (!c.keep_alive || shared_.draining.load(std::memory_order_relaxed)) break;
+    }
+    boost::system::error_code ignored;
+    c.stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    c.stream.close();
+  }
+
+  template <typename Body>
+  void local_headers(http::response<Body>& res, std::string_view request_id) {
+    res.set(http::field::server, "llmux");
+    if (!request_id.empty()) res.set("x-request-id", request_id);
+  }
+
+  awaitable<bool> write_json(Client& c, int status, std::string body, const Request* req,
+                             std::string_view request_id = {}) {
+    http::response<http::string_body> res{static_cast<http::status>(status), req ? req->version() : 11};
+    local_headers(res, request_id);
+    res.set(http::field::content_type, "application/json");
+    res.keep_alive(c.keep_alive);
+    res.body() = std::move(body);
+    res.prepare_payload();
+    c.stream.expires_after(shared_.cfg.timeouts.idle);
+    auto [ec, n] = co_await http::async_write(c.stream, res, use_tuple);
+    c.stream.expires_never();
+    if (ec) c.keep_alive = false;
+    co_return !ec;
+  }
+
+  awaitable<bool> write_error(Client& c, int status, std::string_view message, const Request* req,
+                              bool keep = true, std::string_view request_id = {}) {
+    if (!keep) c.keep_alive = false;
+    co_return co_await write_json(c, status, openai_error_json(status, message), req, request_id);
+  }
+
+  // ---- dispatch ----
+  const RouteRt* match_route(const Request& req, std::string_view path, const BodyFields& f) const {
+    for (const auto& r : shared_.routes) {
+      const auto& m = r.cfg->match;
+      if (!m.path.empty() && path != m.path) continue;
+      if (!m.path_prefix.empty() && !path.starts_with(m.path_prefix)) continue;
+      if (!m.methods.empty()) {
+        bool ok = false;
+        for (const auto& meth : m.methods) ok = ok || meth == req.method_string();
+        if (!ok) continue;
+      }
+      if (!m.models.empty()) {
+        bool ok = false;
+        for (const auto& model : m.models) ok = ok || model == f.model;
+        if (!ok) continue;
+      }
+      return &r;
+    }
+    return nullptr;
+  }
+
+  awaitable<void> handle(Worker& w, Client& c, Request& req) {
+    const std::string_view target = req.target();
+    const std::string_view path = target.substr(0, target.find('?'));
+    std::string request_id(req["x-request-id"]);
+    if (request_id.empty() || request_id.size() > 200) request_id = random_id("", 32);
+    if (req.method() == http::verb::get && path == "/health") {
+      co_await write_json(c, 200,
+                          fmt::format(R"({{"status":"ok","backends":{}}})", shared_.backends.size()),
+                          &req, request_id);
+      co_return;
+    }
+    if (req.method() == http::verb::get && path == "/v1/models") {
+      co_await models(w, c, req, request_id);
+      co_return;
+    }
+    BodyFields fields;
+    if (!req.body().empty()) fields = read_body_fields(req.body());
+    const RouteRt* route = match_route(req, path, fields);
+    if (!route) {
+      co_await write_error(c, 404,
+                           fmt::format("No route for {} {}.", std::string_view(req.method_string()), path),
+                           &req, true, request_id);
+      co_return;
+    }
+    co_await proxy(w, c, req, *route, fields, request_id);
+  }
+
+  // ---- upstream connections ----
+  struct Connected {
+    std::unique_ptr<Upstream> up;
+    Failure fail;
+  };
+
+  awaitable<Connected> connect(Worker& w, BackendRt& b, bool allow_pooled) {
+    auto& idle = w.idle[b.state.index];
+    if (allow_pooled && !idle.empty()) {
+      auto up = std::move(idle.back());
+      idle.pop_back();
+      up->reused = true;
+      co_return Connected{std::move(up), {}};
+    }
+    auto up = std::make_unique<Upstream>(w.ioc.get_executor());
+    up->stream.expires_after(shared_.cfg.timeouts.connect);
+    auto [ec, ep] = co_await up->stream.async_connect(b.endpoints, use_tuple);
+    if (ec) {
+      Failure f{ec == beast::error::timeout ? FailKind::Connect : FailKind::Connect,
+                fmt::format("connect to {} ({}:{}) failed: {}", b.cfg->name, b.cfg->host, b.cfg->port,
+                            ec == beast::error::timeout ? "timed out" : ec.message())};
+      co_return Connected{nullptr, std::move(f)};
+    }
+    boost::system::error_code ignored;
+    up->stream.socket().set_option(tcp::no_delay(true), ignored);
+    co_return Connected{std::move(up), {}};
+  }
+
+  void release(Worker& w, BackendRt& b, std::unique_ptr<Upstream> up) {
+    auto& idle = w.idle[b.state.index];
+    if (idle.size() < Worker::kMaxIdlePerBackend && up->stream.socket().is_open() && up->buf.size() == 0) {
+      up->stream.expires_never();
+      idle.push_back(std::move(up));
+    }
+  }
+
+  // ---- the proxy ----
+  struct Attempt {
+    std::unique_ptr<Upstream> up;
+    std::unique_ptr<http::response_parser<http::buffer_body>> parser;
+    Failure fail;
+  };
+
+  /// Sends the request to `b` and reads the response header. A pooled connection found closed
+  /// before any response byte is replaced by a fresh one once (same backend).
+  awaitable<Attempt> send(Worker& w, BackendRt& b, Request& req, std::string_view upstream_target) {
+    for (int round = 0; round < 2; ++round) {
+      Attempt a;
+      auto conn = co_await connect(w, b, round == 0);
+      if (!conn.up) {
+        a.fail = std::move(conn.fail);
+        co_return a;
+      }
+      a.up = std::move(conn.up);
+      req.target(upstream_target);
+      req.set(http::field::host, b.host_header);
+      if (!b.authorization.empty()) req.set(http::field::authorization, b.authorization);
+      req.keep_alive(true);
+      req.prepare_payload();
+      a.up->stream.expires_after(shared_.cfg.timeouts.first_byte);
+      auto [wec, wn] = co_await http::async_write(a.up->stream, req, use_tuple);
+      if (wec) {
+        if (a.up->reused && round == 0) continue;  // stale keep-alive connection
+        a.fail = {wec == beast::error::timeout ? FailKind::Timeout : FailKind::Stale,
+                  fmt::format("sending to {} failed: {}", b.cfg->name, wec.message())};
+        a.up.reset();
+        co_return a;
+      }
+      a.parser = std::make_unique<http::response_parser<http::buffer_body>>();
+      a.parser->body_limit(boost::none);
+      a.parser->header_limit(64 * 1024);
+      if (req.method() == http::verb::head) a.parser->skip(true);
+      auto [rec, rn] = co_await http::async_read_header(a.up->stream, a.up->buf, *a.parser, use_tuple);
+      if (rec) {
+        const bool nothing = rec == http::error::end_of_stream || rec == net::error::connection_reset ||
+                             rec == net::error::eof;
+        if (nothing && a.up->reused && round == 0) continue;  // closed before any response byte
+        if (rec == beast::error::timeout) {
+          a.fail = {FailKind::Timeout, fmt::format("{} sent no response within {} ms", b.cfg->name,
+                                                   shared_.cfg.timeouts.first_byte.count())};
+        } else if (nothing) {
+          a.fail = {FailKind::Broken, fmt::format("{} closed the connection without a response", b.cfg->name)};
+        } else {
+          a.fail = {FailKind::BadResponse, fmt::format("{} sent an invalid response: {}", b.cfg->name, rec.message())};
+        }
+        a.up.reset();
+        co_return a;
+      }
+      co_return a;
+    }
+    co_return Attempt{nullptr, nullptr, {FailKind::Stale, "stale connection"}};
+  }
+
+  awaitable<void> proxy(Worker& w, Client& c, Request& req, const RouteRt& route,
+                        const BodyFields& fields, const std::string& request_id) {
+    const std::int64_t start = mono_ns();
+    const std::string_view target = req.target();
+    std::string client_target(target);
+    const std::string method(req.method_string());
+    const std::string path(client_target.substr(0, client_target.find('?')));
+    const std::uint64_t bytes_in = req.body().size();
+
+    // Upstream request headers: hop-by-hop out, forwarding headers in.
+    strip_hop_by_hop(req);
+    {
+      std::string xff(req["x-forwarded-for"]);
+      req.set("x-forwarded-for", xff.empty() ? c.peer : xff + ", " + c.peer);
+      req.set("x-forwarded-proto", "http");
+      req.set("x-request-id", request_id);
+    }
+    policy::RequestView view{req.method_string(), path, fields.model, fields.previous_response_id,
+                             fields.stream};
+    policy::TriedSet tried;
+    Failure last;
+    int attempts = 0;
+    AccessRecord rec;
+    rec.request_id = request_id;
+    rec.client = c.peer;
+    rec.method = method;
+    rec.path = path;
+    rec.route = route.cfg->name;
+    rec.model = fields.model;
+    rec.stream = fields.stream;
+    rec.bytes_in = bytes_in;
+
+    for (;;) {
+      policy::BackendState* picked = route.policy->pick(view, route.backends, tried);
+      if (!picked) break;
+      tried.add(*picked);
+      BackendRt& b = *shared_.backends[picked->index];
+      ++attempts;
+      InflightGuard inflight(b.state);
+      std::string upstream_target = b.cfg->base_path.empty() ? client_target : b.cfg->base_path + client_target;
+      Attempt a = co_await send(w, b, req, upstream_target);
+      if (!a.up) {
+        last = std::move(a.fail);
+        spdlog::debug("request {}: {}", request_id, last.message);
+        if (last.retryable() && attempts < 2) continue;  // never sent: try another backend once
+        break;
+      }
+      rec.backend = b.cfg->name;
+      rec.attempts = attempts;
+      rec.ttfb_ms = static_cast<double>(mono_ns() - start) / 1e6;
+      co_await relay(w, c, req, b, std::move(a), rec);
+      rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
+      shared_.log.write(rec);
+      co_return;
+    }
+    // Nothing was relayed: answer with the error.
+    int status = 503;
+    std::string message = "No backend available for this route.";
+    if (last.kind == FailKind::Timeout) {
+      status = 504;
+      message = fmt::format("Upstream timeout: {}.", last.message);
+    } else if (last.kind == FailKind::Broken || last.kind == FailKind::BadResponse) {
+      status = 502;
+      message = fmt::format("Bad gateway: {}.", last.message);
+    } else if (last.kind == FailKind::Connect || last.kind == FailKind::Stale) {
+      status = 503;
+      message = fmt::format("No backend reachable: {}.", last.message);
+    }
+    rec.attempts = attempts;
+    rec.status = status;
+    rec.error = message;
+    co_await write_error(c, status, message, &req, true, request_id);
+    rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
+    shared_.log.write(rec);
+  }
+
+  /// Relays the response whose header `a.parser` holds. Watches the client meanwhile: if it
+  /// leaves, the upstream connection is closed at once (the backend aborts the request).
+  awaitable<void> relay(Worker& w, Client& c, Request& req, BackendRt& b, Attempt a, AccessRecord& rec) {
+    auto& p = *a.parser;
+    auto& res = p.get();
+    const bool sse = res[http::field::content_type].starts_with("text/event-stream");
+    const bool upstream_keep_alive = res.keep_alive();
+    rec.status = res.result_int();
+    // Client-facing header.
+    strip_hop_by_hop(res);
+    res.set("x-llmux-backend", b.cfg->name);
+    res.set("x-request-id", rec.request_id);
+    const bool head = req.method() == http::verb::head;
+    const bool has_length = res.has_content_length();
+    if (!has_length && !head && !p.is_done() && res.result_int() >= 200 && res.result_int() != 204 &&
+        res.result_int() != 304) {
+      if (req.version() >= 11) {
+        res.chunked(true);
+      } else {
+        c.keep_alive = false;
+      }
+    }
+    res.keep_alive(c.keep_alive);
+
+    // The watcher: a read on the client socket that completes only if the client goes away
+    // (or pipelines its next request, which is kept in the client's buffer).
+    struct WatchState {
+      bool done = false, relay_done = false, client_gone = false;
+    };
+    auto ws = std::make_shared<WatchState>();
+    auto wake = std::make_shared<net::steady_timer>(w.ioc, net::steady_timer::time_point::max());
+    Upstream* up = a.up.get();
+    net::co_spawn(
+        w.ioc,
+        [](beast::tcp_stream& cs, beast::flat_buffer& cbuf, Upstream* up, std::shared_ptr<WatchState> ws,
+           std::shared_ptr<net::steady_timer> wake) -> awaitable<void> {
+          auto [ec, n] = co_await cs.socket().async_read_some(cbuf.prepare(4096), use_tuple);
+          if (!ec) cbuf.commit(n);
+          if (ec && !ws->relay_done && ec != net::error::operation_aborted) {
+            ws->client_gone = true;
+            boost::system::error_code ignored;
+            up->stream.socket().cancel(ignored);
+            up->stream.socket().close(ignored);
+          }
+          ws->done = true;
+          wake->cancel();
+        }(c.stream, c.buf, up, ws, wake),
+        net::detached);
+
+    http::response_serializer<http::buffer_body> sr{res};
+    UsageTap usage;
+    bool upstream_failed = false;
+    std::string upstream_error;
+    bool client_failed = false;
+    std::uint64_t bytes_out = 0;
+
+    c.stream.expires_after(shared_.cfg.timeouts.idle);
+    auto [hec, hn] = co_await http::async_write_header(c.stream, sr, use_tuple);
+    if (hec) client_failed = true;
+
+    static constexpr std::size_t kBuf = 16 * 1024;
+    std::unique_ptr<char[]> buf(new char[kBuf]);
+    std::size_t have = 0;
+    while (!client_failed && !head) {
+      bool done = p.is_done();
+      if (!done) {
+        res.body().data = buf.get() + have;
+        res.body().size = kBuf - have;
+        up->stream.expires_after(shared_.cfg.timeouts.idle);
+        auto [ec, n] = co_await http::async_read_some(up->stream, up->buf, p, use_tuple);
+        if (ec == http::error::need_buffer) ec = {};
+        const std::size_t got = (kBuf - have) - res.body().size;
+        have += got;
+        if (ec) {
+          upstream_failed = true;
+          upstream_error = ws->client_gone ? "client left"
+                           : ec == beast::error::timeout
+                               ? fmt::format("{} sent nothing for {} ms", b.cfg->name, shared_.cfg.timeouts.idle.count())
+                               : fmt::format("{} failed mid-response: {}", b.cfg->name, ec.message());
+        }
+        done = p.is_done();
+      }
+      if (ws->client_gone) break;
+      std::size_t cut = have;
+      if (sse && !done && !upstream_failed) {
+        cut = last_event_boundary(buf.get(), have);
+        if (cut == 0 && have == kBuf) cut = have;  // an event larger than the buffer: pass it on
+      }
+      std::string tail;  // the error event appended when the upstream died mid-stream
+      const bool finishing = done || upstream_failed;
+      if (upstream_failed && sse && res.chunked()) {
+        if (cut < have) {
+          // Drop an incomplete event: relaying half of it would corrupt the stream.
+          cut = last_event_boundary(buf.get(), have);
+        }
+        tail = "data: " + openai_error_json(502, fmt::format("The upstream server failed mid-stream: {}.", upstream_error)) +
+               "\n\ndata: [DONE]\n\n";
+      }
+      if (cut > 0 || finishing) {
+        usage.feed(std::string_view(buf.get(), cut));
+        std::string out_chunk;
+        if (!tail.empty()) {
+          out_chunk.assign(buf.get(), cut);
+          out_chunk += tail;
+          res.body().data = out_chunk.data();
+          res.body().size = out_chunk.size();
+        } else {
+          res.body().data = cut ? buf.get() : nullptr;
+          res.body().size = cut;
+        }
+        const bool clean_end = done || (!tail.empty());
+        res.body().more = !clean_end;
+        if (upstream_failed && tail.empty()) {
+          // Cannot end this body cleanly (fixed length or not SSE): write what we have and close.
+          if (cut > 0) {
+            res.body().more = true;
+            c.stream.expires_after(shared_.cfg.timeouts.idle);
+            auto [ec, n] = co_await http::async_write(c.stream, sr, use_tuple);
+            (void)n;
+            (void)ec;
+            bytes_out += cut;
+          }
+          c.keep_alive = false;
+          break;
+        }
+        c.stream.expires_after(shared_.cfg.timeouts.idle);
+        const std::size_t chunk_bytes = cut + tail.size();
+        auto [ec, n] = co_await http::async_write(c.stream, sr, use_tuple);
+        if (ec == http::error::need_buffer) ec = {};
+        if (ec) {
+          client_failed = true;
+          break;
+        }
+        bytes_out += chunk_bytes;
+        if (cut < have) std::memmove(buf.get(), buf.get() + cut, have - cut);
+        have -= cut;
+        if (clean_end) break;
+      }
+    }
+    c.stream.expires_never();
+    ws->relay_done = true;
+    if (!ws->done) {
+      boost::system::error_code ignored;
+      c.stream.socket().cancel(ignored);
+      while (!ws->done) co_await wake->async_wait(use_tuple);
+    }
+    rec.bytes_out = bytes_out;
+    rec.prompt_tokens = usage.prompt;
+    rec.completion_tokens = usage.completion;
+    if (ws->client_gone || client_failed) {
+      rec.error = "client left before the response ended";
+      c.keep_alive = false;
+    } else if (upstream_failed) {
+      rec.error = upstream_error;
+    }
+    // Back to the pool only when the exchange ended cleanly on both sides.
+    if (p.is_done() && !upstream_failed && !ws->client_gone && upstream_keep_alive) {
+      release(w, b, std::move(a.up));
+    } else {
+      boost::system::error_code ignored;
+      a.up->stream.socket().close(ignored);
+    }
+  }
+
+  // ---- /v1/models: the union of the backends' models ----
+  awaitable<void> models(Worker& w, Client& c, Request& req, const std::string& request_id) {
+    json::array data;
+    std::vector<std::string> seen;
+    std::vector<std::string> errors;
+    for (auto& bp : shared_.backends) {
+      BackendRt& b = *bp;
+      http::request<http::string_body> mreq{http::verb::get, b.cfg->base_path + "/v1/models", 11};
+      mreq.set(http::field::host, b.host_header);
+      if (!b.authorization.empty()) mreq.set(http::field::authorization, b.authorization);
+      mreq.keep_alive(true);
+      bool ok = false;
+      for (int round = 0; round < 2 && !ok; ++round) {
+        auto conn = co_await connect(w, b, round == 0);
+        if (!conn.up) {
+          errors.push_back(conn.fail.message);
+          break;
+        }
+        conn.up->stream.expires_after(std::chrono::seconds(10));
+        auto [wec, wn] = co_await http::async_write(conn.up->stream, mreq, use_tuple);
+        if (wec) continue;
+        http::response_parser<http::string_body> rp;
+        rp.body_limit(8 << 20);
+        auto [rec, rn] = co_await http::async_read(conn.up->stream, conn.up->buf, rp, use_tuple);
+        if (rec) {
+          if (!conn.up->reused) errors.push_back(fmt::format("{}: {}", b.cfg->name, rec.message()));
+          continue;
+        }
+        ok = true;
+        auto res = rp.release();
+        boost::system::error_code jec;
+        auto v = json::parse(res.body(), jec);
+        if (!jec && v.is_object() && v.as_object().contains("data") && v.at("data").is_array()) {
+          for (auto& m : v.at("data").as_array()) {
+            if (!m.is_object() || !m.as_object().contains("id") || !m.at("id").is_string()) continue;
+            std::string id(m.at("id").as_string());
+            if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
+            seen.push_back(id);
+            data.push_back(m);
+          }
+        } else {
+          errors.push_back(fmt::format("{}: invalid /v1/models body", b.cfg->name));
+        }
+        if (res.keep_alive()) release(w, b, std::move(conn.up));
+      }
+    }
+    if (seen.empty() && !errors.empty()) {
+      co_await write_error(c, 503, fmt::format("No backend answered /v1/models: {}", fmt::join(errors, "; ")),
+                           &req, true, request_id);
+      co_return;
+    }
+    json::object body;
+    body["object"] = "list";
+    body["data"] = std::move(data);
+    std::string text = json::serialize(body);
+    co_await write_json(c, 200, std::move(text), &req, request_id);
+  }
+
+  Shared shared_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+}  // namespace
+
+int run_gateway(config::GatewayConfig cfg) {
+  Gateway g(std::move(cfg));
+  return g.run();
+}
+
+}  // namespace llmux::gateway

@@ -1,0 +1,58 @@
+#include "policy/round_robin.hpp"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+namespace llmux::policy {
+
+namespace {
+int weight_of(const BackendState& b) {
+  return b.weight > 0 ? b.weight : 1;
+}
+}  // namespace
+
+BackendState* RoundRobin::pick(const RequestView&, std::span<BackendState* const> candidates,
+                               const TriedSet& tried) {
+  // Only the available candidates take part in the cycle, so a tried or saturated backend's
+  // turns are spread over the others by weight, not all handed to the one after it (which would
+  // then saturate next).
+  std::array<BackendState*, 64> local;
+  std::vector<BackendState*> spill;  // more than 64 candidates: never with a validated config
+  BackendState** avail = local.data();
+  if (candidates.size() > local.size()) {
+    spill.resize(candidates.size());
+    avail = spill.data();
+  }
+  std::size_t n = 0;
+  std::uint64_t total = 0;
+  int max_weight = 0;
+  for (auto* b : candidates) {
+    if (!available(*b, tried)) continue;
+    avail[n++] = b;
+    total += static_cast<std::uint64_t>(weight_of(*b));
+    max_weight = std::max(max_weight, weight_of(*b));
+  }
+  if (n == 0) return nullptr;
+  if (n == 1) return avail[0];
+  // Slot s of a cycle of `total` slots: backends take slots round by round, each while it has
+  // weight left, so weights 3:1 give a b a a, not a a a b.
+  std::uint64_t slot = next_.fetch_add(1, std::memory_order_relaxed) % total;
+  for (int round = 0; round < max_weight; ++round) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (weight_of(*avail[i]) <= round) continue;
+      if (slot == 0) return avail[i];
+      --slot;
+    }
+  }
+  return avail[0];  // not reached: the rounds hold exactly `total` slots
+}
+
+BackendState* First::pick(const RequestView&, std::span<BackendState* const> candidates,
+                          const TriedSet& tried) {
+  for (auto* b : candidates)
+    if (available(*b, tried)) return b;
+  return nullptr;
+}
+
+}  // namespace llmux::policy

@@ -1,0 +1,530 @@
+// validate(): every rule produces its error (field, value, reason), all errors come back at
+// once, derived fields are filled; quick_config().
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config/config.hpp"
+#include "policy/policy.hpp"
+#include "test_util.hpp"
+
+namespace llmux::config {
+namespace {
+
+using testing::dump;
+using ::testing::HasSubstr;
+using testing::kBackends;
+using testing::on;
+using testing::validate_yaml;
+
+Backend backend(std::string name, std::string url) {
+  Backend b;
+  b.name = std::move(name);
+  b.url = std::move(url);
+  return b;
+}
+
+Route route(std::vector<std::string> backends, std::string path = "",
+            std::string path_prefix = "") {
+  Route r;
+  r.backends = std::move(backends);
+  r.match.path = std::move(path);
+  r.match.path_prefix = std::move(path_prefix);
+  return r;
+}
+
+/// A valid config: two backends, one catch-all route.
+GatewayConfig valid() {
+  GatewayConfig cfg;
+  cfg.backends = {backend("server1", "http://192.168.200.101:30000"),
+                  backend("server2", "http://192.168.200.102:30000")};
+  cfg.routes = {route({"server1", "server2"})};
+  return cfg;
+}
+
+/// The only error of `cfg`, which must have exactly one.
+ConfigError only_error(GatewayConfig cfg) {
+  auto errors = validate(cfg);
+  EXPECT_EQ(errors.size(), 1u) << dump(errors);
+  return errors.empty() ? ConfigError{"<none>", "", ""} : errors[0];
+}
+
+TEST(Validate, ValidConfigHasNoErrors) {
+  GatewayConfig cfg = valid();
+  auto errors = validate(cfg);
+  EXPECT_TRUE(errors.empty()) << dump(errors);
+  EXPECT_EQ(cfg.routes[0].name, "route0");
+  // Validating twice is harmless (derived fields are recomputed, not appended).
+  errors = validate(cfg);
+  EXPECT_TRUE(errors.empty()) << dump(errors);
+  EXPECT_EQ(cfg.backends[1].host, "192.168.200.102");
+}
+
+TEST(Validate, NoBackends) {
+  GatewayConfig cfg = valid();
+  cfg.backends.clear();
+  cfg.routes[0].backends.clear();
+  auto errors = validate(cfg);
+  ASSERT_EQ(on(errors, "backends").size(), 1u) << dump(errors);
+  EXPECT_EQ(on(errors, "backends")[0].reason, "at least one backend is required");
+  EXPECT_EQ(on(errors, "routes[0].backends").size(), 1u) << dump(errors);
+}
+
+TEST(Validate, NoRoutes) {
+  GatewayConfig cfg = valid();
+  cfg.routes.clear();
+  auto e = only_error(cfg);
+  EXPECT_EQ(e.field, "routes");
+  EXPECT_EQ(e.reason, "at least one route is required");
+}
+
+TEST(Validate, DuplicateBackendNames) {
+  GatewayConfig cfg = valid();
+  cfg.backends[1].name = "server1";
+  cfg.routes[0].backends = {"server1"};
+  auto e = only_error(cfg);
+  EXPECT_EQ(e.field, "backends[1].name");
+  EXPECT_EQ(e.value, "server1");
+  EXPECT_EQ(e.reason, "duplicate backend name (also backends[0])");
+}
+
+TEST(Validate, BackendNameRequiredAndRestricted) {
+  GatewayConfig cfg = valid();
+  cfg.backends[0].name = "";
+  cfg.backends[1].name = "server 2";
+  cfg.routes[0].backends = {};
+
+  auto errors = validate(cfg);
+  ASSERT_EQ(on(errors, "backends[0].name").size(), 1u) << dump(errors);
+  EXPECT_EQ(on(errors, "backends[0].name")[0].reason, "a backend needs a name");
+  ASSERT_EQ(on(errors, "backends[1].name").size(), 1u) << dump(errors);
+  EXPECT_THAT(on(errors, "backends[1].name")[0].reason, HasSubstr("letters, digits"));
+}
+
+struct UrlCase {
+  std::string url;
+  std::string reason_part;  // "" = valid
+  std::string host = "";
+  int port = 0;
+  std::string base_path = "";
+};
+
+class BackendUrl : public ::testing::TestWithParam<UrlCase> {};
+
+TEST_P(BackendUrl, ParsesOrExplains) {
+  const UrlCase& c = GetParam();
+  GatewayConfig cfg = valid();
+  cfg.backends[0].url = c.url;
+  auto errors = validate(cfg);
+  if (c.reason_part.empty()) {
+    ASSERT_TRUE(errors.empty()) << dump(errors);
+    EXPECT_EQ(cfg.backends[0].scheme, "http");
+    EXPECT_EQ(cfg.backends[0].host, c.host);
+    EXPECT_EQ(cfg.backends[0].port, c.port);
+    EXPECT_EQ(cfg.backends[0].base_path, c.base_path);
+  } else {
+    ASSERT_EQ(errors.size(), 1u) << dump(errors);
+    EXPECT_EQ(errors[0].field, "backends[0].url");
+    EXPECT_EQ(errors[0].value, c.url);
+    EXPECT_THAT(errors[0].reason, HasSubstr(c.reason_part));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Config, BackendUrl,
+    ::testing::Values(UrlCase{"http://192.168.200.101:30000", "", "192.168.200.101", 30000, ""},
+                      UrlCase{"http://example.com", "", "example.com", 80, ""},
+                      UrlCase{"http://example.com/", "", "example.com", 80, ""},
+                      UrlCase{"HTTP://h:1/v1/", "", "h", 1, "/v1"},
+                      UrlCase{"http://[::1]:8000/api", "", "::1", 8000, "/api"},
+                      UrlCase{"http://h:65535", "", "h", 65535, ""},
+                      UrlCase{"https://api.example.com", "https:// backends are not supported yet"},
+                      UrlCase{"ftp://h:21", "unsupported scheme 'ftp'; only http:// is supported"},
+                      UrlCase{"192.168.200.101:30000", "expected http://HOST[:PORT][/PATH]"},
+                      UrlCase{"http://", "a host is required"},
+                      UrlCase{"http://:8000", "a host is required"},
+                      UrlCase{"http://h:0", "port must be 1-65535"},
+                      UrlCase{"http://h:65536", "port must be 1-65535"},
+                      UrlCase{"http://h:http", "port must be 1-65535"},
+                      UrlCase{"http://h h:1", "not a valid URL"},
+                      UrlCase{"http://user:pw@h:1", "use api_key"},
+                      UrlCase{"http://h:1/?x=1", "query"}, UrlCase{"http://h:1/#top", "fragment"},
+                      UrlCase{"", "a backend needs a url"}));
+
+TEST(Validate, WeightAndMaxInflight) {
+  GatewayConfig cfg = valid();
+  cfg.backends[0].weight = 0;
+  cfg.backends[1].weight = 101;
+  cfg.backends[1].max_inflight = -1;
+  auto errors = validate(cfg);
+  ASSERT_EQ(errors.size(), 3u) << dump(errors);
+  EXPECT_EQ(on(errors, "backends[0].weight").at(0).value, "0");
+  EXPECT_EQ(on(errors, "backends[0].weight").at(0).reason, "must be 1-100");
+  EXPECT_EQ(on(errors, "backends[1].weight").at(0).value, "101");
+  EXPECT_EQ(on(errors, "backends[1].max_inflight").at(0).value, "-1");
+  EXPECT_EQ(on(errors, "backends[1].max_inflight").at(0).reason, "must be 0 (unlimited) or more");
+}
+
+TEST(Validate, ApiKeyWithControlCharactersIsHidden) {
+  GatewayConfig cfg = valid();
+  cfg.backends[0].api_key = "sk-secret\r\nX-Evil: 1";
+  auto e = only_error(cfg);
+  EXPECT_EQ(e.field, "backends[0].api_key");
+  EXPECT_EQ(e.value, "(hidden)");
+  EXPECT_EQ(e.to_string().find("secret"), std::string::npos);
+}
+
+TEST(Validate, AtMost64Backends) {
+  GatewayConfig cfg = valid();
+  cfg.backends.clear();
+  for (int i = 0; i < 64; ++i)
+    cfg.backends.push_back(backend("b" + std::to_string(i), "http://h:1"));
+  cfg.routes[0].backends = {"b0"};
+  auto errors = validate(cfg);
+  EXPECT_TRUE(errors.empty()) << dump(errors);
+  cfg.backends.push_back(backend("b64", "http://h:1"));
+  auto e = only_error(cfg);
+  EXPECT_EQ(e.field, "backends");
+  EXPECT_EQ(e.value, "65 backends");
+  EXPECT_EQ(e.reason, "at most 64 backends are supported");
+}
+
+TEST(Validate, RouteWithoutBackends) {
+  GatewayConfig cfg = valid();
+  cfg.routes[0].backends.clear();
+  auto e = only_error(cfg);
+  EXPECT_EQ(e.field, "routes[0].backends");
+  EXPECT_EQ(e.reason, "a route needs at least one backend");
+}
+
+TEST(Validate, UnknownBackendListsTheKnownOnes) {
+  auto errors = validate_yaml(std::string(kBackends) + R"(
+routes:
+  - {match: {path_prefix: /v1/responses}, backends: [server1]}
+  - {match: {path: /v1/chat/completions}, backends: [server1, server2]}
+  - {match: {path_prefix: /}, backends: [server3]}
+)");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].to_string(),
+            "routes[2].backends[0]: 'server3': no backend named 'server3' (known: server1, "
+            "server2)");
+}
+
+TEST(Validate, BackendListedTwiceInARoute) {
+  GatewayConfig cfg = valid();
+  cfg.routes[0].backends = {"server1", "server2", "server1"};
+  auto e = only_error(cfg);
+  EXPECT_EQ(e.field, "routes[0].backends[2]");
+  EXPECT_THAT(e.reason, HasSubstr("listed twice"));
+}
+
+TEST(Validate, UnknownPolicy) {
+  GatewayConfig cfg = valid();
+  cfg.routes[0].policy = "least_conn";
+  auto e = only_error(cfg);
+  EXPECT_EQ(e.field, "routes[0].policy");
+  EXPECT_EQ(e.value, "least_conn");
+  EXPECT_EQ(e.reason, "unknown policy. Currently supported ones are: round_robin, first");
+}
+
+TEST(Validate, UnknownPolicyNamesComeFromThePolicyFactory) {
+  GatewayConfig cfg = valid();
+  cfg.routes[0].policy = "nope";
+  auto e = only_error(cfg);
+  for (const auto& name : policy::policy_names()) EXPECT_THAT(e.reason, HasSubstr(name));
+}
+
+TEST(Validate, UnknownPolicyNearMissIsSuggested) {
+  GatewayConfig cfg = valid();
+  cfg.routes[0].policy = "round-robin";
+  auto e = only_error(cfg);
+  EXPECT_THAT(e.reason, HasSubstr("did you mean 'round_robin'?"));
+}
+
+TEST(Validate, DefaultRouteNamesAndDuplicates) {
+  GatewayConfig cfg = valid();
+  cfg.routes = {route({"server1"}, "/a"), route({"server1"}, "/b"), route({"server1"}, "/c")};
+  cfg.routes[1].name = "route0";
+  auto errors = validate(cfg);
+  EXPECT_EQ(cfg.routes[0].name, "route0");
+  EXPECT_EQ(cfg.routes[2].name, "route2");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "routes[1].name");
+  EXPECT_EQ(errors[0].reason, "duplicate route name (also routes[0])");
+}
+
+TEST(Validate, RouteAfterCatchAllIsUnreachable) {
+  auto errors = validate_yaml(std::string(kBackends) + R"(
+routes:
+  - {name: all, backends: [server1]}
+  - {name: chat, match: {path: /v1/chat/completions}, backends: [server2]}
+  - {name: also, match: {path_prefix: /}, backends: [server2]}
+)");
+  ASSERT_EQ(errors.size(), 2u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "routes[1]");
+  EXPECT_EQ(errors[0].value, "chat");
+  EXPECT_EQ(errors[0].reason, "unreachable: routes[0] ('all') before it matches every request");
+  EXPECT_EQ(errors[1].field, "routes[2]");
+}
+
+TEST(Validate, PrefixCatchAllAlsoCountsAsCatchAll) {
+  auto errors = validate_yaml(std::string(kBackends) + R"(
+routes:
+  - {match: {path_prefix: /}, backends: [server1]}
+  - {match: {path_prefix: /v1/responses}, backends: [server1]}
+)");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "routes[1]");
+}
+
+TEST(Validate, ShadowedRouteIsUnreachable) {
+  auto errors = validate_yaml(std::string(kBackends) + R"(
+routes:
+  - {name: v1, match: {path_prefix: /v1}, backends: [server1]}
+  - {name: chat, match: {path: /v1/chat/completions, methods: [POST]}, backends: [server2]}
+  - {match: {path_prefix: /}, backends: [server1]}
+)");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "routes[1]");
+  EXPECT_EQ(errors[0].reason,
+            "unreachable: routes[0] ('v1') before it matches every request this route matches");
+}
+
+TEST(Validate, NarrowerEarlierRoutesAreFine) {
+  // Methods and models narrow a route: what they leave out still reaches the later ones.
+  auto errors = validate_yaml(std::string(kBackends) + R"(
+routes:
+  - {match: {path_prefix: /v1, methods: [GET]}, backends: [server1]}
+  - {match: {path_prefix: /v1, models: [m1]}, backends: [server2]}
+  - {match: {path_prefix: /v1, models: [m1, m2]}, backends: [server2]}
+  - {match: {path: /v1/chat/completions}, backends: [server1, server2]}
+  - {match: {path_prefix: /v1/responses}, backends: [server1]}
+  - {backends: [server1]}
+)");
+  EXPECT_TRUE(errors.empty()) << dump(errors);
+}
+
+TEST(Validate, ModelAndMethodSubsetsAreShadowed) {
+  auto errors = validate_yaml(std::string(kBackends) + R"(
+routes:
+  - {match: {methods: [GET, POST], models: [m1, m2]}, backends: [server1]}
+  - {match: {path: /x, methods: [POST], models: [m2]}, backends: [server2]}
+  - {backends: [server1]}
+)");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "routes[1]");
+}
+
+TEST(Validate, PathsMustStartWithSlash) {
+  GatewayConfig cfg = valid();
+  cfg.routes = {route({"server1"}, "v1/chat/completions"), route({"server1"}, "", "v1"),
+                route({"server1"}, "/a?b"), route({"server1"})};
+  auto errors = validate(cfg);
+  ASSERT_EQ(errors.size(), 3u) << dump(errors);
+  EXPECT_EQ(on(errors, "routes[0].match.path").at(0).reason, "must start with '/'");
+  EXPECT_EQ(on(errors, "routes[0].match.path").at(0).value, "v1/chat/completions");
+  EXPECT_EQ(on(errors, "routes[1].match.path_prefix").at(0).reason, "must start with '/'");
+  EXPECT_THAT(on(errors, "routes[2].match.path").at(0).reason, HasSubstr("'?'"));
+}
+
+TEST(Validate, PathAndPrefixTogether) {
+  GatewayConfig cfg = valid();
+  cfg.routes[0].match.path = "/a";
+  cfg.routes[0].match.path_prefix = "/a";
+  auto e = only_error(cfg);
+  EXPECT_EQ(e.field, "routes[0].match");
+  EXPECT_EQ(e.reason, "set path or path_prefix, not both");
+}
+
+TEST(Validate, Methods) {
+  GatewayConfig cfg = valid();
+  cfg.routes[0].match.methods = {"POST", "get", "FETCH", "PATCH"};
+  auto errors = validate(cfg);
+  ASSERT_EQ(errors.size(), 2u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "routes[0].match.methods[1]");
+  EXPECT_EQ(errors[0].reason, "methods are upper case; did you mean 'GET'?");
+  EXPECT_EQ(errors[1].field, "routes[0].match.methods[2]");
+  EXPECT_EQ(errors[1].value, "FETCH");
+  EXPECT_THAT(errors[1].reason, HasSubstr("unknown HTTP method (known: GET, HEAD, POST"));
+}
+
+TEST(Validate, EmptyModelName) {
+  GatewayConfig cfg = valid();
+  cfg.routes[0].match.models = {"m1", ""};
+  auto e = only_error(cfg);
+  EXPECT_EQ(e.field, "routes[0].match.models[1]");
+}
+
+TEST(Validate, Threads) {
+  for (int bad : {-1, 1025}) {
+    GatewayConfig cfg = valid();
+    cfg.threads = bad;
+    auto e = only_error(cfg);
+    EXPECT_EQ(e.field, "threads");
+    EXPECT_EQ(e.value, std::to_string(bad));
+  }
+  for (int good : {0, 1, 1024}) {
+    GatewayConfig cfg = valid();
+    cfg.threads = good;
+    EXPECT_TRUE(validate(cfg).empty()) << good;
+  }
+}
+
+TEST(Validate, TimeoutsMustBePositive) {
+  GatewayConfig cfg = valid();
+  cfg.timeouts.connect = Millis(0);
+  cfg.timeouts.drain = Millis(-5);
+  auto errors = validate(cfg);
+  ASSERT_EQ(errors.size(), 2u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "timeouts.connect");
+  EXPECT_EQ(errors[0].value, "0ms");
+  EXPECT_EQ(errors[0].reason, "must be greater than 0");
+  EXPECT_EQ(errors[1].field, "timeouts.drain");
+}
+
+TEST(Validate, EveryTimeoutIsChecked) {
+  auto errors = validate_yaml(std::string(kBackends) + R"(
+routes: [{backends: [server1]}]
+timeouts: {connect: 0s, first_byte: 0s, idle: 0ms, client_header: 0, client_idle: 0h, drain: 0m}
+)");
+  EXPECT_EQ(errors.size(), 6u) << dump(errors);
+}
+
+TEST(Validate, LimitsMustBePositive) {
+  GatewayConfig cfg = valid();
+  cfg.limits.max_body_bytes = 0;
+  cfg.limits.max_header_bytes = 0;
+  auto errors = validate(cfg);
+  ASSERT_EQ(errors.size(), 2u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "limits.max_body_bytes");
+  EXPECT_EQ(errors[1].field, "limits.max_header_bytes");
+}
+
+TEST(Validate, AccessLogNotEmpty) {
+  GatewayConfig cfg = valid();
+  cfg.access_log.target = "";
+  auto e = only_error(cfg);
+  EXPECT_EQ(e.field, "access_log");
+}
+
+TEST(Validate, Listeners) {
+  {
+    GatewayConfig cfg = valid();
+    cfg.listeners.clear();
+    EXPECT_EQ(only_error(cfg).field, "listen");
+  }
+  {
+    GatewayConfig cfg = valid();
+    cfg.listeners = {{"localhost", 8080}};
+    auto e = only_error(cfg);
+    EXPECT_EQ(e.field, "listen[0].address");
+    EXPECT_THAT(e.reason, HasSubstr("expected an IP address"));
+  }
+}
+
+TEST(Validate, ListenerCollisions) {
+  GatewayConfig cfg = valid();
+  cfg.listeners = {{"127.0.0.1", 8080}, {"127.0.0.1", 8080}, {"0.0.0.0", 8081}, {"10.0.0.1", 8081},
+                   {"127.0.0.1", 8082}, {"10.0.0.1", 8082},  {"::", 8083},      {"::1", 8083},
+                   {"127.0.0.1", 0},    {"127.0.0.1", 0}};
+  auto errors = validate(cfg);
+  ASSERT_EQ(errors.size(), 3u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "listen[1]");
+  EXPECT_EQ(errors[0].value, "127.0.0.1:8080");
+  EXPECT_EQ(errors[0].reason, "same address and port as listen[0]");
+  EXPECT_EQ(errors[1].field, "listen[3]");
+  EXPECT_THAT(errors[1].reason, HasSubstr("wildcard"));
+  EXPECT_EQ(errors[2].field, "listen[7]");
+  EXPECT_EQ(errors[2].value, "[::1]:8083");
+}
+
+TEST(Validate, EveryErrorAtOnce) {
+  std::vector<ConfigError> load_errors;
+  GatewayConfig cfg = load_yaml(R"(
+listen: [":8080", "0.0.0.0:8080"]
+threads: 5000
+backends:
+  - {name: server1, url: "https://192.168.200.101:30000"}
+  - {name: server1, url: "http://192.168.200.102:70000", weight: 0}
+routes:
+  - {match: {path_prefix: v1/responses}, backends: [server3], policy: sticky}
+  - {backends: []}
+  - {match: {path: /v1/chat/completions, methods: [post]}, backends: [server1]}
+timeouts: {idle: 0s}
+limits: {max_body_bytes: 0}
+access_log: ""
+)",
+                                load_errors);
+  ASSERT_TRUE(load_errors.empty()) << dump(load_errors);
+  auto errors = validate(cfg);
+  std::vector<std::string> fields;
+  for (const auto& e : errors) fields.push_back(e.field);
+  EXPECT_THAT(fields,
+              ::testing::ElementsAre(
+                  "listen[1]", "threads", "backends[0].url", "backends[1].name", "backends[1].url",
+                  "backends[1].weight", "routes[0].match.path_prefix", "routes[0].backends[0]",
+                  "routes[0].policy", "routes[1].backends", "routes[2].match.methods[0]",
+                  "routes[2]", "timeouts.idle", "limits.max_body_bytes", "access_log"))
+      << dump(errors);
+}
+
+TEST(QuickConfig, OneCatchAllRoundRobinRoute) {
+  std::vector<ConfigError> errors;
+  GatewayConfig cfg = quick_config(
+      8080, {"server1=http://192.168.200.101:30000", "server2=http://192.168.200.102:30000"},
+      errors);
+  ASSERT_TRUE(errors.empty()) << dump(errors);
+  errors = validate(cfg);
+  ASSERT_TRUE(errors.empty()) << dump(errors);
+  ASSERT_EQ(cfg.listeners.size(), 1u);
+  EXPECT_EQ(cfg.listeners[0].address, "0.0.0.0");
+  EXPECT_EQ(cfg.listeners[0].port, 8080);
+  ASSERT_EQ(cfg.backends.size(), 2u);
+  EXPECT_EQ(cfg.backends[1].name, "server2");
+  EXPECT_EQ(cfg.backends[1].host, "192.168.200.102");
+  ASSERT_EQ(cfg.routes.size(), 1u);
+  EXPECT_EQ(cfg.routes[0].policy, "round_robin");
+  EXPECT_EQ(cfg.routes[0].backends, (std::vector<std::string>{"server1", "server2"}));
+  EXPECT_TRUE(cfg.routes[0].match.path.empty());
+  EXPECT_TRUE(cfg.routes[0].match.path_prefix.empty());
+  EXPECT_TRUE(cfg.routes[0].match.methods.empty());
+}
+
+TEST(QuickConfig, PortZeroIsAllowed) {
+  std::vector<ConfigError> errors;
+  GatewayConfig cfg = quick_config(0, {"a=http://127.0.0.1:1"}, errors);
+  ASSERT_TRUE(errors.empty());
+  EXPECT_TRUE(validate(cfg).empty());
+  EXPECT_EQ(cfg.listeners[0].port, 0);
+}
+
+TEST(QuickConfig, MalformedSpecs) {
+  std::vector<ConfigError> errors;
+  quick_config(8080, {"http://h:1", "=http://h:1", "a=", "ok=http://h:1"}, errors);
+  ASSERT_EQ(errors.size(), 3u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "--backend #1");
+  EXPECT_EQ(errors[0].value, "http://h:1");
+  EXPECT_THAT(errors[0].reason, HasSubstr("expected NAME=URL"));
+  EXPECT_EQ(errors[1].value, "=http://h:1");
+  EXPECT_EQ(errors[2].value, "a=");
+}
+
+TEST(QuickConfig, NoBackends) {
+  std::vector<ConfigError> errors;
+  quick_config(8080, {}, errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].field, "--backend");
+}
+
+TEST(QuickConfig, BadUrlIsCaughtByValidate) {
+  std::vector<ConfigError> errors;
+  GatewayConfig cfg = quick_config(8080, {"a=https://h:1"}, errors);
+  ASSERT_TRUE(errors.empty());
+  errors = validate(cfg);
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "backends[0].url");
+}
+
+}  // namespace
+}  // namespace llmux::config

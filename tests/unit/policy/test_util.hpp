@@ -1,0 +1,39 @@
+#pragma once
+// Backends for policy tests. BackendState holds atomics (neither copyable nor movable), so a
+// pool owns them and hands out the pointer spans policies take.
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace llmux::policy::testing {
+
+class Pool {
+ public:
+  /// One backend per weight, named "b0", "b1", ..., with index = position.
+  explicit Pool(std::vector<int> weights) {
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      auto b = std::make_unique<BackendState>();
+      b->name = "b" + std::to_string(i);
+      b->index = static_cast<int>(i);
+      b->weight = weights[i];
+      ptrs_.push_back(b.get());
+      owned_.push_back(std::move(b));
+    }
+  }
+  BackendState& operator[](std::size_t i) { return *owned_[i]; }
+  std::span<BackendState* const> all() const { return ptrs_; }
+  std::size_t size() const { return ptrs_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<BackendState>> owned_;
+  std::vector<BackendState*> ptrs_;
+};
+
+inline RequestView request() {
+  return RequestView{"POST", "/v1/chat/completions", "m", "", true};
+}
+
+}  // namespace llmux::policy::testing
