@@ -1,0 +1,123 @@
+// `llmux sim` as a command: its help, its refusals of bad flags, its shutdown.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/http_client.hpp"
+#include "support/process.hpp"
+
+namespace llmux::test {
+namespace {
+
+TEST(SimCli, HelpExplainsEveryFlag) {
+  RunResult r = run_to_completion({llmux_binary(), "sim", "--help"});
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* group :
+       {"Performance model", "Scheduler and KV cache", "Memory budget", "Faults"}) {
+    EXPECT_NE(r.out.find(group), std::string::npos) << "group '" << group << "' missing:\n"
+                                                    << r.out;
+  }
+  for (const char* flag : {"--preset",
+                           "--host",
+                           "--port",
+                           "--served-model-name",
+                           "--max-model-len",
+                           "--t0",
+                           "--m",
+                           "--c",
+                           "--ctx-cost",
+                           "--prefill-rate",
+                           "--prefill-overhead",
+                           "--zero-cost",
+                           "--time-scale",
+                           "--output-len",
+                           "--max-num-seqs",
+                           "--max-num-batched-tokens",
+                           "--block-size",
+                           "--num-kv-blocks",
+                           "--no-enable-prefix-caching",
+                           "--memory-gb",
+                           "--gpu-memory-utilization",
+                           "--weights-gb",
+                           "--overhead-gb",
+                           "--kv-bytes-per-token",
+                           "--fault-error-rate",
+                           "--fault-error-status",
+                           "--fault-close-after",
+                           "--fault-close-rate",
+                           "--fault-stall-after",
+                           "--fault-stall-rate",
+                           "--fault-latency-ms",
+                           "--response-store-max",
+                           "--max-body-bytes"}) {
+    EXPECT_NE(r.out.find(std::string(flag) + " "), std::string::npos)
+        << "flag " << flag << " missing from --help";
+  }
+  EXPECT_NE(r.out.find("X-Llmux-Fault"), std::string::npos);
+}
+
+struct BadFlag {
+  std::vector<std::string> args;
+  std::string mentions;
+};
+
+TEST(SimCli, InvalidFlagValuesExitNonZeroWithAMessage) {
+  const BadFlag cases[] = {
+      {{"--output-len", "foo"}, "foo"},
+      {{"--output-len", "fixed:0"}, "fixed:0"},
+      {{"--output-len", "lognormal:abc:1"}, "abc"},
+      {{"--time-scale", "-1"}, "--time-scale"},
+      {{"--time-scale", "fast"}, "--time-scale"},
+      {{"--port", "notaport"}, "--port"},
+      {{"--preset", "bogus"}, "bogus"},
+      {{"--gpu-memory-utilization", "2"}, "--gpu-memory-utilization"},
+      {{"--fault-error-rate", "1.5"}, "--fault-error-rate"},
+      {{"--no-such-flag"}, "--no-such-flag"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv{llmux_binary(), "sim", "--port", "0"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    SCOPED_TRACE(c.args[0] + (c.args.size() > 1 ? " " + c.args[1] : ""));
+    RunResult r = run_to_completion(argv);
+    ASSERT_FALSE(r.timed_out) << "llmux sim started despite a bad flag";
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(r.out.find("\"event\":\"ready\""), std::string::npos) << "it became ready";
+    EXPECT_NE((r.err + r.out).find(c.mentions), std::string::npos)
+        << "the message should name '" << c.mentions << "'; stderr:\n"
+        << r.err << "\nstdout:\n"
+        << r.out;
+  }
+}
+
+TEST(SimCli, ReadyLineAndCleanShutdownOnSigterm) {
+  SimServer sim({"--zero-cost"});
+  EXPECT_GT(sim.port(), 0);
+  EXPECT_NE(sim.ready_line().find("\"host\":\"127.0.0.1\""), std::string::npos);
+  HttpClient c(sim.port());
+  EXPECT_EQ(c.get("/health").status, 200);
+  auto st = sim.terminate(std::chrono::seconds(5));
+  ASSERT_TRUE(st.has_value()) << "no exit within 5 s of SIGTERM";
+  EXPECT_EQ(*st, 0) << sim.stderr_text();
+}
+
+TEST(SimCli, PresetServesTheSeedModel) {
+  SimServer sim({"--zero-cost", "--preset", "dgx-spark-qwen3.6-35b-a3b-fp8"});
+  HttpClient c(sim.port());
+  Response r = c.get("/v1/models");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("\"id\":\"Qwen3.6-35B-A3B\""), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"max_model_len\":262144"), std::string::npos) << r.body;
+}
+
+TEST(SimCli, TwoSimsOnPortZeroGetDifferentPorts) {
+  SimServer a({"--zero-cost"});
+  SimServer b({"--zero-cost", "--served-model-name", "other"});
+  EXPECT_NE(a.port(), b.port());
+  HttpClient cb(b.port());
+  EXPECT_EQ(cb.post("/v1/completions", R"({"model":"other","prompt":"x","max_tokens":1})").status,
+            200);
+}
+
+}  // namespace
+}  // namespace llmux::test

@@ -1,0 +1,43 @@
+#pragma once
+// Helpers shared by the integration tests: JSON access, Prometheus text parsing, bounded polling.
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace llmux::test {
+
+/// Parses `text` as JSON; throws std::runtime_error naming the text when it is not JSON.
+boost::json::value parse_json(std::string_view text);
+
+/// True when `body` is vLLM's error envelope {"error":{"message","type","param","code"}} with
+/// code == status; `why` says what is wrong otherwise.
+bool is_openai_error(std::string_view body, int status, std::string* why = nullptr);
+
+/// The error message of an OpenAI error body (empty when not one).
+std::string error_message(std::string_view body);
+std::string error_type(std::string_view body);
+
+/// Sum of the samples named exactly `name` (labels ignored) in Prometheus text; nullopt when
+/// no sample has that name.
+std::optional<double> metric_value(std::string_view prom_text, std::string_view name);
+
+/// True when a sample named `name` carries labels model_name="<model>" and engine="0".
+bool metric_has_vllm_labels(std::string_view prom_text, std::string_view name,
+                            std::string_view model);
+
+/// Calls `pred` every `interval` until it returns true or `timeout` passes; returns the last
+/// result. Polling with a deadline, never a fixed sleep as synchronisation.
+bool poll_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds interval = std::chrono::milliseconds(20));
+
+/// A JSON string's text, or the serialized value when it is not a string.
+std::string str(const boost::json::value& v);
+
+/// Tokens of `text` by the project's tokenizer (src/core/tokenizer.hpp).
+std::size_t count_tokens(std::string_view text);
+
+}  // namespace llmux::test
