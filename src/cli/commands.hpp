@@ -12,5 +12,6 @@ using Runner = std::function<int()>;
 Runner add_sim(CLI::App& app);
 Runner add_gateway(CLI::App& app);
 Runner add_client_config(CLI::App& app);
+Runner add_bench(CLI::App& app);
 
 }  // namespace llmux::cli

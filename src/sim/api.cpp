@@ -376,14 +376,14 @@ std::string usage_tail(const std::optional<Usage>& u) {
 
 std::string completion_body(const ResponseMeta& m, std::string_view text, const Usage& u) {
   return fmt::format(
-      R"({{"id":"{}","object":"text_completion","created":{},"model":{},"choices":[{{"index":0,"text":{},"logprobs":null,"finish_reason":{},"stop_reason":null,"prompt_logprobs":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"kv_transfer_params":null}})",
+      R"({{"id":"{}","object":"text_completion","created":{},"model":{},"choices":[{{"index":0,"text":{},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"kv_transfer_params":null}})",
       m.id, m.created, json_quote(m.model), json_quote(text), finish_json(m.finish_reason),
       usage_json(u));
 }
 
 std::string chat_body(const ResponseMeta& m, std::string_view text, const Usage& u) {
   return fmt::format(
-      R"({{"id":"{}","object":"chat.completion","created":{},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":{},"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning_content":null}},"logprobs":null,"finish_reason":{},"stop_reason":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"prompt_logprobs":null,"kv_transfer_params":null}})",
+      R"({{"id":"{}","object":"chat.completion","created":{},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":{},"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning_content":null}},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}})",
       m.id, m.created, json_quote(m.model), json_quote(text), finish_json(m.finish_reason),
       usage_json(u));
 }

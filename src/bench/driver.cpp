@@ -1,0 +1,390 @@
+#include "bench/driver.hpp"
+
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+
+namespace llmux::bench {
+namespace {
+
+namespace net = boost::asio;
+namespace json = boost::json;
+
+constexpr std::size_t kMaxErrorBody = 64 * 1024;
+
+/// Per in-flight request state, reused from one request to the next.
+struct Slot {
+  Slot(net::any_io_executor ex, const RunOptions& opt)
+      : conn(ex, opt.url, opt.client), interp(opt.body.dialect), headers(opt.headers) {
+    headers.push_back(http::Header{"X-Request-Id", ""});
+    on_head = [this](int status, std::string_view ct) {
+      sse_mode =
+          status >= 200 && status < 300 && ct.find("text/event-stream") != std::string_view::npos;
+    };
+    on_body = [this](std::string_view bytes, std::int64_t t_ns) {
+      if (!sse_mode) {
+        if (body.size() < kMaxErrorBody * 64) body.append(bytes);
+        return;
+      }
+      sse.feed(bytes, [&](const SseEvent& e) {
+        const EventInfo info = interp.on_event(e);
+        if (info.content && !cur->first_token_ns) cur->first_token_ns = t_ns;
+        if (info.tokens > 0) cur->events.push_back(TokenEvent{t_ns, info.tokens});
+      });
+    };
+  }
+  http::Connection conn;
+  SseParser sse;
+  StreamInterpreter interp;
+  std::string body;
+  std::vector<http::Header> headers;
+  http::HeadCallback on_head;
+  http::BodyCallback on_body;
+  RequestTiming* cur = nullptr;
+  bool sse_mode = false;
+};
+
+class Runner {
+ public:
+  Runner(const RunOptions& opt, const LoadSpec& spec, std::span<const PromptItem> prompts)
+      : opt_(opt), spec_(spec), prompts_(prompts), slot_free_(ioc_), progress_timer_(ioc_) {
+    bodies_.reserve(prompts.size());
+    for (const auto& p : prompts) bodies_.push_back(build_body(p, opt.body));
+    target_ = std::string(endpoint_path(opt.body.dialect));
+    limit_ = spec.num_requests ? spec.num_requests + spec.warmup_requests : 0;
+    if (spec.burst) limit_ = spec.concurrency;
+  }
+
+  RunResult run() {
+    t0_ = mono_ns();
+    const double warm_s = spec_.warmup_s;
+    warmup_end_ns_ = warm_s > 0 ? t0_ + static_cast<std::int64_t>(warm_s * 1e9) : 0;
+    stop_ns_ = spec_.duration_s > 0
+                   ? t0_ + static_cast<std::int64_t>((warm_s + spec_.duration_s) * 1e9)
+                   : 0;
+    if (spec_.mode == LoadSpec::Mode::open && spec_.request_rate > 0) {
+      net::co_spawn(ioc_, generator(), net::detached);
+    } else {
+      const std::size_t n = std::max<std::size_t>(1, spec_.concurrency);
+      workers_ = n;
+      for (std::size_t i = 0; i < n; ++i) {
+        slots_.push_back(std::make_unique<Slot>(ioc_.get_executor(), opt_));
+        net::co_spawn(ioc_, worker(*slots_.back()), net::detached);
+      }
+    }
+    if (opt_.progress) net::co_spawn(ioc_, progress(), net::detached);
+    ioc_.run();
+    if (opt_.progress) std::fprintf(stderr, "\r\033[K");
+
+    RunResult res;
+    res.records.assign(std::make_move_iterator(records_.begin()),
+                       std::make_move_iterator(records_.end()));
+    std::sort(res.records.begin(), res.records.end(),
+              [](const Record& a, const Record& b) { return a.index < b.index; });
+    std::int64_t first = 0, last = 0;
+    for (const Record& r : res.records) {
+      if (r.warmup) continue;
+      if (!first || r.t.start_ns < first) first = r.t.start_ns;
+      last = std::max(last, r.t.end_ns);
+    }
+    res.wall_s = first ? static_cast<double>(last - first) * 1e-9 : 0;
+    for (const auto& s : slots_) res.connections += s->conn.connects();
+    for (const auto& s : free_) res.connections += s->conn.connects();
+    res.max_in_flight = max_in_flight_;
+    return res;
+  }
+
+ private:
+  bool may_start() const {
+    if (limit_ && started_ >= limit_) return false;
+    if (stop_ns_ && mono_ns() >= stop_ns_) return false;
+    if (!limit_ && !stop_ns_ && started_ >= std::max<std::size_t>(1, spec_.concurrency))
+      return false;  // no bound given: one round
+    return true;
+  }
+
+  net::awaitable<void> one(Slot& s, std::size_t idx) {
+    Record& rec = records_.emplace_back();
+    rec.index = idx;
+    rec.prompt = idx % prompts_.size();
+    rec.request_id = fmt::format("{}-{}", opt_.request_id_prefix, idx);
+    s.headers.back().value = rec.request_id;
+    s.sse.reset();
+    s.interp.reset();
+    s.body.clear();
+    s.sse_mode = false;
+    s.cur = &rec.t;
+    http::RequestSpec req;
+    req.method = "POST";
+    req.target = target_;
+    req.body = bodies_[rec.prompt];
+    req.headers = s.headers;
+    ++in_flight_;
+    max_in_flight_ = std::max(max_in_flight_, in_flight_);
+    http::Response r = co_await s.conn.request(req, s.on_head, s.on_body);
+    --in_flight_;
+    RequestTiming& t = rec.t;
+    t.start_ns = r.start_ns;
+    if (r.first_byte_ns) t.first_byte_ns = r.first_byte_ns;
+    t.end_ns = r.end_ns;
+    if (!s.sse_mode && !s.body.empty()) {
+      const EventInfo info = s.interp.on_body(s.body);
+      if (r.status >= 200 && r.status < 300 && !s.interp.usage().completion_tokens && info.tokens)
+        t.events.push_back(TokenEvent{t.end_ns, info.tokens});
+    }
+    classify(r, s.sse_mode, s.interp, s.sse.failed(), t);
+    rec.response_id = s.interp.id();
+    rec.warmup = idx < spec_.warmup_requests || (warmup_end_ns_ && t.start_ns < warmup_end_ns_);
+    if (t.ok()) {
+      ++ok_;
+      tokens_ += t.output_tokens.value_or(0);
+    } else {
+      ++failed_;
+    }
+    s.cur = nullptr;
+  }
+
+  net::awaitable<void> worker(Slot& s) {
+    while (may_start()) co_await one(s, started_++);
+    if (--workers_ == 0) finish();
+  }
+
+  net::awaitable<void> open_one(std::unique_ptr<Slot> s, std::size_t idx) {
+    co_await one(*s, idx);
+    free_.push_back(std::move(s));
+    slot_free_.cancel();
+    if (generator_done_ && in_flight_ == 0) finish();
+  }
+
+  net::awaitable<void> generator() {
+    std::mt19937_64 rng(spec_.seed);
+    std::exponential_distribution<double> gap(spec_.request_rate);
+    net::steady_timer timer(ioc_);
+    double next_s = 0;
+    const std::size_t cap = spec_.concurrency;
+    while (may_start()) {
+      next_s += gap(rng);
+      timer.expires_at(net::steady_timer::time_point(
+          std::chrono::nanoseconds(t0_ + static_cast<std::int64_t>(next_s * 1e9))));
+      co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+      while (cap && in_flight_ >= cap) {
+        slot_free_.expires_at(net::steady_timer::time_point::max());
+        co_await slot_free_.async_wait(net::as_tuple(net::use_awaitable));
+      }
+      if (!may_start()) break;
+      std::unique_ptr<Slot> s;
+      if (!free_.empty()) {
+        s = std::move(free_.back());
+        free_.pop_back();
+      } else {
+        s = std::make_unique<Slot>(ioc_.get_executor(), opt_);
+      }
+      net::co_spawn(ioc_, open_one(std::move(s), started_++), net::detached);
+    }
+    generator_done_ = true;
+    if (in_flight_ == 0) finish();
+  }
+
+  void finish() {
+    done_ = true;
+    progress_timer_.cancel();
+  }
+
+  net::awaitable<void> progress() {
+    while (!done_) {
+      progress_timer_.expires_after(std::chrono::milliseconds(500));
+      co_await progress_timer_.async_wait(net::as_tuple(net::use_awaitable));
+      if (done_) break;
+      const double el = static_cast<double>(mono_ns() - t0_) * 1e-9;
+      std::string total = limit_ ? fmt::format("/{}", limit_) : "";
+      std::fprintf(stderr, "\r\033[K%s %zu%s done, %zu in flight, %zu failed, %.1fs, %.0f tok/s",
+                   opt_.label.c_str(), ok_ + failed_, total.c_str(), in_flight_, failed_, el,
+                   el > 0 ? tokens_ / el : 0.0);
+      std::fflush(stderr);
+    }
+  }
+
+  const RunOptions& opt_;
+  const LoadSpec& spec_;
+  std::span<const PromptItem> prompts_;
+  net::io_context ioc_{1};
+  std::vector<std::string> bodies_;
+  std::string target_;
+  std::deque<Record> records_;
+  std::vector<std::unique_ptr<Slot>> slots_, free_;
+  net::steady_timer slot_free_, progress_timer_;
+  std::size_t limit_ = 0, started_ = 0, in_flight_ = 0, max_in_flight_ = 0, workers_ = 0;
+  std::size_t ok_ = 0, failed_ = 0;
+  std::uint64_t tokens_ = 0;
+  std::int64_t t0_ = 0, warmup_end_ns_ = 0, stop_ns_ = 0;
+  bool generator_done_ = false, done_ = false;
+};
+
+}  // namespace
+
+std::vector<RequestTiming> RunResult::measured() const {
+  std::vector<RequestTiming> out;
+  out.reserve(records.size());
+  for (const Record& r : records)
+    if (!r.warmup) out.push_back(r.t);
+  return out;
+}
+
+RunResult run_load(const RunOptions& opt, const LoadSpec& spec,
+                   std::span<const PromptItem> prompts) {
+  if (prompts.empty()) return {};
+  Runner r(opt, spec, prompts);
+  return r.run();
+}
+
+void classify(const http::Response& r, bool stream, const StreamInterpreter& interp,
+              bool sse_failed, RequestTiming& t) {
+  t.http_status = r.status;
+  const StreamUsage& u = interp.usage();
+  if (u.completion_tokens) t.output_tokens = u.completion_tokens;
+  if (u.prompt_tokens) t.prompt_tokens = u.prompt_tokens;
+  if (u.cached_tokens) t.cached_tokens = u.cached_tokens;
+  const auto& err = interp.error();
+  if (r.status != 0 && (r.status < 200 || r.status >= 300)) {
+    t.error = ErrorKind::http_status;
+    t.error_message =
+        err ? fmt::format("HTTP {}: {}", r.status, err->message) : fmt::format("HTTP {}", r.status);
+    return;
+  }
+  if (err && stream) {
+    t.error = ErrorKind::error_event;
+    t.error_message = err->message;
+    return;
+  }
+  switch (r.failure) {
+    case http::Failure::none:
+      break;
+    case http::Failure::connect:
+    case http::Failure::send:
+      t.error = ErrorKind::connect;
+      t.error_message = r.message;
+      return;
+    case http::Failure::timeout:
+      t.error = ErrorKind::timeout;
+      t.error_message = r.message;
+      return;
+    case http::Failure::closed:
+      t.error = r.status ? ErrorKind::broken_stream : ErrorKind::connect;
+      t.error_message = r.message;
+      return;
+    case http::Failure::protocol:
+      t.error = ErrorKind::malformed;
+      t.error_message = r.message;
+      return;
+  }
+  if (sse_failed) {
+    t.error = ErrorKind::malformed;
+    t.error_message = "SSE line or event over the size limit";
+    return;
+  }
+  if (stream && !interp.done()) {
+    t.error = ErrorKind::broken_stream;
+    t.error_message = "the stream ended without its end marker";
+    return;
+  }
+  if (!stream && err) {
+    t.error = ErrorKind::error_event;
+    t.error_message = err->message;
+  }
+}
+
+std::string discover_model(const http::Url& url, std::string* error) {
+  http::RequestSpec req;
+  req.method = "GET";
+  req.target = "/v1/models";
+  auto res = http::fetch_blocking(url, req);
+  auto fail = [&](std::string msg) {
+    if (error) *error = std::move(msg);
+    return std::string();
+  };
+  if (res.r.failure != http::Failure::none) return fail(res.r.message);
+  if (res.r.status != 200) return fail(fmt::format("GET /v1/models answered {}", res.r.status));
+  boost::system::error_code ec;
+  json::value v = json::parse(res.body, ec);
+  if (ec || !v.is_object()) return fail("GET /v1/models: not JSON");
+  const json::value* data = v.get_object().if_contains("data");
+  if (!data || !data->is_array() || data->get_array().empty())
+    return fail("GET /v1/models: no models");
+  const json::value& m = data->get_array().front();
+  if (!m.is_object() || !m.get_object().contains("id") || !m.get_object().at("id").is_string())
+    return fail("GET /v1/models: no model id");
+  return std::string(m.get_object().at("id").get_string());
+}
+
+GroundTruthCheck check_against_sim(const http::Url& url, std::span<const Record> records,
+                                   std::size_t max_requests) {
+  GroundTruthCheck out;
+  net::io_context ioc{1};
+  http::ClientOptions copt;
+  copt.timeouts.total = std::chrono::seconds(10);
+  http::Connection conn(ioc.get_executor(), url, copt);
+  net::co_spawn(
+      ioc,
+      [&]() -> net::awaitable<void> {
+        for (const Record& rec : records) {
+          if (out.requests >= max_requests) break;
+          const RequestTiming& t = rec.t;
+          if (rec.warmup || !t.ok() || !t.first_token_ns || t.events.empty()) continue;
+          const std::string target = "/debug/requests/" + rec.request_id;
+          http::RequestSpec req;
+          req.method = "GET";
+          req.target = target;
+          auto res = co_await http::fetch(conn, req);
+          if (res.r.status != 200) {
+            ++out.missing;
+            continue;
+          }
+          boost::system::error_code ec;
+          json::value v = json::parse(res.body, ec);
+          if (ec || !v.is_object()) {
+            ++out.missing;
+            continue;
+          }
+          const auto& o = v.get_object();
+          const auto* tok = o.if_contains("token_ns");
+          const auto* arr = o.if_contains("arrival_ns");
+          if (!tok || !tok->is_array() || tok->get_array().empty() || !arr) {
+            ++out.missing;
+            continue;
+          }
+          ++out.requests;
+          std::vector<std::int64_t> sim;
+          for (const auto& x : tok->get_array()) sim.push_back(json::value_to<std::int64_t>(x));
+          const std::int64_t arrival = json::value_to<std::int64_t>(*arr);
+          const double client_ttft = static_cast<double>(*t.first_token_ns - t.start_ns) * 1e-9;
+          const double sim_ttft = static_cast<double>(sim.front() - arrival) * 1e-9;
+          out.ttft_err_s.push_back(client_ttft - sim_ttft);
+          out.request_delay_s.push_back(static_cast<double>(arrival - t.start_ns) * 1e-9);
+          std::vector<std::int64_t> client;
+          for (const TokenEvent& e : t.events)
+            for (std::uint32_t k = 0; k < e.tokens; ++k) client.push_back(e.time_ns);
+          const std::size_t n = std::min(client.size(), sim.size());
+          for (std::size_t j = 0; j < n; ++j) {
+            out.token_err_s.push_back(static_cast<double>(client[j] - sim[j]) * 1e-9);
+            if (j > 0)
+              out.itl_err_s.push_back(
+                  static_cast<double>((client[j] - client[j - 1]) - (sim[j] - sim[j - 1])) * 1e-9);
+          }
+        }
+      },
+      net::detached);
+  ioc.run();
+  return out;
+}
+
+}  // namespace llmux::bench

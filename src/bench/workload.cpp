@@ -1,0 +1,223 @@
+#include "bench/workload.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "core/tokenizer.hpp"
+
+namespace llmux::bench {
+namespace json = boost::json;
+
+std::string synthetic_prompt(std::size_t tokens, std::uint64_t seed) {
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull);
+  std::string s;
+  s.reserve(tokens * 4);
+  static constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyz";
+  for (std::size_t i = 0; i < tokens; ++i) {
+    // A word of 1-4 letters after one space is exactly one token (see core/tokenizer.hpp).
+    const std::size_t len = 1 + rng() % 4;
+    s += ' ';
+    for (std::size_t k = 0; k < len; ++k) s += kLetters[rng() % 26];
+  }
+  return s;
+}
+
+std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_t n) {
+  std::vector<PromptItem> out;
+  n = std::max<std::size_t>(n, 1);
+  out.reserve(n);
+  std::mt19937_64 rng(spec.seed);
+  const double lo = std::max(1.0, std::floor(spec.output_tokens * (1.0 - spec.output_spread)));
+  const double hi = std::max(lo, std::ceil(spec.output_tokens * (1.0 + spec.output_spread)));
+  std::uniform_int_distribution<std::uint32_t> out_len(static_cast<std::uint32_t>(lo),
+                                                       static_cast<std::uint32_t>(hi));
+  for (std::size_t i = 0; i < n; ++i) {
+    PromptItem p;
+    p.text = synthetic_prompt(spec.input_tokens, spec.seed * 1'000'003ull + i);
+    p.prompt_tokens = spec.input_tokens;
+    p.max_tokens =
+        spec.output_spread > 0 ? out_len(rng) : static_cast<std::uint32_t>(spec.output_tokens);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+namespace {
+
+std::string_view str_field(const json::object& o, std::initializer_list<std::string_view> keys) {
+  for (auto k : keys) {
+    auto it = o.find(k);
+    if (it != o.end() && it->value().is_string()) return it->value().get_string();
+  }
+  return {};
+}
+
+std::optional<std::uint32_t> uint_field(const json::object& o,
+                                        std::initializer_list<std::string_view> keys) {
+  for (auto k : keys) {
+    auto it = o.find(k);
+    if (it == o.end()) continue;
+    if (it->value().is_int64() && it->value().get_int64() > 0)
+      return static_cast<std::uint32_t>(it->value().get_int64());
+    if (it->value().is_uint64()) return static_cast<std::uint32_t>(it->value().get_uint64());
+  }
+  return std::nullopt;
+}
+
+std::string normalize_role(std::string_view r) {
+  if (r == "human" || r == "user") return "user";
+  if (r == "gpt" || r == "assistant" || r == "bard" || r == "chatgpt") return "assistant";
+  if (r == "system") return "system";
+  return std::string(r);
+}
+
+}  // namespace
+
+std::vector<PromptItem> parse_dataset(std::string_view text, std::size_t max_items) {
+  std::vector<PromptItem> out;
+  std::size_t line_no = 0;
+  while (!text.empty() && (max_items == 0 || out.size() < max_items)) {
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    ++line_no;
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    boost::system::error_code ec;
+    json::value v = json::parse(line, ec);
+    if (ec)
+      throw std::runtime_error(
+          fmt::format("dataset line {}: not JSON ({})", line_no, ec.message()));
+    PromptItem p;
+    if (v.is_string()) {
+      p.text = std::string(v.get_string());
+    } else if (v.is_object()) {
+      const auto& o = v.get_object();
+      const json::value* conv = o.if_contains("conversations");
+      if (!conv) conv = o.if_contains("messages");
+      if (conv && conv->is_array()) {
+        bool have_user = false;
+        for (const auto& turn : conv->get_array()) {
+          if (!turn.is_object()) continue;
+          const auto& t = turn.get_object();
+          std::string role = normalize_role(str_field(t, {"from", "role"}));
+          std::string content(str_field(t, {"value", "content"}));
+          if (have_user && role == "assistant") {
+            p.max_tokens =
+                static_cast<std::uint32_t>(std::max<std::size_t>(1, Tokenizer::count(content)));
+            break;
+          }
+          if (role == "user") {
+            have_user = true;
+            p.text = content;
+          }
+          p.messages.push_back(ChatMessage{std::move(role), std::move(content)});
+        }
+        if (!have_user)
+          throw std::runtime_error(fmt::format("dataset line {}: no human/user turn", line_no));
+        if (auto m = uint_field(o, {"max_tokens", "output_tokens"})) p.max_tokens = m;
+      } else {
+        p.text = std::string(str_field(o, {"prompt", "text", "input"}));
+        if (p.text.empty())
+          throw std::runtime_error(fmt::format(
+              "dataset line {}: expected \"prompt\", \"text\", \"conversations\" or \"messages\"",
+              line_no));
+        p.max_tokens = uint_field(o, {"max_tokens", "output_tokens", "output_len"});
+      }
+    } else {
+      throw std::runtime_error(
+          fmt::format("dataset line {}: expected an object or a string", line_no));
+    }
+    p.prompt_tokens = 0;
+    if (p.messages.empty()) {
+      p.prompt_tokens = Tokenizer::count(p.text);
+    } else {
+      for (const auto& m : p.messages) p.prompt_tokens += Tokenizer::count(m.content);
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<PromptItem> load_dataset(const std::string& path, std::size_t max_items) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error(fmt::format("cannot open dataset '{}'", path));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto items = parse_dataset(ss.str(), max_items);
+  if (items.empty()) throw std::runtime_error(fmt::format("dataset '{}' has no prompts", path));
+  return items;
+}
+
+std::string build_body(const PromptItem& item, const BodyOptions& opt) {
+  json::object o;
+  o["model"] = opt.model;
+  const std::optional<std::uint32_t> max_tokens =
+      item.max_tokens ? item.max_tokens : opt.max_tokens;
+  switch (opt.dialect) {
+    case Dialect::completions:
+      o["prompt"] = item.text;
+      if (max_tokens) o["max_tokens"] = *max_tokens;
+      break;
+    case Dialect::chat: {
+      json::array msgs;
+      if (item.messages.empty()) {
+        msgs.push_back(json::object{{"role", "user"}, {"content", item.text}});
+      } else {
+        for (const auto& m : item.messages)
+          msgs.push_back(json::object{{"role", m.role}, {"content", m.content}});
+      }
+      o["messages"] = std::move(msgs);
+      if (max_tokens) o["max_tokens"] = *max_tokens;
+      break;
+    }
+    case Dialect::responses:
+      if (item.messages.empty()) {
+        o["input"] = item.text;
+      } else {
+        json::array msgs;
+        for (const auto& m : item.messages)
+          msgs.push_back(json::object{{"role", m.role}, {"content", m.content}});
+        o["input"] = std::move(msgs);
+      }
+      if (max_tokens) o["max_output_tokens"] = *max_tokens;
+      o["store"] = false;
+      break;
+  }
+  if (opt.temperature) o["temperature"] = *opt.temperature;
+  if (opt.ignore_eos) o["ignore_eos"] = true;
+  if (opt.stream) {
+    o["stream"] = true;
+    if (opt.include_usage && opt.dialect != Dialect::responses)
+      o["stream_options"] = json::object{{"include_usage", true}};
+  }
+  return json::serialize(o);
+}
+
+std::string_view seed_prompt(std::string_view size) {
+  static const std::string kShort = "Say hello in one short sentence.";
+  static const std::string kMedium =
+      "You are a helpful assistant running on a small cluster of two machines. Explain, in "
+      "plain words and with one concrete example, how continuous batching lets a single "
+      "inference server keep its accelerator busy while many clients send requests of very "
+      "different lengths, and why the throughput of each stream drops a little as the batch "
+      "grows while the total keeps rising until the machine saturates.";
+  static const std::string kLong = [] {
+    std::string s;
+    for (int i = 0; i < 10; ++i) s += (i ? " " : "") + kMedium;
+    return s;
+  }();
+  if (size == "short") return kShort;
+  if (size == "long") return kLong;
+  return kMedium;
+}
+
+}  // namespace llmux::bench

@@ -1,0 +1,414 @@
+#include "http/client.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/basic_parser.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include <array>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+
+namespace llmux::http {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = net::ip::tcp;
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+/// Feeds Beast's HTTP/1.1 response parser by hand and forwards body bytes with the time of the
+/// read that brought them.
+class ResponseParser final : public bhttp::basic_parser<false> {
+ public:
+  ResponseParser(Response& r, const HeadCallback& on_head, const BodyCallback& on_body)
+      : r_(r), on_head_(on_head), on_body_(on_body) {
+    eager(true);
+    header_limit(64 * 1024);
+    body_limit(boost::none);
+  }
+  std::int64_t t_ns = 0;
+
+ private:
+  void on_request_impl(bhttp::verb, beast::string_view, beast::string_view, int,
+                       beast::error_code&) override {}
+  void on_response_impl(int code, beast::string_view, int, beast::error_code&) override {
+    r_.status = code;
+  }
+  void on_field_impl(bhttp::field name, beast::string_view, beast::string_view value,
+                     beast::error_code&) override {
+    if (name == bhttp::field::content_type) r_.content_type.assign(value.data(), value.size());
+  }
+  void on_header_impl(beast::error_code&) override {
+    if (on_head_) on_head_(r_.status, r_.content_type);
+  }
+  void on_body_init_impl(const boost::optional<std::uint64_t>&, beast::error_code&) override {}
+  std::size_t on_body_impl(beast::string_view body, beast::error_code&) override {
+    deliver(body);
+    return body.size();
+  }
+  void on_chunk_header_impl(std::uint64_t, beast::string_view, beast::error_code&) override {}
+  std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body,
+                                 beast::error_code&) override {
+    deliver(body);
+    return body.size();
+  }
+  void on_finish_impl(beast::error_code&) override {}
+
+  void deliver(beast::string_view b) {
+    const std::string_view body(b.data(), b.size());
+    if (body.empty()) return;
+    r_.body_bytes += body.size();
+    if (on_body_) on_body_(body, t_ns);
+  }
+
+  Response& r_;
+  const HeadCallback& on_head_;
+  const BodyCallback& on_body_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Url
+
+std::optional<Url> Url::parse(std::string_view s, std::string* error) {
+  auto fail = [&](std::string msg) -> std::optional<Url> {
+    if (error) *error = std::move(msg);
+    return std::nullopt;
+  };
+  if (s.starts_with("https://")) return fail("https is not supported (use http://)");
+  if (s.starts_with("http://")) s.remove_prefix(7);
+  if (s.find("://") != std::string_view::npos) return fail("only http:// URLs are supported");
+  Url u;
+  const auto slash = s.find('/');
+  std::string_view hostport = s.substr(0, slash);
+  if (slash != std::string_view::npos) u.path = std::string(s.substr(slash));
+  while (!u.path.empty() && u.path.back() == '/') u.path.pop_back();
+  if (hostport.empty()) return fail("missing host");
+  std::string_view host = hostport;
+  if (hostport.front() == '[') {  // [v6]:port
+    const auto close = hostport.find(']');
+    if (close == std::string_view::npos) return fail("unterminated IPv6 address");
+    host = hostport.substr(1, close - 1);
+    hostport.remove_prefix(close + 1);
+    if (!hostport.empty() && hostport.front() != ':') return fail("bad port");
+  } else {
+    const auto colon = hostport.rfind(':');
+    host = hostport.substr(0, colon);
+    hostport = colon == std::string_view::npos ? std::string_view() : hostport.substr(colon);
+  }
+  if (!hostport.empty()) {
+    std::string_view p = hostport.substr(1);
+    unsigned port = 0;
+    auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+    if (ec != std::errc() || ptr != p.data() + p.size() || port == 0 || port > 65535)
+      return fail(fmt::format("bad port '{}'", p));
+    u.port = static_cast<std::uint16_t>(port);
+  }
+  if (host.empty()) return fail("missing host");
+  u.host = std::string(host);
+  return u;
+}
+
+std::string Url::authority() const {
+  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
+}
+
+std::string Url::str() const {
+  return fmt::format("http://{}{}", authority(), path);
+}
+
+std::optional<ConnectionMode> parse_connection_mode(std::string_view s) {
+  if (s == "fresh") return ConnectionMode::fresh;
+  if (s == "keep-alive" || s == "keep_alive" || s == "keepalive") return ConnectionMode::keep_alive;
+  return std::nullopt;
+}
+
+std::string_view to_string(ConnectionMode m) {
+  return m == ConnectionMode::fresh ? "fresh" : "keep-alive";
+}
+
+std::string_view to_string(Failure f) {
+  switch (f) {
+    case Failure::none:
+      return "none";
+    case Failure::connect:
+      return "connect";
+    case Failure::send:
+      return "send";
+    case Failure::timeout:
+      return "timeout";
+    case Failure::closed:
+      return "closed";
+    case Failure::protocol:
+      return "protocol";
+  }
+  return "none";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connection
+
+struct Connection::Impl : std::enable_shared_from_this<Impl> {
+  Impl(net::any_io_executor ex, Url u, ClientOptions o)
+      : sock(ex), timer(ex), url(std::move(u)), opt(o) {}
+
+  tcp::socket sock;
+  net::steady_timer timer;
+  Url url;
+  ClientOptions opt;
+  std::optional<tcp::endpoint> endpoint;
+  beast::flat_buffer buf;
+  std::string head;  // request header bytes, reused
+  std::uint64_t connects = 0;
+  // Watchdog state (read by the timer handler).
+  std::uint64_t generation = 0;  // bumps per request; stale handlers do nothing
+  std::int64_t last_progress_ns = 0;
+  std::int64_t total_deadline_ns = 0;
+  std::int64_t connect_deadline_ns = 0;
+  bool connecting = false;
+  bool timed_out = false;
+  bool active = false;
+
+  void close_socket() {
+    boost::system::error_code ec;
+    sock.shutdown(tcp::socket::shutdown_both, ec);
+    sock.close(ec);
+    buf.clear();
+  }
+
+  std::int64_t next_deadline() const {
+    const std::int64_t idle = opt.timeouts.idle.count() * 1'000'000;
+    std::int64_t d = connecting ? connect_deadline_ns : last_progress_ns + idle;
+    if (total_deadline_ns && total_deadline_ns < d) d = total_deadline_ns;
+    return d;
+  }
+
+  void arm() {
+    timer.expires_at(net::steady_timer::time_point(std::chrono::nanoseconds(next_deadline())));
+    timer.async_wait([self = shared_from_this(), gen = generation](boost::system::error_code ec) {
+      if (ec || gen != self->generation || !self->active) return;
+      const std::int64_t now = mono_ns();
+      if (now >= self->next_deadline()) {
+        self->timed_out = true;
+        boost::system::error_code ignored;
+        self->sock.cancel(ignored);
+        self->sock.close(ignored);
+        return;
+      }
+      self->arm();  // progress since: wait for the new deadline
+    });
+  }
+
+  net::awaitable<bool> connect(Response& r) {
+    if (!endpoint) {
+      boost::system::error_code ec;
+      auto addr = net::ip::make_address(url.host, ec);
+      if (!ec) {
+        endpoint = tcp::endpoint(addr, url.port);
+      } else {
+        tcp::resolver resolver(sock.get_executor());
+        auto [rec, results] =
+            co_await resolver.async_resolve(url.host, std::to_string(url.port), use_tuple);
+        if (rec || results.empty()) {
+          r.failure = Failure::connect;
+          r.message = fmt::format("resolve {}: {}", url.host, rec ? rec.message() : "no address");
+          co_return false;
+        }
+        endpoint = results.begin()->endpoint();
+      }
+    }
+    connecting = true;
+    connect_deadline_ns = mono_ns() + opt.timeouts.connect.count() * 1'000'000;
+    auto [ec] = co_await sock.async_connect(*endpoint, use_tuple);
+    connecting = false;
+    last_progress_ns = mono_ns();
+    if (ec) {
+      r.failure = timed_out ? Failure::timeout : Failure::connect;
+      r.message =
+          fmt::format("connect {}: {}", url.authority(), timed_out ? "timed out" : ec.message());
+      close_socket();
+      co_return false;
+    }
+    ++connects;
+    boost::system::error_code ignored;
+    sock.set_option(tcp::no_delay(true), ignored);
+    co_return true;
+  }
+
+  void build_head(const RequestSpec& req) {
+    head.clear();
+    head.append(req.method).append(" ").append(url.path).append(req.target);
+    head.append(" HTTP/1.1\r\nHost: ").append(url.authority());
+    head.append("\r\nUser-Agent: llmux-bench\r\nAccept: */*\r\n");
+    if (opt.mode == ConnectionMode::fresh) head.append("Connection: close\r\n");
+    if (!req.body.empty() || req.method == "POST" || req.method == "PUT") {
+      head.append("Content-Type: ").append(req.content_type).append("\r\n");
+      head.append("Content-Length: ").append(std::to_string(req.body.size())).append("\r\n");
+    }
+    for (const Header& h : req.headers)
+      head.append(h.name).append(": ").append(h.value).append("\r\n");
+    head.append("\r\n");
+  }
+
+  net::awaitable<Response> request(const RequestSpec& req, const HeadCallback& on_head,
+                                   const BodyCallback& on_body) {
+    Response r;
+    r.start_ns = mono_ns();
+    ++generation;
+    active = true;
+    timed_out = false;
+    last_progress_ns = r.start_ns;
+    total_deadline_ns =
+        opt.timeouts.total.count() > 0 ? r.start_ns + opt.timeouts.total.count() * 1'000'000 : 0;
+    connecting = false;
+    if (opt.mode == ConnectionMode::fresh && sock.is_open()) close_socket();
+    // A kept-alive socket may have been closed by the server meanwhile; if it failed with nothing
+    // read, retry once on a fresh connection (what HTTP clients do for idempotent reuse).
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const bool reused = sock.is_open();
+      const std::int64_t start = r.start_ns;
+      r = Response{};
+      r.start_ns = start;
+      r.reused = reused;
+      arm();
+      if (!reused && !co_await connect(r)) break;
+      build_head(req);
+      std::array<net::const_buffer, 2> bufs{net::buffer(head), net::buffer(req.body)};
+      auto [wec, wn] = co_await net::async_write(sock, bufs, use_tuple);
+      r.sent_ns = mono_ns();
+      last_progress_ns = r.sent_ns;
+      if (wec) {
+        close_socket();
+        if (reused && !timed_out) continue;
+        r.failure = timed_out ? Failure::timeout : Failure::send;
+        r.message = fmt::format("send: {}", timed_out ? "timed out" : wec.message());
+        break;
+      }
+      const bool retry = co_await read_response(r, on_head, on_body);
+      if (retry && reused && !timed_out) continue;
+      break;
+    }
+    active = false;
+    ++generation;
+    timer.cancel();
+    r.end_ns = mono_ns();
+    co_return r;
+  }
+
+  /// Reads one response. Returns true when the connection failed before any byte arrived
+  /// (a stale kept-alive socket: the caller may retry).
+  net::awaitable<bool> read_response(Response& r, const HeadCallback& on_head,
+                                     const BodyCallback& on_body) {
+    ResponseParser p(r, on_head, on_body);
+    bool any = buf.size() > 0;
+    p.t_ns = mono_ns();
+    for (;;) {
+      if (buf.size() > 0) {
+        beast::error_code pec;
+        const std::size_t n = p.put(buf.data(), pec);
+        buf.consume(n);
+        if (pec && pec != bhttp::error::need_more) {
+          r.failure = Failure::protocol;
+          r.message = fmt::format("HTTP parse: {}", pec.message());
+          close_socket();
+          co_return false;
+        }
+        if (p.is_done()) break;
+        if (!pec && n > 0) continue;
+      }
+      auto [ec, n] = co_await sock.async_read_some(buf.prepare(opt.read_size), use_tuple);
+      const std::int64_t t = mono_ns();
+      if (n > 0) {
+        buf.commit(n);
+        if (!any) r.first_byte_ns = t;
+        any = true;
+        last_progress_ns = t;
+        p.t_ns = t;
+      }
+      if (ec) {
+        if (ec == net::error::eof && p.is_header_done()) {
+          beast::error_code pec;
+          if (buf.size() > 0) buf.consume(p.put(buf.data(), pec));
+          p.put_eof(pec);
+          if (!pec && p.is_done()) {
+            close_socket();
+            break;
+          }
+        }
+        close_socket();
+        if (timed_out) {
+          r.failure = Failure::timeout;
+          r.message = "timed out waiting for the response";
+        } else {
+          r.failure = Failure::closed;
+          r.message =
+              fmt::format("connection closed before the response was complete ({})", ec.message());
+        }
+        co_return !any && !timed_out;
+      }
+    }
+    r.complete = true;
+    if (!p.keep_alive() || opt.mode == ConnectionMode::fresh) close_socket();
+    co_return false;
+  }
+};
+
+Connection::Connection(net::any_io_executor ex, Url url, ClientOptions opt)
+    : impl_(std::make_shared<Impl>(std::move(ex), std::move(url), opt)) {}
+
+Connection::~Connection() {
+  if (impl_) {
+    impl_->active = false;
+    ++impl_->generation;
+    impl_->timer.cancel();
+    impl_->close_socket();
+  }
+}
+
+net::awaitable<Response> Connection::request(const RequestSpec& req, const HeadCallback& on_head,
+                                             const BodyCallback& on_body) {
+  auto self = impl_;  // keep alive across suspension
+  co_return co_await self->request(req, on_head, on_body);
+}
+
+void Connection::close() {
+  impl_->close_socket();
+}
+std::uint64_t Connection::connects() const {
+  return impl_->connects;
+}
+const Url& Connection::url() const {
+  return impl_->url;
+}
+
+net::awaitable<SimpleResponse> fetch(Connection& c, const RequestSpec& req) {
+  SimpleResponse out;
+  BodyCallback sink = [&out](std::string_view b, std::int64_t) { out.body.append(b); };
+  out.r = co_await c.request(req, {}, sink);
+  co_return out;
+}
+
+SimpleResponse fetch_blocking(const Url& url, const RequestSpec& req,
+                              std::chrono::milliseconds timeout) {
+  net::io_context ioc{1};
+  ClientOptions opt;
+  opt.mode = ConnectionMode::fresh;
+  opt.timeouts.connect = timeout;
+  opt.timeouts.idle = timeout;
+  opt.timeouts.total = timeout;
+  Connection c(ioc.get_executor(), url, opt);
+  SimpleResponse out;
+  net::co_spawn(
+      ioc, [&]() -> net::awaitable<void> { out = co_await fetch(c, req); }, net::detached);
+  ioc.run();
+  return out;
+}
+
+}  // namespace llmux::http

@@ -1,0 +1,144 @@
+#pragma once
+// A small HTTP/1.1 client for C++20 coroutines on Boost.Asio, built for measuring: the response
+// body is handed to a callback read by read, each read stamped with CLOCK_MONOTONIC (llmux::
+// mono_ns) right after the socket read completed, before any parsing. Beast's parser
+// (basic_parser, fed by hand) does the framing: Content-Length, chunked and close-delimited
+// bodies; chunk framing is removed before the callback sees the bytes.
+//
+// A Connection is one socket slot: in keep_alive mode it reuses its socket across requests
+// (reconnecting when the server closed it); in fresh mode every request opens a new connection
+// and sends `Connection: close`, as Python's urllib does. Timeouts are enforced by one timer per
+// connection, armed once per request (no timer per read): `idle` bounds the silence between two
+// reads (a stalled stream), `total` the whole request.
+//
+// Beast stays inside client.cpp; this header only needs Asio's awaitable and executor.
+//
+// Thread safety and ownership: a Connection belongs to one coroutine at a time and to the
+// executor it was created with (use a single-threaded io_context, or a strand). At most one
+// request may be in flight per Connection. The callbacks run on that executor, inside
+// request(); string views they receive are valid only during the call.
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace llmux::http {
+
+/// An http:// base URL: host, port and a path prefix (no trailing slash), e.g.
+/// "http://127.0.0.1:30000" or "http://host:8080/prefix".
+struct Url {
+  std::string host;
+  std::uint16_t port = 80;
+  std::string path;  ///< prefix joined before request targets; "" for the root
+
+  /// Parses "http://host[:port][/path]" (a missing scheme means http). https is not supported.
+  static std::optional<Url> parse(std::string_view text, std::string* error = nullptr);
+  /// "host:port" (the Host header).
+  std::string authority() const;
+  /// "http://host:port/path".
+  std::string str() const;
+};
+
+enum class ConnectionMode {
+  fresh,       ///< a new TCP connection per request, `Connection: close` (the seed's urllib)
+  keep_alive,  ///< reuse the connection while the server keeps it open
+};
+std::optional<ConnectionMode> parse_connection_mode(std::string_view s);
+std::string_view to_string(ConnectionMode m);
+
+struct Header {
+  std::string name, value;
+};
+
+struct RequestSpec {
+  std::string_view method = "POST";
+  std::string_view target;  ///< path (and query); the Url's path prefix is prepended
+  std::string_view body;
+  std::string_view content_type = "application/json";
+  std::span<const Header> headers;  ///< extra headers
+};
+
+/// How a request failed at the transport level (HTTP statuses are not failures here).
+enum class Failure {
+  none,
+  connect,   ///< could not resolve or connect
+  send,      ///< writing the request failed
+  timeout,   ///< idle or total timeout
+  closed,    ///< the peer closed the connection before the response was complete
+  protocol,  ///< the response could not be parsed as HTTP/1.1
+};
+std::string_view to_string(Failure f);
+
+struct Response {
+  Failure failure = Failure::none;
+  std::string message;  ///< what went wrong, for failures
+  int status = 0;       ///< 0 when no status line arrived
+  bool complete = false;
+  bool reused = false;             ///< sent on a kept-alive connection
+  std::int64_t start_ns = 0;       ///< request() entered (before any connect)
+  std::int64_t sent_ns = 0;        ///< request bytes written
+  std::int64_t first_byte_ns = 0;  ///< first response byte read (0: none)
+  std::int64_t end_ns = 0;         ///< response complete or failure noticed
+  std::uint64_t body_bytes = 0;
+  std::string content_type;
+};
+
+struct Timeouts {
+  std::chrono::milliseconds connect{10'000};
+  std::chrono::milliseconds idle{60'000};  ///< longest silence while waiting for the response
+  std::chrono::milliseconds total{0};      ///< whole request; 0 = none
+};
+
+struct ClientOptions {
+  ConnectionMode mode = ConnectionMode::keep_alive;
+  Timeouts timeouts;
+  std::size_t read_size = 16 * 1024;  ///< bytes asked of each socket read
+};
+
+/// Called once the status line and headers have been parsed (status, Content-Type).
+using HeadCallback = std::function<void(int status, std::string_view content_type)>;
+/// Called with each read's body bytes (de-chunked) and the time that read completed.
+using BodyCallback = std::function<void(std::string_view bytes, std::int64_t t_ns)>;
+
+class Connection {
+ public:
+  Connection(boost::asio::any_io_executor ex, Url url, ClientOptions opt = {});
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Sends one request and reads its response, calling `on_head` then `on_body` as bytes
+  /// arrive. Never throws for network errors: they come back in Response::failure.
+  boost::asio::awaitable<Response> request(const RequestSpec& req, const HeadCallback& on_head,
+                                           const BodyCallback& on_body);
+  /// Closes the socket (a later request reconnects).
+  void close();
+  /// Connections this object opened so far.
+  std::uint64_t connects() const;
+  const Url& url() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+/// Convenience: one request whose body is collected into a string.
+struct SimpleResponse {
+  Response r;
+  std::string body;
+};
+boost::asio::awaitable<SimpleResponse> fetch(Connection& c, const RequestSpec& req);
+
+/// Runs `fetch` on a private io_context until it completes (setup calls such as GET /v1/models
+/// before a run; not for the measured path).
+SimpleResponse fetch_blocking(const Url& url, const RequestSpec& req,
+                              std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+}  // namespace llmux::http
