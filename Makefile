@@ -22,10 +22,10 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
-# Until the gateway and `llmux demo` exist, the main job runs the seed's first benchmark on two
-# simulated DGX Sparks (4x faster clock; figures are reported in model time).
+# The main job: the seed's whole experiment on one machine (two simulated DGX Sparks, the
+# gateway, both seed benchmarks, one report). DEMO_FLAGS=--quick runs it in seconds.
 demo: build
-	/usr/bin/python3 bench/sim_calibration.py --machines 2 --time-scale 4 --out $(BUILD)/demo
+	$(BUILD)/llmux demo $(DEMO_FLAGS)
 
 # ASan + UBSan build of the unit tests and a small integration subset (CI runs this).
 asan-test: setup

@@ -13,5 +13,6 @@ Runner add_sim(CLI::App& app);
 Runner add_gateway(CLI::App& app);
 Runner add_client_config(CLI::App& app);
 Runner add_bench(CLI::App& app);
+Runner add_demo(CLI::App& app);
 
 }  // namespace llmux::cli

@@ -32,8 +32,10 @@ Runner add_gateway(CLI::App& app) {
   sub->add_option("--backend", o->backends,
                   "Quick form: NAME=URL of a backend (repeat); every path is round-robined over "
                   "them. Example: --backend server1=http://127.0.0.1:30001");
-  sub->add_option("--threads", o->threads, "Worker threads (default: from the config, else one per core)");
-  sub->add_option("--access-log", o->access_log, "stdout, off, or a file path (overrides the config)");
+  sub->add_option("--threads", o->threads,
+                  "Worker threads (default: from the config, else one per core)");
+  sub->add_option("--access-log", o->access_log,
+                  "stdout, off, or a file path (overrides the config)");
   sub->add_flag("--check", o->check, "Validate the configuration, print it summarized, and exit");
 
   return [o]() -> int {
@@ -65,8 +67,9 @@ Runner add_gateway(CLI::App& app) {
                 << " routes\n";
       for (const auto& r : cfg.routes) {
         std::cout << "  route " << r.name << ": "
-                  << (r.match.path.empty() ? (r.match.path_prefix.empty() ? "*" : r.match.path_prefix + "*")
-                                           : r.match.path)
+                  << (r.match.path.empty()
+                          ? (r.match.path_prefix.empty() ? "*" : r.match.path_prefix + "*")
+                          : r.match.path)
                   << " -> " << r.policy << " over";
         for (const auto& b : r.backends) std::cout << " " << b;
         std::cout << "\n";
@@ -81,15 +84,18 @@ Runner add_client_config(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "client-config", "Print client configuration for using the gateway (Codex profiles).");
   auto* codex = sub->add_subcommand(
-      "codex", "Print ~/.codex/config.toml profiles: `dgx` through the gateway, `dgx-direct` "
-               "straight to server1 (as in the seed).");
+      "codex",
+      "Print ~/.codex/config.toml profiles: `dgx` through the gateway, `dgx-direct` "
+      "straight to server1 (as in the seed).");
   sub->require_subcommand(1);
   struct Opts {
     std::string gateway, direct, model = "Qwen3.6-35B-A3B", name = "dgx";
   };
   auto o = std::make_shared<Opts>();
-  codex->add_option("--gateway", o->gateway, "Gateway base URL, e.g. http://100.97.87.120:8080")->required();
-  codex->add_option("--direct", o->direct, "Direct vLLM base URL, e.g. http://100.97.87.120:30000")->required();
+  codex->add_option("--gateway", o->gateway, "Gateway base URL, e.g. http://100.97.87.120:8080")
+      ->required();
+  codex->add_option("--direct", o->direct, "Direct vLLM base URL, e.g. http://100.97.87.120:30000")
+      ->required();
   codex->add_option("--model", o->model, "Model name")->capture_default_str();
   codex->add_option("--name", o->name, "Profile name prefix")->capture_default_str();
   return [o]() -> int {

@@ -1,8 +1,8 @@
 #include "gateway/access_log.hpp"
 
+#include <fmt/format.h>
 #include <boost/json/serialize.hpp>
 #include <boost/json/string_view.hpp>
-#include <fmt/format.h>
 
 #include <cerrno>
 #include <chrono>
@@ -16,11 +16,21 @@ void quoted(fmt::memory_buffer& out, std::string_view s) {
   out.push_back('"');
   for (char c : s) {
     switch (c) {
-      case '"': out.append(std::string_view("\\\"")); break;
-      case '\\': out.append(std::string_view("\\\\")); break;
-      case '\n': out.append(std::string_view("\\n")); break;
-      case '\r': out.append(std::string_view("\\r")); break;
-      case '\t': out.append(std::string_view("\\t")); break;
+      case '"':
+        out.append(std::string_view("\\\""));
+        break;
+      case '\\':
+        out.append(std::string_view("\\\\"));
+        break;
+      case '\n':
+        out.append(std::string_view("\\n"));
+        break;
+      case '\r':
+        out.append(std::string_view("\\r"));
+        break;
+      case '\t':
+        out.append(std::string_view("\\t"));
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<int>(c));
@@ -76,7 +86,8 @@ void AccessLog::write(const AccessRecord& r) {
                  ",\"stream\":{},\"status\":{},\"attempts\":{},\"bytes_in\":{},\"bytes_out\":{},"
                  "\"ttfb_ms\":{:.3f},\"total_ms\":{:.3f}",
                  r.stream, r.status, r.attempts, r.bytes_in, r.bytes_out, r.ttfb_ms, r.total_ms);
-  if (r.prompt_tokens) fmt::format_to(std::back_inserter(out), ",\"prompt_tokens\":{}", *r.prompt_tokens);
+  if (r.prompt_tokens)
+    fmt::format_to(std::back_inserter(out), ",\"prompt_tokens\":{}", *r.prompt_tokens);
   if (r.completion_tokens)
     fmt::format_to(std::back_inserter(out), ",\"completion_tokens\":{}", *r.completion_tokens);
   if (!r.error.empty()) {

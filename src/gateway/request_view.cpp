@@ -8,7 +8,8 @@ BodyFields read_body_fields(std::string& body) {
   BodyFields f;
   if (body.empty()) return f;
   const std::size_t size = body.size();
-  if (body.capacity() < size + simdjson::SIMDJSON_PADDING) body.reserve(size + simdjson::SIMDJSON_PADDING);
+  if (body.capacity() < size + simdjson::SIMDJSON_PADDING)
+    body.reserve(size + simdjson::SIMDJSON_PADDING);
   thread_local simdjson::ondemand::parser parser;
   simdjson::padded_string_view view(body.data(), size, body.capacity());
   auto doc = parser.iterate(view);

@@ -120,10 +120,16 @@ struct Worker {
 // Helpers.
 
 bool is_hop_by_hop(std::string_view name) {
-  static constexpr std::string_view kHop[] = {"connection",        "keep-alive", "proxy-connection",
-                                              "proxy-authenticate", "proxy-authorization",
-                                              "te",                "trailer",    "transfer-encoding",
-                                              "upgrade",           "expect"};
+  static constexpr std::string_view kHop[] = {"connection",
+                                              "keep-alive",
+                                              "proxy-connection",
+                                              "proxy-authenticate",
+                                              "proxy-authorization",
+                                              "te",
+                                              "trailer",
+                                              "transfer-encoding",
+                                              "upgrade",
+                                              "expect"};
   for (auto h : kHop) {
     if (beast::iequals(name, h)) return true;
   }
@@ -188,7 +194,8 @@ std::size_t last_event_boundary(const char* data, std::size_t n) {
   // End of the last complete SSE event ("\n\n", or "\r\n\r\n" which also ends in "\n\n"... no:
   // it ends "\n\r\n"), so look for both terminators.
   for (std::size_t i = n; i >= 2; --i) {
-    if (data[i - 1] == '\n' && (data[i - 2] == '\n' || (i >= 3 && data[i - 2] == '\r' && data[i - 3] == '\n'))) {
+    if (data[i - 1] == '\n' &&
+        (data[i - 2] == '\n' || (i >= 3 && data[i - 2] == '\r' && data[i - 3] == '\n'))) {
       return i;
     }
   }
@@ -257,8 +264,8 @@ class Gateway {
       shared_.routes.push_back(std::move(r));
     }
 
-    const int nthreads = cfg.threads > 0 ? cfg.threads
-                                         : std::max(1u, std::thread::hardware_concurrency());
+    const int nthreads =
+        cfg.threads > 0 ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
     workers_.reserve(nthreads);
     for (int i = 0; i < nthreads; ++i) {
       auto w = std::make_unique<Worker>();
@@ -406,7 +413,8 @@ class Gateway {
         auto& h = parser.get();
         // RFC 9112 6.3: a message with both is a smuggling risk; refuse it.
         if (h.count(http::field::content_length) && h.count(http::field::transfer_encoding)) {
-          co_await write_error(c, 400, "Bad request: both Content-Length and Transfer-Encoding", nullptr, false);
+          co_await write_error(c, 400, "Bad request: both Content-Length and Transfer-Encoding",
+                               nullptr, false);
           break;
         }
         if (beast::iequals(h[http::field::expect], "100-continue") && !parser.is_done()) {
@@ -420,19 +428,24 @@ class Gateway {
         }
       }
       if (ec) {
-        if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset) break;
+        if (ec == http::error::end_of_stream || ec == net::error::eof ||
+            ec == net::error::connection_reset)
+          break;
         if (ec == beast::error::timeout) {
-          co_await write_error(c, 408, "Request timeout: the request was not received in time.", nullptr, false);
+          co_await write_error(c, 408, "Request timeout: the request was not received in time.",
+                               nullptr, false);
           break;
         }
         int status = 400;
         std::string msg = fmt::format("Bad request: {}", ec.message());
         if (ec == http::error::body_limit) {
           status = 413;
-          msg = fmt::format("Request body too large (limit {} bytes).", shared_.cfg.limits.max_body_bytes);
+          msg = fmt::format("Request body too large (limit {} bytes).",
+                            shared_.cfg.limits.max_body_bytes);
         } else if (ec == http::error::header_limit) {
           status = 431;
-          msg = fmt::format("Request headers too large (limit {} bytes).", shared_.cfg.limits.max_header_bytes);
+          msg = fmt::format("Request headers too large (limit {} bytes).",
+                            shared_.cfg.limits.max_header_bytes);
         }
         co_await write_error(c, status, msg, nullptr, false);
         break;
@@ -459,7 +472,8 @@ class Gateway {
 
   awaitable<bool> write_json(Client& c, int status, std::string body, const Request* req,
                              std::string_view request_id = {}) {
-    http::response<http::string_body> res{static_cast<http::status>(status), req ? req->version() : 11};
+    http::response<http::string_body> res{static_cast<http::status>(status),
+                                          req ? req->version() : 11};
     local_headers(res, request_id);
     res.set(http::field::content_type, "application/json");
     res.keep_alive(c.keep_alive);
@@ -505,9 +519,9 @@ class Gateway {
     std::string request_id(req["x-request-id"]);
     if (request_id.empty() || request_id.size() > 200) request_id = random_id("", 32);
     if (req.method() == http::verb::get && path == "/health") {
-      co_await write_json(c, 200,
-                          fmt::format(R"({{"status":"ok","backends":{}}})", shared_.backends.size()),
-                          &req, request_id);
+      co_await write_json(
+          c, 200, fmt::format(R"({{"status":"ok","backends":{}}})", shared_.backends.size()), &req,
+          request_id);
       co_return;
     }
     if (req.method() == http::verb::get && path == "/v1/models") {
@@ -518,9 +532,9 @@ class Gateway {
     if (!req.body().empty()) fields = read_body_fields(req.body());
     const RouteRt* route = match_route(req, path, fields);
     if (!route) {
-      co_await write_error(c, 404,
-                           fmt::format("No route for {} {}.", std::string_view(req.method_string()), path),
-                           &req, true, request_id);
+      co_await write_error(
+          c, 404, fmt::format("No route for {} {}.", std::string_view(req.method_string()), path),
+          &req, true, request_id);
       co_return;
     }
     co_await proxy(w, c, req, *route, fields, request_id);
@@ -545,8 +559,8 @@ class Gateway {
     auto [ec, ep] = co_await up->stream.async_connect(b.endpoints, use_tuple);
     if (ec) {
       Failure f{ec == beast::error::timeout ? FailKind::Connect : FailKind::Connect,
-                fmt::format("connect to {} ({}:{}) failed: {}", b.cfg->name, b.cfg->host, b.cfg->port,
-                            ec == beast::error::timeout ? "timed out" : ec.message())};
+                fmt::format("connect to {} ({}:{}) failed: {}", b.cfg->name, b.cfg->host,
+                            b.cfg->port, ec == beast::error::timeout ? "timed out" : ec.message())};
       co_return Connected{nullptr, std::move(f)};
     }
     boost::system::error_code ignored;
@@ -556,7 +570,8 @@ class Gateway {
 
   void release(Worker& w, BackendRt& b, std::unique_ptr<Upstream> up) {
     auto& idle = w.idle[b.state.index];
-    if (idle.size() < Worker::kMaxIdlePerBackend && up->stream.socket().is_open() && up->buf.size() == 0) {
+    if (idle.size() < Worker::kMaxIdlePerBackend && up->stream.socket().is_open() &&
+        up->buf.size() == 0) {
       up->stream.expires_never();
       idle.push_back(std::move(up));
     }
@@ -598,18 +613,21 @@ class Gateway {
       a.parser->body_limit(boost::none);
       a.parser->header_limit(64 * 1024);
       if (req.method() == http::verb::head) a.parser->skip(true);
-      auto [rec, rn] = co_await http::async_read_header(a.up->stream, a.up->buf, *a.parser, use_tuple);
+      auto [rec, rn] =
+          co_await http::async_read_header(a.up->stream, a.up->buf, *a.parser, use_tuple);
       if (rec) {
-        const bool nothing = rec == http::error::end_of_stream || rec == net::error::connection_reset ||
-                             rec == net::error::eof;
+        const bool nothing = rec == http::error::end_of_stream ||
+                             rec == net::error::connection_reset || rec == net::error::eof;
         if (nothing && a.up->reused && round == 0) continue;  // closed before any response byte
         if (rec == beast::error::timeout) {
           a.fail = {FailKind::Timeout, fmt::format("{} sent no response within {} ms", b.cfg->name,
                                                    shared_.cfg.timeouts.first_byte.count())};
         } else if (nothing) {
-          a.fail = {FailKind::Broken, fmt::format("{} closed the connection without a response", b.cfg->name)};
+          a.fail = {FailKind::Broken,
+                    fmt::format("{} closed the connection without a response", b.cfg->name)};
         } else {
-          a.fail = {FailKind::BadResponse, fmt::format("{} sent an invalid response: {}", b.cfg->name, rec.message())};
+          a.fail = {FailKind::BadResponse,
+                    fmt::format("{} sent an invalid response: {}", b.cfg->name, rec.message())};
         }
         a.up.reset();
         co_return a;
@@ -658,7 +676,8 @@ class Gateway {
       BackendRt& b = *shared_.backends[picked->index];
       ++attempts;
       InflightGuard inflight(b.state);
-      std::string upstream_target = b.cfg->base_path.empty() ? client_target : b.cfg->base_path + client_target;
+      std::string upstream_target =
+          b.cfg->base_path.empty() ? client_target : b.cfg->base_path + client_target;
       Attempt a = co_await send(w, b, req, upstream_target);
       if (!a.up) {
         last = std::move(a.fail);
@@ -697,7 +716,8 @@ class Gateway {
 
   /// Relays the response whose header `a.parser` holds. Watches the client meanwhile: if it
   /// leaves, the upstream connection is closed at once (the backend aborts the request).
-  awaitable<void> relay(Worker& w, Client& c, Request& req, BackendRt& b, Attempt a, AccessRecord& rec) {
+  awaitable<void> relay(Worker& w, Client& c, Request& req, BackendRt& b, Attempt a,
+                        AccessRecord& rec) {
     auto& p = *a.parser;
     auto& res = p.get();
     const bool sse = res[http::field::content_type].starts_with("text/event-stream");
@@ -709,8 +729,8 @@ class Gateway {
     res.set("x-request-id", rec.request_id);
     const bool head = req.method() == http::verb::head;
     const bool has_length = res.has_content_length();
-    if (!has_length && !head && !p.is_done() && res.result_int() >= 200 && res.result_int() != 204 &&
-        res.result_int() != 304) {
+    if (!has_length && !head && !p.is_done() && res.result_int() >= 200 &&
+        res.result_int() != 204 && res.result_int() != 304) {
       if (req.version() >= 11) {
         res.chunked(true);
       } else {
@@ -729,7 +749,8 @@ class Gateway {
     Upstream* up = a.up.get();
     net::co_spawn(
         w.ioc,
-        [](beast::tcp_stream& cs, beast::flat_buffer& cbuf, Upstream* up, std::shared_ptr<WatchState> ws,
+        [](beast::tcp_stream& cs, beast::flat_buffer& cbuf, Upstream* up,
+           std::shared_ptr<WatchState> ws,
            std::shared_ptr<net::steady_timer> wake) -> awaitable<void> {
           auto [ec, n] = co_await cs.socket().async_read_some(cbuf.prepare(4096), use_tuple);
           if (!ec) cbuf.commit(n);
@@ -770,10 +791,12 @@ class Gateway {
         have += got;
         if (ec) {
           upstream_failed = true;
-          upstream_error = ws->client_gone ? "client left"
-                           : ec == beast::error::timeout
-                               ? fmt::format("{} sent nothing for {} ms", b.cfg->name, shared_.cfg.timeouts.idle.count())
-                               : fmt::format("{} failed mid-response: {}", b.cfg->name, ec.message());
+          upstream_error =
+              ws->client_gone ? "client left"
+              : ec == beast::error::timeout
+                  ? fmt::format("{} sent nothing for {} ms", b.cfg->name,
+                                shared_.cfg.timeouts.idle.count())
+                  : fmt::format("{} failed mid-response: {}", b.cfg->name, ec.message());
         }
         done = p.is_done();
       }
@@ -790,7 +813,9 @@ class Gateway {
           // Drop an incomplete event: relaying half of it would corrupt the stream.
           cut = last_event_boundary(buf.get(), have);
         }
-        tail = "data: " + openai_error_json(502, fmt::format("The upstream server failed mid-stream: {}.", upstream_error)) +
+        tail = "data: " +
+               openai_error_json(
+                   502, fmt::format("The upstream server failed mid-stream: {}.", upstream_error)) +
                "\n\ndata: [DONE]\n\n";
       }
       if (cut > 0 || finishing) {
@@ -893,7 +918,8 @@ class Gateway {
         auto v = json::parse(res.body(), jec);
         if (!jec && v.is_object() && v.as_object().contains("data") && v.at("data").is_array()) {
           for (auto& m : v.at("data").as_array()) {
-            if (!m.is_object() || !m.as_object().contains("id") || !m.at("id").is_string()) continue;
+            if (!m.is_object() || !m.as_object().contains("id") || !m.at("id").is_string())
+              continue;
             std::string id(m.at("id").as_string());
             if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
             seen.push_back(id);
@@ -906,8 +932,9 @@ class Gateway {
       }
     }
     if (seen.empty() && !errors.empty()) {
-      co_await write_error(c, 503, fmt::format("No backend answered /v1/models: {}", fmt::join(errors, "; ")),
-                           &req, true, request_id);
+      co_await write_error(
+          c, 503, fmt::format("No backend answered /v1/models: {}", fmt::join(errors, "; ")), &req,
+          true, request_id);
       co_return;
     }
     json::object body;
