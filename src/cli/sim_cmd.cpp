@@ -20,13 +20,15 @@ struct SimFlags {
   template <typename Get>
   CLI::Option* add(CLI::App* app, const std::string& name, Get get, const std::string& desc) {
     auto* opt = app->add_option(name, get(cfg), desc)->capture_default_str();
-    copies.emplace_back(opt, [get](sim::SimConfig& dst, sim::SimConfig& src) { get(dst) = get(src); });
+    copies.emplace_back(opt,
+                        [get](sim::SimConfig& dst, sim::SimConfig& src) { get(dst) = get(src); });
     return opt;
   }
   template <typename Get>
   CLI::Option* flag(CLI::App* app, const std::string& name, Get get, const std::string& desc) {
     auto* opt = app->add_flag(name, get(cfg), desc);
-    copies.emplace_back(opt, [get](sim::SimConfig& dst, sim::SimConfig& src) { get(dst) = get(src); });
+    copies.emplace_back(opt,
+                        [get](sim::SimConfig& dst, sim::SimConfig& src) { get(dst) = get(src); });
     return opt;
   }
 };
@@ -47,32 +49,53 @@ Runner add_sim(CLI::App& app) {
                   "none. Flags given explicitly override the preset.")
       ->capture_default_str()
       ->check(CLI::IsMember(sim::preset_names()));
-  f->add(sub, "--host", [](C& c) -> auto& { return c.host; }, "Address to listen on");
-  f->add(sub, "--port", [](C& c) -> auto& { return c.port; },
-         "Port to listen on; 0 picks a free port (see the ready line on stdout)");
-  f->add(sub, "--served-model-name", [](C& c) -> auto& { return c.served_model_name; },
-         "Model name clients must send (others get vLLM's 404)");
-  f->add(sub, "--max-model-len", [](C& c) -> auto& { return c.max_model_len; },
-         "Context length limit (prompt + completion tokens)");
+  f->add(
+      sub, "--host", [](C & c) -> auto& { return c.host; }, "Address to listen on");
+  f->add(
+      sub, "--port", [](C & c) -> auto& { return c.port; },
+      "Port to listen on; 0 picks a free port (see the ready line on stdout)");
+  f->add(
+      sub, "--served-model-name", [](C & c) -> auto& { return c.served_model_name; },
+      "Model name clients must send (others get vLLM's 404)");
+  f->add(
+      sub, "--max-model-len", [](C & c) -> auto& { return c.max_model_len; },
+      "Context length limit (prompt + completion tokens)");
 
   auto* perf = "Performance model (seconds; see docs/sim.md)";
-  f->add(sub, "--t0", [](C& c) -> auto& { return c.engine.t0; },
-         "Step time of a batch of one (memory-bound floor), seconds")->group(perf);
-  f->add(sub, "--m", [](C& c) -> auto& { return c.engine.m; },
-         "Memory-bound step time added per further sequence in the batch, seconds")->group(perf);
-  f->add(sub, "--c", [](C& c) -> auto& { return c.engine.c; },
-         "Compute-bound step time per sequence in the batch, seconds")->group(perf);
-  f->add(sub, "--ctx-cost", [](C& c) -> auto& { return c.engine.ctx_cost; },
-         "Step time per context token of each decoding sequence (KV reads), seconds")->group(perf);
-  f->add(sub, "--prefill-rate", [](C& c) -> auto& { return c.engine.prefill_rate; },
-         "Prefill speed, prompt tokens per second (0 = free)")->group(perf);
-  f->add(sub, "--prefill-overhead", [](C& c) -> auto& { return c.engine.prefill_overhead; },
-         "Fixed time added to a step that carries prefill work, seconds")->group(perf);
-  f->flag(sub, "--zero-cost", [](C& c) -> auto& { return c.zero_cost; },
-          "Set every model cost to zero: tokens come as fast as the process can send them")->group(perf);
-  f->add(sub, "--time-scale", [](C& c) -> auto& { return c.time_scale; },
-         "Run the model clock this many times faster than the wall clock (times clients see "
-         "shrink by the same factor)")->group(perf)->check(CLI::PositiveNumber);
+  f->add(
+       sub, "--t0", [](C & c) -> auto& { return c.engine.t0; },
+       "Step time of a batch of one (memory-bound floor), seconds")
+      ->group(perf);
+  f->add(
+       sub, "--m", [](C & c) -> auto& { return c.engine.m; },
+       "Memory-bound step time added per further sequence in the batch, seconds")
+      ->group(perf);
+  f->add(
+       sub, "--c", [](C & c) -> auto& { return c.engine.c; },
+       "Compute-bound step time per sequence in the batch, seconds")
+      ->group(perf);
+  f->add(
+       sub, "--ctx-cost", [](C & c) -> auto& { return c.engine.ctx_cost; },
+       "Step time per context token of each decoding sequence (KV reads), seconds")
+      ->group(perf);
+  f->add(
+       sub, "--prefill-rate", [](C & c) -> auto& { return c.engine.prefill_rate; },
+       "Prefill speed, prompt tokens per second (0 = free)")
+      ->group(perf);
+  f->add(
+       sub, "--prefill-overhead", [](C & c) -> auto& { return c.engine.prefill_overhead; },
+       "Fixed time added to a step that carries prefill work, seconds")
+      ->group(perf);
+  f->flag(
+       sub, "--zero-cost", [](C & c) -> auto& { return c.zero_cost; },
+       "Set every model cost to zero: tokens come as fast as the process can send them")
+      ->group(perf);
+  f->add(
+       sub, "--time-scale", [](C & c) -> auto& { return c.time_scale; },
+       "Run the model clock this many times faster than the wall clock (times clients see "
+       "shrink by the same factor)")
+      ->group(perf)
+      ->check(CLI::PositiveNumber);
   sub->add_option("--output-len", f->output_len,
                   "Natural output length (tokens until end of sequence), drawn per prompt: "
                   "lognormal:MEDIAN:SIGMA, uniform:MIN:MAX or fixed:N; capped by max_tokens "
@@ -81,51 +104,92 @@ Runner add_sim(CLI::App& app) {
       ->group(perf);
 
   auto* sched = "Scheduler and KV cache";
-  f->add(sub, "--max-num-seqs", [](C& c) -> auto& { return c.engine.max_num_seqs; },
-         "Most sequences in a batch")->group(sched);
-  f->add(sub, "--max-num-batched-tokens", [](C& c) -> auto& { return c.engine.max_num_batched_tokens; },
-         "Token budget of one step (chunked prefill)")->group(sched);
-  f->add(sub, "--block-size", [](C& c) -> auto& { return c.engine.block_size; },
-         "KV cache block size, tokens")->group(sched);
-  f->add(sub, "--num-kv-blocks", [](C& c) -> auto& { return c.kv_blocks_override; },
-         "KV cache blocks; -1 derives them from the memory budget below")->group(sched);
-  f->flag(sub, "--no-enable-prefix-caching", [](C& c) -> auto& { return c.no_prefix_caching; },
-          "Turn prefix caching off (vLLM has it on by default)")->group(sched);
+  f->add(
+       sub, "--max-num-seqs", [](C & c) -> auto& { return c.engine.max_num_seqs; },
+       "Most sequences in a batch")
+      ->group(sched);
+  f->add(
+       sub, "--max-num-batched-tokens",
+       [](C & c) -> auto& { return c.engine.max_num_batched_tokens; },
+       "Token budget of one step (chunked prefill)")
+      ->group(sched);
+  f->add(
+       sub, "--block-size", [](C & c) -> auto& { return c.engine.block_size; },
+       "KV cache block size, tokens")
+      ->group(sched);
+  f->add(
+       sub, "--num-kv-blocks", [](C & c) -> auto& { return c.kv_blocks_override; },
+       "KV cache blocks; -1 derives them from the memory budget below")
+      ->group(sched);
+  f->flag(
+       sub, "--no-enable-prefix-caching", [](C & c) -> auto& { return c.no_prefix_caching; },
+       "Turn prefix caching off (vLLM has it on by default)")
+      ->group(sched);
 
   auto* mem = "Memory budget (derives the KV capacity)";
-  f->add(sub, "--memory-gb", [](C& c) -> auto& { return c.memory.total_gb; },
-         "Memory of the machine, GB (a DGX Spark has 128 GB unified)")->group(mem);
-  f->add(sub, "--gpu-memory-utilization", [](C& c) -> auto& { return c.memory.gpu_memory_utilization; },
-         "Fraction of memory vLLM may take (above 0.9 a Spark runs out of memory for the OS)")
-      ->group(mem)->check(CLI::Range(0.01, 1.0));
-  f->add(sub, "--weights-gb", [](C& c) -> auto& { return c.memory.weights_gb; },
-         "Model weights, GB")->group(mem);
-  f->add(sub, "--overhead-gb", [](C& c) -> auto& { return c.memory.overhead_gb; },
-         "Activations, CUDA graphs and runtime, GB")->group(mem);
-  f->add(sub, "--kv-bytes-per-token", [](C& c) -> auto& { return c.memory.kv_bytes_per_token; },
-         "KV cache bytes per token")->group(mem);
+  f->add(
+       sub, "--memory-gb", [](C & c) -> auto& { return c.memory.total_gb; },
+       "Memory of the machine, GB (a DGX Spark has 128 GB unified)")
+      ->group(mem);
+  f->add(
+       sub, "--gpu-memory-utilization",
+       [](C & c) -> auto& { return c.memory.gpu_memory_utilization; },
+       "Fraction of memory vLLM may take (above 0.9 a Spark runs out of memory for the OS)")
+      ->group(mem)
+      ->check(CLI::Range(0.01, 1.0));
+  f->add(
+       sub, "--weights-gb", [](C & c) -> auto& { return c.memory.weights_gb; }, "Model weights, GB")
+      ->group(mem);
+  f->add(
+       sub, "--overhead-gb", [](C & c) -> auto& { return c.memory.overhead_gb; },
+       "Activations, CUDA graphs and runtime, GB")
+      ->group(mem);
+  f->add(
+       sub, "--kv-bytes-per-token", [](C & c) -> auto& { return c.memory.kv_bytes_per_token; },
+       "KV cache bytes per token")
+      ->group(mem);
 
-  auto* faults = "Faults (also per request: header X-Llmux-Fault: error=503, close-after=N, "
-                 "stall-after=N, latency-ms=X)";
-  f->add(sub, "--fault-error-rate", [](C& c) -> auto& { return c.faults.error_rate; },
-         "Fraction of requests answered with an error status")->group(faults)->check(CLI::Range(0.0, 1.0));
-  f->add(sub, "--fault-error-status", [](C& c) -> auto& { return c.faults.error_statuses; },
-         "Statuses to answer with (picked at random), e.g. 429 500 503")->group(faults);
-  f->add(sub, "--fault-close-after", [](C& c) -> auto& { return c.faults.close_after; },
-         "Close the connection after N output tokens (-1: never)")->group(faults);
-  f->add(sub, "--fault-close-rate", [](C& c) -> auto& { return c.faults.close_rate; },
-         "Fraction of requests --fault-close-after applies to")->group(faults)->check(CLI::Range(0.0, 1.0));
-  f->add(sub, "--fault-stall-after", [](C& c) -> auto& { return c.faults.stall_after; },
-         "Stop sending after N output tokens, keeping the connection open (-1: never)")->group(faults);
-  f->add(sub, "--fault-stall-rate", [](C& c) -> auto& { return c.faults.stall_rate; },
-         "Fraction of requests --fault-stall-after applies to")->group(faults)->check(CLI::Range(0.0, 1.0));
-  f->add(sub, "--fault-latency-ms", [](C& c) -> auto& { return c.faults.added_latency_ms; },
-         "Latency added before each request reaches the engine, milliseconds")->group(faults);
+  auto* faults =
+      "Faults (also per request: header X-Llmux-Fault: error=503, close-after=N, "
+      "stall-after=N, latency-ms=X)";
+  f->add(
+       sub, "--fault-error-rate", [](C & c) -> auto& { return c.faults.error_rate; },
+       "Fraction of requests answered with an error status")
+      ->group(faults)
+      ->check(CLI::Range(0.0, 1.0));
+  f->add(
+       sub, "--fault-error-status", [](C & c) -> auto& { return c.faults.error_statuses; },
+       "Statuses to answer with (picked at random), e.g. 429 500 503")
+      ->group(faults);
+  f->add(
+       sub, "--fault-close-after", [](C & c) -> auto& { return c.faults.close_after; },
+       "Close the connection after N output tokens (-1: never)")
+      ->group(faults);
+  f->add(
+       sub, "--fault-close-rate", [](C & c) -> auto& { return c.faults.close_rate; },
+       "Fraction of requests --fault-close-after applies to")
+      ->group(faults)
+      ->check(CLI::Range(0.0, 1.0));
+  f->add(
+       sub, "--fault-stall-after", [](C & c) -> auto& { return c.faults.stall_after; },
+       "Stop sending after N output tokens, keeping the connection open (-1: never)")
+      ->group(faults);
+  f->add(
+       sub, "--fault-stall-rate", [](C & c) -> auto& { return c.faults.stall_rate; },
+       "Fraction of requests --fault-stall-after applies to")
+      ->group(faults)
+      ->check(CLI::Range(0.0, 1.0));
+  f->add(
+       sub, "--fault-latency-ms", [](C & c) -> auto& { return c.faults.added_latency_ms; },
+       "Latency added before each request reaches the engine, milliseconds")
+      ->group(faults);
 
-  f->add(sub, "--response-store-max", [](C& c) -> auto& { return c.response_store_max; },
-         "Responses kept for previous_response_id (oldest evicted first)");
-  f->add(sub, "--max-body-bytes", [](C& c) -> auto& { return c.max_body_bytes; },
-         "Largest request body accepted (413 above)");
+  f->add(
+      sub, "--response-store-max", [](C & c) -> auto& { return c.response_store_max; },
+      "Responses kept for previous_response_id (oldest evicted first)");
+  f->add(
+      sub, "--max-body-bytes", [](C & c) -> auto& { return c.max_body_bytes; },
+      "Largest request body accepted (413 above)");
 
   return [f, sub]() -> int {
     sim::SimConfig cfg = f->cfg;
@@ -151,7 +215,8 @@ Runner add_sim(CLI::App& app) {
     }
     cfg.finalize();
     if (cfg.kv_blocks_override <= 0 && cfg.memory.kv_gb() <= 0) {
-      spdlog::error("memory budget leaves no room for the KV cache ({:.1f} GB)", cfg.memory.kv_gb());
+      spdlog::error("memory budget leaves no room for the KV cache ({:.1f} GB)",
+                    cfg.memory.kv_gb());
       return 2;
     }
     return sim::run_server(std::move(cfg));

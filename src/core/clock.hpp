@@ -11,15 +11,13 @@ using MonoClock = std::chrono::steady_clock;
 
 /// Nanoseconds on CLOCK_MONOTONIC.
 inline std::int64_t mono_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             MonoClock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(MonoClock::now().time_since_epoch())
       .count();
 }
 
 /// Seconds since the Unix epoch (wall clock), as a double.
 inline double unix_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 /// Whole seconds since the Unix epoch (OpenAI's `created`).

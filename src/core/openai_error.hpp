@@ -8,7 +8,8 @@
 
 namespace llmux {
 
-/// OpenAI/vLLM error `type` for an HTTP status (400 → "BadRequestError", 404 → "NotFoundError", ...).
+/// OpenAI/vLLM error `type` for an HTTP status (400 → "BadRequestError", 404 → "NotFoundError",
+/// ...).
 std::string_view error_type_for_status(int status);
 
 /// Serialises an error body. `type` empty → derived from `status`.

@@ -114,6 +114,19 @@ struct Worker {
   std::vector<std::vector<std::unique_ptr<Upstream>>> idle;  // per backend index
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   static constexpr std::size_t kMaxIdlePerBackend = 256;
+
+  // Relay buffers, reused: a request takes one for its response body and gives it back.
+  static constexpr std::size_t kRelayBuf = 16 * 1024;
+  std::vector<std::unique_ptr<char[]>> free_bufs;
+  std::unique_ptr<char[]> take_buf() {
+    if (free_bufs.empty()) return std::unique_ptr<char[]>(new char[kRelayBuf]);
+    auto b = std::move(free_bufs.back());
+    free_bufs.pop_back();
+    return b;
+  }
+  void give_buf(std::unique_ptr<char[]> b) {
+    if (free_bufs.size() < 1024) free_bufs.push_back(std::move(b));
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -776,8 +789,8 @@ class Gateway {
     auto [hec, hn] = co_await http::async_write_header(c.stream, sr, use_tuple);
     if (hec) client_failed = true;
 
-    static constexpr std::size_t kBuf = 16 * 1024;
-    std::unique_ptr<char[]> buf(new char[kBuf]);
+    static constexpr std::size_t kBuf = Worker::kRelayBuf;
+    std::unique_ptr<char[]> buf = w.take_buf();
     std::size_t have = 0;
     while (!client_failed && !head) {
       bool done = p.is_done();
@@ -860,6 +873,8 @@ class Gateway {
       }
     }
     c.stream.expires_never();
+    res.body().data = nullptr;
+    w.give_buf(std::move(buf));
     ws->relay_done = true;
     if (!ws->done) {
       boost::system::error_code ignored;

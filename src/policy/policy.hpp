@@ -18,7 +18,7 @@ namespace llmux::policy {
 /// Runtime state of one backend, shared by all threads (owned by the gateway).
 struct BackendState {
   std::string name;
-  int index = 0;   // position in the gateway's backend list (< 64)
+  int index = 0;  // position in the gateway's backend list (< 64)
   int weight = 1;
   int max_inflight = 0;  // 0: unlimited
   std::atomic<int> inflight{0};

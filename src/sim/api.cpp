@@ -31,14 +31,21 @@ ApiError serving_error(std::string message) {
 
 std::string_view kind_name(const json::value& v) {
   switch (v.kind()) {
-    case json::kind::null: return "null";
-    case json::kind::bool_: return "a boolean";
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return "a boolean";
     case json::kind::int64:
-    case json::kind::uint64: return "an integer";
-    case json::kind::double_: return "a number";
-    case json::kind::string: return "a string";
-    case json::kind::array: return "an array";
-    case json::kind::object: return "an object";
+    case json::kind::uint64:
+      return "an integer";
+    case json::kind::double_:
+      return "a number";
+    case json::kind::string:
+      return "a string";
+    case json::kind::array:
+      return "an array";
+    case json::kind::object:
+      return "an object";
   }
   return "a value";
 }
@@ -54,7 +61,8 @@ struct Fields {
     return &it->value();
   }
   void type_error(std::string_view k, std::string_view want, const json::value& v) {
-    if (!err) err = bad(fmt::format("'{}' must be {}, got {}", k, want, kind_name(v)), std::string(k));
+    if (!err)
+      err = bad(fmt::format("'{}' must be {}, got {}", k, want, kind_name(v)), std::string(k));
   }
   std::optional<bool> boolean(std::string_view k) {
     auto* v = get(k);
@@ -130,14 +138,18 @@ std::optional<std::string> content_text(const json::value& c, std::string& why) 
 
 std::optional<ApiError> parse_messages(const json::value& v, std::string_view field,
                                        std::vector<Message>& out) {
-  if (!v.is_array()) return bad(fmt::format("'{}' must be an array, got {}", field, kind_name(v)), std::string(field));
+  if (!v.is_array())
+    return bad(fmt::format("'{}' must be an array, got {}", field, kind_name(v)),
+               std::string(field));
   std::size_t i = 0;
   for (const auto& m : v.get_array()) {
-    if (!m.is_object()) return bad(fmt::format("{}[{}] must be an object", field, i), std::string(field));
+    if (!m.is_object())
+      return bad(fmt::format("{}[{}] must be an object", field, i), std::string(field));
     const auto& mo = m.get_object();
     auto r = mo.find("role");
     if (r == mo.end() || !r->value().is_string())
-      return bad(fmt::format("{}[{}].role is required and must be a string", field, i), std::string(field));
+      return bad(fmt::format("{}[{}].role is required and must be a string", field, i),
+                 std::string(field));
     auto type = mo.find("type");
     if (type != mo.end() && type->value().is_string() && type->value().get_string() != "message")
       return bad(fmt::format("{}[{}]: item type '{}' is not supported", field, i,
@@ -200,7 +212,8 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
     }
   }
   if (auto t = f.number("temperature")) {
-    if (*t < 0 && !f.err) f.err = bad(fmt::format("temperature must be non-negative, got {}.", *t), "temperature");
+    if (*t < 0 && !f.err)
+      f.err = bad(fmt::format("temperature must be non-negative, got {}.", *t), "temperature");
     r.temperature = *t;
   }
   if (auto s = f.integer("seed")) r.seed = static_cast<std::uint64_t>(*s);
@@ -233,16 +246,21 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
       } else if (p->is_array()) {
         const auto& a = p->get_array();
         if (!a.empty() && (a[0].is_int64() || a[0].is_uint64())) {
-          if (!take_ids(a) && !f.err) f.err = bad("'prompt' token ids must be non-negative 32-bit integers", "prompt");
+          if (!take_ids(a) && !f.err)
+            f.err = bad("'prompt' token ids must be non-negative 32-bit integers", "prompt");
         } else if (a.size() == 1 && a[0].is_string()) {
           take_text(a[0].get_string());
         } else if (a.size() == 1 && a[0].is_array()) {
           if (!take_ids(a[0].get_array()) && !f.err)
             f.err = bad("'prompt' token ids must be non-negative 32-bit integers", "prompt");
         } else if (a.size() > 1) {
-          if (!f.err) f.err = bad("batched prompts are not supported by llmux sim; send one prompt per request", "prompt");
+          if (!f.err)
+            f.err =
+                bad("batched prompts are not supported by llmux sim; send one prompt per request",
+                    "prompt");
         } else if (!f.err) {
-          f.err = bad("'prompt' must be a string, a list of token ids, or a list of one of those", "prompt");
+          f.err = bad("'prompt' must be a string, a list of token ids, or a list of one of those",
+                      "prompt");
         }
       } else {
         f.type_error("prompt", "a string or an array", *p);
@@ -264,7 +282,8 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
       }
       std::vector<Message> conv;
       if (auto e = parse_messages(*msgs, "messages", conv); e && !f.err) f.err = e;
-      if (!f.err && conv.empty()) f.err = bad("'messages' must contain at least one message", "messages");
+      if (!f.err && conv.empty())
+        f.err = bad("'messages' must contain at least one message", "messages");
       if (!f.err) r.prompt_ids = render_chat(conv);
       break;
     }
@@ -356,13 +375,14 @@ std::variant<std::int64_t, ApiError> effective_max_tokens(const GenRequest& req,
   return *m;
 }
 
-std::string json_quote(std::string_view s) { return json::serialize(json::string_view(s)); }
+std::string json_quote(std::string_view s) {
+  return json::serialize(json::string_view(s));
+}
 
 std::string usage_json(const Usage& u) {
   return fmt::format(
       R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{},"prompt_tokens_details":{{"cached_tokens":{}}}}})",
-      u.prompt_tokens, u.prompt_tokens + u.completion_tokens, u.completion_tokens,
-      u.cached_tokens);
+      u.prompt_tokens, u.prompt_tokens + u.completion_tokens, u.completion_tokens, u.cached_tokens);
 }
 
 namespace {
@@ -419,15 +439,16 @@ std::string chat_token_frame(const ResponseMeta& m, std::string_view text,
 }
 
 std::string usage_frame(const ResponseMeta& m, const Usage& u) {
-  const char* object =
-      m.endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion";
+  const char* object = m.endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion";
   return fmt::format(
       "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[],"
       "\"usage\":{}}}\n\n",
       m.id, object, m.created, json_quote(m.model), usage_json(u));
 }
 
-std::string done_frame() { return "data: [DONE]\n\n"; }
+std::string done_frame() {
+  return "data: [DONE]\n\n";
+}
 
 std::string stream_error_frame(int status, std::string_view message) {
   return "data: " + openai_error_json(status, message) + "\n\n";
@@ -487,12 +508,12 @@ boost::json::object response_object(const ResponseMeta& m, const GenRequest& req
   r["top_p"] = 1.0;
   r["truncation"] = "disabled";
   if (u) {
-    r["usage"] = json::object{
-        {"input_tokens", u->prompt_tokens},
-        {"input_tokens_details", json::object{{"cached_tokens", u->cached_tokens}}},
-        {"output_tokens", u->completion_tokens},
-        {"output_tokens_details", json::object{{"reasoning_tokens", 0}}},
-        {"total_tokens", u->prompt_tokens + u->completion_tokens}};
+    r["usage"] =
+        json::object{{"input_tokens", u->prompt_tokens},
+                     {"input_tokens_details", json::object{{"cached_tokens", u->cached_tokens}}},
+                     {"output_tokens", u->completion_tokens},
+                     {"output_tokens_details", json::object{{"reasoning_tokens", 0}}},
+                     {"total_tokens", u->prompt_tokens + u->completion_tokens}};
   } else {
     r["usage"] = nullptr;
   }

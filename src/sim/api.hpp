@@ -47,7 +47,7 @@ struct GenRequest {
   std::string previous_response_id;
   bool store = true;
   bool background = false;
-  boost::json::value raw_input;       // echoed in the response object's `input` is not needed
+  boost::json::value raw_input;  // echoed in the response object's `input` is not needed
 };
 
 /// What the server knows when validating (model name, limits, the response store).
@@ -85,8 +85,8 @@ struct Usage {
 /// Everything the body builders need about one finished or running request.
 struct ResponseMeta {
   Endpoint endpoint = Endpoint::Completions;
-  std::string id;        // cmpl-… / chatcmpl-… / resp_…
-  std::string item_id;   // msg_… (responses)
+  std::string id;       // cmpl-… / chatcmpl-… / resp_…
+  std::string item_id;  // msg_… (responses)
   std::string model;
   std::int64_t created = 0;
   std::string finish_reason;  // "stop" | "length" | "" while running
@@ -97,8 +97,8 @@ std::string completion_body(const ResponseMeta& m, std::string_view text, const 
 std::string chat_body(const ResponseMeta& m, std::string_view text, const Usage& u);
 /// The Responses API object. `status`: queued | in_progress | completed | incomplete | cancelled.
 boost::json::object response_object(const ResponseMeta& m, const GenRequest& req,
-                                     std::string_view status, std::string_view text,
-                                     const std::optional<Usage>& u);
+                                    std::string_view status, std::string_view text,
+                                    const std::optional<Usage>& u);
 
 // ---- streaming frames (each a complete `data: …\n\n` or `event: …\ndata: …\n\n`) ----
 std::string usage_json(const Usage& u);

@@ -18,7 +18,9 @@ std::int64_t MemoryBudget::kv_blocks(int block_size) const {
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(bytes / per_block)));
 }
 
-std::vector<std::string> preset_names() { return {"dgx-spark-qwen3.6-35b-a3b-fp8", "none"}; }
+std::vector<std::string> preset_names() {
+  return {"dgx-spark-qwen3.6-35b-a3b-fp8", "none"};
+}
 
 void SimConfig::apply_preset(const std::string& name) {
   if (name == "dgx-spark-qwen3.6-35b-a3b-fp8") {
@@ -42,8 +44,8 @@ void SimConfig::apply_preset(const std::string& name) {
   } else if (name == "none") {
     preset = name;
   } else {
-    throw std::invalid_argument(fmt::format("unknown preset '{}' (known: {})", name,
-                                            fmt::join(preset_names(), ", ")));
+    throw std::invalid_argument(
+        fmt::format("unknown preset '{}' (known: {})", name, fmt::join(preset_names(), ", ")));
   }
 }
 

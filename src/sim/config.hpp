@@ -11,21 +11,21 @@ namespace llmux::sim {
 
 /// Faults injected by flag (every request) or per request by the `X-Llmux-Fault` header.
 struct FaultConfig {
-  double error_rate = 0.0;              // fraction of requests answered with an error status
+  double error_rate = 0.0;               // fraction of requests answered with an error status
   std::vector<int> error_statuses{500};  // picked uniformly when a request errors
-  std::int64_t close_after = -1;        // close the connection after N output tokens (-1: off)
-  double close_rate = 1.0;              // fraction of requests the close fault applies to
-  std::int64_t stall_after = -1;        // stop sending after N output tokens, keep socket open
+  std::int64_t close_after = -1;         // close the connection after N output tokens (-1: off)
+  double close_rate = 1.0;               // fraction of requests the close fault applies to
+  std::int64_t stall_after = -1;         // stop sending after N output tokens, keep socket open
   double stall_rate = 1.0;
-  double added_latency_ms = 0.0;        // added before the request reaches the engine
+  double added_latency_ms = 0.0;  // added before the request reaches the engine
 };
 
 /// Memory budget of one machine; the KV capacity follows from it.
 struct MemoryBudget {
-  double total_gb = 128.0;              // unified memory of a DGX Spark (GB10)
-  double gpu_memory_utilization = 0.70; // the seed's conservative value
-  double weights_gb = 35.0;             // Qwen3.6-35B-A3B in FP8: ~1 byte per parameter
-  double overhead_gb = 4.0;             // activations, CUDA graphs, runtime
+  double total_gb = 128.0;                  // unified memory of a DGX Spark (GB10)
+  double gpu_memory_utilization = 0.70;     // the seed's conservative value
+  double weights_gb = 35.0;                 // Qwen3.6-35B-A3B in FP8: ~1 byte per parameter
+  double overhead_gb = 4.0;                 // activations, CUDA graphs, runtime
   std::int64_t kv_bytes_per_token = 98304;  // 48 layers x 4 KV heads x 128 dim x (K,V) x 2 bytes
 
   double kv_gb() const;
@@ -44,13 +44,13 @@ struct SimConfig {
   MemoryBudget memory;
   std::int64_t kv_blocks_override = -1;  // --num-kv-blocks (skips the memory derivation)
   OutputLenDist output_len;
-  double time_scale = 1.0;               // model clock runs this many times faster than wall
+  double time_scale = 1.0;  // model clock runs this many times faster than wall
   FaultConfig faults;
   std::size_t response_store_max = 100000;  // oldest evicted first
   std::size_t debug_timings_max = 20000;    // per-request timing records kept
   std::int64_t max_body_bytes = 32 << 20;
-  bool zero_cost = false;                // --zero-cost: every model cost is 0
-  bool no_prefix_caching = false;        // --no-enable-prefix-caching
+  bool zero_cost = false;          // --zero-cost: every model cost is 0
+  bool no_prefix_caching = false;  // --no-enable-prefix-caching
   bool print_ready_json = true;
 
   /// Applies a preset's values (model, calibration, memory); throws on an unknown name.

@@ -151,7 +151,8 @@ void Engine::register_full_blocks(Seq& s) {
   if (!p_.enable_prefix_caching) return;
   const std::int32_t full = s.computed / p_.block_size;
   if (full <= s.hashed_blocks) return;
-  std::uint64_t h = s.hashed_blocks > 0 ? block_hash(s, s.hashed_blocks - 1) : 0x9e3779b97f4a7c15ull;
+  std::uint64_t h =
+      s.hashed_blocks > 0 ? block_hash(s, s.hashed_blocks - 1) : 0x9e3779b97f4a7c15ull;
   for (std::int32_t i = s.hashed_blocks; i < full; ++i) {
     h = XXH3_64bits_withSeed(s.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
                              sizeof(std::uint32_t) * p_.block_size, h);
@@ -258,8 +259,7 @@ void Engine::plan(double start) {
   }
 
   // 2. Waiting sequences, first come first served, while there is room.
-  while (!waiting_.empty() && budget > 0 &&
-         static_cast<int>(running_.size()) < p_.max_num_seqs) {
+  while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < p_.max_num_seqs) {
     Seq& s = seqs_.at(waiting_.front());
     if (!try_admit(s, budget)) break;
     waiting_.pop_front();

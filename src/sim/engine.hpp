@@ -27,12 +27,12 @@ namespace llmux::sim {
 
 struct EngineParams {
   // Step time (seconds).
-  double t0 = 0.0199;              // memory-bound floor: one sequence alone
-  double m = 0.00094;              // memory-bound slope: each further sequence in the batch
-  double c = 0.00285;              // compute-bound cost per sequence in the batch
-  double ctx_cost = 0.0;           // per context token of every decoding sequence, per step
-  double prefill_rate = 8000.0;    // prompt tokens per second of prefill
-  double prefill_overhead = 0.0;   // fixed cost of a step that carries prefill work
+  double t0 = 0.0199;             // memory-bound floor: one sequence alone
+  double m = 0.00094;             // memory-bound slope: each further sequence in the batch
+  double c = 0.00285;             // compute-bound cost per sequence in the batch
+  double ctx_cost = 0.0;          // per context token of every decoding sequence, per step
+  double prefill_rate = 8000.0;   // prompt tokens per second of prefill
+  double prefill_overhead = 0.0;  // fixed cost of a step that carries prefill work
   // Scheduler.
   int max_num_seqs = 256;
   int max_num_batched_tokens = 8192;  // token budget per step (chunked prefill)
@@ -56,19 +56,19 @@ struct SeqRequest {
 
 struct TokenOut {
   std::uint64_t id;
-  std::int32_t index;  // 0-based index in the output
-  bool last;           // the sequence finished with this token
+  std::int32_t index;              // 0-based index in the output
+  bool last;                       // the sequence finished with this token
   std::int32_t cached_tokens = 0;  // with index 0: prompt tokens served from the prefix cache
 };
 
 /// What one step did, reported when it completes.
 struct StepResult {
   double start = 0, end = 0;
-  int batch = 0;                        // sequences that ran in the step
-  std::int64_t prefill_tokens = 0;      // prompt tokens prefilled in the step
-  std::vector<TokenOut> tokens;         // one per sequence that produced a token, in order
-  std::vector<std::uint64_t> scheduled; // sequences that started (or restarted) prefill
-  std::vector<std::uint64_t> preempted; // sequences preempted while planning this step
+  int batch = 0;                         // sequences that ran in the step
+  std::int64_t prefill_tokens = 0;       // prompt tokens prefilled in the step
+  std::vector<TokenOut> tokens;          // one per sequence that produced a token, in order
+  std::vector<std::uint64_t> scheduled;  // sequences that started (or restarted) prefill
+  std::vector<std::uint64_t> preempted;  // sequences preempted while planning this step
 };
 
 struct SeqInfo {
@@ -87,11 +87,11 @@ struct EngineStats {
   double kv_usage() const;  // fraction of blocks in use (vllm:kv_cache_usage_perc)
   std::int64_t num_kv_blocks = 0;
   // Counters since start.
-  std::uint64_t prompt_tokens = 0;      // prompt tokens computed (prefilled), as vLLM counts
+  std::uint64_t prompt_tokens = 0;  // prompt tokens computed (prefilled), as vLLM counts
   std::uint64_t generation_tokens = 0;
   std::uint64_t preemptions = 0;
-  std::uint64_t prefix_queries = 0;     // prompt tokens looked up in the prefix cache
-  std::uint64_t prefix_hits = 0;        // of which found cached
+  std::uint64_t prefix_queries = 0;  // prompt tokens looked up in the prefix cache
+  std::uint64_t prefix_hits = 0;     // of which found cached
   std::uint64_t steps = 0;
 };
 
@@ -129,8 +129,8 @@ class Engine {
     SeqRequest req;
     std::vector<std::uint32_t> tokens;  // prompt + generated so far (the context)
     std::int32_t generated = 0;
-    std::int32_t computed = 0;  // context tokens whose KV is in the cache
-    std::int32_t target = 0;    // tokens to compute before the next token is sampled
+    std::int32_t computed = 0;       // context tokens whose KV is in the cache
+    std::int32_t target = 0;         // tokens to compute before the next token is sampled
     std::int32_t hashed_blocks = 0;  // leading full blocks registered in the prefix cache
     std::vector<std::int64_t> blocks;
     std::int32_t cached_tokens = -1;
@@ -167,10 +167,10 @@ class Engine {
 
   // KV cache.
   std::vector<Block> blocks_;
-  std::vector<std::int64_t> free_list_;             // never-hashed free blocks
-  std::list<std::int64_t> lru_;                     // hashed blocks with ref == 0, oldest first
+  std::vector<std::int64_t> free_list_;  // never-hashed free blocks
+  std::list<std::int64_t> lru_;          // hashed blocks with ref == 0, oldest first
   std::unordered_map<std::uint64_t, std::int64_t> cached_;  // hash -> block
-  std::int64_t used_blocks_ = 0;                    // blocks with ref > 0
+  std::int64_t used_blocks_ = 0;                            // blocks with ref > 0
 
   // Step in progress.
   bool busy_ = false;

@@ -13,14 +13,13 @@ using prometheus::BuildHistogram;
 using prometheus::Histogram;
 
 // vLLM's buckets (vllm/v1/metrics/loggers.py).
-const Histogram::BucketBoundaries kTtft = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
-                                           0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
+const Histogram::BucketBoundaries kTtft = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                           0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
                                            20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
-const Histogram::BucketBoundaries kItl = {0.01, 0.025, 0.05, 0.075, 0.1,  0.15, 0.2,
-                                          0.3,  0.4,   0.5,  0.75,  1.0,  2.5,  5.0,
-                                          7.5,  10.0,  20.0, 40.0,  80.0};
-const Histogram::BucketBoundaries kLatency = {0.3,  0.5,  0.8,  1.0,   1.5,   2.0,   2.5,
-                                              5.0,  10.0, 15.0, 20.0,  30.0,  40.0,  50.0,
+const Histogram::BucketBoundaries kItl = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                          0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const Histogram::BucketBoundaries kLatency = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                              5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                               60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 const Histogram::BucketBoundaries kLag = {0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01,
                                           0.02,   0.05,   0.1,   0.25,  0.5,   1.0};
@@ -48,8 +47,7 @@ SimMetrics::SimMetrics(const std::string& model_name, std::int64_t max_model_len
   auto counter = [&](const char* name, const char* help) {
     return &BuildCounter().Name(name).Help(help).Register(*reg_).Add(labels_);
   };
-  auto histogram = [&](const char* name, const char* help,
-                       const Histogram::BucketBoundaries& b) {
+  auto histogram = [&](const char* name, const char* help, const Histogram::BucketBoundaries& b) {
     return &BuildHistogram().Name(name).Help(help).Register(*reg_).Add(labels_, b);
   };
   running_ = gauge("vllm:num_requests_running", "Number of requests in model execution batches.");
@@ -57,7 +55,8 @@ SimMetrics::SimMetrics(const std::string& model_name, std::int64_t max_model_len
   kv_usage_ = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.");
   prompt_tokens_ = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.");
   gen_tokens_ = counter("vllm:generation_tokens_total", "Number of generation tokens processed.");
-  preemptions_ = counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.");
+  preemptions_ =
+      counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.");
   prefix_queries_ = counter("vllm:prefix_cache_queries_total",
                             "Prefix cache queries, in terms of number of queried tokens.");
   prefix_hits_ = counter("vllm:prefix_cache_hits_total",
@@ -66,19 +65,29 @@ SimMetrics::SimMetrics(const std::string& model_name, std::int64_t max_model_len
                          .Name("vllm:request_success_total")
                          .Help("Count of successfully processed requests.")
                          .Register(*reg_);
-  ttft_ = histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", kTtft);
-  itl_ = histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", kItl);
-  tpot_ = histogram("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", kItl);
-  e2e_ = histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", kLatency);
-  queue_ = histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", kLatency);
-  prefill_ = histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", kLatency);
-  decode_ = histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", kLatency);
-  prompt_len_ = histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", buckets_125(max_model_len));
-  gen_len_ = histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", buckets_125(max_model_len));
+  ttft_ = histogram("vllm:time_to_first_token_seconds",
+                    "Histogram of time to first token in seconds.", kTtft);
+  itl_ = histogram("vllm:inter_token_latency_seconds",
+                   "Histogram of inter-token latency in seconds.", kItl);
+  tpot_ = histogram("vllm:time_per_output_token_seconds",
+                    "Histogram of time per output token in seconds.", kItl);
+  e2e_ = histogram("vllm:e2e_request_latency_seconds",
+                   "Histogram of e2e request latency in seconds.", kLatency);
+  queue_ = histogram("vllm:request_queue_time_seconds",
+                     "Histogram of time spent in WAITING phase for request.", kLatency);
+  prefill_ = histogram("vllm:request_prefill_time_seconds",
+                       "Histogram of time spent in PREFILL phase for request.", kLatency);
+  decode_ = histogram("vllm:request_decode_time_seconds",
+                      "Histogram of time spent in DECODE phase for request.", kLatency);
+  prompt_len_ = histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.",
+                          buckets_125(max_model_len));
+  gen_len_ = histogram("vllm:request_generation_tokens", "Number of generation tokens processed.",
+                       buckets_125(max_model_len));
   lag_ = &BuildHistogram()
               .Name("llmux_sim_engine_lag_seconds")
-              .Help("How late the simulator's engine completed each step against its deadline "
-                    "(wall-clock seconds); tokens are never merged to hide lag.")
+              .Help(
+                  "How late the simulator's engine completed each step against its deadline "
+                  "(wall-clock seconds); tokens are never merged to hide lag.")
               .Register(*reg_)
               .Add({}, kLag);
   lag_max_ = &BuildGauge()

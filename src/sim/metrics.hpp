@@ -21,9 +21,8 @@ class SimMetrics {
   /// Mirrors the engine's gauges and counters (counters advance by their deltas).
   void sync(const EngineStats& s);
   /// One finished request (times in wall-clock seconds).
-  void request_done(const std::string& finished_reason, double e2e, double queue,
-                    double prefill, double decode, std::int64_t prompt_tokens,
-                    std::int64_t generation_tokens);
+  void request_done(const std::string& finished_reason, double e2e, double queue, double prefill,
+                    double decode, std::int64_t prompt_tokens, std::int64_t generation_tokens);
   void ttft(double s) { ttft_->Observe(s); }
   void itl(double s) {
     itl_->Observe(s);
@@ -37,11 +36,10 @@ class SimMetrics {
   std::shared_ptr<prometheus::Registry> reg_;
   prometheus::Labels labels_;
   prometheus::Gauge *running_, *waiting_, *kv_usage_, *lag_max_;
-  prometheus::Counter *prompt_tokens_, *gen_tokens_, *preemptions_, *prefix_queries_,
-      *prefix_hits_;
+  prometheus::Counter *prompt_tokens_, *gen_tokens_, *preemptions_, *prefix_queries_, *prefix_hits_;
   prometheus::Family<prometheus::Counter>* success_family_;
-  prometheus::Histogram *ttft_, *itl_, *tpot_, *e2e_, *queue_, *prefill_, *decode_,
-      *prompt_len_, *gen_len_, *lag_;
+  prometheus::Histogram *ttft_, *itl_, *tpot_, *e2e_, *queue_, *prefill_, *decode_, *prompt_len_,
+      *gen_len_, *lag_;
   EngineStats last_{};
   double lag_max_value_ = 0;
 };

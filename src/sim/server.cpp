@@ -110,7 +110,8 @@ std::string chunk_frame(std::string_view data) {
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
       return false;
   return true;
 }
@@ -127,8 +128,7 @@ class Server {
         rng_(std::random_device{}()) {
     api_.served_model_name = cfg_.served_model_name;
     api_.max_model_len = cfg_.max_model_len;
-    api_.lookup_conversation =
-        [this](std::string_view id) -> std::optional<std::vector<Message>> {
+    api_.lookup_conversation = [this](std::string_view id) -> std::optional<std::vector<Message>> {
       auto it = store_.find(std::string(id));
       if (it == store_.end()) return std::nullopt;
       return it->second.conversation;
@@ -294,9 +294,11 @@ class Server {
     tm.finish_reason = job.meta.finish_reason;
     tm.outcome = "ok";
     const double e2e = static_cast<double>(now - tm.arrival_ns) * 1e-9;
-    const double queue = static_cast<double>(std::max<std::int64_t>(tm.scheduled_ns - tm.arrival_ns, 0)) * 1e-9;
+    const double queue =
+        static_cast<double>(std::max<std::int64_t>(tm.scheduled_ns - tm.arrival_ns, 0)) * 1e-9;
     const std::int64_t first = tm.token_sched_ns.empty() ? now : tm.token_sched_ns.front();
-    const double prefill = static_cast<double>(std::max<std::int64_t>(first - tm.scheduled_ns, 0)) * 1e-9;
+    const double prefill =
+        static_cast<double>(std::max<std::int64_t>(first - tm.scheduled_ns, 0)) * 1e-9;
     const double decode = static_cast<double>(std::max<std::int64_t>(now - first, 0)) * 1e-9;
     metrics_.request_done(job.meta.finish_reason, e2e, queue, prefill, decode,
                           job.usage.prompt_tokens, job.usage.completion_tokens);
@@ -309,17 +311,21 @@ class Server {
         json::object part{{"annotations", json::array{}}, {"text", text}, {"type", "output_text"}};
         part["logprobs"] = nullptr;
         job.out += responses_event("response.output_text.done",
-                                   {{"content_index", 0}, {"item_id", job.meta.item_id},
-                                    {"logprobs", json::array{}}, {"output_index", 0},
+                                   {{"content_index", 0},
+                                    {"item_id", job.meta.item_id},
+                                    {"logprobs", json::array{}},
+                                    {"output_index", 0},
                                     {"text", text}},
                                    job.seq_number++);
         job.out += responses_event("response.content_part.done",
-                                   {{"content_index", 0}, {"item_id", job.meta.item_id},
-                                    {"output_index", 0}, {"part", part}},
+                                   {{"content_index", 0},
+                                    {"item_id", job.meta.item_id},
+                                    {"output_index", 0},
+                                    {"part", part}},
                                    job.seq_number++);
-        job.out += responses_event(
-            "response.output_item.done",
-            {{"item", resp["output"].as_array().at(0)}, {"output_index", 0}}, job.seq_number++);
+        job.out += responses_event("response.output_item.done",
+                                   {{"item", resp["output"].as_array().at(0)}, {"output_index", 0}},
+                                   job.seq_number++);
         job.out += responses_event("response.completed", {{"response", resp}}, job.seq_number++);
       }
       if (job.req.store) {
@@ -393,7 +399,8 @@ class Server {
       c.stream.expires_after(std::chrono::seconds(600));
       auto [ec, n] = co_await http::async_read_header(c.stream, c.buf, parser, use_tuple);
       if (!ec && parser.get()[http::field::expect] == "100-continue") {
-        co_await net::async_write(c.sock(), net::buffer(std::string_view("HTTP/1.1 100 Continue\r\n\r\n")), use_tuple);
+        co_await net::async_write(
+            c.sock(), net::buffer(std::string_view("HTTP/1.1 100 Continue\r\n\r\n")), use_tuple);
       }
       if (!ec && !parser.is_done()) {
         std::tie(ec, n) = co_await http::async_read(c.stream, c.buf, parser, use_tuple);
@@ -407,7 +414,8 @@ class Server {
         if (ec == http::error::body_limit) status = 413;
         if (ec == http::error::header_limit) status = 431;
         c.stream.expires_after(std::chrono::seconds(5));
-        co_await write_error(c, status, fmt::format("malformed HTTP request: {}", ec.message()), false);
+        co_await write_error(c, status, fmt::format("malformed HTTP request: {}", ec.message()),
+                             false);
         break;
       }
       c.stream.expires_never();
@@ -467,12 +475,13 @@ class Server {
     const bool get = method == http::verb::get, post = method == http::verb::post;
     if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses") {
       if (!post) co_return co_await write_error(c, 405, "Method Not Allowed", true, &req);
-      const Endpoint ep = path == "/v1/completions"     ? Endpoint::Completions
-                          : path == "/v1/responses"     ? Endpoint::Responses
-                                                        : Endpoint::Chat;
+      const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions
+                          : path == "/v1/responses" ? Endpoint::Responses
+                                                    : Endpoint::Chat;
       co_return co_await handle_generate(c, req, ep);
     }
-    if (path == "/health" && get) co_return co_await write_body(c, 200, "", "application/json", &req);
+    if (path == "/health" && get)
+      co_return co_await write_body(c, 200, "", "application/json", &req);
     if (path == "/version" && get)
       co_return co_await write_json(c, 200, fmt::format(R"({{"version":"{}"}})", kVersion), &req);
     if (path == "/v1/models" && get) co_return co_await write_json(c, 200, models_json(), &req);
@@ -486,14 +495,18 @@ class Server {
       if (get && rest.find('/') == std::string_view::npos)
         co_return co_await get_response(c, req, rest);
     }
-    if (path == "/debug/requests" && get) co_return co_await write_json(c, 200, debug_list(target), &req);
+    if (path == "/debug/requests" && get)
+      co_return co_await write_json(c, 200, debug_list(target), &req);
     if (path.starts_with("/debug/requests/") && get) {
       auto it = timings_by_id_.find(std::string(path.substr(16)));
       if (it == timings_by_id_.end())
-        co_return co_await write_error(c, 404, fmt::format("No timing record for '{}'.", path.substr(16)), true, &req);
+        co_return co_await write_error(
+            c, 404, fmt::format("No timing record for '{}'.", path.substr(16)), true, &req);
       co_return co_await write_json(c, 200, json::serialize(timing_json(*it->second)), &req);
     }
-    co_await write_error(c, 404, fmt::format("Not Found: {} {}", std::string_view(req.method_string()), path), true, &req);
+    co_await write_error(
+        c, 404, fmt::format("Not Found: {} {}", std::string_view(req.method_string()), path), true,
+        &req);
   }
 
   std::string models_json() const {
@@ -538,13 +551,15 @@ class Server {
 
   awaitable<void> get_response(Conn& c, Request& req, std::string_view id) {
     auto it = store_.find(std::string(id));
-    if (it != store_.end()) co_return co_await write_json(c, 200, json::serialize(it->second.response), &req);
+    if (it != store_.end())
+      co_return co_await write_json(c, 200, json::serialize(it->second.response), &req);
     auto bg = background_.find(std::string(id));
     if (bg != background_.end()) {
       auto& job = *bg->second;
       const char* status = job.timing->scheduled_ns ? "in_progress" : "queued";
       co_return co_await write_json(
-          c, 200, json::serialize(response_object(job.meta, job.req, status, "", std::nullopt)), &req);
+          c, 200, json::serialize(response_object(job.meta, job.req, status, "", std::nullopt)),
+          &req);
     }
     co_await write_error(c, 404, fmt::format("Response with id '{}' not found.", id), true, &req,
                          "invalid_request_error");
@@ -589,10 +604,14 @@ class Server {
       if (eq == std::string_view::npos) continue;
       std::string_view k = item.substr(0, eq);
       double v = std::strtod(std::string(item.substr(eq + 1)).c_str(), nullptr);
-      if (k == "error") f.error_status = static_cast<int>(v);
-      else if (k == "close-after") f.close_after = static_cast<std::int64_t>(v);
-      else if (k == "stall-after") f.stall_after = static_cast<std::int64_t>(v);
-      else if (k == "latency-ms") f.latency_ms = v;
+      if (k == "error")
+        f.error_status = static_cast<int>(v);
+      else if (k == "close-after")
+        f.close_after = static_cast<std::int64_t>(v);
+      else if (k == "stall-after")
+        f.stall_after = static_cast<std::int64_t>(v);
+      else if (k == "latency-ms")
+        f.latency_ms = v;
     }
     return f;
   }
@@ -610,13 +629,15 @@ class Server {
     auto job = std::make_shared<Job>(ioc_.get_executor());
     job->faults = faults_for(req);
     if (job->faults.latency_ms > 0) {
-      net::steady_timer t(ioc_, std::chrono::microseconds(static_cast<std::int64_t>(job->faults.latency_ms * 1000)));
+      net::steady_timer t(ioc_, std::chrono::microseconds(
+                                    static_cast<std::int64_t>(job->faults.latency_ms * 1000)));
       co_await t.async_wait(use_tuple);
     }
     if (job->faults.error_status >= 400) {
       co_return co_await write_error(
           c, job->faults.error_status,
-          fmt::format("Simulated fault: the server answered {}.", job->faults.error_status), true, &req);
+          fmt::format("Simulated fault: the server answered {}.", job->faults.error_status), true,
+          &req);
     }
 
     // Output: greedy decoding is a function of the prompt; sampling of the seed.
@@ -674,7 +695,8 @@ class Server {
     if (ep == Endpoint::Responses && job->req.background) {
       background_[job->meta.id] = job;
       co_return co_await write_json(
-          c, 200, json::serialize(response_object(job->meta, job->req, "queued", "", std::nullopt)), &req);
+          c, 200, json::serialize(response_object(job->meta, job->req, "queued", "", std::nullopt)),
+          &req);
     }
     if (job->req.stream) co_return co_await stream_response(c, req, job);
     co_await plain_response(c, req, job);
@@ -725,8 +747,12 @@ class Server {
     const std::string text = job->text();
     std::string body;
     switch (job->req.endpoint) {
-      case Endpoint::Completions: body = completion_body(job->meta, text, job->usage); break;
-      case Endpoint::Chat: body = chat_body(job->meta, text, job->usage); break;
+      case Endpoint::Completions:
+        body = completion_body(job->meta, text, job->usage);
+        break;
+      case Endpoint::Chat:
+        body = chat_body(job->meta, text, job->usage);
+        break;
       case Endpoint::Responses:
         body = json::serialize(response_object(job->meta, job->req, "completed", text, job->usage));
         break;
@@ -758,7 +784,8 @@ class Server {
       }
       if (job->finished) {
         if (chunked) {
-          auto [ec, n] = co_await net::async_write(c.sock(), net::buffer(std::string_view("0\r\n\r\n")), use_tuple);
+          auto [ec, n] = co_await net::async_write(
+              c.sock(), net::buffer(std::string_view("0\r\n\r\n")), use_tuple);
           if (ec) co_return;
         }
         tm.end_ns = mono_ns();
@@ -790,22 +817,29 @@ class Server {
     http::response_serializer<http::empty_body> sr{res};
     // Opening frames.
     if (job->req.endpoint == Endpoint::Chat) {
-      job->out += chat_role_frame(job->meta, job->req.continuous_usage
-                                                 ? std::optional<Usage>(job->usage)
-                                                 : std::nullopt);
+      job->out += chat_role_frame(
+          job->meta, job->req.continuous_usage ? std::optional<Usage>(job->usage) : std::nullopt);
     } else if (job->req.endpoint == Endpoint::Responses) {
       json::object initial = response_object(job->meta, job->req, "in_progress", "", std::nullopt);
       job->out += responses_event("response.created", {{"response", initial}}, job->seq_number++);
-      job->out += responses_event("response.in_progress", {{"response", initial}}, job->seq_number++);
-      json::object item{{"id", job->meta.item_id}, {"content", json::array{}}, {"role", "assistant"},
-                        {"status", "in_progress"}, {"type", "message"}};
+      job->out +=
+          responses_event("response.in_progress", {{"response", initial}}, job->seq_number++);
+      json::object item{{"id", job->meta.item_id},
+                        {"content", json::array{}},
+                        {"role", "assistant"},
+                        {"status", "in_progress"},
+                        {"type", "message"}};
       job->out += responses_event("response.output_item.added",
                                   {{"item", item}, {"output_index", 0}}, job->seq_number++);
-      json::object part{{"annotations", json::array{}}, {"text", ""}, {"type", "output_text"},
+      json::object part{{"annotations", json::array{}},
+                        {"text", ""},
+                        {"type", "output_text"},
                         {"logprobs", json::array{}}};
       job->out += responses_event("response.content_part.added",
-                                  {{"content_index", 0}, {"item_id", job->meta.item_id},
-                                   {"output_index", 0}, {"part", part}},
+                                  {{"content_index", 0},
+                                   {"item_id", job->meta.item_id},
+                                   {"output_index", 0},
+                                   {"part", part}},
                                   job->seq_number++);
     }
     auto [ec, n] = co_await http::async_write_header(c.stream, sr, use_tuple);
@@ -817,7 +851,8 @@ class Server {
     auto which = co_await (stream_writer(c, job, chunked) || watch_disconnect(c));
     if (!job->finished) {
       // Client gone, write error, or a fault: stop generating now.
-      if (job->in_engine || jobs_.count(job->seq)) drop(*job, which.index() == 1 ? "client_gone" : job->timing->outcome);
+      if (job->in_engine || jobs_.count(job->seq))
+        drop(*job, which.index() == 1 ? "client_gone" : job->timing->outcome);
       c.keep_alive = false;
     }
   }

@@ -15,24 +15,29 @@ namespace {
 
 // 1-4 letter English words; each " word" is one token for core/tokenizer.
 constexpr std::string_view kWords[] = {
-    " the", " of",  " and", " to",  " a",   " in",  " is",  " it",  " you", " that", " he",
-    " was", " for", " on",  " are", " as",  " with"," his", " they"," i",   " at",   " be",
-    " this"," have"," from"," or",  " one", " had", " by",  " word"," but", " not",  " what",
-    " all", " were"," we",  " when"," your"," can", " said"," ther"," use", " an",   " each",
-    " whic"," she", " do",  " how", " thei"," if",  " will"," up",  " othe"," abou", " out",
-    " many"," then"," them"," thes"," so",  " some"," her", " make"," like"," him",  " into",
-    " time"," has", " look"," two", " more"," writ"," go",  " see", " numb"," no",   " way",
-    " coul"," peop"," my",  " than"," firs"," wate"," been"," call"," who", " oil",  " its",
-    " now", " find"," long"," down"," day", " did", " get", " come"," made"," may",  " part",
-    " over"," new", " son", " take"," only"," litt"," work"," know"," plac"," year", " live",
-    " me",  " back"," give"," most"," very"," afte"," thin"," our", " just"," name", " good",
-    " sent"," man", " mind"," say", " grea"," wher"," help"," thro"};
+    " the",  " of",   " and",  " to",   " a",    " in",   " is",   " it",   " you",  " that",
+    " he",   " was",  " for",  " on",   " are",  " as",   " with", " his",  " they", " i",
+    " at",   " be",   " this", " have", " from", " or",   " one",  " had",  " by",   " word",
+    " but",  " not",  " what", " all",  " were", " we",   " when", " your", " can",  " said",
+    " ther", " use",  " an",   " each", " whic", " she",  " do",   " how",  " thei", " if",
+    " will", " up",   " othe", " abou", " out",  " many", " then", " them", " thes", " so",
+    " some", " her",  " make", " like", " him",  " into", " time", " has",  " look", " two",
+    " more", " writ", " go",   " see",  " numb", " no",   " way",  " coul", " peop", " my",
+    " than", " firs", " wate", " been", " call", " who",  " oil",  " its",  " now",  " find",
+    " long", " down", " day",  " did",  " get",  " come", " made", " may",  " part", " over",
+    " new",  " son",  " take", " only", " litt", " work", " know", " plac", " year", " live",
+    " me",   " back", " give", " most", " very", " afte", " thin", " our",  " just", " name",
+    " good", " sent", " man",  " mind", " say",  " grea", " wher", " help", " thro"};
 
 }  // namespace
 
-std::size_t vocab_size() { return std::size(kWords); }
+std::size_t vocab_size() {
+  return std::size(kWords);
+}
 
-std::string_view vocab_piece(std::uint16_t index) { return kWords[index % std::size(kWords)]; }
+std::string_view vocab_piece(std::uint16_t index) {
+  return kWords[index % std::size(kWords)];
+}
 
 std::uint32_t vocab_id(std::uint16_t index) {
   static const auto ids = [] {
@@ -64,10 +69,10 @@ std::uint64_t hash_tokens(const std::vector<std::uint32_t>& ids) {
 
 OutputLenDist OutputLenDist::parse(std::string_view text) {
   auto fail = [&](std::string_view why) {
-    throw std::invalid_argument(fmt::format(
-        "invalid output length distribution '{}': {} (expected lognormal:MEDIAN:SIGMA, "
-        "uniform:MIN:MAX or fixed:N)",
-        text, why));
+    throw std::invalid_argument(
+        fmt::format("invalid output length distribution '{}': {} (expected lognormal:MEDIAN:SIGMA, "
+                    "uniform:MIN:MAX or fixed:N)",
+                    text, why));
   };
   std::vector<std::string> parts;
   std::size_t start = 0;
@@ -113,9 +118,12 @@ OutputLenDist OutputLenDist::parse(std::string_view text) {
 
 std::string OutputLenDist::to_string() const {
   switch (kind) {
-    case Kind::LogNormal: return fmt::format("lognormal:{}:{}", a, b);
-    case Kind::Uniform: return fmt::format("uniform:{}:{}", a, b);
-    case Kind::Fixed: return fmt::format("fixed:{}", a);
+    case Kind::LogNormal:
+      return fmt::format("lognormal:{}:{}", a, b);
+    case Kind::Uniform:
+      return fmt::format("uniform:{}:{}", a, b);
+    case Kind::Fixed:
+      return fmt::format("fixed:{}", a);
   }
   return {};
 }
@@ -132,8 +140,12 @@ std::int64_t OutputLenDist::draw(std::uint64_t seed) const {
   };
   double v = a;
   switch (kind) {
-    case Kind::Fixed: v = a; break;
-    case Kind::Uniform: v = a + std::floor(u01(seed) * (b - a + 1)); break;
+    case Kind::Fixed:
+      v = a;
+      break;
+    case Kind::Uniform:
+      v = a + std::floor(u01(seed) * (b - a + 1));
+      break;
     case Kind::LogNormal: {
       const double u1 = u01(seed), u2 = u01(seed * 0x9e3779b97f4a7c15ull + 1);
       const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2);

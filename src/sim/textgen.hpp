@@ -24,8 +24,8 @@ std::vector<std::uint16_t> generate_words(std::uint64_t seed, std::size_t count)
 /// every form takes an optional ":min=N" floor is not needed — lengths are at least 1.
 struct OutputLenDist {
   enum class Kind { LogNormal, Uniform, Fixed } kind = Kind::LogNormal;
-  double a = 512;    // median | min | n
-  double b = 0.6;    // sigma  | max | -
+  double a = 512;  // median | min | n
+  double b = 0.6;  // sigma  | max | -
   std::int64_t floor = 16;
 
   /// Parses the text form; throws std::invalid_argument with a clear message.

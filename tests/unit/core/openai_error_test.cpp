@@ -1,7 +1,7 @@
 #include "core/openai_error.hpp"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 namespace llmux {
 namespace {

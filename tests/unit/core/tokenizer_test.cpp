@@ -8,7 +8,7 @@ namespace {
 TEST(Tokenizer, WordsAreQuartersWithTheirLeadingSpace) {
   EXPECT_EQ(Tokenizer::count("the"), 1u);
   EXPECT_EQ(Tokenizer::count(" the"), 1u);
-  EXPECT_EQ(Tokenizer::count("tokenizer"), 3u);  // toke|nize|r
+  EXPECT_EQ(Tokenizer::count("tokenizer"), 3u);    // toke|nize|r
   EXPECT_EQ(Tokenizer::count("hello world"), 4u);  // hell|o| worl|d  (" worl" carries the space)
 }
 

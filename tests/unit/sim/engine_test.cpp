@@ -43,7 +43,8 @@ struct Emitted {
 };
 
 // Runs the engine until idle; returns every token's emit time by sequence.
-std::map<std::uint64_t, std::vector<Emitted>> run_all(Engine& e, std::vector<StepResult>* steps = nullptr) {
+std::map<std::uint64_t, std::vector<Emitted>> run_all(Engine& e,
+                                                      std::vector<StepResult>* steps = nullptr) {
   std::map<std::uint64_t, std::vector<Emitted>> out;
   int guard = 0;
   while (e.deadline() && ++guard < 1000000) {
@@ -59,7 +60,7 @@ TEST(StepTime, MemoryBoundFloorThenComputeBoundSlope) {
   EXPECT_DOUBLE_EQ(p.step_time(0, 0, 0), 0.0);
   EXPECT_DOUBLE_EQ(p.step_time(1, 0, 0), 0.020);
   EXPECT_DOUBLE_EQ(p.step_time(8, 0, 0), 0.020 + 7 * 0.001);  // 0.027 > 8*0.003
-  EXPECT_DOUBLE_EQ(p.step_time(16, 0, 0), 16 * 0.003);         // 0.048 > 0.035
+  EXPECT_DOUBLE_EQ(p.step_time(16, 0, 0), 16 * 0.003);        // 0.048 > 0.035
   // Context and prefill add to it.
   p.ctx_cost = 1e-6;
   p.prefill_overhead = 0.002;
@@ -111,7 +112,7 @@ TEST(Engine, ArrivalDuringAStepJoinsAtTheNextBoundary) {
   ASSERT_TRUE(e.submit(make_req(1, 10, 10), 0.0));
   const double first_end = *e.deadline();
   ASSERT_TRUE(e.submit(make_req(2, 10, 3, 2), first_end / 2));  // mid-step
-  EXPECT_DOUBLE_EQ(*e.deadline(), first_end);                  // the step in progress is unchanged
+  EXPECT_DOUBLE_EQ(*e.deadline(), first_end);                   // the step in progress is unchanged
   StepResult r1 = e.complete_step();
   EXPECT_TRUE(r1.scheduled.size() == 1 && r1.scheduled[0] == 1);
   StepResult r2 = e.complete_step();
