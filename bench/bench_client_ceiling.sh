@@ -60,6 +60,47 @@ if command -v wrk >/dev/null; then
 fi
 ratio_rps=$(awk -v a="$bench_rps" -v b="$wrk_rps" 'BEGIN {if (b+0>0) printf "%.2f", a/b; else print "-"}')
 
+# 1b. The same small requests against a server faster than the sim: nginx answering a canned
+# completion (scripts/setup --bench installs nginx-light), so the client is what is measured.
+nx_bench=-; nx_wrk=-; nx_ratio=-; nx_fail=-
+if command -v nginx >/dev/null; then
+  NX_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mkdir -p "$tmp/nginx"
+  cat >"$tmp/nginx/nginx.conf" <<NGX
+worker_processes 1;
+daemon off;
+error_log $tmp/nginx/error.log;
+pid $tmp/nginx/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  server {
+    listen 127.0.0.1:$NX_PORT;
+    keepalive_requests 10000000;
+    location / {
+      default_type application/json;
+      return 200 '{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" hi","logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":4,"total_tokens":5,"completion_tokens":1}}';
+    }
+  }
+}
+NGX
+  taskset -c "$SIM_CPU" nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" &
+  NX_PID=$!
+  for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$NX_PORT/" && break; sleep 0.05; done
+  taskset -c "$CLIENT_CPU" "$LLMUX" bench run --url "http://127.0.0.1:$NX_PORT" --model m \
+    --no-stream --input-len 4 --output-len 1 --concurrency "$CONC" --duration "$DUR" \
+    --warmup 1s --no-progress --no-plots --out "$tmp/nx" >/dev/null 2>&1 || true
+  nx_bench=$(jq_ "$tmp/nx/run.json" "round(d['summary']['c$CONC']['requests_per_s'])")
+  nx_fail=$(jq_ "$tmp/nx/run.json" "d['summary']['c$CONC']['failed']")
+  if command -v wrk >/dev/null; then
+    taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONC" -d"${DUR}s" -s "$tmp/post.lua" "http://127.0.0.1:$NX_PORT/v1/completions" >"$tmp/nxwrk.txt" 2>&1 || true
+    nx_wrk=$(awk '/Requests\/sec/ {printf "%.0f", $2}' "$tmp/nxwrk.txt")
+  fi
+  kill "$NX_PID" 2>/dev/null || true
+  wait "$NX_PID" 2>/dev/null || true
+  nx_ratio=$(awk -v a="$nx_bench" -v b="$nx_wrk" 'BEGIN {if (b+0>0) printf "%.2f", a/b; else print "-"}')
+fi
+
 # 2. Concurrent streams: STREAMS streams at once, TOKENS tokens each.
 { time taskset -c "$CLIENT_CPU" "$LLMUX" bench run --url "$URL" --model Qwen3.6-35B-A3B \
     --input-len 4 --output-len "$TOKENS" --ignore-eos --concurrency "$STREAMS" \
@@ -92,6 +133,16 @@ $CONC connections, ${DUR} s):
 
 llmux bench / wrk = **$ratio_rps** (same server, same core, same run). When the client's CPU is
 below 100% the server is the limit; requests per CPU-second is the client's own ceiling.
+
+The same requests against nginx answering a canned completion (a server faster than the sim, on
+the other core), so that the client is the limit:
+
+| client | requests/s | failed |
+|---|---:|---:|
+| llmux bench run | $nx_bench | $nx_fail |
+| wrk -t1 | $nx_wrk | |
+
+llmux bench / wrk = **$nx_ratio**. Goal: >= 20,000 requests/s from one core.
 
 Concurrent streams ($STREAMS streams at once, $TOKENS tokens each, ignore_eos):
 
