@@ -11,7 +11,8 @@
 namespace llmux::gateway {
 
 struct AccessRecord {
-  std::string_view request_id, client, method, path, route, backend, model, error;
+  std::string_view request_id, client, method, path, route, backend, model;
+  std::string error;  // owned: often built while the request unwinds
   int status = 0;
   int attempts = 0;
   std::uint64_t bytes_in = 0, bytes_out = 0;

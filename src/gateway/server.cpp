@@ -215,7 +215,28 @@ std::size_t last_event_boundary(const char* data, std::size_t n) {
   return 0;
 }
 
-enum class FailKind { None, Connect, Stale, Timeout, Broken, BadResponse };
+enum class FailKind { None, Connect, Stale, Timeout, Broken, BadResponse, ClientGone };
+
+/// A read deadline whose timer cancels the read (the socket stays usable for the answer).
+struct ReadDeadline {
+  bool active = true, fired = false;
+};
+
+/// The watch on the client socket while a request is proxied: if the client goes away, the
+/// upstream connection of the current attempt is closed at once (the backend aborts the
+/// request), before or after the response header.
+struct ClientWatch {
+  bool done = false;         // the watcher coroutine has finished
+  bool finished = false;     // the proxy no longer needs it
+  bool client_gone = false;  // the client closed or reset its connection
+  Upstream* up = nullptr;    // the current attempt's connection
+  void close_upstream() {
+    if (!up) return;
+    boost::system::error_code ignored;
+    up->stream.socket().cancel(ignored);
+    up->stream.socket().close(ignored);
+  }
+};
 
 struct Failure {
   FailKind kind = FailKind::None;
@@ -420,26 +441,40 @@ class Gateway {
         if (ec) break;  // idle timeout or the client closed: nothing to answer
         c.buf.commit(n);
       }
-      c.stream.expires_after(t.client_header);
-      auto [ec, n] = co_await http::async_read_header(c.stream, c.buf, parser, use_tuple);
+      // The header (then the body) must arrive within client_header. The timer cancels the
+      // read instead of closing the socket, so the client still gets its 408.
+      c.stream.expires_never();
+      auto deadline = std::make_shared<ReadDeadline>();
+      net::steady_timer header_timer(w.ioc, t.client_header);
+      header_timer.async_wait([deadline, &sock = c.stream.socket()](boost::system::error_code tec) {
+        if (!tec && deadline->active) {
+          deadline->fired = true;
+          boost::system::error_code ignored;
+          sock.cancel(ignored);
+        }
+      });
+      auto [ec, n] = co_await http::async_read_header(c.stream.socket(), c.buf, parser, use_tuple);
       if (!ec) {
         auto& h = parser.get();
         // RFC 9112 6.3: a message with both is a smuggling risk; refuse it.
         if (h.count(http::field::content_length) && h.count(http::field::transfer_encoding)) {
+          deadline->active = false;
           co_await write_error(c, 400, "Bad request: both Content-Length and Transfer-Encoding",
                                nullptr, false);
           break;
         }
         if (beast::iequals(h[http::field::expect], "100-continue") && !parser.is_done()) {
           static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-          auto [wec, wn] = co_await net::async_write(c.stream, net::buffer(kContinue), use_tuple);
+          auto [wec, wn] = co_await net::async_write(c.stream.socket(), net::buffer(kContinue), use_tuple);
           if (wec) break;
         }
         if (!parser.is_done()) {
-          c.stream.expires_after(t.client_header);
-          std::tie(ec, n) = co_await http::async_read(c.stream, c.buf, parser, use_tuple);
+          std::tie(ec, n) = co_await http::async_read(c.stream.socket(), c.buf, parser, use_tuple);
         }
       }
+      deadline->active = false;
+      header_timer.cancel();
+      if (deadline->fired && ec) ec = beast::error::timeout;
       if (ec) {
         if (ec == http::error::end_of_stream || ec == net::error::eof ||
             ec == net::error::connection_reset)
@@ -559,15 +594,18 @@ class Gateway {
     Failure fail;
   };
 
-  awaitable<Connected> connect(Worker& w, BackendRt& b, bool allow_pooled) {
+  awaitable<Connected> connect(Worker& w, BackendRt& b, bool allow_pooled,
+                               ClientWatch* watch = nullptr) {
     auto& idle = w.idle[b.state.index];
     if (allow_pooled && !idle.empty()) {
       auto up = std::move(idle.back());
       idle.pop_back();
       up->reused = true;
+      if (watch) watch->up = up.get();
       co_return Connected{std::move(up), {}};
     }
     auto up = std::make_unique<Upstream>(w.ioc.get_executor());
+    if (watch) watch->up = up.get();
     up->stream.expires_after(shared_.cfg.timeouts.connect);
     auto [ec, ep] = co_await up->stream.async_connect(b.endpoints, use_tuple);
     if (ec) {
@@ -599,10 +637,16 @@ class Gateway {
 
   /// Sends the request to `b` and reads the response header. A pooled connection found closed
   /// before any response byte is replaced by a fresh one once (same backend).
-  awaitable<Attempt> send(Worker& w, BackendRt& b, Request& req, std::string_view upstream_target) {
+  awaitable<Attempt> send(Worker& w, BackendRt& b, Request& req, std::string_view upstream_target,
+                          ClientWatch& watch) {
+    auto client_gone = [&] {
+      return Attempt{nullptr, nullptr, {FailKind::ClientGone, "the client left"}};
+    };
     for (int round = 0; round < 2; ++round) {
+      watch.up = nullptr;
       Attempt a;
-      auto conn = co_await connect(w, b, round == 0);
+      auto conn = co_await connect(w, b, round == 0, &watch);
+      if (watch.client_gone) co_return client_gone();
       if (!conn.up) {
         a.fail = std::move(conn.fail);
         co_return a;
@@ -615,10 +659,12 @@ class Gateway {
       req.prepare_payload();
       a.up->stream.expires_after(shared_.cfg.timeouts.first_byte);
       auto [wec, wn] = co_await http::async_write(a.up->stream, req, use_tuple);
+      if (watch.client_gone) co_return client_gone();
       if (wec) {
         if (a.up->reused && round == 0) continue;  // stale keep-alive connection
         a.fail = {wec == beast::error::timeout ? FailKind::Timeout : FailKind::Stale,
                   fmt::format("sending to {} failed: {}", b.cfg->name, wec.message())};
+        watch.up = nullptr;
         a.up.reset();
         co_return a;
       }
@@ -628,6 +674,7 @@ class Gateway {
       if (req.method() == http::verb::head) a.parser->skip(true);
       auto [rec, rn] =
           co_await http::async_read_header(a.up->stream, a.up->buf, *a.parser, use_tuple);
+      if (watch.client_gone) co_return client_gone();
       if (rec) {
         const bool nothing = rec == http::error::end_of_stream ||
                              rec == net::error::connection_reset || rec == net::error::eof;
@@ -642,6 +689,7 @@ class Gateway {
           a.fail = {FailKind::BadResponse,
                     fmt::format("{} sent an invalid response: {}", b.cfg->name, rec.message())};
         }
+        watch.up = nullptr;
         a.up.reset();
         co_return a;
       }
@@ -682,6 +730,12 @@ class Gateway {
     rec.stream = fields.stream;
     rec.bytes_in = bytes_in;
 
+    // Watch the client from now on: a client that leaves while its request waits for the first
+    // response byte aborts the upstream request as surely as one that leaves mid-stream.
+    auto watch = std::make_shared<ClientWatch>();
+    auto wake = std::make_shared<net::steady_timer>(w.ioc, net::steady_timer::time_point::max());
+    net::co_spawn(w.ioc, watch_client(c.stream.socket(), c.buf, watch, wake), net::detached);
+
     for (;;) {
       policy::BackendState* picked = route.policy->pick(view, route.backends, tried);
       if (!picked) break;
@@ -691,21 +745,35 @@ class Gateway {
       InflightGuard inflight(b.state);
       std::string upstream_target =
           b.cfg->base_path.empty() ? client_target : b.cfg->base_path + client_target;
-      Attempt a = co_await send(w, b, req, upstream_target);
+      Attempt a = co_await send(w, b, req, upstream_target, *watch);
       if (!a.up) {
+        watch->up = nullptr;
         last = std::move(a.fail);
         spdlog::debug("request {}: {}", request_id, last.message);
+        if (last.kind == FailKind::ClientGone) break;
         if (last.retryable() && attempts < 2) continue;  // never sent: try another backend once
         break;
       }
       rec.backend = b.cfg->name;
       rec.attempts = attempts;
       rec.ttfb_ms = static_cast<double>(mono_ns() - start) / 1e6;
-      co_await relay(w, c, req, b, std::move(a), rec);
+      co_await relay(w, c, req, b, std::move(a), rec, *watch);
+      co_await stop_watch(c, *watch, *wake);
       rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
       shared_.log.write(rec);
       co_return;
     }
+    if (last.kind == FailKind::ClientGone || watch->client_gone) {
+      co_await stop_watch(c, *watch, *wake);
+      c.keep_alive = false;
+      rec.attempts = attempts;
+      rec.status = 499;  // nginx's "client closed request"
+      rec.error = "client left before the response began";
+      rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
+      shared_.log.write(rec);
+      co_return;
+    }
+    co_await stop_watch(c, *watch, *wake);
     // Nothing was relayed: answer with the error.
     int status = 503;
     std::string message = "No backend available for this route.";
@@ -730,7 +798,7 @@ class Gateway {
   /// Relays the response whose header `a.parser` holds. Watches the client meanwhile: if it
   /// leaves, the upstream connection is closed at once (the backend aborts the request).
   awaitable<void> relay(Worker& w, Client& c, Request& req, BackendRt& b, Attempt a,
-                        AccessRecord& rec) {
+                        AccessRecord& rec, ClientWatch& watch) {
     auto& p = *a.parser;
     auto& res = p.get();
     const bool sse = res[http::field::content_type].starts_with("text/event-stream");
@@ -752,32 +820,8 @@ class Gateway {
     }
     res.keep_alive(c.keep_alive);
 
-    // The watcher: a read on the client socket that completes only if the client goes away
-    // (or pipelines its next request, which is kept in the client's buffer).
-    struct WatchState {
-      bool done = false, relay_done = false, client_gone = false;
-    };
-    auto ws = std::make_shared<WatchState>();
-    auto wake = std::make_shared<net::steady_timer>(w.ioc, net::steady_timer::time_point::max());
     Upstream* up = a.up.get();
-    net::co_spawn(
-        w.ioc,
-        [](beast::tcp_stream& cs, beast::flat_buffer& cbuf, Upstream* up,
-           std::shared_ptr<WatchState> ws,
-           std::shared_ptr<net::steady_timer> wake) -> awaitable<void> {
-          auto [ec, n] = co_await cs.socket().async_read_some(cbuf.prepare(4096), use_tuple);
-          if (!ec) cbuf.commit(n);
-          if (ec && !ws->relay_done && ec != net::error::operation_aborted) {
-            ws->client_gone = true;
-            boost::system::error_code ignored;
-            up->stream.socket().cancel(ignored);
-            up->stream.socket().close(ignored);
-          }
-          ws->done = true;
-          wake->cancel();
-        }(c.stream, c.buf, up, ws, wake),
-        net::detached);
-
+    watch.up = up;
     http::response_serializer<http::buffer_body> sr{res};
     UsageTap usage;
     bool upstream_failed = false;
@@ -805,7 +849,7 @@ class Gateway {
         if (ec) {
           upstream_failed = true;
           upstream_error =
-              ws->client_gone ? "client left"
+              watch.client_gone ? "client left"
               : ec == beast::error::timeout
                   ? fmt::format("{} sent nothing for {} ms", b.cfg->name,
                                 shared_.cfg.timeouts.idle.count())
@@ -813,7 +857,7 @@ class Gateway {
         }
         done = p.is_done();
       }
-      if (ws->client_gone) break;
+      if (watch.client_gone) break;
       std::size_t cut = have;
       if (sse && !done && !upstream_failed) {
         cut = last_event_boundary(buf.get(), have);
@@ -875,27 +919,51 @@ class Gateway {
     c.stream.expires_never();
     res.body().data = nullptr;
     w.give_buf(std::move(buf));
-    ws->relay_done = true;
-    if (!ws->done) {
-      boost::system::error_code ignored;
-      c.stream.socket().cancel(ignored);
-      while (!ws->done) co_await wake->async_wait(use_tuple);
-    }
+    watch.up = nullptr;  // from here on the connection may go back to the pool
     rec.bytes_out = bytes_out;
     rec.prompt_tokens = usage.prompt;
     rec.completion_tokens = usage.completion;
-    if (ws->client_gone || client_failed) {
+    if (watch.client_gone || client_failed) {
       rec.error = "client left before the response ended";
       c.keep_alive = false;
     } else if (upstream_failed) {
       rec.error = upstream_error;
     }
     // Back to the pool only when the exchange ended cleanly on both sides.
-    if (p.is_done() && !upstream_failed && !ws->client_gone && upstream_keep_alive) {
+    if (p.is_done() && !upstream_failed && !watch.client_gone && upstream_keep_alive) {
       release(w, b, std::move(a.up));
     } else {
       boost::system::error_code ignored;
       a.up->stream.socket().close(ignored);
+    }
+  }
+
+  // ---- the client watch ----
+  /// Completes when the client closes or resets its connection (then closes the current
+  /// upstream connection, so the backend aborts), when it pipelines its next request (those
+  /// bytes stay in the client's buffer), or when stop_watch() cancels it.
+  static awaitable<void> watch_client(tcp::socket& sock, beast::flat_buffer& buf,
+                                      std::shared_ptr<ClientWatch> watch,
+                                      std::shared_ptr<net::steady_timer> wake) {
+    auto [ec, n] = co_await sock.async_read_some(buf.prepare(4096), use_tuple);
+    if (!ec) {
+      buf.commit(n);
+    } else if (!watch->finished && ec != net::error::operation_aborted) {
+      watch->client_gone = true;
+      watch->close_upstream();
+    }
+    watch->done = true;
+    wake->cancel();
+  }
+
+  /// Ends the watch and waits until its read is gone, so the session may read the socket again.
+  awaitable<void> stop_watch(Client& c, ClientWatch& watch, net::steady_timer& wake) {
+    watch.finished = true;
+    watch.up = nullptr;
+    if (!watch.done) {
+      boost::system::error_code ignored;
+      c.stream.socket().cancel(ignored);
+      while (!watch.done) co_await wake.async_wait(use_tuple);
     }
   }
 

@@ -149,7 +149,11 @@ RunResult run_to_completion(const std::vector<std::string>& argv,
 }
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv,
-                           std::chrono::milliseconds ready_timeout) {
+                           std::chrono::milliseconds ready_timeout)
+    : ChildProcess(argv, ready_timeout, true) {}
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv,
+                           std::chrono::milliseconds ready_timeout, bool require_host) {
   int out_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
@@ -191,11 +195,12 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
     auto v = boost::json::parse(ready_line_, ec);
     const auto* o = ec ? nullptr : v.if_object();
     if (!o || !o->contains("event") || o->at("event") != "ready" || !o->contains("port") ||
-        !o->at("port").is_int64() || !o->contains("pid") || !o->contains("host")) {
+        !o->at("port").is_int64() || !o->contains("pid") ||
+        (require_host && !o->contains("host"))) {
       why = "malformed ready line: " + ready_line_;
     } else if (o->at("pid").to_number<std::int64_t>() != pid_) {
       why = "ready line names another pid: " + ready_line_;
-    } else if (o->at("host") != "127.0.0.1") {
+    } else if (o->contains("host") && o->at("host") != "127.0.0.1") {
       why = "ready line names another host: " + ready_line_;
     } else {
       port_ = static_cast<int>(o->at("port").as_int64());

@@ -51,6 +51,15 @@ class ChildProcess {
   /// Sends SIGTERM and waits up to `timeout`; returns the exit status (128 + signal when killed
   /// by a signal), or nullopt if it did not exit in time (it is then SIGKILLed).
   std::optional<int> terminate(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  /// Waits up to `timeout` for the child to exit on its own (sends nothing); returns its exit
+  /// status, or nullopt if it is still running.
+  std::optional<int> wait(std::chrono::milliseconds timeout) { return wait_for_exit(timeout); }
+
+ protected:
+  /// As the public constructor; `require_host` false also accepts a ready line without "host"
+  /// (the gateway's: `{"event":"ready","ports":[P],"port":P,"pid":N}`).
+  ChildProcess(const std::vector<std::string>& argv, std::chrono::milliseconds ready_timeout,
+               bool require_host);
 
  private:
   std::optional<int> wait_for_exit(std::chrono::milliseconds timeout);

@@ -1,0 +1,257 @@
+// The official `openai` npm client (v6, pinned in package.json) against `llmux gateway` running
+// the seed's routing (examples/seed.yaml) in front of two `llmux sim` processes, all started here
+// on free loopback ports. Chat and completions, streaming and not, and /v1/responses chained
+// with previous_response_id, all through the gateway.
+//
+// Run by CTest (tests/e2e/CMakeLists.txt) with LLMUX_BINARY (the built llmux) and
+// LLMUX_SOURCE_DIR (for examples/seed.yaml) in the environment.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+
+const BINARY = process.env.LLMUX_BINARY;
+const SOURCE_DIR = process.env.LLMUX_SOURCE_DIR;
+const MODEL = 'Qwen3.6-35B-A3B'; // the simulators' default served model name
+
+const children = [];
+let workDir;
+let gateway;
+let client;
+
+// Spawns `llmux ARGS` and resolves with {child, ready} once its JSON ready line arrives on
+// stdout; rejects if it exits first or stays silent for 10 s.
+function startLlmux(args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => {
+      reject(new Error(`llmux ${args.join(' ')}: no ready line within 10 s; stderr: ${err}`));
+    }, 10_000);
+    child.stderr.on('data', (d) => { err += d; });
+    child.stdout.on('data', (d) => {
+      out += d;
+      const nl = out.indexOf('\n');
+      if (nl >= 0 && !child.readyLine) {
+        child.readyLine = out.slice(0, nl);
+        clearTimeout(timer);
+        try {
+          resolve({ child, ready: JSON.parse(child.readyLine) });
+        } catch (e) {
+          reject(new Error(`malformed ready line: ${child.readyLine}`));
+        }
+      }
+    });
+    child.on('exit', (code, signal) => {
+      child.exitStatus = { code, signal };
+      clearTimeout(timer);
+      if (!child.readyLine) {
+        reject(new Error(`llmux ${args.join(' ')} exited (${code ?? signal}) before ready: ${err}`));
+      }
+    });
+    child.stderrText = () => err;
+  });
+}
+
+// SIGTERM, then the exit status (code, or null after SIGKILL at the 10 s bound).
+function stop(child) {
+  return new Promise((resolve) => {
+    if (child.exitStatus) return resolve(child.exitStatus.code);
+    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', (code) => {
+      clearTimeout(kill);
+      resolve(code);
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+before(async () => {
+  assert.ok(BINARY, 'LLMUX_BINARY must name the llmux binary under test');
+  assert.ok(SOURCE_DIR, 'LLMUX_SOURCE_DIR must name the source tree (for examples/seed.yaml)');
+  workDir = mkdtempSync(join(tmpdir(), 'llmux-e2e-openai-'));
+  const sim = ['sim', '--host', '127.0.0.1', '--port', '0', '--time-scale', '100'];
+  const [s1, s2] = await Promise.all([startLlmux(sim), startLlmux(sim)]);
+  // The seed's gateway, pointed at the simulators, on a free loopback port.
+  let yaml = readFileSync(join(SOURCE_DIR, 'examples/seed.yaml'), 'utf8');
+  const replace = (from, to) => {
+    assert.ok(yaml.includes(from), `examples/seed.yaml no longer contains ${from}`);
+    yaml = yaml.replace(from, to);
+  };
+  replace('192.168.200.101:30000', `127.0.0.1:${s1.ready.port}`);
+  replace('192.168.200.102:30000', `127.0.0.1:${s2.ready.port}`);
+  replace('listen: ":8080"', 'listen: "127.0.0.1:0"');
+  replace('threads: 0', 'threads: 2');
+  const config = join(workDir, 'gateway.yaml');
+  writeFileSync(config, yaml);
+  gateway = await startLlmux(['gateway', '--config', config, '--access-log',
+                              join(workDir, 'access.log')]);
+  assert.equal(gateway.ready.event, 'ready');
+  client = new OpenAI({
+    baseURL: `http://127.0.0.1:${gateway.ready.port}/v1`,
+    apiKey: 'sk-llmux-e2e', // the simulators accept any key
+    maxRetries: 0, // a failure must show, not be retried away
+    timeout: 30_000,
+  });
+});
+
+after(async () => {
+  const gwExit = gateway ? await stop(gateway.child) : 0;
+  for (const c of children) await stop(c);
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+  assert.equal(gwExit, 0, `the gateway exited ${gwExit}; stderr: ${gateway?.child.stderrText()}`);
+});
+
+function saneUsage(u, maxCompletion) {
+  assert.ok(u, 'usage is present');
+  assert.ok(u.prompt_tokens > 0, `prompt_tokens ${u.prompt_tokens}`);
+  assert.ok(u.completion_tokens >= 1 && u.completion_tokens <= maxCompletion,
+            `completion_tokens ${u.completion_tokens}`);
+  assert.equal(u.total_tokens, u.prompt_tokens + u.completion_tokens);
+}
+
+test('chat completions, not streaming, alternate between the two servers', async () => {
+  const backends = new Set();
+  for (let i = 0; i < 2; i++) {
+    const { data, response } = await client.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 8 })
+      .withResponse();
+    backends.add(response.headers.get('x-llmux-backend'));
+    assert.equal(data.object, 'chat.completion');
+    assert.equal(data.model, MODEL);
+    assert.equal(data.choices.length, 1);
+    assert.equal(data.choices[0].message.role, 'assistant');
+    assert.equal(typeof data.choices[0].message.content, 'string');
+    assert.ok(data.choices[0].message.content.length > 0);
+    assert.ok(['stop', 'length'].includes(data.choices[0].finish_reason));
+    saneUsage(data.usage, 8);
+  }
+  assert.deepEqual([...backends].sort(), ['server1', 'server2']);
+});
+
+test('chat completions, streaming', async () => {
+  const stream = await client.chat.completions.create({
+    model: MODEL,
+    messages: [{ role: 'user', content: 'Count to ten.' }],
+    max_tokens: 12,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '';
+  let chunks = 0;
+  let finish = null;
+  let usage = null;
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, 'chat.completion.chunk');
+    chunks++;
+    if (chunk.choices.length > 0) {
+      text += chunk.choices[0].delta.content ?? '';
+      finish = chunk.choices[0].finish_reason ?? finish;
+    }
+    if (chunk.usage) usage = chunk.usage;
+  }
+  assert.ok(chunks >= 2, `${chunks} chunks`);
+  assert.ok(text.length > 0);
+  assert.ok(['stop', 'length'].includes(finish), `finish_reason ${finish}`);
+  saneUsage(usage, 12);
+});
+
+test('completions, not streaming, on server1', async () => {
+  const { data, response } = await client.completions
+    .create({ model: MODEL, prompt: 'Once upon a time', max_tokens: 8 })
+    .withResponse();
+  assert.equal(response.headers.get('x-llmux-backend'), 'server1');
+  assert.equal(data.object, 'text_completion');
+  assert.equal(data.choices.length, 1);
+  assert.ok(data.choices[0].text.length > 0);
+  saneUsage(data.usage, 8);
+});
+
+test('completions, streaming', async () => {
+  const stream = await client.completions.create({
+    model: MODEL,
+    prompt: 'Once upon a time',
+    max_tokens: 10,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '';
+  let usage = null;
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, 'text_completion');
+    if (chunk.choices.length > 0) text += chunk.choices[0].text;
+    if (chunk.usage) usage = chunk.usage;
+  }
+  assert.ok(text.length > 0);
+  saneUsage(usage, 10);
+});
+
+test('responses chained with previous_response_id, all on server1', async () => {
+  const first = await client.responses
+    .create({
+      model: MODEL,
+      input: 'Tell me about lighthouses on rocky coasts and the keepers who lived in them.',
+      max_output_tokens: 16,
+    })
+    .withResponse();
+  assert.equal(first.response.headers.get('x-llmux-backend'), 'server1');
+  const r1 = first.data;
+  assert.equal(r1.object, 'response');
+  assert.equal(r1.status, 'completed');
+  assert.ok(r1.id.startsWith('resp_'), r1.id);
+  assert.ok(r1.output_text.length > 0);
+  assert.ok(r1.usage.input_tokens > 0);
+  assert.ok(r1.usage.output_tokens >= 1 && r1.usage.output_tokens <= 16);
+  assert.equal(r1.usage.total_tokens, r1.usage.input_tokens + r1.usage.output_tokens);
+
+  const second = await client.responses
+    .create({ model: MODEL, input: 'And what did they eat?', previous_response_id: r1.id,
+              max_output_tokens: 16 })
+    .withResponse();
+  assert.equal(second.response.headers.get('x-llmux-backend'), 'server1');
+  const r2 = second.data;
+  assert.equal(r2.status, 'completed');
+  assert.equal(r2.previous_response_id, r1.id);
+  assert.ok(r2.output_text.length > 0);
+  assert.ok(r2.usage.input_tokens > r1.usage.input_tokens + r1.usage.output_tokens,
+            'the second turn carries the first one');
+  assert.ok(r2.usage.input_tokens_details.cached_tokens > 0, 'the chain hits the prefix cache');
+
+  // Retrieval by id goes to server1 too, where the store is.
+  const got = await client.responses.retrieve(r1.id);
+  assert.equal(got.id, r1.id);
+  assert.equal(got.output_text, r1.output_text);
+});
+
+test('responses, streaming', async () => {
+  const stream = await client.responses.create({
+    model: MODEL,
+    input: 'Write one sentence about the sea.',
+    max_output_tokens: 12,
+    stream: true,
+  });
+  const types = [];
+  let text = '';
+  let completed = null;
+  for await (const event of stream) {
+    types.push(event.type);
+    if (event.type === 'response.output_text.delta') text += event.delta;
+    if (event.type === 'response.completed') completed = event.response;
+  }
+  assert.equal(types[0], 'response.created');
+  assert.ok(completed, `no response.completed among ${types.join(', ')}`);
+  assert.ok(text.length > 0);
+  assert.ok(completed.usage.output_tokens >= 1 && completed.usage.output_tokens <= 12);
+});
+
+test('errors come back as the SDK\'s typed errors', async () => {
+  await assert.rejects(
+    client.responses.retrieve('resp_does_not_exist'),
+    (e) => e instanceof OpenAI.NotFoundError && e.status === 404,
+  );
+});

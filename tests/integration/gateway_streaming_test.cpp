@@ -1,0 +1,338 @@
+// Streams through `llmux gateway`: relayed event by event (proved with a backend that sends
+// each event only when the test allows it, so no clock is involved), an upstream dying mid-
+// stream (an OpenAI error event, then [DONE], then a clean end), a client leaving (the backend
+// stops generating at once, streaming or not), and the graceful drain on SIGTERM.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <memory>
+#include <string>
+
+#include "support/gated_backend.hpp"
+#include "support/gateway_support.hpp"
+#include "support/http_client.hpp"
+#include "support/process.hpp"
+#include "support/test_util.hpp"
+
+namespace llmux::test {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+// A gateway on 127.0.0.1:0 with one catch-all route over `backends` ({name, port}).
+// `extra` is appended at the top level; `backend_extra` inside each backend's mapping.
+std::string one_route_config(const std::vector<std::pair<std::string, int>>& backends,
+                             const std::string& extra = "", const std::string& backend_extra = "") {
+  std::string y = "listen: \"127.0.0.1:0\"\nthreads: 2\nbackends:\n";
+  std::string names;
+  for (const auto& [name, port] : backends) {
+    y += "  - {name: " + name + ", url: \"http://127.0.0.1:" + std::to_string(port) + "\"" +
+         (backend_extra.empty() ? "" : ", " + backend_extra) + "}\n";
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  y += "routes:\n  - {name: all, backends: [" + names + "], policy: first}\n" + extra;
+  return y;
+}
+
+double running(int sim_port) {
+  HttpClient c(sim_port);
+  return metric_value(c.get("/metrics").body, "vllm:num_requests_running").value_or(-1);
+}
+
+// Checks the gateway still answers an ordinary request end to end.
+void expect_serves(int gw_port) {
+  HttpClient c(gw_port);
+  Response r = c.post("/v1/completions", R"({"prompt":"still there?","max_tokens":2})");
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
+void dump_on_failure(GatewayServer& gw) {
+  if (::testing::Test::HasFailure()) std::cerr << "gateway stderr:\n" << gw.stderr_text() << "\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(GatewayRelay, EachEventReachesTheClientBeforeTheNextIsSent) {
+  constexpr int kEvents = 6;
+  GatedBackend be({GatedBackend::Mode::GatedSse, kEvents});
+  auto gw = GatewayServer::with_config(one_route_config({{"gated", be.port()}}));
+  // The response header reaches the client before the backend was allowed a single event.
+  auto s = StreamingResponse::open(gw->port(), "POST", "/v1/chat/completions",
+                                   R"({"messages":[{"role":"user","content":"x"}],"stream":true})");
+  ASSERT_EQ(s->status(), 200);
+  EXPECT_EQ(s->header("x-llmux-backend"), "gated");
+  EXPECT_EQ(s->header("content-type").rfind("text/event-stream", 0), 0u);
+  EXPECT_TRUE(s->chunked());
+  EXPECT_EQ(be.events_sent(), 0);
+
+  SseParser parser;
+  for (int k = 0; k <= kEvents; ++k) {
+    SCOPED_TRACE("event " + std::to_string(k));
+    be.release(1);  // the backend may now write event k, and nothing more
+    std::vector<SseEvent> got;
+    // Bounded wait for event k; the backend cannot send k+1 until the next release, so a
+    // gateway that held event k back (to fill a buffer, or waiting for more) times out here.
+    while (got.empty()) {
+      Chunk c;
+      const ReadStatus st = s->read(c, 10s);
+      ASSERT_EQ(st, ReadStatus::Data)
+          << "event " << k << " did not reach the client while the backend waited; got "
+          << to_string(st) << " after " << be.events_sent() << " events sent";
+      for (auto& ev : parser.feed(c.bytes, c.t_ns)) got.push_back(std::move(ev));
+    }
+    ASSERT_EQ(got.size(), 1u) << "only one event was released";
+    EXPECT_EQ(be.events_sent(), k + 1);
+    EXPECT_TRUE(parser.pending().empty()) << "partial bytes: " << parser.pending();
+    if (k < kEvents) {
+      EXPECT_EQ(got[0].data, "{\"k\":" + std::to_string(k) + "}");
+    } else {
+      EXPECT_EQ(got[0].data, "[DONE]");
+    }
+  }
+  Chunk c;
+  EXPECT_EQ(s->read(c, 10s), ReadStatus::End) << c.bytes;
+  EXPECT_EQ(be.requests().size(), 1u);
+  gw->expect_clean_exit();
+  dump_on_failure(*gw);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class GatewayMidStream : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sim_ = std::make_unique<SimServer>(std::vector<std::string>{"--time-scale", "100"});
+    gw_ = GatewayServer::with_config(one_route_config({{"sim", sim_->port()}}));
+  }
+  void TearDown() override {
+    if (gw_) {
+      dump_on_failure(*gw_);
+      gw_->expect_clean_exit();
+    }
+  }
+  std::unique_ptr<SimServer> sim_;
+  std::unique_ptr<GatewayServer> gw_;
+};
+
+TEST_F(GatewayMidStream, UpstreamDeathBecomesAnErrorEventThenDone) {
+  auto s = StreamingResponse::open(
+      gw_->port(), "POST", "/v1/chat/completions",
+      R"({"messages":[{"role":"user","content":"fault me"}],"max_tokens":100,"ignore_eos":true,"stream":true})",
+      {{"X-Llmux-Fault", "close-after=3"}, {"X-Request-Id", "midstream-chat"}});
+  ASSERT_EQ(s->status(), 200);
+  SseResult r = read_sse(*s, SIZE_MAX, 10s, 30s);
+  EXPECT_EQ(r.end, ReadStatus::End)
+      << "the chunked body must end cleanly: " << to_string(r.end) << "\n"
+      << r.raw();
+  ASSERT_GE(r.events.size(), 3u) << r.raw();
+  int content = 0;
+  for (std::size_t i = 0; i + 2 < r.events.size(); ++i) {
+    auto o = parse_json(r.events[i].data).as_object();
+    ASSERT_TRUE(o.contains("choices")) << r.events[i].data;
+    const auto& delta = o.at("choices").at(0).at("delta").as_object();
+    if (const auto* t = delta.if_contains("content"); t && !t->as_string().empty()) ++content;
+  }
+  EXPECT_EQ(content, 3) << r.raw();
+  const auto& err = r.events[r.events.size() - 2];
+  std::string why;
+  EXPECT_TRUE(is_openai_error(err.data, 502, &why)) << why;
+  EXPECT_EQ(r.events.back().data, "[DONE]");
+
+  // The access log tells what happened, with one attempt (nothing is retried once bytes went
+  // to the client).
+  auto rec = gw_->wait_access_record("midstream-chat", 5s);
+  ASSERT_FALSE(rec.empty()) << read_text_file(gw_->access_log_path());
+  EXPECT_EQ(rec.at("status"), 200);
+  EXPECT_EQ(rec.at("attempts"), 1);
+  EXPECT_EQ(rec.at("backend"), "sim");
+  ASSERT_TRUE(rec.contains("error")) << json::serialize(rec);
+  EXPECT_EQ(str(rec.at("error")).rfind("sim ", 0), 0u)
+      << "the error names the backend that failed: " << json::serialize(rec);
+  expect_serves(gw_->port());
+}
+
+TEST_F(GatewayMidStream, CompletionsStreamToo) {
+  auto s =
+      StreamingResponse::open(gw_->port(), "POST", "/v1/completions",
+                              R"({"prompt":"x","max_tokens":100,"ignore_eos":true,"stream":true})",
+                              {{"X-Llmux-Fault", "close-after=5"}});
+  SseResult r = read_sse(*s, SIZE_MAX, 10s, 30s);
+  EXPECT_EQ(r.end, ReadStatus::End) << r.raw();
+  ASSERT_EQ(r.events.size(), 7u) << r.raw();  // 5 tokens, the error, [DONE]
+  std::string why;
+  EXPECT_TRUE(is_openai_error(r.events[5].data, 502, &why)) << why;
+  EXPECT_EQ(r.events[6].data, "[DONE]");
+  expect_serves(gw_->port());
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class GatewayClientGone : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Real time (about 50 tokens/s): 100000 tokens would take half an hour.
+    sim_ = std::make_unique<SimServer>(std::vector<std::string>{"--time-scale", "1"});
+    // One request in flight at most: a slot the departed client kept would refuse the next.
+    gw_ = GatewayServer::with_config(
+        one_route_config({{"sim", sim_->port()}}, "timeouts: {drain: 5s}\n", "max_inflight: 1"));
+  }
+  void TearDown() override {
+    if (gw_) {
+      dump_on_failure(*gw_);
+      gw_->expect_clean_exit();
+    }
+  }
+  // The gateway's in-flight slot for the backend comes back: the next request is served (a
+  // 503 until then; bounded).
+  void expect_slot_released() {
+    Response last;
+    EXPECT_TRUE(poll_until(
+        [&] {
+          last =
+              HttpClient(gw_->port()).post("/v1/completions", R"({"prompt":"x","max_tokens":2})");
+          return last.status == 200;
+        },
+        5s))
+        << "the backend's in-flight slot was not released: " << last.status << " " << last.body;
+  }
+  std::string outcome(const std::string& request_id) {
+    HttpClient c(sim_->port());
+    Response r = c.get("/debug/requests/" + request_id);
+    if (r.status != 200) return "no record: " + r.body;
+    return str(parse_json(r.body).at("outcome"));
+  }
+  std::unique_ptr<SimServer> sim_;
+  std::unique_ptr<GatewayServer> gw_;
+};
+
+TEST_F(GatewayClientGone, StreamingClientLeavingAbortsUpstream) {
+  ASSERT_EQ(running(sim_->port()), 0);
+  auto s = StreamingResponse::open(
+      gw_->port(), "POST", "/v1/chat/completions",
+      R"({"messages":[{"role":"user","content":"talk forever"}],"max_tokens":100000,"ignore_eos":true,"stream":true})",
+      {{"X-Request-Id", "gone-streaming"}});
+  ASSERT_EQ(s->status(), 200);
+  SseResult r = read_sse(*s, 3, 10s, 20s);
+  ASSERT_EQ(r.events.size(), 3u) << to_string(r.end) << "\n" << r.raw();
+  EXPECT_EQ(running(sim_->port()), 1);
+  s->close();
+  double now = -1;
+  EXPECT_TRUE(poll_until(
+      [&] {
+        now = running(sim_->port());
+        return now == 0;
+      },
+      5s))
+      << "the backend still runs the abandoned request: num_requests_running " << now;
+  EXPECT_EQ(outcome("gone-streaming"), "client_gone");
+  expect_slot_released();
+}
+
+TEST_F(GatewayClientGone, WaitingNonStreamingClientLeavingAbortsUpstream) {
+  ASSERT_EQ(running(sim_->port()), 0);
+  auto raw = std::make_unique<RawConnection>(gw_->port());
+  const std::string body =
+      R"({"prompt":"a very long answer","max_tokens":100000,"ignore_eos":true})";
+  ASSERT_TRUE(
+      raw->send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "X-Request-Id: gone-nonstreaming\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_TRUE(poll_until([&] { return running(sim_->port()) == 1; }, 5s));
+  raw->close();  // gone while the gateway waits for the response header
+  double now = -1;
+  EXPECT_TRUE(poll_until(
+      [&] {
+        now = running(sim_->port());
+        return now == 0;
+      },
+      5s))
+      << "the backend still runs the abandoned request: num_requests_running " << now;
+  EXPECT_EQ(outcome("gone-nonstreaming"), "client_gone");
+  expect_slot_released();
+}
+
+TEST(GatewayClientGoneOthers, OtherStreamsContinue) {
+  SimServer sim({"--time-scale", "1"});
+  auto gw = GatewayServer::with_config(one_route_config({{"sim", sim.port()}}));
+  auto stay = StreamingResponse::open(
+      gw->port(), "POST", "/v1/completions",
+      R"({"prompt":"stay","max_tokens":10,"ignore_eos":true,"stream":true})");
+  auto leave = StreamingResponse::open(
+      gw->port(), "POST", "/v1/completions",
+      R"({"prompt":"leave","max_tokens":100000,"ignore_eos":true,"stream":true})");
+  ASSERT_EQ(read_sse(*leave, 2, 10s, 20s).events.size(), 2u);
+  leave->close();
+  SseResult r = read_sse(*stay, SIZE_MAX, 10s, 30s);
+  EXPECT_EQ(r.end, ReadStatus::End);
+  ASSERT_EQ(r.events.size(), 11u) << r.raw();  // 10 tokens + [DONE]
+  EXPECT_EQ(r.events.back().data, "[DONE]");
+  EXPECT_TRUE(poll_until([&] { return running(sim.port()) == 0; }, 5s));
+  gw->expect_clean_exit();
+  dump_on_failure(*gw);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// True once a new connection to the port is refused.
+bool refuses_connections(int port) {
+  try {
+    RawConnection c(port);
+    return false;
+  } catch (const std::exception&) {
+    return true;
+  }
+}
+
+TEST(GatewayDrain, SigtermRefusesNewConnectionsAndLetsRunningStreamsFinish) {
+  // Real time, about 50 tokens/s: 120 tokens are a stream of about 2.5 s.
+  SimServer sim({"--time-scale", "1"});
+  auto gw = GatewayServer::with_config(
+      one_route_config({{"sim", sim.port()}}, "timeouts: {drain: 20s}\n"));
+  auto s = StreamingResponse::open(
+      gw->port(), "POST", "/v1/chat/completions",
+      R"({"messages":[{"role":"user","content":"drain"}],"max_tokens":120,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}})");
+  ASSERT_EQ(s->status(), 200);
+  SseResult head = read_sse(*s, 2, 10s, 20s);
+  ASSERT_EQ(head.events.size(), 2u) << head.raw();
+
+  ASSERT_EQ(::kill(gw->pid(), SIGTERM), 0);
+  EXPECT_TRUE(poll_until([&] { return refuses_connections(gw->port()); }, 3s))
+      << "the gateway still accepts new connections after SIGTERM";
+  EXPECT_TRUE(gw->alive()) << "the gateway exited with a stream running";
+
+  SseResult rest = read_sse(*s, SIZE_MAX, 10s, 30s);
+  EXPECT_EQ(rest.end, ReadStatus::End) << to_string(rest.end) << "\n" << rest.raw();
+  ASSERT_GE(rest.events.size(), 2u);
+  EXPECT_EQ(rest.events.back().data, "[DONE]");
+  auto usage = parse_json(rest.events[rest.events.size() - 2].data).at("usage");
+  EXPECT_EQ(usage.at("completion_tokens"), 120) << "the whole stream arrived";
+
+  const auto status = gw->wait(10s);
+  ASSERT_TRUE(status.has_value()) << "the gateway did not exit after its last stream ended";
+  EXPECT_EQ(*status, 0) << gw->stderr_text();
+  dump_on_failure(*gw);
+}
+
+TEST(GatewayDrain, DrainTimeoutCutsOffEndlessStreams) {
+  SimServer sim({"--time-scale", "1"});
+  auto gw = GatewayServer::with_config(
+      one_route_config({{"sim", sim.port()}}, "timeouts: {drain: 500ms}\n"));
+  auto s = StreamingResponse::open(
+      gw->port(), "POST", "/v1/completions",
+      R"({"prompt":"forever","max_tokens":100000,"ignore_eos":true,"stream":true})");
+  ASSERT_EQ(s->status(), 200);
+  ASSERT_EQ(read_sse(*s, 2, 10s, 20s).events.size(), 2u);
+  ASSERT_EQ(::kill(gw->pid(), SIGTERM), 0);
+  // 500 ms of drain, then the gateway exits 0; a generous bound against a hang.
+  const auto status = gw->wait(10s);
+  ASSERT_TRUE(status.has_value()) << "the gateway did not exit after its drain timeout";
+  EXPECT_EQ(*status, 0) << gw->stderr_text();
+  SseResult rest = read_sse(*s, SIZE_MAX, 10s, 20s);
+  EXPECT_NE(rest.end, ReadStatus::Timeout) << "the client's connection must close";
+  // The backend is told too: the cut-off request stops generating.
+  EXPECT_TRUE(poll_until([&] { return running(sim.port()) == 0; }, 5s));
+}
+
+}  // namespace
+}  // namespace llmux::test

@@ -1,0 +1,159 @@
+#include "support/gateway_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "support/test_util.hpp"
+
+#ifndef LLMUX_SOURCE_DIR
+#define LLMUX_SOURCE_DIR "."
+#endif
+
+namespace llmux::test {
+
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+  const char* dir = std::getenv("TMPDIR");
+  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/llmux-gateway-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& text) const {
+  const std::string p = path_ + "/" + name;
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + p);
+  return p;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string source_dir() {
+  if (const char* env = std::getenv("LLMUX_SOURCE_DIR"); env && *env) return env;
+  return LLMUX_SOURCE_DIR;
+}
+
+namespace {
+std::vector<std::string> gateway_argv(const std::vector<std::string>& args,
+                                      const std::string& access_log) {
+  std::vector<std::string> argv{llmux_binary(), "gateway"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  bool has_log = false;
+  for (const auto& a : args) has_log = has_log || a == "--access-log";
+  if (!has_log) {
+    argv.push_back("--access-log");
+    argv.push_back(access_log);
+  }
+  return argv;
+}
+}  // namespace
+
+GatewayServer::GatewayServer(const std::vector<std::string>& args,
+                             std::chrono::milliseconds ready_timeout)
+    : GatewayServer(std::make_shared<TempDir>(), args, ready_timeout) {}
+
+GatewayServer::GatewayServer(std::shared_ptr<TempDir> dir, const std::vector<std::string>& args,
+                             std::chrono::milliseconds ready_timeout)
+    : ChildProcess(gateway_argv(args, dir->path() + "/access.log"), ready_timeout, false),
+      dir_(std::move(dir)),
+      access_log_(dir_->path() + "/access.log") {}
+
+std::unique_ptr<GatewayServer> GatewayServer::with_config(const std::string& yaml,
+                                                          const std::vector<std::string>& extra) {
+  auto dir = std::make_shared<TempDir>();
+  std::vector<std::string> args{"--config", dir->write("gateway.yaml", yaml)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return std::unique_ptr<GatewayServer>(
+      new GatewayServer(std::move(dir), args, std::chrono::seconds(10)));
+}
+
+std::vector<boost::json::object> GatewayServer::access_log(std::vector<std::string>* bad) const {
+  std::vector<boost::json::object> out;
+  std::istringstream in(read_text_file(access_log_));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    boost::system::error_code ec;
+    auto v = boost::json::parse(line, ec);
+    if (ec || !v.is_object()) {
+      if (bad) {
+        bad->push_back(line);
+      } else {
+        ADD_FAILURE() << "access log line is not a JSON object: " << line;
+      }
+      continue;
+    }
+    out.push_back(v.as_object());
+  }
+  return out;
+}
+
+boost::json::object GatewayServer::wait_access_record(const std::string& request_id,
+                                                      std::chrono::milliseconds timeout) const {
+  boost::json::object found;
+  std::vector<std::string> bad;
+  poll_until(
+      [&] {
+        bad.clear();
+        for (auto& o : access_log(&bad)) {
+          const auto* id = o.if_contains("request_id");
+          if (id && id->is_string() && id->as_string() == request_id) {
+            found = o;
+            return true;
+          }
+        }
+        return false;
+      },
+      timeout);
+  for (const auto& line : bad) ADD_FAILURE() << "access log line is not a JSON object: " << line;
+  return found;
+}
+
+void GatewayServer::expect_clean_exit(std::chrono::milliseconds timeout) {
+  const auto status = terminate(timeout);
+  const std::string err = stderr_text();
+  EXPECT_TRUE(status.has_value()) << "the gateway did not exit within the timeout; stderr:\n"
+                                  << err;
+  if (status) {
+    EXPECT_EQ(*status, 0) << "gateway stderr:\n" << err;
+  }
+  EXPECT_EQ(err.find("Sanitizer"), std::string::npos) << err;
+  EXPECT_EQ(err.find("runtime error:"), std::string::npos) << err;
+}
+
+std::string seed_config(int port1, int port2, int threads) {
+  std::string text = read_text_file(source_dir() + "/examples/seed.yaml");
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const auto pos = text.find(from);
+    if (pos == std::string::npos)
+      throw std::runtime_error("examples/seed.yaml no longer contains '" + from + "'");
+    text.replace(pos, from.size(), to);
+  };
+  replace("192.168.200.101:30000", "127.0.0.1:" + std::to_string(port1));
+  replace("192.168.200.102:30000", "127.0.0.1:" + std::to_string(port2));
+  replace("listen: \":8080\"", "listen: \"127.0.0.1:0\"");
+  replace("threads: 0", "threads: " + std::to_string(threads));
+  return text;
+}
+
+}  // namespace llmux::test
