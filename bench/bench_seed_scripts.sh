@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The seed's two benchmark scripts, as `llmux bench throughput` and `llmux bench compare`, against
 # two simulated DGX Sparks (`llmux sim --preset dgx-spark-qwen3.6-35b-a3b-fp8`, each on its own
-# loopback port). Until the gateway exists, compare's "gateway" paths go straight to the second
-# machine (two direct paths); set GATEWAY=http://host:port to measure a real gateway instead.
+# loopback port), with `llmux gateway` in front of them configured as the seed's gateway
+# (examples/seed.yaml with the simulators' loopback addresses): /v1/responses* -> server1, chat
+# round-robin over both, the rest -> server1. GATEWAY=http://host:port measures another gateway.
 #
 # Time scale 1 (default) gives figures directly comparable with the seed's (~50 tok/s single
 # stream, ~300 tok/s at N=8); a larger TIME_SCALE runs faster and multiplies every tok/s by it.
@@ -41,7 +42,19 @@ start_sim server1
 start_sim server2
 S1=http://127.0.0.1:$PORT_server1
 S2=http://127.0.0.1:$PORT_server2
-GW=${GATEWAY:-$S2}
+if [ -z "${GATEWAY:-}" ]; then
+  sed -e "s#http://192.168.200.101:30000#$S1#; s#http://192.168.200.102:30000#$S2#" \
+      -e 's#^listen: .*#listen: "127.0.0.1:0"#; s#^access_log: .*#access_log: off#' \
+      "$ROOT/examples/seed.yaml" >"$tmp/gateway.yaml"
+  "$LLMUX" gateway --config "$tmp/gateway.yaml" >"$tmp/gateway.ready" 2>"$tmp/gateway.err" &
+  PIDS+=($!)
+  for _ in $(seq 100); do grep -q '"ready"' "$tmp/gateway.ready" 2>/dev/null && break; sleep 0.05; done
+  GPORT=$(grep -o '"port":[0-9]*' "$tmp/gateway.ready" | cut -d: -f2)
+  [ -n "$GPORT" ] || { echo "gateway did not start" >&2; cat "$tmp/gateway.err" >&2; exit 1; }
+  GW=http://127.0.0.1:$GPORT
+else
+  GW=$GATEWAY
+fi
 
 {
   echo "# The seed's benchmarks on two simulated DGX Sparks (llmux sim, time scale $SCALE)"
@@ -56,7 +69,7 @@ GW=${GATEWAY:-$S2}
     || echo "(llmux bench throughput exited with $?: some requests failed)"
   echo
   echo '```'
-  echo "llmux bench compare --direct \$S1 --gateway \$GW --out DIR   # GW = $( [ -n "${GATEWAY:-}" ] && echo "a gateway" || echo "server2 directly (no gateway yet)")"
+  echo "llmux bench compare --direct \$S1 --gateway \$GW --out DIR   # GW = $( [ -n "${GATEWAY:-}" ] && echo "$GATEWAY" || echo "llmux gateway, the seed's routing")"
   echo '```'
   echo
   "$LLMUX" bench compare --direct "$S1" --gateway "$GW" --out "$OUT/seed_compare" \

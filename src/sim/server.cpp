@@ -107,15 +107,6 @@ std::string chunk_frame(std::string_view data) {
   return fmt::format("{:x}\r\n{}\r\n", data.size(), data);
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
-}
-
 class Server {
  public:
   explicit Server(SimConfig cfg)
