@@ -102,15 +102,85 @@ class ActiveGuard {
 // ---------------------------------------------------------------------------------------------
 // Per-thread state.
 
+/// A coarse deadline on one socket, checked by its worker's ticker every 50 ms. Arming and
+/// disarming are plain stores, so no timer-queue operation happens per read or write (Beast's
+/// tcp_stream reschedules a timer on every operation). On expiry the socket is closed (an
+/// upstream) or only has its operations cancelled (a client that must still get its 408).
+struct Deadline {
+  std::int64_t at = 0;  // CLOCK_MONOTONIC ns; 0 = disarmed
+  bool fired = false;
+  bool close = true;
+  tcp::socket* sock = nullptr;
+  Deadline* prev = nullptr;
+  Deadline* next = nullptr;
+
+  void arm(std::chrono::milliseconds t, bool close_on_expiry = true) {
+    fired = false;
+    close = close_on_expiry;
+    at = mono_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(t).count();
+  }
+  void disarm() { at = 0; }
+};
+
+/// The deadlines of one worker (an intrusive list; one thread only).
+class DeadlineList {
+ public:
+  DeadlineList() { head_.prev = head_.next = &head_; }
+  void link(Deadline& d) {
+    d.next = head_.next;
+    d.prev = &head_;
+    head_.next->prev = &d;
+    head_.next = &d;
+  }
+  static void unlink(Deadline& d) {
+    if (!d.prev) return;
+    d.prev->next = d.next;
+    d.next->prev = d.prev;
+    d.prev = d.next = nullptr;
+  }
+  void fire_expired(std::int64_t now) {
+    for (Deadline* d = head_.next; d != &head_; d = d->next) {
+      if (d->at == 0 || now < d->at || !d->sock) continue;
+      d->at = 0;
+      d->fired = true;
+      boost::system::error_code ignored;
+      if (d->close) {
+        d->sock->close(ignored);
+      } else {
+        d->sock->cancel(ignored);
+      }
+    }
+  }
+
+ private:
+  Deadline head_;
+};
+
+/// A deadline registered with its worker for as long as it lives.
+class ScopedDeadline : public Deadline {
+ public:
+  ScopedDeadline(DeadlineList& list, tcp::socket& s) {
+    sock = &s;
+    list.link(*this);
+  }
+  ScopedDeadline(const ScopedDeadline&) = delete;
+  ScopedDeadline& operator=(const ScopedDeadline&) = delete;
+  ~ScopedDeadline() { DeadlineList::unlink(*this); }
+};
+
 struct Upstream {
-  explicit Upstream(net::any_io_executor ex) : stream(ex) {}
-  beast::tcp_stream stream;
+  Upstream(net::any_io_executor ex, DeadlineList& list) : sock(ex), dl(list, sock) {}
+  tcp::socket sock;
   beast::flat_buffer buf;
   bool reused = false;
+  ScopedDeadline dl;
 };
 
 struct Worker {
-  net::io_context ioc{1};
+  // One thread per io_context: the reactor needs no locking (posts from other threads, as in
+  // the drain, still go through the scheduler's lock).
+  net::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+  DeadlineList deadlines;
   std::vector<std::vector<std::unique_ptr<Upstream>>> idle;  // per backend index
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   static constexpr std::size_t kMaxIdlePerBackend = 256;
@@ -132,30 +202,35 @@ struct Worker {
 // ---------------------------------------------------------------------------------------------
 // Helpers.
 
-bool is_hop_by_hop(std::string_view name) {
-  static constexpr std::string_view kHop[] = {"connection",
-                                              "keep-alive",
-                                              "proxy-connection",
-                                              "proxy-authenticate",
-                                              "proxy-authorization",
-                                              "te",
-                                              "trailer",
-                                              "transfer-encoding",
-                                              "upgrade",
-                                              "expect"};
-  for (auto h : kHop) {
-    if (beast::iequals(name, h)) return true;
+bool is_hop_by_hop(http::field f) {
+  switch (f) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_connection:
+    case http::field::proxy_authenticate:
+    case http::field::proxy_authorization:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::transfer_encoding:
+    case http::field::upgrade:
+    case http::field::expect:
+      return true;
+    default:
+      return false;
   }
-  return false;
 }
 
 /// Removes hop-by-hop headers, including those named by the Connection header.
 template <typename Fields>
 void strip_hop_by_hop(Fields& f) {
+  // Headers the Connection header names are hop-by-hop too ("keep-alive"/"close" name none).
   std::vector<std::string> named;
-  for (auto const& token : http::token_list{f[http::field::connection]}) named.emplace_back(token);
+  for (auto const& token : http::token_list{f[http::field::connection]}) {
+    if (!beast::iequals(token, "keep-alive") && !beast::iequals(token, "close"))
+      named.emplace_back(token);
+  }
   for (auto it = f.begin(); it != f.end();) {
-    if (is_hop_by_hop(it->name_string())) {
+    if (is_hop_by_hop(it->name())) {
       it = f.erase(it);
     } else {
       ++it;
@@ -165,7 +240,7 @@ void strip_hop_by_hop(Fields& f) {
 }
 
 std::optional<std::int64_t> find_int_after(std::string_view hay, std::string_view key) {
-  auto pos = hay.rfind(key);
+  auto pos = hay.find(key);
   if (pos == std::string_view::npos) return std::nullopt;
   pos += key.size();
   while (pos < hay.size() && (hay[pos] == ' ' || hay[pos] == ':')) ++pos;
@@ -181,31 +256,26 @@ std::optional<std::int64_t> find_int_after(std::string_view hay, std::string_vie
 }
 
 /// Reads token counts from `usage` in relayed bytes (chat/completions and the Responses API).
+/// Reads token counts from `usage` in relayed bytes (completions/chat usage, or the Responses
+/// API's input/output_tokens). SSE is relayed in whole events, so an event's usage is never
+/// split between two pieces; a non-streaming body usually arrives in one piece (a usage object
+/// split across two reads is missed: the access log then has no token counts, nothing else).
 struct UsageTap {
   std::optional<std::int64_t> prompt, completion;
-  std::string carry;  // the tail of the previous piece, so a key split across reads is found
   void feed(std::string_view piece) {
-    std::string joined;
-    std::string_view view = piece;
-    if (!carry.empty()) {
-      joined = carry;
-      joined.append(piece);
-      view = joined;
-    }
-    if (view.find("usage") != std::string_view::npos || !carry.empty()) {
-      if (auto c = find_int_after(view, "\"completion_tokens\"")) completion = c;
-      if (auto p = find_int_after(view, "\"prompt_tokens\"")) prompt = p;
-      if (auto c = find_int_after(view, "\"output_tokens\"")) completion = c;
-      if (auto p = find_int_after(view, "\"input_tokens\"")) prompt = p;
-    }
-    const std::size_t keep = std::min<std::size_t>(view.size(), 48);
-    carry.assign(view.substr(view.size() - keep));
+    const auto at = piece.find("\"usage\"");
+    if (at == std::string_view::npos) return;
+    const std::string_view view = piece.substr(at);
+    if (auto c = find_int_after(view, "\"completion_tokens\"")) completion = c;
+    if (auto p = find_int_after(view, "\"prompt_tokens\"")) prompt = p;
+    if (auto c = find_int_after(view, "\"output_tokens\"")) completion = c;
+    if (auto p = find_int_after(view, "\"input_tokens\"")) prompt = p;
   }
 };
 
+/// End of the last complete SSE event in data[0, n): just past its blank line ("\n\n" or
+/// "\n\r\n"); 0 when no event is complete yet.
 std::size_t last_event_boundary(const char* data, std::size_t n) {
-  // End of the last complete SSE event ("\n\n", or "\r\n\r\n" which also ends in "\n\n"... no:
-  // it ends "\n\r\n"), so look for both terminators.
   for (std::size_t i = n; i >= 2; --i) {
     if (data[i - 1] == '\n' &&
         (data[i - 2] == '\n' || (i >= 3 && data[i - 2] == '\r' && data[i - 3] == '\n'))) {
@@ -216,11 +286,6 @@ std::size_t last_event_boundary(const char* data, std::size_t n) {
 }
 
 enum class FailKind { None, Connect, Stale, Timeout, Broken, BadResponse, ClientGone };
-
-/// A read deadline whose timer cancels the read (the socket stays usable for the answer).
-struct ReadDeadline {
-  bool active = true, fired = false;
-};
 
 /// The watch on the client socket while a request is proxied: if the client goes away, the
 /// upstream connection of the current attempt is closed at once (the backend aborts the
@@ -233,8 +298,8 @@ struct ClientWatch {
   void close_upstream() {
     if (!up) return;
     boost::system::error_code ignored;
-    up->stream.socket().cancel(ignored);
-    up->stream.socket().close(ignored);
+    up->sock.cancel(ignored);
+    up->sock.close(ignored);
   }
 };
 
@@ -340,6 +405,7 @@ class Gateway {
 
     for (auto& w : workers_) {
       for (auto& acc : w->acceptors) net::co_spawn(w->ioc, accept_loop(*w, *acc), net::detached);
+      net::co_spawn(w->ioc, deadline_ticker(*w), net::detached);
     }
     std::vector<std::thread> threads;
     for (std::size_t i = 1; i < workers_.size(); ++i) {
@@ -394,6 +460,17 @@ class Gateway {
     (*poll)();
   }
 
+  // ---- timeouts: one ticker per worker fires its expired deadlines ----
+  static awaitable<void> deadline_ticker(Worker& w) {
+    net::steady_timer t(w.ioc);
+    for (;;) {
+      t.expires_after(std::chrono::milliseconds(50));
+      auto [ec] = co_await t.async_wait(use_tuple);
+      if (ec) co_return;
+      w.deadlines.fire_expired(mono_ns());
+    }
+  }
+
   // ---- accept ----
   awaitable<void> accept_loop(Worker& w, tcp::acceptor& acc) {
     for (;;) {
@@ -416,17 +493,23 @@ class Gateway {
   using Request = http::request<http::string_body>;
 
   struct Client {
-    explicit Client(tcp::socket s) : stream(std::move(s)) {}
-    beast::tcp_stream stream;
+    Client(tcp::socket s, DeadlineList& list)
+        : sock(std::move(s)),
+          dl(list, sock),
+          wake(sock.get_executor(), net::steady_timer::time_point::max()) {}
+    tcp::socket sock;
     beast::flat_buffer buf;
     bool keep_alive = true;
     std::string peer;
+    ScopedDeadline dl;
+    ClientWatch watch;       // the current request's watch on this socket
+    net::steady_timer wake;  // wakes stop_watch() when the watch's read completes
   };
 
   awaitable<void> session(Worker& w, tcp::socket sock) {
-    Client c(std::move(sock));
+    Client c(std::move(sock), w.deadlines);
     boost::system::error_code pec;
-    auto rep = c.stream.socket().remote_endpoint(pec);
+    auto rep = c.sock.remote_endpoint(pec);
     if (!pec) c.peer = rep.address().to_string();
     const auto& t = shared_.cfg.timeouts;
     for (;;) {
@@ -434,47 +517,37 @@ class Gateway {
       parser.header_limit(shared_.cfg.limits.max_header_bytes);
       parser.body_limit(shared_.cfg.limits.max_body_bytes);
       // Idle keep-alive connections wait up to client_idle for a first byte; once a request
-      // has started, its header must be complete within client_header.
+      // has started, its header (then its body) must be complete within client_header. The
+      // deadline cancels the read instead of closing the socket, so the client gets its 408.
       if (c.buf.size() == 0) {
-        c.stream.expires_after(t.client_idle);
-        auto [ec, n] = co_await c.stream.async_read_some(c.buf.prepare(8192), use_tuple);
+        c.dl.arm(t.client_idle, /*close_on_expiry=*/false);
+        auto [ec, n] = co_await c.sock.async_read_some(c.buf.prepare(8192), use_tuple);
+        c.dl.disarm();
         if (ec) break;  // idle timeout or the client closed: nothing to answer
         c.buf.commit(n);
       }
-      // The header (then the body) must arrive within client_header. The timer cancels the
-      // read instead of closing the socket, so the client still gets its 408.
-      c.stream.expires_never();
-      auto deadline = std::make_shared<ReadDeadline>();
-      net::steady_timer header_timer(w.ioc, t.client_header);
-      header_timer.async_wait([deadline, &sock = c.stream.socket()](boost::system::error_code tec) {
-        if (!tec && deadline->active) {
-          deadline->fired = true;
-          boost::system::error_code ignored;
-          sock.cancel(ignored);
-        }
-      });
-      auto [ec, n] = co_await http::async_read_header(c.stream.socket(), c.buf, parser, use_tuple);
+      c.dl.arm(t.client_header, /*close_on_expiry=*/false);
+      auto [ec, n] = co_await http::async_read_header(c.sock, c.buf, parser, use_tuple);
       if (!ec) {
         auto& h = parser.get();
         // RFC 9112 6.3: a message with both is a smuggling risk; refuse it.
         if (h.count(http::field::content_length) && h.count(http::field::transfer_encoding)) {
-          deadline->active = false;
+          c.dl.disarm();
           co_await write_error(c, 400, "Bad request: both Content-Length and Transfer-Encoding",
                                nullptr, false);
           break;
         }
         if (beast::iequals(h[http::field::expect], "100-continue") && !parser.is_done()) {
           static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-          auto [wec, wn] = co_await net::async_write(c.stream.socket(), net::buffer(kContinue), use_tuple);
+          auto [wec, wn] = co_await net::async_write(c.sock, net::buffer(kContinue), use_tuple);
           if (wec) break;
         }
         if (!parser.is_done()) {
-          std::tie(ec, n) = co_await http::async_read(c.stream.socket(), c.buf, parser, use_tuple);
+          std::tie(ec, n) = co_await http::async_read(c.sock, c.buf, parser, use_tuple);
         }
       }
-      deadline->active = false;
-      header_timer.cancel();
-      if (deadline->fired && ec) ec = beast::error::timeout;
+      c.dl.disarm();
+      if (c.dl.fired && ec) ec = beast::error::timeout;
       if (ec) {
         if (ec == http::error::end_of_stream || ec == net::error::eof ||
             ec == net::error::connection_reset)
@@ -498,7 +571,6 @@ class Gateway {
         co_await write_error(c, status, msg, nullptr, false);
         break;
       }
-      c.stream.expires_never();
       Request req = parser.release();
       c.keep_alive = req.keep_alive() && !shared_.draining.load(std::memory_order_relaxed);
       {
@@ -508,8 +580,8 @@ class Gateway {
       if (!c.keep_alive || shared_.draining.load(std::memory_order_relaxed)) break;
     }
     boost::system::error_code ignored;
-    c.stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    c.stream.close();
+    c.sock.shutdown(tcp::socket::shutdown_send, ignored);
+    c.sock.close(ignored);
   }
 
   template <typename Body>
@@ -527,9 +599,9 @@ class Gateway {
     res.keep_alive(c.keep_alive);
     res.body() = std::move(body);
     res.prepare_payload();
-    c.stream.expires_after(shared_.cfg.timeouts.idle);
-    auto [ec, n] = co_await http::async_write(c.stream, res, use_tuple);
-    c.stream.expires_never();
+    c.dl.arm(shared_.cfg.timeouts.idle);
+    auto [ec, n] = co_await http::async_write(c.sock, res, use_tuple);
+    c.dl.disarm();
     if (ec) c.keep_alive = false;
     co_return !ec;
   }
@@ -604,26 +676,26 @@ class Gateway {
       if (watch) watch->up = up.get();
       co_return Connected{std::move(up), {}};
     }
-    auto up = std::make_unique<Upstream>(w.ioc.get_executor());
+    auto up = std::make_unique<Upstream>(w.ioc.get_executor(), w.deadlines);
     if (watch) watch->up = up.get();
-    up->stream.expires_after(shared_.cfg.timeouts.connect);
-    auto [ec, ep] = co_await up->stream.async_connect(b.endpoints, use_tuple);
+    up->dl.arm(shared_.cfg.timeouts.connect);
+    auto [ec, ep] = co_await net::async_connect(up->sock, b.endpoints, use_tuple);
+    up->dl.disarm();
     if (ec) {
-      Failure f{ec == beast::error::timeout ? FailKind::Connect : FailKind::Connect,
+      Failure f{FailKind::Connect,
                 fmt::format("connect to {} ({}:{}) failed: {}", b.cfg->name, b.cfg->host,
-                            b.cfg->port, ec == beast::error::timeout ? "timed out" : ec.message())};
+                            b.cfg->port, up->dl.fired ? "timed out" : ec.message())};
       co_return Connected{nullptr, std::move(f)};
     }
     boost::system::error_code ignored;
-    up->stream.socket().set_option(tcp::no_delay(true), ignored);
+    up->sock.set_option(tcp::no_delay(true), ignored);
     co_return Connected{std::move(up), {}};
   }
 
   void release(Worker& w, BackendRt& b, std::unique_ptr<Upstream> up) {
     auto& idle = w.idle[b.state.index];
-    if (idle.size() < Worker::kMaxIdlePerBackend && up->stream.socket().is_open() &&
-        up->buf.size() == 0) {
-      up->stream.expires_never();
+    if (idle.size() < Worker::kMaxIdlePerBackend && up->sock.is_open() && up->buf.size() == 0) {
+      up->dl.disarm();
       idle.push_back(std::move(up));
     }
   }
@@ -657,12 +729,12 @@ class Gateway {
       if (!b.authorization.empty()) req.set(http::field::authorization, b.authorization);
       req.keep_alive(true);
       req.prepare_payload();
-      a.up->stream.expires_after(shared_.cfg.timeouts.first_byte);
-      auto [wec, wn] = co_await http::async_write(a.up->stream, req, use_tuple);
+      a.up->dl.arm(shared_.cfg.timeouts.first_byte);
+      auto [wec, wn] = co_await http::async_write(a.up->sock, req, use_tuple);
       if (watch.client_gone) co_return client_gone();
       if (wec) {
         if (a.up->reused && round == 0) continue;  // stale keep-alive connection
-        a.fail = {wec == beast::error::timeout ? FailKind::Timeout : FailKind::Stale,
+        a.fail = {a.up->dl.fired ? FailKind::Timeout : FailKind::Stale,
                   fmt::format("sending to {} failed: {}", b.cfg->name, wec.message())};
         watch.up = nullptr;
         a.up.reset();
@@ -673,13 +745,15 @@ class Gateway {
       a.parser->header_limit(64 * 1024);
       if (req.method() == http::verb::head) a.parser->skip(true);
       auto [rec, rn] =
-          co_await http::async_read_header(a.up->stream, a.up->buf, *a.parser, use_tuple);
+          co_await http::async_read_header(a.up->sock, a.up->buf, *a.parser, use_tuple);
+      a.up->dl.disarm();
       if (watch.client_gone) co_return client_gone();
       if (rec) {
         const bool nothing = rec == http::error::end_of_stream ||
                              rec == net::error::connection_reset || rec == net::error::eof;
-        if (nothing && a.up->reused && round == 0) continue;  // closed before any response byte
-        if (rec == beast::error::timeout) {
+        if (nothing && a.up->reused && round == 0 && !a.up->dl.fired)
+          continue;  // closed before any response byte
+        if (a.up->dl.fired) {
           a.fail = {FailKind::Timeout, fmt::format("{} sent no response within {} ms", b.cfg->name,
                                                    shared_.cfg.timeouts.first_byte.count())};
         } else if (nothing) {
@@ -732,9 +806,11 @@ class Gateway {
 
     // Watch the client from now on: a client that leaves while its request waits for the first
     // response byte aborts the upstream request as surely as one that leaves mid-stream.
-    auto watch = std::make_shared<ClientWatch>();
-    auto wake = std::make_shared<net::steady_timer>(w.ioc, net::steady_timer::time_point::max());
-    net::co_spawn(w.ioc, watch_client(c.stream.socket(), c.buf, watch, wake), net::detached);
+    // One watch per session, reset per request (the previous one has finished: stop_watch).
+    c.watch = ClientWatch{};
+    ClientWatch* watch = &c.watch;
+    net::steady_timer* wake = &c.wake;
+    watch_client(c.sock, c.buf, watch, wake);
 
     for (;;) {
       policy::BackendState* picked = route.policy->pick(view, route.backends, tried);
@@ -822,101 +898,133 @@ class Gateway {
 
     Upstream* up = a.up.get();
     watch.up = up;
-    http::response_serializer<http::buffer_body> sr{res};
     UsageTap usage;
     bool upstream_failed = false;
     std::string upstream_error;
     bool client_failed = false;
     std::uint64_t bytes_out = 0;
+    const auto idle = shared_.cfg.timeouts.idle;
 
-    c.stream.expires_after(shared_.cfg.timeouts.idle);
-    auto [hec, hn] = co_await http::async_write_header(c.stream, sr, use_tuple);
-    if (hec) client_failed = true;
+    // The header is serialised by Beast into `header_bytes` and goes out with the first piece of
+    // the body in one gathered write; the body is framed here (chunk size, data, CRLF), which costs
+    // far less than a serializer pass per piece.
+    std::string header_bytes;
+    {
+      http::response_serializer<http::buffer_body> sr{res};
+      sr.split(true);
+      boost::system::error_code sec;
+      while (!sr.is_header_done() && !sec) {
+        sr.next(sec, [&](boost::system::error_code&, auto const& buffers) {
+          for (auto b : beast::buffers_range_ref(buffers))
+            header_bytes.append(static_cast<const char*>(b.data()), b.size());
+          sr.consume(beast::buffer_bytes(buffers));
+        });
+      }
+    }
+    const bool chunked = res.chunked();
+    if (sse && !header_bytes.empty()) {
+      // A stream's header goes out at once: the client sees the response begin (TTFB) even
+      // while the first event is still being computed (a long prefill).
+      c.dl.arm(idle);
+      auto [hec, hn] = co_await net::async_write(c.sock, net::buffer(header_bytes), use_tuple);
+      c.dl.disarm();
+      if (hec) client_failed = true;
+      header_bytes.clear();
+    }
 
     static constexpr std::size_t kBuf = Worker::kRelayBuf;
     std::unique_ptr<char[]> buf = w.take_buf();
     std::size_t have = 0;
+    std::string tail;  // the error event appended when the upstream dies mid-stream
     while (!client_failed && !head) {
       bool done = p.is_done();
       if (!done) {
         res.body().data = buf.get() + have;
         res.body().size = kBuf - have;
-        up->stream.expires_after(shared_.cfg.timeouts.idle);
-        auto [ec, n] = co_await http::async_read_some(up->stream, up->buf, p, use_tuple);
+        up->dl.arm(idle);
+        auto [ec, n] = co_await http::async_read_some(up->sock, up->buf, p, use_tuple);
+        up->dl.disarm();
         if (ec == http::error::need_buffer) ec = {};
-        const std::size_t got = (kBuf - have) - res.body().size;
-        have += got;
+        have += (kBuf - have) - res.body().size;
         if (ec) {
           upstream_failed = true;
           upstream_error =
-              watch.client_gone ? "client left"
-              : ec == beast::error::timeout
-                  ? fmt::format("{} sent nothing for {} ms", b.cfg->name,
-                                shared_.cfg.timeouts.idle.count())
-                  : fmt::format("{} failed mid-response: {}", b.cfg->name, ec.message());
+              watch.client_gone ? std::string("client left")
+              : up->dl.fired ? fmt::format("{} sent nothing for {} ms", b.cfg->name, idle.count())
+                             : fmt::format("{} failed mid-response: {}", b.cfg->name, ec.message());
         }
         done = p.is_done();
       }
       if (watch.client_gone) break;
+      // SSE goes out event by event: everything up to the last complete event now, the rest
+      // when it is complete.
       std::size_t cut = have;
-      if (sse && !done && !upstream_failed) {
+      if (sse && !done) {
         cut = last_event_boundary(buf.get(), have);
-        if (cut == 0 && have == kBuf) cut = have;  // an event larger than the buffer: pass it on
+        if (cut == 0 && have == kBuf && !upstream_failed) cut = have;  // a giant event
       }
-      std::string tail;  // the error event appended when the upstream died mid-stream
-      const bool finishing = done || upstream_failed;
-      if (upstream_failed && sse && res.chunked()) {
-        if (cut < have) {
-          // Drop an incomplete event: relaying half of it would corrupt the stream.
-          cut = last_event_boundary(buf.get(), have);
-        }
+      const bool can_end_cleanly = upstream_failed && sse && chunked;
+      if (can_end_cleanly) {
         tail = "data: " +
                openai_error_json(
                    502, fmt::format("The upstream server failed mid-stream: {}.", upstream_error)) +
                "\n\ndata: [DONE]\n\n";
       }
-      if (cut > 0 || finishing) {
-        usage.feed(std::string_view(buf.get(), cut));
-        std::string out_chunk;
+      const bool last = done || can_end_cleanly;
+      if (cut == 0 && tail.empty() && !last && !upstream_failed) continue;
+
+      usage.feed(std::string_view(buf.get(), cut));
+      char size_line[32];
+      char tail_line[32];
+      std::array<net::const_buffer, 7> out{};
+      std::size_t k = 0;
+      if (!header_bytes.empty()) out[k++] = net::buffer(header_bytes);
+      if (chunked) {
+        if (cut > 0) {
+          auto r = fmt::format_to_n(size_line, sizeof size_line, "{:x}\r\n", cut);
+          out[k++] = net::buffer(size_line, r.size);
+          out[k++] = net::buffer(buf.get(), cut);
+          out[k++] = net::buffer("\r\n", 2);
+        }
         if (!tail.empty()) {
-          out_chunk.assign(buf.get(), cut);
-          out_chunk += tail;
-          res.body().data = out_chunk.data();
-          res.body().size = out_chunk.size();
-        } else {
-          res.body().data = cut ? buf.get() : nullptr;
-          res.body().size = cut;
+          auto r = fmt::format_to_n(tail_line, sizeof tail_line, "{:x}\r\n", tail.size());
+          out[k++] = net::buffer(tail_line, r.size);
+          out[k++] = net::buffer(tail.data(), tail.size());
+          out[k++] = net::buffer("\r\n0\r\n\r\n", 7);
+        } else if (last) {
+          out[k++] = net::buffer("0\r\n\r\n", 5);
         }
-        const bool clean_end = done || (!tail.empty());
-        res.body().more = !clean_end;
-        if (upstream_failed && tail.empty()) {
-          // Cannot end this body cleanly (fixed length or not SSE): write what we have and close.
-          if (cut > 0) {
-            res.body().more = true;
-            c.stream.expires_after(shared_.cfg.timeouts.idle);
-            auto [ec, n] = co_await http::async_write(c.stream, sr, use_tuple);
-            (void)n;
-            (void)ec;
-            bytes_out += cut;
-          }
-          c.keep_alive = false;
-          break;
-        }
-        c.stream.expires_after(shared_.cfg.timeouts.idle);
-        const std::size_t chunk_bytes = cut + tail.size();
-        auto [ec, n] = co_await http::async_write(c.stream, sr, use_tuple);
-        if (ec == http::error::need_buffer) ec = {};
+      } else if (cut > 0) {
+        out[k++] = net::buffer(buf.get(), cut);
+      }
+      if (k > 0) {
+        c.dl.arm(idle);
+        auto [ec, n] = co_await net::async_write(c.sock, out, use_tuple);
+        c.dl.disarm();
         if (ec) {
           client_failed = true;
           break;
         }
-        bytes_out += chunk_bytes;
-        if (cut < have) std::memmove(buf.get(), buf.get() + cut, have - cut);
-        have -= cut;
-        if (clean_end) break;
+        bytes_out += cut + tail.size();
+        header_bytes.clear();
       }
+      if (upstream_failed && !can_end_cleanly) {
+        // A fixed-length or non-SSE body cannot be ended cleanly: close, so the client sees
+        // the truncation.
+        c.keep_alive = false;
+        break;
+      }
+      if (last) break;
+      if (cut < have) std::memmove(buf.get(), buf.get() + cut, have - cut);
+      have -= cut;
     }
-    c.stream.expires_never();
+    if (!header_bytes.empty() && !client_failed && !watch.client_gone) {
+      // Nothing of the body was written (HEAD, or an empty body): send the header alone.
+      c.dl.arm(idle);
+      auto [ec, n] = co_await net::async_write(c.sock, net::buffer(header_bytes), use_tuple);
+      c.dl.disarm();
+      if (ec) client_failed = true;
+    }
     res.body().data = nullptr;
     w.give_buf(std::move(buf));
     watch.up = nullptr;  // from here on the connection may go back to the pool
@@ -934,7 +1042,7 @@ class Gateway {
       release(w, b, std::move(a.up));
     } else {
       boost::system::error_code ignored;
-      a.up->stream.socket().close(ignored);
+      a.up->sock.close(ignored);
     }
   }
 
@@ -942,18 +1050,22 @@ class Gateway {
   /// Completes when the client closes or resets its connection (then closes the current
   /// upstream connection, so the backend aborts), when it pipelines its next request (those
   /// bytes stay in the client's buffer), or when stop_watch() cancels it.
-  static awaitable<void> watch_client(tcp::socket& sock, beast::flat_buffer& buf,
-                                      std::shared_ptr<ClientWatch> watch,
-                                      std::shared_ptr<net::steady_timer> wake) {
-    auto [ec, n] = co_await sock.async_read_some(buf.prepare(4096), use_tuple);
-    if (!ec) {
-      buf.commit(n);
-    } else if (!watch->finished && ec != net::error::operation_aborted) {
-      watch->client_gone = true;
-      watch->close_upstream();
-    }
-    watch->done = true;
-    wake->cancel();
+  /// `watch` and `wake` belong to the session, which waits (stop_watch) for this handler before
+  /// it reads again or ends, so the raw pointers stay valid.
+  static void watch_client(tcp::socket& sock, beast::flat_buffer& buf, ClientWatch* watch,
+                           net::steady_timer* wake) {
+    // A plain completion handler, not a coroutine: one per request, so it should be cheap.
+    sock.async_read_some(buf.prepare(4096),
+                         [&buf, watch, wake](boost::system::error_code ec, std::size_t n) {
+                           if (!ec) {
+                             buf.commit(n);
+                           } else if (!watch->finished && ec != net::error::operation_aborted) {
+                             watch->client_gone = true;
+                             watch->close_upstream();
+                           }
+                           watch->done = true;
+                           wake->cancel();
+                         });
   }
 
   /// Ends the watch and waits until its read is gone, so the session may read the socket again.
@@ -962,7 +1074,7 @@ class Gateway {
     watch.up = nullptr;
     if (!watch.done) {
       boost::system::error_code ignored;
-      c.stream.socket().cancel(ignored);
+      c.sock.cancel(ignored);
       while (!watch.done) co_await wake.async_wait(use_tuple);
     }
   }
@@ -985,12 +1097,13 @@ class Gateway {
           errors.push_back(conn.fail.message);
           break;
         }
-        conn.up->stream.expires_after(std::chrono::seconds(10));
-        auto [wec, wn] = co_await http::async_write(conn.up->stream, mreq, use_tuple);
+        conn.up->dl.arm(std::chrono::seconds(10));
+        auto [wec, wn] = co_await http::async_write(conn.up->sock, mreq, use_tuple);
         if (wec) continue;
         http::response_parser<http::string_body> rp;
         rp.body_limit(8 << 20);
-        auto [rec, rn] = co_await http::async_read(conn.up->stream, conn.up->buf, rp, use_tuple);
+        auto [rec, rn] = co_await http::async_read(conn.up->sock, conn.up->buf, rp, use_tuple);
+        conn.up->dl.disarm();
         if (rec) {
           if (!conn.up->reused) errors.push_back(fmt::format("{}: {}", b.cfg->name, rec.message()));
           continue;
