@@ -186,7 +186,8 @@ struct Worker {
   static constexpr std::size_t kMaxIdlePerBackend = 256;
 
   // Relay buffers, reused: a request takes one for its response body and gives it back.
-  static constexpr std::size_t kRelayBuf = 16 * 1024;
+  // 4 KiB: an SSE event is far smaller, and a held-open stream should cost little memory.
+  static constexpr std::size_t kRelayBuf = 4 * 1024;
   std::vector<std::unique_ptr<char[]>> free_bufs;
   std::unique_ptr<char[]> take_buf() {
     if (free_bufs.empty()) return std::unique_ptr<char[]>(new char[kRelayBuf]);
@@ -521,7 +522,7 @@ class Gateway {
       // deadline cancels the read instead of closing the socket, so the client gets its 408.
       if (c.buf.size() == 0) {
         c.dl.arm(t.client_idle, /*close_on_expiry=*/false);
-        auto [ec, n] = co_await c.sock.async_read_some(c.buf.prepare(8192), use_tuple);
+        auto [ec, n] = co_await c.sock.async_read_some(c.buf.prepare(2048), use_tuple);
         c.dl.disarm();
         if (ec) break;  // idle timeout or the client closed: nothing to answer
         c.buf.commit(n);
@@ -578,6 +579,8 @@ class Gateway {
         co_await handle(w, c, req);
       }
       if (!c.keep_alive || shared_.draining.load(std::memory_order_relaxed)) break;
+      // A large request grew the read buffer; do not keep that memory for an idle connection.
+      if (c.buf.size() == 0 && c.buf.capacity() > 16384) c.buf.shrink_to_fit();
     }
     boost::system::error_code ignored;
     c.sock.shutdown(tcp::socket::shutdown_send, ignored);
@@ -1055,7 +1058,7 @@ class Gateway {
   static void watch_client(tcp::socket& sock, beast::flat_buffer& buf, ClientWatch* watch,
                            net::steady_timer* wake) {
     // A plain completion handler, not a coroutine: one per request, so it should be cheap.
-    sock.async_read_some(buf.prepare(4096),
+    sock.async_read_some(buf.prepare(512),
                          [&buf, watch, wake](boost::system::error_code ec, std::size_t n) {
                            if (!ec) {
                              buf.commit(n);
