@@ -43,9 +43,13 @@ start_sim server2
 S1=http://127.0.0.1:$PORT_server1
 S2=http://127.0.0.1:$PORT_server2
 if [ -z "${GATEWAY:-}" ]; then
-  sed -e "s#http://192.168.200.101:30000#$S1#; s#http://192.168.200.102:30000#$S2#" \
-      -e 's#^listen: .*#listen: "127.0.0.1:0"#; s#^access_log: .*#access_log: off#' \
-      "$ROOT/examples/seed.yaml" >"$tmp/gateway.yaml"
+  # The example's backend URLs (the seed's LAN machines), in order, become the two loopback
+  # simulators: nothing here connects to the example's own addresses.
+  awk -v s1="$S1" -v s2="$S2" '
+    /^ *url: http:\/\// { n++; sub(/http:\/\/[^ #]+/, n == 1 ? s1 : s2) }
+    /^listen: / { $0 = "listen: \"127.0.0.1:0\"" }
+    /^access_log: / { $0 = "access_log: off" }
+    { print }' "$ROOT/examples/seed.yaml" >"$tmp/gateway.yaml"
   "$LLMUX" gateway --config "$tmp/gateway.yaml" >"$tmp/gateway.ready" 2>"$tmp/gateway.err" &
   PIDS+=($!)
   for _ in $(seq 100); do grep -q '"ready"' "$tmp/gateway.ready" 2>/dev/null && break; sleep 0.05; done

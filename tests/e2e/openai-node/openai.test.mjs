@@ -83,8 +83,12 @@ before(async () => {
     assert.ok(yaml.includes(from), `examples/seed.yaml no longer contains ${from}`);
     yaml = yaml.replace(from, to);
   };
-  replace('192.168.200.101:30000', `127.0.0.1:${s1.ready.port}`);
-  replace('192.168.200.102:30000', `127.0.0.1:${s2.ready.port}`);
+  // Every backend URL of the example (the seed's LAN machines), in order, becomes a loopback
+  // simulator: nothing here ever connects to the example's own addresses.
+  const ports = [s1.ready.port, s2.ready.port];
+  let n = 0;
+  yaml = yaml.replace(/url: http:\/\/[^\s#]+/g, (m) => (n < 2 ? `url: http://127.0.0.1:${ports[n++]}` : m));
+  assert.equal(n, 2, 'examples/seed.yaml no longer has two backend urls');
   replace('listen: ":8080"', 'listen: "127.0.0.1:0"');
   replace('threads: 0', 'threads: 2');
   const config = join(workDir, 'gateway.yaml');

@@ -149,8 +149,20 @@ std::string seed_config(int port1, int port2, int threads) {
       throw std::runtime_error("examples/seed.yaml no longer contains '" + from + "'");
     text.replace(pos, from.size(), to);
   };
-  replace("192.168.200.101:30000", "127.0.0.1:" + std::to_string(port1));
-  replace("192.168.200.102:30000", "127.0.0.1:" + std::to_string(port2));
+  // Every backend URL of the example (the seed's LAN machines), in order, becomes a loopback
+  // simulator: nothing here ever connects to the example's own addresses.
+  const int ports[] = {port1, port2};
+  std::size_t from = 0;
+  for (int port : ports) {
+    const auto at = text.find("url: http://", from);
+    if (at == std::string::npos)
+      throw std::runtime_error("examples/seed.yaml no longer has two backend urls");
+    const auto start = at + 5;
+    const auto end = text.find_first_of(" \n#", start);
+    const std::string url = "http://127.0.0.1:" + std::to_string(port);
+    text.replace(start, end - start, url);
+    from = start + url.size();
+  }
   replace("listen: \":8080\"", "listen: \"127.0.0.1:0\"");
   replace("threads: 0", "threads: " + std::to_string(threads));
   return text;

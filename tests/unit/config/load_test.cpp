@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "config/config.hpp"
@@ -33,11 +35,22 @@ TEST(Examples, SeedLoadsAndValidatesWithTheSeedsRouting) {
   ASSERT_EQ(cfg.backends.size(), 2u);
   EXPECT_EQ(cfg.backends[0].name, "server1");
   EXPECT_EQ(cfg.backends[0].scheme, "http");
-  EXPECT_EQ(cfg.backends[0].host, "192.168.200.101");
+  // The hosts are the seed's LAN machines as written in the example (never connected to here).
+  std::ifstream seed_file(std::string(LLMUX_SOURCE_DIR) + "/examples/seed.yaml");
+  std::stringstream seed_stream;
+  seed_stream << seed_file.rdbuf();
+  const std::string seed_text = seed_stream.str();
+  auto host_of = [&](std::size_t nth) {
+    std::size_t at = 0;
+    for (std::size_t i = 0; i <= nth; ++i) at = seed_text.find("url: http://", at) + 12;
+    return seed_text.substr(at, seed_text.find(':', at) - at);
+  };
+  EXPECT_EQ(cfg.backends[0].host, host_of(0));
+  EXPECT_NE(cfg.backends[0].host, cfg.backends[1].host);
   EXPECT_EQ(cfg.backends[0].port, 30000);
   EXPECT_EQ(cfg.backends[0].base_path, "");
   EXPECT_EQ(cfg.backends[1].name, "server2");
-  EXPECT_EQ(cfg.backends[1].host, "192.168.200.102");
+  EXPECT_EQ(cfg.backends[1].host, host_of(1));
   EXPECT_EQ(cfg.backends[1].port, 30000);
 
   // The seed's three rules, in order.
@@ -80,7 +93,7 @@ TEST(Load, FullSchema) {
 listen: [{address: 127.0.0.1, port: 9000}, {address: "::1", port: 9001}]
 threads: 4
 backends:
-  - {name: a, url: "http://10.0.0.1:8000/base/", api_key: sk-123, weight: 3, max_inflight: 16}
+  - {name: a, url: "http://192.0.2.1:8000/base/", api_key: sk-123, weight: 3, max_inflight: 16}
 routes:
   - name: chat
     match: {path: /v1/chat/completions, methods: [POST], models: [m1, m2]}
@@ -118,7 +131,7 @@ access_log: /var/log/llmux.jsonl
   EXPECT_EQ(cfg.access_log.target, "/var/log/llmux.jsonl");
 
   ASSERT_TRUE(validate(cfg).empty());
-  EXPECT_EQ(cfg.backends[0].host, "10.0.0.1");
+  EXPECT_EQ(cfg.backends[0].host, "192.0.2.1");
   EXPECT_EQ(cfg.backends[0].port, 8000);
   EXPECT_EQ(cfg.backends[0].base_path, "/base");
 }
@@ -165,7 +178,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ListenCase{"\"[::1]:7000\"", {{"::1", 7000}}},
                       ListenCase{"8081", {{"0.0.0.0", 8081}}},
                       ListenCase{"\":0\"", {{"0.0.0.0", 0}}},
-                      ListenCase{"{address: 10.1.2.3}", {{"10.1.2.3", 8080}}},
+                      ListenCase{"{address: 192.0.2.3}", {{"192.0.2.3", 8080}}},
                       ListenCase{"[\":80\", \"127.0.0.1:81\", {address: \"::\", port: 82}]",
                                  {{"0.0.0.0", 80}, {"127.0.0.1", 81}, {"::", 82}}}));
 

@@ -36,8 +36,8 @@ inline std::vector<ConfigError> validate_yaml(const std::string& yaml) {
 /// A valid two-backend config to which tests append or in which they replace a part.
 inline constexpr const char* kBackends = R"(
 backends:
-  - {name: server1, url: "http://192.168.200.101:30000"}
-  - {name: server2, url: "http://192.168.200.102:30000"}
+  - {name: server1, url: "http://192.0.2.101:30000"}
+  - {name: server2, url: "http://192.0.2.102:30000"}
 )";
 
 }  // namespace llmux::config::testing

@@ -37,8 +37,8 @@ Route route(std::vector<std::string> backends, std::string path = "",
 /// A valid config: two backends, one catch-all route.
 GatewayConfig valid() {
   GatewayConfig cfg;
-  cfg.backends = {backend("server1", "http://192.168.200.101:30000"),
-                  backend("server2", "http://192.168.200.102:30000")};
+  cfg.backends = {backend("server1", "http://192.0.2.101:30000"),
+                  backend("server2", "http://192.0.2.102:30000")};
   cfg.routes = {route({"server1", "server2"})};
   return cfg;
 }
@@ -58,7 +58,7 @@ TEST(Validate, ValidConfigHasNoErrors) {
   // Validating twice is harmless (derived fields are recomputed, not appended).
   errors = validate(cfg);
   EXPECT_TRUE(errors.empty()) << dump(errors);
-  EXPECT_EQ(cfg.backends[1].host, "192.168.200.102");
+  EXPECT_EQ(cfg.backends[1].host, "192.0.2.102");
 }
 
 TEST(Validate, NoBackends) {
@@ -133,7 +133,7 @@ TEST_P(BackendUrl, ParsesOrExplains) {
 
 INSTANTIATE_TEST_SUITE_P(
     Config, BackendUrl,
-    ::testing::Values(UrlCase{"http://192.168.200.101:30000", "", "192.168.200.101", 30000, ""},
+    ::testing::Values(UrlCase{"http://192.0.2.101:30000", "", "192.0.2.101", 30000, ""},
                       UrlCase{"http://example.com", "", "example.com", 80, ""},
                       UrlCase{"http://example.com/", "", "example.com", 80, ""},
                       UrlCase{"HTTP://h:1/v1/", "", "h", 1, "/v1"},
@@ -141,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(
                       UrlCase{"http://h:65535", "", "h", 65535, ""},
                       UrlCase{"https://api.example.com", "https:// backends are not supported yet"},
                       UrlCase{"ftp://h:21", "unsupported scheme 'ftp'; only http:// is supported"},
-                      UrlCase{"192.168.200.101:30000", "expected http://HOST[:PORT][/PATH]"},
+                      UrlCase{"192.0.2.101:30000", "expected http://HOST[:PORT][/PATH]"},
                       UrlCase{"http://", "a host is required"},
                       UrlCase{"http://:8000", "a host is required"},
                       UrlCase{"http://h:0", "port must be 1-65535"},
@@ -425,8 +425,8 @@ TEST(Validate, Listeners) {
 
 TEST(Validate, ListenerCollisions) {
   GatewayConfig cfg = valid();
-  cfg.listeners = {{"127.0.0.1", 8080}, {"127.0.0.1", 8080}, {"0.0.0.0", 8081}, {"10.0.0.1", 8081},
-                   {"127.0.0.1", 8082}, {"10.0.0.1", 8082},  {"::", 8083},      {"::1", 8083},
+  cfg.listeners = {{"127.0.0.1", 8080}, {"127.0.0.1", 8080}, {"0.0.0.0", 8081}, {"192.0.2.1", 8081},
+                   {"127.0.0.1", 8082}, {"192.0.2.1", 8082}, {"::", 8083},      {"::1", 8083},
                    {"127.0.0.1", 0},    {"127.0.0.1", 0}};
   auto errors = validate(cfg);
   ASSERT_EQ(errors.size(), 3u) << dump(errors);
@@ -445,8 +445,8 @@ TEST(Validate, EveryErrorAtOnce) {
 listen: [":8080", "0.0.0.0:8080"]
 threads: 5000
 backends:
-  - {name: server1, url: "https://192.168.200.101:30000"}
-  - {name: server1, url: "http://192.168.200.102:70000", weight: 0}
+  - {name: server1, url: "https://192.0.2.101:30000"}
+  - {name: server1, url: "http://192.0.2.102:70000", weight: 0}
 routes:
   - {match: {path_prefix: v1/responses}, backends: [server3], policy: sticky}
   - {backends: []}
@@ -472,8 +472,7 @@ access_log: ""
 TEST(QuickConfig, OneCatchAllRoundRobinRoute) {
   std::vector<ConfigError> errors;
   GatewayConfig cfg = quick_config(
-      8080, {"server1=http://192.168.200.101:30000", "server2=http://192.168.200.102:30000"},
-      errors);
+      8080, {"server1=http://192.0.2.101:30000", "server2=http://192.0.2.102:30000"}, errors);
   ASSERT_TRUE(errors.empty()) << dump(errors);
   errors = validate(cfg);
   ASSERT_TRUE(errors.empty()) << dump(errors);
@@ -482,7 +481,7 @@ TEST(QuickConfig, OneCatchAllRoundRobinRoute) {
   EXPECT_EQ(cfg.listeners[0].port, 8080);
   ASSERT_EQ(cfg.backends.size(), 2u);
   EXPECT_EQ(cfg.backends[1].name, "server2");
-  EXPECT_EQ(cfg.backends[1].host, "192.168.200.102");
+  EXPECT_EQ(cfg.backends[1].host, "192.0.2.102");
   ASSERT_EQ(cfg.routes.size(), 1u);
   EXPECT_EQ(cfg.routes[0].policy, "round_robin");
   EXPECT_EQ(cfg.routes[0].backends, (std::vector<std::string>{"server1", "server2"}));
