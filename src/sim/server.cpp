@@ -28,6 +28,7 @@
 #include "core/clock.hpp"
 #include "core/ids.hpp"
 #include "core/openai_error.hpp"
+#include "http/linger.hpp"
 #include "sim/api.hpp"
 #include "sim/metrics.hpp"
 #include "sim/textgen.hpp"
@@ -389,7 +390,10 @@ class Server {
       parser.body_limit(static_cast<std::uint64_t>(cfg_.max_body_bytes));
       c.stream.expires_after(std::chrono::seconds(600));
       auto [ec, n] = co_await http::async_read_header(c.stream, c.buf, parser, use_tuple);
-      if (!ec && parser.get()[http::field::expect] == "100-continue") {
+      // Only an HTTP/1.1 client waits for `100 Continue` (RFC 9110 §10.1.1), and only while the
+      // body is still to come.
+      if (!ec && parser.get().version() >= 11 && !parser.is_done() &&
+          beast::iequals(parser.get()[http::field::expect], "100-continue")) {
         co_await net::async_write(
             c.sock(), net::buffer(std::string_view("HTTP/1.1 100 Continue\r\n\r\n")), use_tuple);
       }
@@ -407,7 +411,11 @@ class Server {
         c.stream.expires_after(std::chrono::seconds(5));
         co_await write_error(c, status, fmt::format("malformed HTTP request: {}", ec.message()),
                              false);
-        break;
+        // The request was not read to its end: closing now, with the client's bytes unread,
+        // would reset the connection and the client would never read this answer.
+        c.stream.expires_never();
+        co_await ::llmux::http::lingering_close(c.sock());
+        co_return;
       }
       c.stream.expires_never();
       Request req = parser.release();

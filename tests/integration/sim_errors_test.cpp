@@ -1,7 +1,18 @@
 // Every bad input the simulator must refuse (with vLLM's statuses, envelopes and messages) and
 // survive, plus the fault injection that benchmark and gateway tests rely on.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <regex>
 #include <string>
@@ -121,6 +132,108 @@ void expect_error(const Response& r, int status, std::string_view what) {
   EXPECT_TRUE(is_openai_error(r.body, status, &why)) << what << ": " << why;
 }
 
+// A plain POSIX socket to 127.0.0.1:port for the requests a client library would not make, with
+// every wait bounded by poll() (and SO_SNDTIMEO/SO_RCVTIMEO as a second guard).
+class PosixClient {
+ public:
+  explicit PosixClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) {
+      error_ = std::string("socket: ") + std::strerror(errno);
+      return;
+    }
+    const timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      error_ = std::string("connect: ") + std::strerror(errno);
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~PosixClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  PosixClient(const PosixClient&) = delete;
+  PosixClient& operator=(const PosixClient&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  /// What the last failed operation saw (errno text, "timeout", ...).
+  const std::string& error() const { return error_; }
+
+  /// Sends all of `bytes` by `deadline`; false (with error()) on a failure or the deadline.
+  bool send_all(std::string_view bytes, std::chrono::steady_clock::time_point deadline) {
+    for (int guard = 0; !bytes.empty() && guard < 1'000'000; ++guard) {
+      if (!wait(POLLOUT, deadline)) return false;
+      const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      if (n <= 0) {
+        error_ = n < 0 ? std::strerror(errno) : "send returned 0";
+        return false;
+      }
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    if (!bytes.empty()) error_ = "too many sends";
+    return bytes.empty();
+  }
+
+  /// Reads until `done(bytes so far)`, the peer's EOF (*eof = true), an error or `deadline`.
+  std::string read_until(const std::function<bool(std::string_view)>& done,
+                         std::chrono::steady_clock::time_point deadline, bool* eof = nullptr) {
+    std::string out;
+    if (eof) *eof = false;
+    char buf[16384];
+    for (int guard = 0; guard < 100'000 && !done(out); ++guard) {
+      if (!wait(POLLIN, deadline)) break;
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      if (n == 0 && eof) *eof = true;
+      if (n <= 0) {
+        if (n < 0) error_ = std::strerror(errno);
+        break;
+      }
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out;
+  }
+
+ private:
+  bool wait(short events, std::chrono::steady_clock::time_point deadline) {
+    for (int guard = 0; guard < 10'000; ++guard) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+      if (left <= 0) break;
+      pollfd p{fd_, events, 0};
+      const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) {
+        error_ = std::string("poll: ") + std::strerror(errno);
+        return false;
+      }
+      if (r > 0) return true;  // ready, or an error/hang-up the next call reports
+    }
+    error_ = "timeout";
+    return false;
+  }
+
+  int fd_ = -1;
+  std::string error_;
+};
+
+// True once `bytes` hold a whole response: its header and its Content-Length body.
+bool whole_response(std::string_view bytes) {
+  const auto hdr_end = bytes.find("\r\n\r\n");
+  if (hdr_end == std::string_view::npos) return false;
+  const Response r = parse_raw_response(bytes);
+  const std::string cl = r.header("content-length");
+  return !cl.empty() && bytes.size() - (hdr_end + 4) >= std::stoull(cl);
+}
+
 // ---------------------------------------------------------------------------------------------
 
 class SimErrors : public SimSuite {
@@ -233,6 +346,102 @@ TEST_F(SimErrors, AbruptClientsDoNotHurt) {
   }
   HttpClient c(port());
   EXPECT_EQ(c.get("/health").status, 200);
+}
+
+// A client that writes the whole body before reading (as Python's http.client does) must get the
+// 413, not a reset: the server answers, then reads and drops the rest of the body before closing.
+TEST_F(SimErrors, OversizedBodyIs413EvenWhenTheClientSendsItAll) {
+  constexpr std::size_t kBody = 40u << 20;  // the limit is 4096; far over the socket buffers
+  PosixClient cl(port());
+  ASSERT_TRUE(cl.ok()) << cl.error();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  ASSERT_TRUE(
+      cl.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                  "Content-Type: application/json\r\nContent-Length: " +
+                      std::to_string(kBody) + "\r\n\r\n",
+                  deadline))
+      << cl.error();
+  const std::string chunk(64 * 1024, 'x');
+  std::size_t sent = 0;
+  while (sent < kBody) {
+    const std::size_t n = std::min(chunk.size(), kBody - sent);
+    ASSERT_TRUE(cl.send_all(std::string_view(chunk).substr(0, n), deadline))
+        << "writing the body failed after " << sent << " of " << kBody << " bytes: " << cl.error();
+    sent += n;
+  }
+  bool eof = false;
+  const std::string got =
+      cl.read_until(whole_response, std::chrono::steady_clock::now() + 10s, &eof);
+  ASSERT_TRUE(whole_response(got)) << "no complete response (" << cl.error() << "): " << got;
+  const Response r = parse_raw_response(got);
+  EXPECT_EQ(r.status, 413) << got;
+  std::string why;
+  EXPECT_TRUE(is_openai_error(r.body, 413, &why)) << why << ": " << r.body;
+  EXPECT_EQ(r.header("connection"), "close") << got;
+  ASSERT_TRUE(sim_->alive()) << sim_->stderr_text();
+  HttpClient c(port());
+  EXPECT_EQ(c.get("/health").status, 200);
+}
+
+// `100 Continue` goes only to HTTP/1.1 clients (an HTTP/1.0 one does not know it) and only while
+// the body is still to come.
+TEST_F(SimErrors, ExpectContinueOnlyForHttp11WithBodyToCome) {
+  const std::string body = R"({"prompt":"x","max_tokens":1})";
+  // Stops at the first whole response, interim (1xx, header only) or final.
+  const auto is_final = [](std::string_view b) {
+    return whole_response(b) || (b.find("\r\n\r\n") != std::string_view::npos &&
+                                 parse_raw_response(b).status / 100 == 1);
+  };
+  {  // HTTP/1.0: the first bytes are the final response's status line
+    SCOPED_TRACE("HTTP/1.0");
+    PosixClient cl(port());
+    ASSERT_TRUE(cl.ok()) << cl.error();
+    ASSERT_TRUE(
+        cl.send_all("POST /v1/completions HTTP/1.0\r\nHost: x\r\n"
+                    "Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                    "Content-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body,
+                    std::chrono::steady_clock::now() + 5s))
+        << cl.error();
+    const std::string got = cl.read_until(is_final, std::chrono::steady_clock::now() + 10s);
+    EXPECT_TRUE(got.starts_with("HTTP/1.0 200 ")) << got;
+    EXPECT_EQ(got.find("100 Continue"), std::string::npos) << got;
+    EXPECT_TRUE(whole_response(got)) << got;
+  }
+  {  // HTTP/1.1 with no body to come (Content-Length: 0): no 100 either
+    SCOPED_TRACE("HTTP/1.1, empty body");
+    PosixClient cl(port());
+    ASSERT_TRUE(cl.ok()) << cl.error();
+    ASSERT_TRUE(
+        cl.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                    "Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                    "Content-Length: 0\r\n\r\n",
+                    std::chrono::steady_clock::now() + 5s))
+        << cl.error();
+    const std::string got = cl.read_until(is_final, std::chrono::steady_clock::now() + 10s);
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 400 ")) << got;
+    EXPECT_TRUE(whole_response(got)) << got;
+  }
+  {  // HTTP/1.1 that waits for it: 100 Continue, then the body, then the answer
+    SCOPED_TRACE("HTTP/1.1, waiting");
+    PosixClient cl(port());
+    ASSERT_TRUE(cl.ok()) << cl.error();
+    ASSERT_TRUE(
+        cl.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                    "Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                    "Content-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n",
+                    std::chrono::steady_clock::now() + 5s))
+        << cl.error();
+    const std::string interim = cl.read_until(
+        [](std::string_view b) { return b.find("\r\n\r\n") != std::string_view::npos; },
+        std::chrono::steady_clock::now() + 10s);
+    EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+    ASSERT_TRUE(cl.send_all(body, std::chrono::steady_clock::now() + 5s)) << cl.error();
+    const std::string got = cl.read_until(is_final, std::chrono::steady_clock::now() + 10s);
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 200 ")) << got;
+    EXPECT_TRUE(whole_response(got)) << got;
+  }
 }
 
 TEST_F(SimErrors, ServerSurvivesEveryBadInput) {
