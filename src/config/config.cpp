@@ -14,6 +14,8 @@
 //       api_key: "..."                         # optional; sent as "Authorization: Bearer ..."
 //       weight: 1                              # 1-100, for round_robin
 //       max_inflight: 0                        # 0 = unlimited
+//       pool_idle_timeout: 4s                  # idle pooled connections closed after this;
+//                                              # keep below the backend's keep-alive timeout
 //   routes:                                    # matched in order; the first match wins
 //     - name: responses                        # optional; default "route<i>" (i from 0)
 //       match:                                 # all conditions must hold; none = every request
@@ -25,8 +27,8 @@
 //       policy: first                          # policy::policy_names(): round_robin (default),
 //                                              # first
 //   timeouts:                                  # "250ms", "5s", "2m", "1h", or a number of ms
-//     {connect: 5s, first_byte: 300s, idle: 120s, client_header: 30s, client_idle: 75s,
-//      drain: 30s}
+//     {connect: 5s, first_byte: 300s, idle: 120s, client_header: 30s, client_body: 60s,
+//      client_idle: 75s, drain: 30s}
 //   limits: {max_body_bytes: 16MiB, max_header_bytes: 64KiB}  # KiB/MiB/GiB (2^10...),
 //                                              # KB/MB/GB (10^3...), B, or a number of bytes
 //   access_log: stdout                         # stdout, off, or a file path
@@ -394,14 +396,15 @@ class Loader {
   }
 
   void backend(const YAML::Node& n, const std::string& field, Backend& b) {
-    for (const auto& [k, v] :
-         entries(n, field, {"name", "url", "api_key", "weight", "max_inflight"})) {
+    for (const auto& [k, v] : entries(
+             n, field, {"name", "url", "api_key", "weight", "max_inflight", "pool_idle_timeout"})) {
       const std::string f = child(field, k);
       if (k == "name") string(v, f, b.name);
       if (k == "url") string(v, f, b.url);
       if (k == "api_key") string(v, f, b.api_key);
       if (k == "weight") integer(v, f, b.weight);
       if (k == "max_inflight") integer(v, f, b.max_inflight);
+      if (k == "pool_idle_timeout") duration(v, f, b.pool_idle_timeout);
     }
   }
 
@@ -427,14 +430,15 @@ class Loader {
 
   void timeouts(const YAML::Node& n, Timeouts& t) {
     const std::string field = "timeouts";
-    for (const auto& [k, v] :
-         entries(n, field,
-                 {"connect", "first_byte", "idle", "client_header", "client_idle", "drain"})) {
+    for (const auto& [k, v] : entries(n, field,
+                                      {"connect", "first_byte", "idle", "client_header",
+                                       "client_body", "client_idle", "drain"})) {
       const std::string f = child(field, k);
       if (k == "connect") duration(v, f, t.connect);
       if (k == "first_byte") duration(v, f, t.first_byte);
       if (k == "idle") duration(v, f, t.idle);
       if (k == "client_header") duration(v, f, t.client_header);
+      if (k == "client_body") duration(v, f, t.client_body);
       if (k == "client_idle") duration(v, f, t.client_idle);
       if (k == "drain") duration(v, f, t.drain);
     }
@@ -820,6 +824,8 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
       add(f + ".weight", std::to_string(b.weight), fmt::format("must be 1-{}", kMaxWeight));
     if (b.max_inflight < 0)
       add(f + ".max_inflight", std::to_string(b.max_inflight), "must be 0 (unlimited) or more");
+    if (b.pool_idle_timeout.count() <= 0)
+      add(f + ".pool_idle_timeout", format_millis(b.pool_idle_timeout), "must be greater than 0");
   }
   std::vector<std::string> known_names;  // unique, in order, for messages
   for (const auto& n : names)
@@ -906,6 +912,7 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
       {"first_byte", cfg.timeouts.first_byte},
       {"idle", cfg.timeouts.idle},
       {"client_header", cfg.timeouts.client_header},
+      {"client_body", cfg.timeouts.client_body},
       {"client_idle", cfg.timeouts.client_idle},
       {"drain", cfg.timeouts.drain},
   };

@@ -27,6 +27,10 @@ struct Backend {
   std::string api_key;   // sent upstream as "Authorization: Bearer <key>" when set
   int weight = 1;        // 1-100
   int max_inflight = 0;  // 0: unlimited
+  // An idle pooled connection to this backend is closed after this long: keep it below the
+  // backend's own keep-alive timeout (uvicorn, which vLLM runs on, closes after 5 s), so the
+  // gateway never sends a request on a connection the backend is closing.
+  Millis pool_idle_timeout{4000};
 };
 
 struct RouteMatch {
@@ -48,6 +52,7 @@ struct Timeouts {
   Millis first_byte{300000};    // request sent → first response byte (prefill can be long)
   Millis idle{120000};          // between two reads of a streaming response
   Millis client_header{30000};  // client connection → complete request header (408)
+  Millis client_body{60000};    // the longest gap between two reads of a request body (408)
   Millis client_idle{75000};    // keep-alive connection idle between requests
   Millis drain{30000};          // SIGTERM: time running requests get to finish
 };

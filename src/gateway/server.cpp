@@ -34,7 +34,12 @@
 #include "core/ids.hpp"
 #include "core/openai_error.hpp"
 #include "gateway/access_log.hpp"
+#include "gateway/deadline.hpp"
+#include "gateway/http_rules.hpp"
 #include "gateway/request_view.hpp"
+#include "gateway/taps.hpp"
+#include "gateway/upstream_pool.hpp"
+#include "http/linger.hpp"
 #include "policy/policy.hpp"
 
 namespace llmux::gateway {
@@ -63,7 +68,6 @@ struct RouteRt {
   const config::Route* cfg = nullptr;
   std::unique_ptr<policy::Policy> policy;
   std::vector<policy::BackendState*> backends;
-  std::vector<BackendRt*> rts;  // by position in `backends`
 };
 
 struct Shared {
@@ -73,20 +77,6 @@ struct Shared {
   std::atomic<int> active{0};
   std::atomic<bool> draining{false};
   AccessLog log;
-};
-
-/// RAII in-flight count of a backend.
-class InflightGuard {
- public:
-  explicit InflightGuard(policy::BackendState& b) : b_(&b) {
-    b_->inflight.fetch_add(1, std::memory_order_relaxed);
-  }
-  InflightGuard(const InflightGuard&) = delete;
-  InflightGuard& operator=(const InflightGuard&) = delete;
-  ~InflightGuard() { b_->inflight.fetch_sub(1, std::memory_order_relaxed); }
-
- private:
-  policy::BackendState* b_;
 };
 
 /// RAII count of requests in progress (the drain waits for it to reach zero).
@@ -102,88 +92,16 @@ class ActiveGuard {
 // ---------------------------------------------------------------------------------------------
 // Per-thread state.
 
-/// A coarse deadline on one socket, checked by its worker's ticker every 50 ms. Arming and
-/// disarming are plain stores, so no timer-queue operation happens per read or write (Beast's
-/// tcp_stream reschedules a timer on every operation). On expiry the socket is closed (an
-/// upstream) or only has its operations cancelled (a client that must still get its 408).
-struct Deadline {
-  std::int64_t at = 0;  // CLOCK_MONOTONIC ns; 0 = disarmed
-  bool fired = false;
-  bool close = true;
-  tcp::socket* sock = nullptr;
-  Deadline* prev = nullptr;
-  Deadline* next = nullptr;
-
-  void arm(std::chrono::milliseconds t, bool close_on_expiry = true) {
-    fired = false;
-    close = close_on_expiry;
-    at = mono_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(t).count();
-  }
-  void disarm() { at = 0; }
-};
-
-/// The deadlines of one worker (an intrusive list; one thread only).
-class DeadlineList {
- public:
-  DeadlineList() { head_.prev = head_.next = &head_; }
-  void link(Deadline& d) {
-    d.next = head_.next;
-    d.prev = &head_;
-    head_.next->prev = &d;
-    head_.next = &d;
-  }
-  static void unlink(Deadline& d) {
-    if (!d.prev) return;
-    d.prev->next = d.next;
-    d.next->prev = d.prev;
-    d.prev = d.next = nullptr;
-  }
-  void fire_expired(std::int64_t now) {
-    for (Deadline* d = head_.next; d != &head_; d = d->next) {
-      if (d->at == 0 || now < d->at || !d->sock) continue;
-      d->at = 0;
-      d->fired = true;
-      boost::system::error_code ignored;
-      if (d->close) {
-        d->sock->close(ignored);
-      } else {
-        d->sock->cancel(ignored);
-      }
-    }
-  }
-
- private:
-  Deadline head_;
-};
-
-/// A deadline registered with its worker for as long as it lives.
-class ScopedDeadline : public Deadline {
- public:
-  ScopedDeadline(DeadlineList& list, tcp::socket& s) {
-    sock = &s;
-    list.link(*this);
-  }
-  ScopedDeadline(const ScopedDeadline&) = delete;
-  ScopedDeadline& operator=(const ScopedDeadline&) = delete;
-  ~ScopedDeadline() { DeadlineList::unlink(*this); }
-};
-
-struct Upstream {
-  Upstream(net::any_io_executor ex, DeadlineList& list) : sock(ex), dl(list, sock) {}
-  tcp::socket sock;
-  beast::flat_buffer buf;
-  bool reused = false;
-  ScopedDeadline dl;
-};
-
 struct Worker {
+  // Destroyed in reverse order: the deadline list outlives the io_context (whose destruction
+  // destroys the coroutines that own deadlines), and the sockets of the pools and acceptors go
+  // before the io_context they belong to.
+  DeadlineList deadlines;
   // One thread per io_context: the reactor needs no locking (posts from other threads, as in
   // the drain, still go through the scheduler's lock).
   net::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
-  DeadlineList deadlines;
-  std::vector<std::vector<std::unique_ptr<Upstream>>> idle;  // per backend index
+  std::vector<std::unique_ptr<UpstreamPool>> pools;  // per backend index
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
-  static constexpr std::size_t kMaxIdlePerBackend = 256;
 
   // Relay buffers, reused: a request takes one for its response body and gives it back.
   // 4 KiB: an SSE event is far smaller, and a held-open stream should cost little memory.
@@ -203,90 +121,9 @@ struct Worker {
 // ---------------------------------------------------------------------------------------------
 // Helpers.
 
-bool is_hop_by_hop(http::field f) {
-  switch (f) {
-    case http::field::connection:
-    case http::field::keep_alive:
-    case http::field::proxy_connection:
-    case http::field::proxy_authenticate:
-    case http::field::proxy_authorization:
-    case http::field::te:
-    case http::field::trailer:
-    case http::field::transfer_encoding:
-    case http::field::upgrade:
-    case http::field::expect:
-      return true;
-    default:
-      return false;
-  }
-}
-
-/// Removes hop-by-hop headers, including those named by the Connection header.
-template <typename Fields>
-void strip_hop_by_hop(Fields& f) {
-  // Headers the Connection header names are hop-by-hop too ("keep-alive"/"close" name none).
-  std::vector<std::string> named;
-  for (auto const& token : http::token_list{f[http::field::connection]}) {
-    if (!beast::iequals(token, "keep-alive") && !beast::iequals(token, "close"))
-      named.emplace_back(token);
-  }
-  for (auto it = f.begin(); it != f.end();) {
-    if (is_hop_by_hop(it->name())) {
-      it = f.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (auto& n : named) f.erase(n);
-}
-
-std::optional<std::int64_t> find_int_after(std::string_view hay, std::string_view key) {
-  auto pos = hay.find(key);
-  if (pos == std::string_view::npos) return std::nullopt;
-  pos += key.size();
-  while (pos < hay.size() && (hay[pos] == ' ' || hay[pos] == ':')) ++pos;
-  std::int64_t v = 0;
-  bool any = false;
-  while (pos < hay.size() && hay[pos] >= '0' && hay[pos] <= '9') {
-    v = v * 10 + (hay[pos] - '0');
-    ++pos;
-    any = true;
-  }
-  if (!any) return std::nullopt;
-  return v;
-}
-
-/// Reads token counts from `usage` in relayed bytes (chat/completions and the Responses API).
-/// Reads token counts from `usage` in relayed bytes (completions/chat usage, or the Responses
-/// API's input/output_tokens). SSE is relayed in whole events, so an event's usage is never
-/// split between two pieces; a non-streaming body usually arrives in one piece (a usage object
-/// split across two reads is missed: the access log then has no token counts, nothing else).
-struct UsageTap {
-  std::optional<std::int64_t> prompt, completion;
-  void feed(std::string_view piece) {
-    const auto at = piece.find("\"usage\"");
-    if (at == std::string_view::npos) return;
-    const std::string_view view = piece.substr(at);
-    if (auto c = find_int_after(view, "\"completion_tokens\"")) completion = c;
-    if (auto p = find_int_after(view, "\"prompt_tokens\"")) prompt = p;
-    if (auto c = find_int_after(view, "\"output_tokens\"")) completion = c;
-    if (auto p = find_int_after(view, "\"input_tokens\"")) prompt = p;
-  }
-};
-
-/// End of the last complete SSE event in data[0, n): just past its blank line ("\n\n" or
-/// "\n\r\n"); 0 when no event is complete yet.
-std::size_t last_event_boundary(const char* data, std::size_t n) {
-  for (std::size_t i = n; i >= 2; --i) {
-    if (data[i - 1] == '\n' &&
-        (data[i - 2] == '\n' || (i >= 3 && data[i - 2] == '\r' && data[i - 3] == '\n'))) {
-      return i;
-    }
-  }
-  return 0;
-}
-
-enum class FailKind { None, Connect, Stale, Timeout, Broken, BadResponse, ClientGone };
+/// How an attempt failed. Only Connect and Unsent are retried on another backend: in both,
+/// provably nothing of the request reached the backend (so a retry cannot duplicate work).
+enum class FailKind { None, Connect, Unsent, Timeout, Broken, BadResponse, ClientGone };
 
 /// The watch on the client socket while a request is proxied: if the client goes away, the
 /// upstream connection of the current attempt is closed at once (the backend aborts the
@@ -307,8 +144,43 @@ struct ClientWatch {
 struct Failure {
   FailKind kind = FailKind::None;
   std::string message;
-  bool retryable() const { return kind == FailKind::Connect || kind == FailKind::Stale; }
+  bool retryable() const { return kind == FailKind::Connect || kind == FailKind::Unsent; }
 };
+
+/// The event that ends a stream whose backend failed mid-way, in the stream's own dialect: the
+/// Responses API's `error` event (numbered after the last event relayed), or the chat and
+/// completions error chunk followed by [DONE].
+std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_number,
+                                  const std::string& message) {
+  if (responses_api) {
+    json::object ev;
+    ev["type"] = "error";
+    ev["code"] = "upstream_error";
+    ev["message"] = message;
+    ev["param"] = nullptr;
+    ev["sequence_number"] = sequence_number;
+    return "event: error\ndata: " + json::serialize(ev) + "\n\n";
+  }
+  return "data: " + openai_error_json(502, message) + "\n\ndata: [DONE]\n\n";
+}
+
+/// Fails at once when another process listens on `ep`: SO_REUSEPORT would otherwise let this
+/// gateway join that process's port and silently take a share of its connections. The port is
+/// shared only among this process's own workers. (Port 0 needs no check: the kernel picks a
+/// free port.)
+bool port_taken_by_another(const tcp::endpoint& ep, boost::system::error_code& ec) {
+  if (ep.port() == 0) return false;
+  net::io_context tmp;
+  tcp::acceptor probe(tmp);
+  probe.open(ep.protocol(), ec);
+  if (ec) return false;
+  probe.set_option(net::socket_base::reuse_address(true), ec);  // TIME_WAIT is no obstacle
+  probe.bind(ep, ec);
+  const bool taken = ec == net::error::address_in_use;
+  boost::system::error_code ignored;
+  probe.close(ignored);
+  return taken;
+}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -355,10 +227,7 @@ class Gateway {
       }
       for (const auto& name : rc.backends) {
         for (auto& b : shared_.backends) {
-          if (b->cfg->name == name) {
-            r.backends.push_back(&b->state);
-            r.rts.push_back(b.get());
-          }
+          if (b->cfg->name == name) r.backends.push_back(&b->state);
         }
       }
       shared_.routes.push_back(std::move(r));
@@ -369,7 +238,8 @@ class Gateway {
     workers_.reserve(nthreads);
     for (int i = 0; i < nthreads; ++i) {
       auto w = std::make_unique<Worker>();
-      w->idle.resize(shared_.backends.size());
+      for (std::size_t b = 0; b < shared_.backends.size(); ++b)
+        w->pools.push_back(std::make_unique<UpstreamPool>());
       workers_.push_back(std::move(w));
     }
     // Listeners: every worker gets an SO_REUSEPORT acceptor on every listener's port; the
@@ -383,6 +253,11 @@ class Gateway {
         return 2;
       }
       std::uint16_t port = l.port;
+      if (port_taken_by_another(tcp::endpoint(addr, port), ec)) {
+        spdlog::error("cannot listen on {}:{}: the address is in use by another process", l.address,
+                      port);
+        return 1;
+      }
       for (auto& w : workers_) {
         auto acc = std::make_unique<tcp::acceptor>(w->ioc);
         tcp::endpoint ep(addr, port);
@@ -417,6 +292,9 @@ class Gateway {
     signals.async_wait([this](auto ec, int sig) {
       if (!ec) begin_drain(sig);
     });
+    // SIGHUP would end the process by default; configuration reload does not exist yet.
+    net::signal_set hup(workers_[0]->ioc, SIGHUP);
+    net::co_spawn(workers_[0]->ioc, ignore_hangups(hup), net::detached);
     spdlog::info("llmux gateway: {} backends, {} routes, {} threads, listening on port(s) {}",
                  shared_.backends.size(), shared_.routes.size(), nthreads, fmt::join(ports, ","));
     std::cout << fmt::format(R"({{"event":"ready","ports":[{}],"port":{},"pid":{}}})",
@@ -459,6 +337,16 @@ class Gateway {
       });
     };
     (*poll)();
+  }
+
+  static awaitable<void> ignore_hangups(net::signal_set& hup) {
+    for (;;) {
+      auto [ec, sig] = co_await hup.async_wait(use_tuple);
+      if (ec) co_return;
+      spdlog::warn(
+          "SIGHUP: configuration reload is not supported yet; ignored (restart the "
+          "gateway to apply a new configuration)");
+    }
   }
 
   // ---- timeouts: one ticker per worker fires its expired deadlines ----
@@ -505,6 +393,7 @@ class Gateway {
     ScopedDeadline dl;
     ClientWatch watch;       // the current request's watch on this socket
     net::steady_timer wake;  // wakes stop_watch() when the watch's read completes
+    std::string upstream_target, upstream_head;  // the current attempt's, reused per request
   };
 
   awaitable<void> session(Worker& w, tcp::socket sock) {
@@ -513,13 +402,17 @@ class Gateway {
     auto rep = c.sock.remote_endpoint(pec);
     if (!pec) c.peer = rep.address().to_string();
     const auto& t = shared_.cfg.timeouts;
+    // An error answered while the client may still be sending: close by lingering, or the
+    // unread bytes make the kernel reset the connection and the client never reads the answer.
+    bool linger = false;
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(shared_.cfg.limits.max_header_bytes);
       parser.body_limit(shared_.cfg.limits.max_body_bytes);
       // Idle keep-alive connections wait up to client_idle for a first byte; once a request
-      // has started, its header (then its body) must be complete within client_header. The
-      // deadline cancels the read instead of closing the socket, so the client gets its 408.
+      // has started, its header must be complete within client_header, and no gap between two
+      // reads of its body may exceed client_body. The deadline cancels the read instead of
+      // closing the socket, so the client gets its 408.
       if (c.buf.size() == 0) {
         c.dl.arm(t.client_idle, /*close_on_expiry=*/false);
         auto [ec, n] = co_await c.sock.async_read_some(c.buf.prepare(2048), use_tuple);
@@ -529,30 +422,37 @@ class Gateway {
       }
       c.dl.arm(t.client_header, /*close_on_expiry=*/false);
       auto [ec, n] = co_await http::async_read_header(c.sock, c.buf, parser, use_tuple);
+      c.dl.disarm();
+      std::size_t header_fields = 0;
       if (!ec) {
         auto& h = parser.get();
-        // RFC 9112 6.3: a message with both is a smuggling risk; refuse it.
-        if (h.count(http::field::content_length) && h.count(http::field::transfer_encoding)) {
-          c.dl.disarm();
-          co_await write_error(c, 400, "Bad request: both Content-Length and Transfer-Encoding",
-                               nullptr, false);
+        // How the body is delimited is checked here, before a byte of it is read: a request
+        // whose length cannot be determined is never passed on, and its body never parsed as
+        // the next request.
+        if (auto bad = check_request_framing(h, h.version())) {
+          co_await write_error(c, bad->status, bad->message, nullptr, false);
+          linger = true;
           break;
         }
-        if (beast::iequals(h[http::field::expect], "100-continue") && !parser.is_done()) {
+        header_fields = static_cast<std::size_t>(std::distance(h.begin(), h.end()));
+        if (h.version() >= 11 && !parser.is_done() &&
+            beast::iequals(h[http::field::expect], "100-continue")) {
           static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
           auto [wec, wn] = co_await net::async_write(c.sock, net::buffer(kContinue), use_tuple);
           if (wec) break;
         }
-        if (!parser.is_done()) {
-          std::tie(ec, n) = co_await http::async_read(c.sock, c.buf, parser, use_tuple);
+        while (!ec && !parser.is_done()) {
+          c.dl.arm(t.client_body, /*close_on_expiry=*/false);
+          std::tie(ec, n) = co_await http::async_read_some(c.sock, c.buf, parser, use_tuple);
+          c.dl.disarm();
         }
       }
-      c.dl.disarm();
       if (c.dl.fired && ec) ec = beast::error::timeout;
       if (ec) {
         if (ec == http::error::end_of_stream || ec == net::error::eof ||
             ec == net::error::connection_reset)
           break;
+        linger = true;
         if (ec == beast::error::timeout) {
           co_await write_error(c, 408, "Request timeout: the request was not received in time.",
                                nullptr, false);
@@ -573,6 +473,8 @@ class Gateway {
         break;
       }
       Request req = parser.release();
+      // Trailer fields of a chunked body were appended to the header: they end here.
+      drop_fields_after(req, header_fields);
       c.keep_alive = req.keep_alive() && !shared_.draining.load(std::memory_order_relaxed);
       {
         ActiveGuard active(shared_.active);
@@ -582,9 +484,13 @@ class Gateway {
       // A large request grew the read buffer; do not keep that memory for an idle connection.
       if (c.buf.size() == 0 && c.buf.capacity() > 16384) c.buf.shrink_to_fit();
     }
-    boost::system::error_code ignored;
-    c.sock.shutdown(tcp::socket::shutdown_send, ignored);
-    c.sock.close(ignored);
+    if (linger) {
+      co_await llmux::http::lingering_close(c.sock);
+    } else {
+      boost::system::error_code ignored;
+      c.sock.shutdown(tcp::socket::shutdown_send, ignored);
+      c.sock.close(ignored);
+    }
   }
 
   template <typename Body>
@@ -665,21 +571,19 @@ class Gateway {
 
   // ---- upstream connections ----
   struct Connected {
-    std::unique_ptr<Upstream> up;
+    std::shared_ptr<Upstream> up;
     Failure fail;
   };
 
   awaitable<Connected> connect(Worker& w, BackendRt& b, bool allow_pooled,
                                ClientWatch* watch = nullptr) {
-    auto& idle = w.idle[b.state.index];
-    if (allow_pooled && !idle.empty()) {
-      auto up = std::move(idle.back());
-      idle.pop_back();
-      up->reused = true;
-      if (watch) watch->up = up.get();
-      co_return Connected{std::move(up), {}};
+    if (allow_pooled) {
+      if (auto up = w.pools[b.state.index]->take()) {
+        if (watch) watch->up = up.get();
+        co_return Connected{std::move(up), {}};
+      }
     }
-    auto up = std::make_unique<Upstream>(w.ioc.get_executor(), w.deadlines);
+    auto up = std::make_shared<Upstream>(w.ioc.get_executor(), w.deadlines);
     if (watch) watch->up = up.get();
     up->dl.arm(shared_.cfg.timeouts.connect);
     auto [ec, ep] = co_await net::async_connect(up->sock, b.endpoints, use_tuple);
@@ -695,24 +599,30 @@ class Gateway {
     co_return Connected{std::move(up), {}};
   }
 
-  void release(Worker& w, BackendRt& b, std::unique_ptr<Upstream> up) {
-    auto& idle = w.idle[b.state.index];
-    if (idle.size() < Worker::kMaxIdlePerBackend && up->sock.is_open() && up->buf.size() == 0) {
-      up->dl.disarm();
-      idle.push_back(std::move(up));
+  /// Back to the pool: only a connection whose last response was complete, did not end by
+  /// close, and left nothing unread.
+  void release(Worker& w, BackendRt& b, std::shared_ptr<Upstream> up) {
+    if (up->buf.size() != 0) {
+      boost::system::error_code ignored;
+      up->sock.close(ignored);
+      return;
     }
+    w.pools[b.state.index]->put(std::move(up), b.cfg->pool_idle_timeout);
   }
 
   // ---- the proxy ----
   struct Attempt {
-    std::unique_ptr<Upstream> up;
+    std::shared_ptr<Upstream> up;
     std::unique_ptr<http::response_parser<http::buffer_body>> parser;
     Failure fail;
   };
 
-  /// Sends the request to `b` and reads the response header. A pooled connection found closed
-  /// before any response byte is replaced by a fresh one once (same backend).
-  awaitable<Attempt> send(Worker& w, BackendRt& b, Request& req, std::string_view upstream_target,
+  /// Sends the request (`head`, built for this backend, then the client's body) to `b` and
+  /// reads the final response header, skipping interim 1xx responses. A pooled connection that
+  /// turns out closed before a byte of the request was written is replaced by a fresh one
+  /// (same backend). Once any byte was written, a failure is final for this request: the
+  /// backend may have received it, and a retry could run the generation twice.
+  awaitable<Attempt> send(Worker& w, BackendRt& b, const Request& req, const std::string& head,
                           ClientWatch& watch) {
     auto client_gone = [&] {
       return Attempt{nullptr, nullptr, {FailKind::ClientGone, "the client left"}};
@@ -727,35 +637,51 @@ class Gateway {
         co_return a;
       }
       a.up = std::move(conn.up);
-      req.target(upstream_target);
-      req.set(http::field::host, b.host_header);
-      if (!b.authorization.empty()) req.set(http::field::authorization, b.authorization);
-      req.keep_alive(true);
-      req.prepare_payload();
+      const std::array<net::const_buffer, 2> out{net::buffer(head), net::buffer(req.body())};
       a.up->dl.arm(shared_.cfg.timeouts.first_byte);
-      auto [wec, wn] = co_await http::async_write(a.up->sock, req, use_tuple);
+      auto [wec, wn] = co_await net::async_write(a.up->sock, out, use_tuple);
       if (watch.client_gone) co_return client_gone();
       if (wec) {
-        if (a.up->reused && round == 0) continue;  // stale keep-alive connection
-        a.fail = {a.up->dl.fired ? FailKind::Timeout : FailKind::Stale,
-                  fmt::format("sending to {} failed: {}", b.cfg->name, wec.message())};
+        a.up->dl.disarm();
+        const bool unsent = wn == 0 && !a.up->dl.fired;
+        if (unsent && a.up->reused && round == 0) continue;  // a pooled connection closed under us
+        if (unsent) {
+          a.fail = {FailKind::Unsent, fmt::format("sending to {} failed before a byte was "
+                                                  "written: {}",
+                                                  b.cfg->name, wec.message())};
+        } else {
+          a.fail = {a.up->dl.fired ? FailKind::Timeout : FailKind::Broken,
+                    fmt::format("sending to {} failed after {} bytes: {}", b.cfg->name, wn,
+                                a.up->dl.fired ? "timed out" : wec.message())};
+        }
         watch.up = nullptr;
         a.up.reset();
         co_return a;
       }
-      a.parser = std::make_unique<http::response_parser<http::buffer_body>>();
-      a.parser->body_limit(boost::none);
-      a.parser->header_limit(64 * 1024);
-      if (req.method() == http::verb::head) a.parser->skip(true);
-      auto [rec, rn] =
-          co_await http::async_read_header(a.up->sock, a.up->buf, *a.parser, use_tuple);
+      boost::system::error_code rec;
+      for (int interim = 0;; ++interim) {
+        a.parser = std::make_unique<http::response_parser<http::buffer_body>>();
+        a.parser->body_limit(boost::none);
+        a.parser->header_limit(64 * 1024);
+        if (req.method() == http::verb::head) a.parser->skip(true);
+        std::size_t rn = 0;
+        std::tie(rec, rn) =
+            co_await http::async_read_header(a.up->sock, a.up->buf, *a.parser, use_tuple);
+        if (rec) break;
+        const int status = a.parser->get().result_int();
+        if (status >= 200) break;
+        // An interim response (100 Continue, 103 Early Hints): the final one follows on this
+        // connection. It is not relayed (the client gets the final response only).
+        if (status == 101 || interim >= 16) {
+          rec = http::error::bad_value;  // an upgrade nobody asked for, or endless 1xx
+          break;
+        }
+      }
       a.up->dl.disarm();
       if (watch.client_gone) co_return client_gone();
       if (rec) {
         const bool nothing = rec == http::error::end_of_stream ||
                              rec == net::error::connection_reset || rec == net::error::eof;
-        if (nothing && a.up->reused && round == 0 && !a.up->dl.fired)
-          continue;  // closed before any response byte
         if (a.up->dl.fired) {
           a.fail = {FailKind::Timeout, fmt::format("{} sent no response within {} ms", b.cfg->name,
                                                    shared_.cfg.timeouts.first_byte.count())};
@@ -772,31 +698,23 @@ class Gateway {
       }
       co_return a;
     }
-    co_return Attempt{nullptr, nullptr, {FailKind::Stale, "stale connection"}};
+    co_return Attempt{nullptr, nullptr, {FailKind::Unsent, "stale connection"}};
   }
 
-  awaitable<void> proxy(Worker& w, Client& c, Request& req, const RouteRt& route,
+  awaitable<void> proxy(Worker& w, Client& c, const Request& req, const RouteRt& route,
                         const BodyFields& fields, const std::string& request_id) {
     const std::int64_t start = mono_ns();
-    const std::string_view target = req.target();
-    std::string client_target(target);
+    const std::string_view client_target = req.target();
     const std::string method(req.method_string());
     const std::string path(client_target.substr(0, client_target.find('?')));
     const std::uint64_t bytes_in = req.body().size();
 
-    // Upstream request headers: hop-by-hop out, forwarding headers in.
-    strip_hop_by_hop(req);
-    {
-      std::string xff(req["x-forwarded-for"]);
-      req.set("x-forwarded-for", xff.empty() ? c.peer : xff + ", " + c.peer);
-      req.set("x-forwarded-proto", "http");
-      req.set("x-request-id", request_id);
-    }
     policy::RequestView view{req.method_string(), path, fields.model, fields.previous_response_id,
                              fields.stream};
     policy::TriedSet tried;
     Failure last;
     int attempts = 0;
+    bool all_full = false;
     AccessRecord rec;
     rec.request_id = request_id;
     rec.client = c.peer;
@@ -816,15 +734,22 @@ class Gateway {
     watch_client(c.sock, c.buf, watch, wake);
 
     for (;;) {
-      policy::BackendState* picked = route.policy->pick(view, route.backends, tried);
-      if (!picked) break;
-      tried.add(*picked);
-      BackendRt& b = *shared_.backends[picked->index];
+      // The slot is taken atomically with the choice: a backend at max_inflight is skipped.
+      policy::Slot slot = policy::pick_and_acquire(*route.policy, view, route.backends, tried);
+      if (!slot) {
+        all_full = attempts == 0;
+        break;
+      }
+      tried.add(*slot.backend());
+      BackendRt& b = *shared_.backends[slot.backend()->index];
       ++attempts;
-      InflightGuard inflight(b.state);
-      std::string upstream_target =
-          b.cfg->base_path.empty() ? client_target : b.cfg->base_path + client_target;
-      Attempt a = co_await send(w, b, req, upstream_target, *watch);
+      // Each attempt's request is built fresh from the client's, which is never modified: a
+      // retry carries nothing of the backend tried before (its target, Host or key).
+      c.upstream_target.assign(b.cfg->base_path).append(client_target);
+      build_upstream_head(c.upstream_head, req,
+                          {c.upstream_target, b.host_header, b.authorization, c.peer, request_id,
+                           req.body().size()});
+      Attempt a = co_await send(w, b, req, c.upstream_head, *watch);
       if (!a.up) {
         watch->up = nullptr;
         last = std::move(a.fail);
@@ -856,13 +781,15 @@ class Gateway {
     // Nothing was relayed: answer with the error.
     int status = 503;
     std::string message = "No backend available for this route.";
-    if (last.kind == FailKind::Timeout) {
+    if (all_full) {
+      message = "No backend available for this route: every backend is at its max_inflight.";
+    } else if (last.kind == FailKind::Timeout) {
       status = 504;
       message = fmt::format("Upstream timeout: {}.", last.message);
     } else if (last.kind == FailKind::Broken || last.kind == FailKind::BadResponse) {
       status = 502;
       message = fmt::format("Bad gateway: {}.", last.message);
-    } else if (last.kind == FailKind::Connect || last.kind == FailKind::Stale) {
+    } else if (last.kind == FailKind::Connect || last.kind == FailKind::Unsent) {
       status = 503;
       message = fmt::format("No backend reachable: {}.", last.message);
     }
@@ -876,12 +803,12 @@ class Gateway {
 
   /// Relays the response whose header `a.parser` holds. Watches the client meanwhile: if it
   /// leaves, the upstream connection is closed at once (the backend aborts the request).
-  awaitable<void> relay(Worker& w, Client& c, Request& req, BackendRt& b, Attempt a,
+  awaitable<void> relay(Worker& w, Client& c, const Request& req, BackendRt& b, Attempt a,
                         AccessRecord& rec, ClientWatch& watch) {
     auto& p = *a.parser;
     auto& res = p.get();
     const bool sse = res[http::field::content_type].starts_with("text/event-stream");
-    const bool upstream_keep_alive = res.keep_alive();
+    const bool responses_api = rec.path.starts_with("/v1/responses");
     rec.status = res.result_int();
     // Client-facing header.
     strip_hop_by_hop(res);
@@ -902,6 +829,7 @@ class Gateway {
     Upstream* up = a.up.get();
     watch.up = up;
     UsageTap usage;
+    SequenceTap sequence;
     bool upstream_failed = false;
     std::string upstream_error;
     bool client_failed = false;
@@ -967,16 +895,17 @@ class Gateway {
         if (cut == 0 && have == kBuf && !upstream_failed) cut = have;  // a giant event
       }
       const bool can_end_cleanly = upstream_failed && sse && chunked;
+      const std::string_view piece(buf.get(), cut);
+      usage.feed(piece);
+      if (responses_api && sse) sequence.feed(piece);
       if (can_end_cleanly) {
-        tail = "data: " +
-               openai_error_json(
-                   502, fmt::format("The upstream server failed mid-stream: {}.", upstream_error)) +
-               "\n\ndata: [DONE]\n\n";
+        tail = mid_stream_error_tail(
+            responses_api, sequence.next(),
+            fmt::format("The upstream server failed mid-stream: {}.", upstream_error));
       }
       const bool last = done || can_end_cleanly;
       if (cut == 0 && tail.empty() && !last && !upstream_failed) continue;
 
-      usage.feed(std::string_view(buf.get(), cut));
       char size_line[32];
       char tail_line[32];
       std::array<net::const_buffer, 7> out{};
@@ -1040,8 +969,9 @@ class Gateway {
     } else if (upstream_failed) {
       rec.error = upstream_error;
     }
-    // Back to the pool only when the exchange ended cleanly on both sides.
-    if (p.is_done() && !upstream_failed && !watch.client_gone && upstream_keep_alive) {
+    // Back to the pool only when the exchange ended cleanly on both sides and the response
+    // neither ended by close nor asked for it (the parser's keep_alive() says both).
+    if (p.is_done() && !upstream_failed && !watch.client_gone && p.keep_alive()) {
       release(w, b, std::move(a.up));
     } else {
       boost::system::error_code ignored;
@@ -1112,6 +1042,7 @@ class Gateway {
           continue;
         }
         ok = true;
+        const bool reusable = rp.keep_alive();  // complete, and not ended by close
         auto res = rp.release();
         boost::system::error_code jec;
         auto v = json::parse(res.body(), jec);
@@ -1127,7 +1058,7 @@ class Gateway {
         } else {
           errors.push_back(fmt::format("{}: invalid /v1/models body", b.cfg->name));
         }
-        if (res.keep_alive()) release(w, b, std::move(conn.up));
+        if (reusable) release(w, b, std::move(conn.up));
       }
     }
     if (seen.empty() && !errors.empty()) {

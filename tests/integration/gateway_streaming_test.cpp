@@ -152,6 +152,29 @@ TEST_F(GatewayMidStream, UpstreamDeathBecomesAnErrorEventThenDone) {
   expect_serves(gw_->port());
 }
 
+TEST_F(GatewayMidStream, ResponsesStreamEndsWithAResponsesErrorEvent) {
+  // The Responses API has its own error event (no chat chunk, no [DONE]); it continues the
+  // stream's sequence numbers, so an SDK reading it raises the error instead of a parse failure.
+  auto s = StreamingResponse::open(
+      gw_->port(), "POST", "/v1/responses",
+      R"({"input":"fault me","max_output_tokens":100,"stream":true})",
+      {{"X-Llmux-Fault", "close-after=3"}, {"X-Request-Id", "midstream-responses"}});
+  ASSERT_EQ(s->status(), 200);
+  SseResult r = read_sse(*s, SIZE_MAX, 10s, 30s);
+  EXPECT_EQ(r.end, ReadStatus::End) << to_string(r.end) << "\n" << r.raw();
+  ASSERT_GE(r.events.size(), 2u) << r.raw();
+  const auto& err = r.events.back();
+  EXPECT_EQ(err.event, "error") << r.raw();
+  auto o = parse_json(err.data).as_object();
+  EXPECT_EQ(str(o.at("type")), "error");
+  EXPECT_NE(str(o.at("message")).find("sim"), std::string::npos) << err.data;
+  const auto prev = parse_json(r.events[r.events.size() - 2].data).as_object();
+  ASSERT_TRUE(prev.contains("sequence_number")) << r.raw();
+  EXPECT_EQ(o.at("sequence_number").as_int64(), prev.at("sequence_number").as_int64() + 1);
+  EXPECT_EQ(r.raw().find("[DONE]"), std::string::npos) << r.raw();
+  expect_serves(gw_->port());
+}
+
 TEST_F(GatewayMidStream, CompletionsStreamToo) {
   auto s =
       StreamingResponse::open(gw_->port(), "POST", "/v1/completions",

@@ -142,7 +142,7 @@ void GatedBackend::accept_loop() {
     std::lock_guard<std::mutex> lock(mu_);
     ++accepted_;
     conn_fds_.push_back(fd);
-    conn_threads_.emplace_back([this, fd] { serve(fd); });
+    conn_threads_.emplace_back([this, fd, n = accepted_] { serve(fd, n); });
   }
 }
 
@@ -160,8 +160,12 @@ bool GatedBackend::send_all(int fd, std::string_view bytes) {
 // closed (or failed) before a whole request, or on stop/timeout.
 bool GatedBackend::read_request(int fd, std::string& buf, ReceivedRequest& out) {
   const auto deadline = Clock::now() + kMaxWait;
+  const auto idle_close = opts_.close_idle_after.count() > 0 && buf.empty()
+                              ? Clock::now() + opts_.close_idle_after
+                              : Clock::time_point::max();
   auto fill = [&]() -> bool {
     while (!stop_ && Clock::now() < deadline) {
+      if (buf.empty() && Clock::now() >= idle_close) return false;  // idle: close it
       pollfd p{fd, POLLIN, 0};
       const int r = ::poll(&p, 1, 20);
       if (r < 0 && errno != EINTR) return false;
@@ -227,18 +231,24 @@ bool GatedBackend::wait_gate() {
   return true;
 }
 
-void GatedBackend::serve(int fd) {
+void GatedBackend::serve(int fd, int connection) {
   std::string buf;
-  for (;;) {
+  for (int answered = 0;; ++answered) {
     ReceivedRequest req;
     if (!read_request(fd, buf, req)) break;
+    req.connection = connection;
     const bool client_close = lower(req.header("connection")).find("close") != std::string::npos;
     {
       std::lock_guard<std::mutex> lock(mu_);
       requests_.push_back(req);
     }
     cv_.notify_all();
+    if (opts_.drop_request_after >= 0 && answered >= opts_.drop_request_after) break;
     bool ok = true;
+    if (!opts_.interim.empty()) {
+      ok = send_all(fd, opts_.interim);
+      std::this_thread::sleep_for(opts_.interim_pause);  // the final response comes later
+    }
     switch (opts_.mode) {
       case Mode::GatedSse: {
         ok = send_all(fd,
@@ -270,6 +280,11 @@ void GatedBackend::serve(int fd) {
                                                                             {"target", req.target},
                                                                             {"headers", headers},
                                                                             {"body", req.body}});
+        if (opts_.close_delimited) {
+          ok = send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + body);
+          ::shutdown(fd, SHUT_WR);  // the end of the body; go on reading (see Options)
+          break;
+        }
         ok = send_all(fd,
                       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                       "Keep-Alive: timeout=60\r\nConnection: keep-alive, X-Hop-Resp\r\n"

@@ -24,6 +24,7 @@ struct ReceivedRequest {
   std::string method, target;
   Headers headers;
   std::string body;
+  int connection = 0;  // 1 for the first connection the backend accepted, 2 for the next...
   /// Value of the first header named `name` (case-insensitive); empty when absent.
   std::string header(std::string_view name) const;
   bool has_header(std::string_view name) const;
@@ -50,6 +51,20 @@ class GatedBackend {
     // Close the connection right after each response, without saying so (no Connection:
     // close): a keep-alive connection a pool will find dead.
     bool close_after_response = false;
+    // Bytes written before each response, e.g. an interim "HTTP/1.1 103 Early Hints\r\n...",
+    // then a pause of `interim_pause` before the final response.
+    std::string interim;
+    std::chrono::milliseconds interim_pause{0};
+    // Echo: end the body by closing (no Content-Length, not chunked). The backend then only
+    // shuts down its sending side and goes on reading, so a request sent on that connection
+    // anyway is seen (and counted) instead of being lost in a reset.
+    bool close_delimited = false;
+    // Answer this many requests on each connection normally; read the next one completely,
+    // then close without a response (-1: never).
+    int drop_request_after = -1;
+    // Close a connection on which no request began for this long (uvicorn's keep-alive
+    // timeout); 0: never.
+    std::chrono::milliseconds close_idle_after{0};
   };
 
   explicit GatedBackend(Options opts);
@@ -75,7 +90,7 @@ class GatedBackend {
 
  private:
   void accept_loop();
-  void serve(int fd);
+  void serve(int fd, int connection);
   bool read_request(int fd, std::string& buf, ReceivedRequest& out);
   bool send_all(int fd, std::string_view bytes);
   bool wait_gate();

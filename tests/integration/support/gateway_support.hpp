@@ -46,6 +46,9 @@ class GatewayServer : public ChildProcess {
   /// `--config` with `yaml` written to a file in the gateway's own directory (`extra` after it).
   static std::unique_ptr<GatewayServer> with_config(const std::string& yaml,
                                                     const std::vector<std::string>& extra = {});
+  /// Stops the gateway; a sanitizer report in its stderr (ASan, UBSan, TSan, LSan) fails the
+  /// current test even when the test did not call expect_clean_exit().
+  ~GatewayServer();
 
   const std::string& access_log_path() const { return access_log_; }
   /// The access log's JSON lines so far. A line that is not a JSON object goes to `bad`, or
@@ -64,7 +67,12 @@ class GatewayServer : public ChildProcess {
                 std::chrono::milliseconds ready_timeout);
   std::shared_ptr<TempDir> dir_;
   std::string access_log_;
+  bool checked_ = false;  // expect_clean_exit() already looked at the exit and stderr
 };
+
+/// True if `stderr_text` holds a sanitizer report: "ERROR: AddressSanitizer", "WARNING:
+/// ThreadSanitizer: data race", LeakSanitizer, or UBSan's "runtime error:".
+bool has_sanitizer_report(const std::string& stderr_text);
 
 /// examples/seed.yaml with server1/server2 at 127.0.0.1:port1/port2, listening on
 /// 127.0.0.1:0, `threads` worker threads and the access log left to the command line.

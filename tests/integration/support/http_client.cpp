@@ -401,6 +401,9 @@ RawConnection::RawConnection(int port) {
     fd_ = -1;
     throw std::runtime_error("connect to port " + std::to_string(port) + ": " + why);
   }
+  // A send that cannot make progress fails after this long instead of hanging the test.
+  timeval tv{30, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }

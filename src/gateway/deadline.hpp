@@ -1,0 +1,84 @@
+#pragma once
+// Coarse per-socket deadlines, checked by their worker's ticker every 50 ms. Arming and
+// disarming are plain stores, so no timer-queue operation happens per read or write (Beast's
+// tcp_stream reschedules a timer on every operation). On expiry the socket is closed (an
+// upstream, a pooled connection) or only has its operations cancelled (a client that must still
+// get its 408).
+//
+// One worker thread only: a DeadlineList and the deadlines linked into it belong to the thread
+// that runs their io_context. The list must outlive every deadline linked into it (declare it
+// before the io_context whose coroutines own the deadlines).
+#include <chrono>
+#include <cstdint>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "core/clock.hpp"
+
+namespace llmux::gateway {
+
+struct Deadline {
+  std::int64_t at = 0;  // CLOCK_MONOTONIC ns; 0 = disarmed
+  bool fired = false;
+  bool close = true;
+  boost::asio::ip::tcp::socket* sock = nullptr;
+  Deadline* prev = nullptr;
+  Deadline* next = nullptr;
+
+  void arm(std::chrono::milliseconds t, bool close_on_expiry = true) {
+    fired = false;
+    close = close_on_expiry;
+    at = mono_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(t).count();
+  }
+  void disarm() { at = 0; }
+};
+
+/// The deadlines of one worker (an intrusive list).
+class DeadlineList {
+ public:
+  DeadlineList() { head_.prev = head_.next = &head_; }
+  DeadlineList(const DeadlineList&) = delete;
+  DeadlineList& operator=(const DeadlineList&) = delete;
+  void link(Deadline& d) {
+    d.next = head_.next;
+    d.prev = &head_;
+    head_.next->prev = &d;
+    head_.next = &d;
+  }
+  static void unlink(Deadline& d) {
+    if (!d.prev) return;
+    d.prev->next = d.next;
+    d.next->prev = d.prev;
+    d.prev = d.next = nullptr;
+  }
+  void fire_expired(std::int64_t now) {
+    for (Deadline* d = head_.next; d != &head_; d = d->next) {
+      if (d->at == 0 || now < d->at || !d->sock) continue;
+      d->at = 0;
+      d->fired = true;
+      boost::system::error_code ignored;
+      if (d->close) {
+        d->sock->close(ignored);
+      } else {
+        d->sock->cancel(ignored);
+      }
+    }
+  }
+
+ private:
+  Deadline head_;
+};
+
+/// A deadline registered with its worker for as long as it lives.
+class ScopedDeadline : public Deadline {
+ public:
+  ScopedDeadline(DeadlineList& list, boost::asio::ip::tcp::socket& s) {
+    sock = &s;
+    list.link(*this);
+  }
+  ScopedDeadline(const ScopedDeadline&) = delete;
+  ScopedDeadline& operator=(const ScopedDeadline&) = delete;
+  ~ScopedDeadline() { DeadlineList::unlink(*this); }
+};
+
+}  // namespace llmux::gateway

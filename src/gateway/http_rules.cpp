@@ -1,0 +1,255 @@
+#include "gateway/http_rules.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+#include <boost/beast/core/string.hpp>
+
+namespace llmux::gateway {
+
+namespace {
+
+std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+/// Calls fn(element) for each non-empty element of a comma-separated field value (RFC 9110
+/// §5.6.1: empty elements are allowed and ignored). Parameters (";q=1") stay on the element.
+template <typename Fn>
+void for_each_list_element(std::string_view value, Fn&& fn) {
+  while (true) {
+    const auto comma = value.find(',');
+    const auto elem = trim_ows(value.substr(0, comma));
+    if (!elem.empty()) fn(elem);
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+}
+
+std::string_view coding_name(std::string_view elem) {
+  return trim_ows(elem.substr(0, elem.find(';')));
+}
+
+bool is_decimal(std::string_view s) {
+  if (s.empty() || s.size() > 19) return false;  // 19 digits always fit in uint64
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+/// A range over an equal_range() pair, for range-for.
+template <typename It>
+struct Range {
+  It b, e;
+  It begin() const { return b; }
+  It end() const { return e; }
+};
+template <typename Pair>
+auto each(Pair p) {
+  return Range<decltype(p.first)>{p.first, p.second};
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return boost::beast::iequals(a, b);
+}
+
+}  // namespace
+
+std::optional<FramingError> check_request_framing(const bhttp::fields& fields, unsigned version) {
+  // Content-Length: exactly one field holding one decimal number.
+  std::size_t cl_fields = 0;
+  for (const auto& f : each(fields.equal_range(bhttp::field::content_length))) {
+    ++cl_fields;
+    if (!is_decimal(trim_ows(f.value())))
+      return FramingError{400, fmt::format("Bad request: invalid Content-Length '{}'.",
+                                           std::string_view(f.value()).substr(0, 64))};
+  }
+  if (cl_fields > 1) return FramingError{400, "Bad request: Content-Length is repeated."};
+
+  // Transfer-Encoding: the codings of every field, in order.
+  bool any_te = false;
+  std::size_t codings = 0;
+  bool chunked_before_last = false;
+  bool last_is_chunked = false;
+  std::string_view first_other;
+  for (const auto& f : each(fields.equal_range(bhttp::field::transfer_encoding))) {
+    any_te = true;
+    for_each_list_element(f.value(), [&](std::string_view elem) {
+      const auto name = coding_name(elem);
+      if (last_is_chunked) chunked_before_last = true;  // something follows a chunked
+      last_is_chunked = iequals(name, "chunked");
+      if (!last_is_chunked && first_other.empty()) first_other = name;
+      ++codings;
+    });
+  }
+  if (!any_te) return std::nullopt;
+  if (version < 11)
+    return FramingError{400, "Bad request: Transfer-Encoding is not allowed in HTTP/1.0."};
+  if (cl_fields > 0)
+    return FramingError{400, "Bad request: both Content-Length and Transfer-Encoding."};
+  if (codings == 0) return FramingError{400, "Bad request: empty Transfer-Encoding."};
+  if (chunked_before_last || !last_is_chunked)
+    return FramingError{400,
+                        "Bad request: Transfer-Encoding must end in a single 'chunked' "
+                        "(the length of the body cannot be determined)."};
+  if (!first_other.empty())
+    return FramingError{
+        501, fmt::format("Transfer-Encoding '{}' is not implemented.", first_other.substr(0, 64))};
+  return std::nullopt;
+}
+
+bool is_hop_by_hop(bhttp::field f) {
+  switch (f) {
+    case bhttp::field::connection:
+    case bhttp::field::keep_alive:
+    case bhttp::field::proxy_connection:
+    case bhttp::field::proxy_authenticate:
+    case bhttp::field::proxy_authorization:
+    case bhttp::field::te:
+    case bhttp::field::trailer:
+    case bhttp::field::transfer_encoding:
+    case bhttp::field::upgrade:
+    case bhttp::field::expect:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool named_by_connection(const bhttp::fields& fields, std::string_view name) {
+  bool found = false;
+  for (const auto& f : each(fields.equal_range(bhttp::field::connection))) {
+    for_each_list_element(f.value(), [&](std::string_view token) {
+      if (iequals(token, name)) found = true;
+    });
+    if (found) break;
+  }
+  return found;
+}
+
+void strip_hop_by_hop(bhttp::fields& fields) {
+  // Collect the names first (views into the Connection fields, which are erased last).
+  std::array<std::string_view, 32> named{};
+  std::size_t n = 0;
+  bool overflow = false;
+  for (const auto& f : each(fields.equal_range(bhttp::field::connection))) {
+    for_each_list_element(f.value(), [&](std::string_view token) {
+      if (iequals(token, "close") || iequals(token, "keep-alive")) return;
+      if (n < named.size()) {
+        named[n++] = token;
+      } else {
+        overflow = true;
+      }
+    });
+  }
+  for (auto it = fields.begin(); it != fields.end();) {
+    const bool named_here = [&] {
+      if (it->name() == bhttp::field::connection) return false;
+      for (std::size_t i = 0; i < n; ++i)
+        if (iequals(it->name_string(), named[i])) return true;
+      return overflow && named_by_connection(fields, it->name_string());
+    }();
+    if (named_here && it->name() != bhttp::field::connection) {
+      it = fields.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = fields.begin(); it != fields.end();) {
+    if (is_hop_by_hop(it->name())) {
+      it = fields.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void drop_fields_after(bhttp::fields& fields, std::size_t keep) {
+  std::size_t i = 0;
+  for (auto it = fields.begin(); it != fields.end();) {
+    if (i++ >= keep) {
+      it = fields.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void build_upstream_head(std::string& out, const bhttp::request_header<>& client,
+                         const UpstreamRequestParts& parts) {
+  out.clear();
+  const std::string_view method = client.method_string();
+  out.append(method).append(" ").append(parts.target).append(" HTTP/1.1\r\nHost: ");
+  out.append(parts.host).append("\r\n");
+
+  // Tokens of the client's Connection fields name fields that end at the gateway.
+  std::array<std::string_view, 32> named{};
+  std::size_t n = 0;
+  bool overflow = false;
+  for (const auto& f : each(client.equal_range(bhttp::field::connection))) {
+    for_each_list_element(f.value(), [&](std::string_view token) {
+      if (n < named.size()) {
+        named[n++] = token;
+      } else {
+        overflow = true;
+      }
+    });
+  }
+  std::string_view xff_first;  // the client's X-Forwarded-For, when it sent exactly one
+  std::string xff_joined;      // several: joined with ", "
+  std::size_t xff_count = 0;
+  for (const auto& f : client) {
+    const auto name = f.name();
+    if (is_hop_by_hop(name)) continue;
+    switch (name) {
+      case bhttp::field::host:
+      case bhttp::field::content_length:
+        continue;
+      case bhttp::field::authorization:
+        if (!parts.authorization.empty()) continue;
+        break;
+      default:
+        break;
+    }
+    const std::string_view name_string = f.name_string();
+    if (name == bhttp::field::unknown) {
+      // Set by the gateway below (X-Forwarded-For extended with the client's address).
+      if (iequals(name_string, "x-forwarded-for")) {
+        if (xff_count++ == 0) {
+          xff_first = f.value();
+        } else {
+          if (xff_count == 2) xff_joined.assign(xff_first);
+          xff_joined.append(", ").append(f.value());
+        }
+        continue;
+      }
+      if (iequals(name_string, "x-forwarded-proto") || iequals(name_string, "x-request-id"))
+        continue;
+    }
+    bool named_here = false;
+    for (std::size_t i = 0; i < n && !named_here; ++i) named_here = iequals(name_string, named[i]);
+    if (!named_here && overflow) named_here = named_by_connection(client, name_string);
+    if (named_here) continue;
+    out.append(name_string).append(": ").append(f.value()).append("\r\n");
+  }
+  if (!parts.authorization.empty())
+    out.append("Authorization: ").append(parts.authorization).append("\r\n");
+  out.append("X-Forwarded-For: ");
+  if (xff_count == 1) out.append(xff_first).append(", ");
+  if (xff_count > 1) out.append(xff_joined).append(", ");
+  out.append(parts.client_addr).append("\r\nX-Forwarded-Proto: http\r\n");
+  if (!parts.request_id.empty())
+    out.append("X-Request-Id: ").append(parts.request_id).append("\r\n");
+  const auto verb = client.method();
+  if (parts.body_size > 0 || verb == bhttp::verb::post || verb == bhttp::verb::put ||
+      verb == bhttp::verb::patch) {
+    char digits[24];
+    const auto r = fmt::format_to_n(digits, sizeof digits, "{}", parts.body_size);
+    out.append("Content-Length: ").append(digits, r.size).append("\r\n");
+  }
+  out.append("\r\n");
+}
+
+}  // namespace llmux::gateway

@@ -1,0 +1,115 @@
+// In-flight slots: max_inflight is a hard limit even when workers race for the last slot.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "policy/round_robin.hpp"
+#include "test_util.hpp"
+
+namespace llmux::policy {
+namespace {
+
+using testing::Pool;
+using testing::request;
+
+/// A policy that, like another worker running between pick() and the slot, fills the backend it
+/// is about to return (or leaves it alone), then returns it.
+class RacedPolicy : public Policy {
+ public:
+  explicit RacedPolicy(bool fill) : fill_(fill) {}
+  std::string_view name() const override { return "raced"; }
+  BackendState* pick(const RequestView& r, std::span<BackendState* const> c,
+                     const TriedSet& tried) override {
+    BackendState* b = first_.pick(r, c, tried);
+    if (b && fill_ && b->max_inflight > 0) b->inflight.store(b->max_inflight);
+    ++picks;
+    return b;
+  }
+  int picks = 0;
+
+ private:
+  First first_;
+  bool fill_;
+};
+
+TEST(Slot, BackendFilledBetweenPickAndSlotIsSkipped) {
+  Pool pool({1, 1});
+  pool[0].max_inflight = 2;
+  RacedPolicy raced(/*fill=*/true);
+  TriedSet tried;
+  Slot s = pick_and_acquire(raced, request(), pool.all(), tried);
+  // pool[0] was free when the policy looked but full when the slot was taken: the slot comes
+  // from pool[1], and pool[0] stays exactly at its limit.
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s.backend(), &pool[1]);
+  EXPECT_EQ(pool[0].inflight.load(), 2);
+  EXPECT_EQ(pool[1].inflight.load(), 1);
+  EXPECT_TRUE(tried.contains(pool[0]));
+  EXPECT_EQ(raced.picks, 2);
+}
+
+TEST(Slot, EmptyWhenEveryBackendIsFull) {
+  Pool pool({1, 1});
+  pool[0].max_inflight = 1;
+  pool[1].max_inflight = 1;
+  First first;
+  TriedSet t1, t2, t3;
+  Slot a = pick_and_acquire(first, request(), pool.all(), t1);
+  Slot b = pick_and_acquire(first, request(), pool.all(), t2);
+  Slot c = pick_and_acquire(first, request(), pool.all(), t3);
+  EXPECT_EQ(a.backend(), &pool[0]);
+  EXPECT_EQ(b.backend(), &pool[1]);
+  EXPECT_FALSE(c);
+  a.reset();
+  EXPECT_EQ(pool[0].inflight.load(), 0);
+  TriedSet t4;
+  EXPECT_EQ(pick_and_acquire(first, request(), pool.all(), t4).backend(), &pool[0]);
+}
+
+TEST(Slot, GivesItsCountBackOnceWhenMovedAndDestroyed) {
+  Pool pool({1});
+  {
+    First first;
+    TriedSet tried;
+    Slot a = pick_and_acquire(first, request(), pool.all(), tried);
+    EXPECT_EQ(pool[0].inflight.load(), 1);
+    Slot b = std::move(a);
+    Slot c;
+    c = std::move(b);
+    EXPECT_EQ(pool[0].inflight.load(), 1);
+  }
+  EXPECT_EQ(pool[0].inflight.load(), 0);
+}
+
+TEST(Slot, RacingThreadsNeverExceedTheLimit) {
+  Pool pool({1});
+  pool[0].max_inflight = 3;
+  std::atomic<int> holding{0}, max_seen{0}, granted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      First first;
+      for (int i = 0; i < 20000; ++i) {
+        TriedSet tried;
+        Slot s = pick_and_acquire(first, request(), pool.all(), tried);
+        if (!s) continue;
+        ++granted;
+        const int now = ++holding;
+        int prev = max_seen.load();
+        while (now > prev && !max_seen.compare_exchange_weak(prev, now)) {
+        }
+        --holding;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_LE(max_seen.load(), 3);
+  EXPECT_GT(granted.load(), 0);
+  EXPECT_EQ(pool[0].inflight.load(), 0);
+}
+
+}  // namespace
+}  // namespace llmux::policy
