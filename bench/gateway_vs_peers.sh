@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # llmux gateway vs its peers, side by side in one run (issue 4, "Measured, not assumed").
 #
-# Paths: direct (no proxy), llmux (`gateway --threads 1`), nginx (Debian's, one worker,
+# Paths: direct (no proxy), llmux (`gateway --threads 1`), llmux-base (the same with the
+# --baseline binary, only when one is given), nginx (Debian's, one worker,
 # keep-alive upstream, no buffering), HAProxy (Debian's, nbthread 1, http-no-delay,
 # http-reuse always) and the seed's FastAPI + httpx proxy (one uvicorn worker). Configs are the
 # templates in bench/peers/. Each proxy is pinned to PROXY_CPU, load generator and backend to
@@ -13,13 +14,22 @@
 #   (c) ITL added at 1,000 streams x 50 tok/s                             (reported)
 #   (d) RSS per held-open stream, 2,000 streams                           llmux <= HAProxy
 #
+# Old vs new binary in one run: --baseline BIN (or env LLMUX_BASELINE) adds the path llmux-base,
+# BIN run exactly like llmux (same flags, same pinning, copied first too) in every section,
+# rotated with the others; the report then gives new/baseline ratios of proxy CPU us/request (b)
+# and KiB per stream (d) (plus req/s, p99, tok/s, CPU per token), names both binaries (path,
+# mtime, sha256, git rev) and checks CPU/request against --baseline-budget (5%). Build BIN with
+# bench/build_baseline.sh REV (a temporary git worktree; prints the binary's path):
+#   bench/gateway_vs_peers.sh --baseline "$(bench/build_baseline.sh)" --out /tmp/gvp
+#
 # Usage: bench/gateway_vs_peers.sh [--rounds 3] [--sections abcd] [--serial-requests 5]
 #          [--serial-tokens 128] [--wrk-duration 5] [--wrk-connections 64] [--itl-streams 1000]
 #          [--itl-tokens 200] [--mem-streams 2000] [--mem-t0 0.25] [--paths direct,llmux,...]
-#          [--out bench/results]
-# Env: ITL_CLIENT_CPU (cores of the (c) client, default all), LLMUX (binary, default build/llmux; copied first so a concurrent rebuild cannot change it
-# mid-run), PROXY_CPU (0), LOAD_CPU (1). Loopback only; every wait is bounded; only processes
-# this script started are stopped (by pid).
+#          [--baseline BIN] [--baseline-budget 5] [--out bench/results]
+# Env: ITL_CLIENT_CPU (cores of the (c) client, default all), LLMUX (binary, default
+# build/llmux; copied first so a concurrent rebuild cannot change it mid-run), LLMUX_BASELINE
+# (as --baseline), PROXY_CPU (0), LOAD_CPU (1), KEEP_TMP=1. Loopback only; every wait is
+# bounded; only processes this script started are stopped (by pid).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEERS=$ROOT/bench/peers
@@ -28,12 +38,13 @@ ROUNDS=3 SECTIONS=abcd SERIAL_REQS=5 SERIAL_TOKENS=128 WRK_DUR=5 WRK_CONN=64
 ITL_STREAMS=1000 ITL_TOKENS=200 MEM_STREAMS=2000 MEM_T0=0.25
 ALL_PATHS=direct,llmux,nginx,haproxy,fastapi
 OUT=$ROOT/bench/results
+BASELINE=${LLMUX_BASELINE:-} BASELINE_BUDGET=5
 PROXY_CPU=${PROXY_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 # (c): sim + client on one core cannot sustain 1,000 x 50 events/s (measured: ~32k tok/s, ITL p50
 # 31 ms direct), so by default the client of (c) may run on any core; the sim stays on LOAD_CPU.
 ITL_CLIENT_CPU=${ITL_CLIENT_CPU:-0-$(($(nproc) - 1))}
-CMDLINE="bench/gateway_vs_peers.sh $*"
+CMDLINE="${LLMUX_BASELINE:+LLMUX_BASELINE=$LLMUX_BASELINE }bench/gateway_vs_peers.sh $*"
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -47,12 +58,29 @@ while [ $# -gt 0 ]; do
     --mem-streams) MEM_STREAMS=$2; shift 2 ;;
     --mem-t0) MEM_T0=$2; shift 2 ;;
     --paths) ALL_PATHS=$2; shift 2 ;;
+    --baseline) BASELINE=$2; shift 2 ;;
+    --baseline-budget) BASELINE_BUDGET=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 IFS=, read -r -a PATHS <<<"$ALL_PATHS"
+for p in "${PATHS[@]}"; do
+  case $p in direct|llmux|llmux-base|nginx|haproxy|fastapi) ;; *) echo "unknown path $p" >&2; exit 2 ;; esac
+done
+# --baseline: llmux-base runs right after llmux in the rotation (appended when llmux is not run)
+if [ -n "$BASELINE" ]; then
+  [ -x "$BASELINE" ] || { echo "--baseline $BASELINE: not an executable file" >&2; exit 2; }
+  if [[ ",$ALL_PATHS," != *,llmux-base,* ]]; then
+    np=()
+    for p in "${PATHS[@]}"; do np+=("$p"); [ "$p" = llmux ] && np+=(llmux-base); done
+    [[ ",$ALL_PATHS," == *,llmux,* ]] || { np+=(llmux-base); echo "warning: --baseline without the llmux path: no new/baseline ratios" >&2; }
+    PATHS=("${np[@]}"); ALL_PATHS=$(IFS=,; echo "${PATHS[*]}")
+  fi
+elif [[ ",$ALL_PATHS," == *,llmux-base,* ]]; then
+  echo "the llmux-base path needs --baseline BIN (or LLMUX_BASELINE)" >&2; exit 2
+fi
 for t in nginx haproxy wrk h2load taskset curl jq; do
   command -v $t >/dev/null || { echo "missing $t (run scripts/setup --bench)" >&2; exit 1; }
 done
@@ -66,6 +94,33 @@ LLMUX_SRC=${LLMUX:-$ROOT/build/llmux}
 cp "$LLMUX_SRC" "$tmp/llmux"
 LLMUX_MTIME=$(date -r "$LLMUX_SRC" "+%Y-%m-%d %H:%M:%S")
 LLMUX=$tmp/llmux
+LLMUX_BASE=$tmp/llmux-base   # the --baseline binary, copied the same way (the llmux-base path)
+[ -n "$BASELINE" ] && cp "$BASELINE" "$LLMUX_BASE"
+# bin_info ROLE SOURCE COPY: one JSON line on the binaries compared. Git rev: SOURCE.rev when
+# there is one (bench/build_baseline.sh writes it), else the checkout SOURCE lies in (read only;
+# its HEAD at run time, flagged when src/ or CMakeLists.txt have uncommitted changes).
+bin_info() {
+  local role=$1 src=$2 copy=$3 top rev="" desc="" how="" dirty=0
+  src=$(realpath -m "$src")
+  if [ -f "$src.rev" ]; then
+    rev=$(sed -n 1p "$src.rev"); desc=$(sed -n 2p "$src.rev"); how="from $src.rev"
+  elif top=$(git -C "$(dirname "$src")" rev-parse --show-toplevel 2>/dev/null); then
+    rev=$(git -C "$top" rev-parse HEAD 2>/dev/null || true)
+    desc=$(git -C "$top" log -1 --format='%h (%cs) %s' 2>/dev/null || true)
+    how="HEAD of the checkout $top at run time (the binary may predate it)"
+    if [ -n "$(git --no-optional-locks -C "$top" status --porcelain -- src CMakeLists.txt 2>/dev/null)" ]; then
+      dirty=1; how="$how, with uncommitted changes under src/ or CMakeLists.txt"
+    fi
+  fi
+  $PY -c 'import hashlib,json,sys; a=sys.argv[1:]; print(json.dumps(dict(role=a[0], path=a[1], mtime=a[2], sha256=hashlib.sha256(open(a[3],"rb").read()).hexdigest(), git_rev=a[4] or None, git_desc=a[5] or None, git_how=a[6] or None, git_dirty=a[7]=="1")))' \
+    "$role" "$src" "$(date -r "$src" "+%Y-%m-%d %H:%M:%S")" "$copy" "$rev" "$desc" "$how" "$dirty" >>"$tmp/binaries.jsonl"
+}
+: >"$tmp/binaries.jsonl"
+bin_info llmux "$LLMUX_SRC" "$LLMUX"
+if [ -n "$BASELINE" ]; then
+  bin_info llmux-base "$BASELINE" "$LLMUX_BASE"
+  cmp -s "$LLMUX" "$LLMUX_BASE" && echo "warning: --baseline is byte-identical to $LLMUX_SRC" >&2
+fi
 STARTED=()   # every pid this script started
 KEEP_TMP=${KEEP_TMP:-0}
 cleanup() {
@@ -139,8 +194,9 @@ start_proxy() {
   PX_PID= PX_PIDS=()
   case $name in
     direct) PX_PORT=$up; return 0 ;;
-    llmux)
-      taskset -c "$PROXY_CPU" "$LLMUX" gateway --port 0 --backend "up=http://127.0.0.1:$up" \
+    llmux|llmux-base)
+      local bin=$LLMUX; [ "$name" = llmux-base ] && bin=$LLMUX_BASE
+      taskset -c "$PROXY_CPU" "$bin" gateway --port 0 --backend "up=http://127.0.0.1:$up" \
         --threads 1 --access-log off >"$d/out" 2>"$d/err" &
       PX_PID=$!; STARTED+=("$PX_PID")
       PX_PORT=$(wait_ready "$d/out") ;;
@@ -235,7 +291,7 @@ if [[ $SECTIONS == *b* ]]; then
         --data-binary '{"model":"Qwen3.6-35B-A3B","prompt":"a b c d","max_tokens":1,"temperature":0}' "$url" || true)
       grep -q cmpl-bench "$tmp/b-body" 2>/dev/null || note "(b) round $ROUND $p: probe POST answered $code with an unexpected body: $(head -c 200 "$tmp/b-body")"
       [ "$code" = 200 ] || note "(b) round $ROUND $p: probe POST answered HTTP $code"
-      if [ "$p" = llmux ] && ! grep -qi '^x-llmux-backend: up' "$tmp/b-hdr"; then note "(b) round $ROUND llmux: no X-Llmux-Backend header on the probe"; fi
+      if [[ $p == llmux* ]] && ! grep -qi '^x-llmux-backend: up' "$tmp/b-hdr"; then note "(b) round $ROUND $p: no X-Llmux-Backend header on the probe"; fi
       timeout $((WRK_DUR + 30)) taskset -c "$LOAD_CPU" wrk -t1 -c"$WRK_CONN" -d1s -s "$PEERS/post.lua" "$url" >"$tmp/b-warm.txt" 2>&1 || true
       c0=$(cpu_ticks "${PX_PIDS[@]}"); t0=$(date +%s.%N)
       timeout $((WRK_DUR + 30)) taskset -c "$LOAD_CPU" wrk -t1 -c"$WRK_CONN" -d"${WRK_DUR}s" --latency \
@@ -362,6 +418,8 @@ meta = dict(
     mem_streams=$MEM_STREAMS, mem_t0=$MEM_T0, itl_client_cpu="$ITL_CLIENT_CPU",
     llmux_sha256=hashlib.sha256(open(llmux, "rb").read()).hexdigest(),
     llmux_mtime="$LLMUX_MTIME",
+    binaries=[json.loads(l) for l in open("$tmp/binaries.jsonl") if l.strip()],
+    baseline_budget_pct=float("$BASELINE_BUDGET"),
     versions=", ".join([v("nginx -v"), v("haproxy -v"), v("wrk -v"), v("h2load --version"),
                         f"FastAPI {fastapi.__version__} / httpx {httpx.__version__} / uvicorn {uvicorn.__version__} (h11, asyncio)"]),
     notes=[l.strip() for l in open("$NOTES") if l.strip()],

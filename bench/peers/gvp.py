@@ -7,12 +7,24 @@ the lines of a run into bench/results/gateway_vs_peers.{md,json}.
     gvp.py report LINES.jsonl META.json MD JSON
 """
 import json
+import os
 import re
 import statistics
 import sys
 
-PATHS = ["direct", "llmux", "nginx", "haproxy", "fastapi"]
-PROXIES = ["llmux", "nginx", "haproxy", "fastapi"]
+PATHS = ["direct", "llmux", "llmux-base", "nginx", "haproxy", "fastapi"]
+PROXIES = ["llmux", "llmux-base", "nginx", "haproxy", "fastapi"]
+# New vs baseline (--baseline): (section, key, what, lower is better, headline)
+BASELINE_METRICS = [
+    ("b", "proxy_cpu_us_per_request", "(b) proxy CPU µs/request", True, True),
+    ("b", "requests_per_s", "(b) req/s", False, False),
+    ("b", "lat_p99_us", "(b) p99 µs", True, False),
+    ("d", "kib_per_stream", "(d) KiB per held-open stream", True, True),
+    ("d", "idle_rss_kib", "(d) idle RSS KiB", True, False),
+    ("a", "output_tok_s", "(a) serial tok/s", False, False),
+    ("c", "proxy_cpu_us_per_token", "(c) proxy CPU µs/token", True, False),
+    ("c", "itl_ms_p99", "(c) ITL p99 ms", True, False),
+]
 
 
 def bench(path):
@@ -85,6 +97,79 @@ def goal(ok):
     return "✅ met" if ok else "❌ missed"
 
 
+def baseline_section(by, meta, md):
+    """New (llmux) vs baseline (llmux-base): ratios of the medians over rounds, and the ratio of
+    each round (both measured in the same round, minutes apart). Returns the JSON medians."""
+    bins = {b["role"]: b for b in meta.get("binaries", [])}
+    budget = meta.get("baseline_budget_pct", 5.0)
+    out = {"budget_pct": budget, "binaries": bins, "metrics": {}}
+    md.append("## New vs baseline binary\n")
+    md.append("Both binaries ran as the llmux path does (`gateway --threads 1 --access-log off`, CPU "
+              f"{meta['proxy_cpu']}), each copied to the run's temp dir first, in every section, "
+              "rotated with the other paths. **new** = path `llmux`, **baseline** = path `llmux-base`.\n")
+    md.append("| binary | path | mtime | git revision | sha256 |")
+    md.append("|---|---|---|---|---|")
+    for role, name in (("llmux", "new"), ("llmux-base", "baseline")):
+        b = bins.get(role)
+        if b:
+            g = b.get("git_desc") or "unknown"
+            g = g if len(g) <= 72 else g[:71] + "…"
+            if b.get("git_how"):
+                g += f" — {b['git_how']}"
+            md.append(f"| {name} | `{b['path']}` | {b['mtime']} | {g} | {b['sha256'][:12]} |")
+    if bins.get("llmux") and bins.get("llmux-base") and bins["llmux"]["sha256"] == bins["llmux-base"]["sha256"]:
+        md.append("\nThe two binaries are byte-identical: every ratio below measures only noise.")
+    md.append("")
+    md.append("| metric | new | baseline | new/baseline | change | per-round new/baseline |")
+    md.append("|---|---:|---:|---:|---:|---|")
+    headlines = []
+    for sec, key, what, lower_better, headline in BASELINE_METRICS:
+        new = med([r.get(key) for r in by.get((sec, "llmux"), [])])
+        base = med([r.get(key) for r in by.get((sec, "llmux-base"), [])])
+        if new is None and base is None:
+            continue
+        ratio = new / base if new is not None and base else None
+        rounds = {r["round"]: r.get(key) for r in by.get((sec, "llmux"), [])}
+        per_round = []
+        for r in sorted(by.get((sec, "llmux-base"), []), key=lambda r: r["round"]):
+            n, b = rounds.get(r["round"]), r.get(key)
+            if n is not None and b:
+                per_round.append(n / b)
+        x = {"new": new, "baseline": base, "ratio": ratio, "change_pct": (ratio - 1) * 100 if ratio else None,
+             "per_round_ratios": per_round, "per_round_ratio_median": med(per_round),
+             "per_round_ratio_max": max(per_round) if per_round else None, "lower_is_better": lower_better}
+        out["metrics"][f"{sec}.{key}"] = x
+        nd = {"proxy_cpu_us_per_request": 1, "kib_per_stream": 2, "proxy_cpu_us_per_token": 2,
+              "itl_ms_p99": 3, "output_tok_s": 2}.get(key, 0)
+        label = f"**{what}**" if headline else what
+        change = f"{x['change_pct']:+.1f}%" if ratio else "–"
+        rounds_txt = ", ".join(f"{v:.3f}" for v in per_round) or "–"
+        md.append(f"| {label} | {fmt(new, nd)} | {fmt(base, nd)} | {fmt(ratio, 3)} | {change} | {rounds_txt} |")
+        if headline:
+            headlines.append((sec, key, what, x))
+    md.append("")
+    md.append("new/baseline is the ratio of the medians over rounds; per-round ratios pair the two "
+              "binaries' runs of the same round. Lower is better for CPU, latency and memory, higher "
+              "for req/s and tok/s.\n")
+    if meta["rounds"] < 3:
+        md.append(f"Only {meta['rounds']} round(s): a smoke test of the plumbing, not a verdict (use 3 or more).\n")
+    for sec, key, what, x in headlines:
+        if x["ratio"] is None:
+            continue
+        rr = x["per_round_ratios"]
+        spread = (f" (per round {min(rr):.3f}–{max(rr):.3f}, median {x['per_round_ratio_median']:.3f})"
+                  if len(rr) > 1 else "")
+        if key == "proxy_cpu_us_per_request":
+            md.append(f"- **Proxy CPU per request, new/baseline = {x['ratio']:.3f}** ({x['change_pct']:+.1f}%)"
+                      f"{spread}. Budget: the new binary costs at most {budget:g}% more proxy CPU per "
+                      f"request — {goal(x['ratio'] <= 1 + budget / 100)}.")
+        else:
+            md.append(f"- **Memory per held-open stream, new/baseline = {x['ratio']:.3f}** "
+                      f"({x['change_pct']:+.1f}%){spread}.")
+    md.append("")
+    return out
+
+
 def report(lines_path, meta_path, md_path, json_path):
     rows = [json.loads(l) for l in open(lines_path) if l.strip()]
     for r in rows:  # CPU cost per request of the proxy (robust on a noisy machine)
@@ -112,6 +197,8 @@ def report(lines_path, meta_path, md_path, json_path):
               f"(binary {meta['llmux_sha256'][:12]}, built {meta['llmux_mtime']}). "
               f"{meta['versions']}.\n")
     md.append(f"Command: `{meta['command']}` ({meta['elapsed_s']:.0f} s)\n")
+    if any(p == "llmux-base" for _, p in by):
+        medians["baseline"] = baseline_section(by, meta, md)
 
     # (a)
     sec = "a"
@@ -244,6 +331,7 @@ def report(lines_path, meta_path, md_path, json_path):
             md.append(f"| {p} | {fmt(x['idle_rss_kib'], 0)} | {fmt(x['loaded_rss_kib'], 0)} | "
                       f"{fmt(x['kib_per_stream'], 2)} | {fmt(x['backend_running'], 0)} | "
                       f"{fmt(x['drain_s'], 1)} | {fmt(x['after_rss_kib'], 0)} |")
+        md.append("")
         medians["d"] = med_d
         L, H = med_d.get("llmux"), med_d.get("haproxy")
         if L and H and L["kib_per_stream"] is not None and H["kib_per_stream"] is not None:
@@ -255,7 +343,7 @@ def report(lines_path, meta_path, md_path, json_path):
         md.append("## Sanity checks and anomalies\n")
         md.extend(f"- {n}" for n in notes)
         md.append("")
-    md.append("Raw numbers (every round, every path): bench/results/gateway_vs_peers.json.\n")
+    md.append(f"Raw numbers (every round, every path): {os.path.basename(json_path)} next to this file.\n")
     open(md_path, "w").write("\n".join(md))
     json.dump({"meta": meta, "medians": medians, "measurements": rows}, open(json_path, "w"), indent=1)
 
