@@ -1,0 +1,58 @@
+#pragma once
+// Internal to src/config: helpers shared between its files. Not part of the API (include
+// config/config.hpp for that); nothing outside src/config includes this header.
+//
+// Where things live:
+//   config.cpp    ConfigError::to_string(); load_and_validate(); reading files (*_file())
+//   load.cpp      YAML text -> GatewayConfig (strict; the schema comment is there)
+//   quick.cpp     quick_config(): the `--backend NAME=URL` form
+//   validate.cpp  validate(): every error at once, derived fields filled
+//   address.cpp   listen strings ("[::1]:8080") and backend URLs
+//   units.cpp     parse_duration(), parse_size(), format_millis()
+//   text.cpp      string helpers: join, case, "did you mean", field paths
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace llmux::config::detail {
+
+// --- text.cpp
+
+std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
+std::string lower(std::string_view s);
+std::string upper(std::string_view s);
+
+/// The closest of `known` to `word` if it is a near miss (edit distance <= 2, ignoring case, or
+/// one is a prefix of the other and the shorter has at least 4 characters); "" otherwise.
+std::string suggest(std::string_view word, const std::vector<std::string>& known);
+
+/// The field path of element `i` of `field`: "routes" and 2 give "routes[2]".
+std::string index(const std::string& field, std::size_t i);
+
+// --- units.cpp
+
+/// A non-negative decimal integer, the whole of `s` (no sign, no spaces); false on overflow.
+bool parse_uint(std::string_view s, std::uint64_t& out);
+
+/// "250ms": how errors show a duration.
+std::string format_millis(Millis ms);
+
+// --- address.cpp
+
+/// Parses ":8080", "8080", "127.0.0.1:8080", "[::1]:8080"; on failure sets `why` and returns
+/// nullopt. The address is not checked here (validate() does that).
+std::optional<Listener> parse_listen_string(std::string_view s, std::string& why);
+
+bool is_ip(std::string_view s);            // an IPv4 or IPv6 address, written as such
+bool is_wildcard(std::string_view s);      // 0.0.0.0 or an unspecified IPv6 address (::)
+std::string host_port(const Listener& l);  // "127.0.0.1:8080", "[::1]:8080"
+
+/// Fills b's scheme/host/port/base_path from b.url (clearing them first); each problem with the
+/// URL is appended to `errs` under `field`.
+void parse_backend_url(Backend& b, const std::string& field, std::vector<ConfigError>& errs);
+
+}  // namespace llmux::config::detail

@@ -1,0 +1,397 @@
+// YAML text -> GatewayConfig: load_yaml(). Strict, never throws; meaning is validate.cpp's job.
+//
+// Schema (docs/config.md is the user-facing version of this comment; keep them in step):
+//
+//   listen: [{address: 0.0.0.0, port: 8080}]  # default. Also a string ":8080", "127.0.0.1:8080",
+//                                              # "[::1]:8080", a bare port 8080, or a list of any
+//                                              # of these. Port 0: a free port chosen at start.
+//   threads: 0                                 # worker threads; 0 = one per core; 0-1024
+//   backends:                                  # 1-64 of them
+//     - name: server1                          # required; letters, digits, '-', '_', '.'
+//       url: http://192.168.200.101:30000      # required; http:// only (https:// not yet);
+//                                              # port 1-65535, default 80; an optional base
+//                                              # path is prepended to every request path
+//       api_key: "..."                         # optional; sent as "Authorization: Bearer ..."
+//       weight: 1                              # 1-100, for round_robin
+//       max_inflight: 0                        # 0 = unlimited
+//       pool_idle_timeout: 4s                  # idle pooled connections closed after this;
+//                                              # keep below the backend's keep-alive timeout
+//   routes:                                    # matched in order; the first match wins
+//     - name: responses                        # optional; default "route<i>" (i from 0)
+//       match:                                 # all conditions must hold; none = every request
+//         path_prefix: /v1/responses           # plain string prefix of the path, or
+//         path: /v1/chat/completions           # the exact path (not both)
+//         methods: [POST]                      # upper case; empty/absent = any method
+//         models: [Qwen3.6-35B-A3B]            # the body's "model"; empty/absent = any model
+//       backends: [server1]                    # names from `backends`, in order
+//       policy: first                          # policy::policy_names(): round_robin (default),
+//                                              # first
+//   timeouts:                                  # "250ms", "5s", "2m", "1h", or a number of ms
+//     {connect: 5s, first_byte: 300s, idle: 120s, client_header: 30s, client_body: 60s,
+//      client_idle: 75s, drain: 30s}
+//   limits: {max_body_bytes: 16MiB, max_header_bytes: 64KiB}  # KiB/MiB/GiB (2^10...),
+//                                              # KB/MB/GB (10^3...), B, or a number of bytes
+//   access_log: stdout                         # stdout, off, or a file path
+//
+// Loading is strict: unknown keys (with a "did you mean" for near misses), duplicate keys, wrong
+// types and YAML syntax errors are all reported, with the field path ("routes[1].match.methods[0]")
+// and the line and column. Nothing here throws. validate() (validate.cpp) then checks meaning and
+// reports every problem at once; a route after one that matches everything it matches is an error
+// (unreachable), never silently ignored.
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "config/config.hpp"
+#include "config/detail.hpp"
+
+namespace llmux::config {
+namespace {
+
+using detail::index;
+using detail::join;
+using detail::lower;
+using detail::parse_listen_string;
+using detail::parse_uint;
+using detail::suggest;
+
+std::string child(const std::string& field, std::string_view key) {
+  return field.empty() ? std::string(key) : fmt::format("{}.{}", field, key);
+}
+
+/// The node as written, shortened, for error messages.
+std::string render(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "";
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  std::string s = e.c_str();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+std::string kind(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "nothing";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "a scalar";
+}
+
+class Loader {
+ public:
+  explicit Loader(std::vector<ConfigError>& errors) : errors_(errors) {}
+
+  void error(const std::string& field, const YAML::Node& at, std::string value,
+             std::string reason) {
+    ConfigError e{field, std::move(value), std::move(reason)};
+    const YAML::Mark m = at.Mark();
+    if (!m.is_null() && m.line >= 0) {
+      e.line = m.line + 1;
+      e.column = m.column + 1;
+    }
+    errors_.push_back(std::move(e));
+  }
+
+  void type_error(const std::string& field, const YAML::Node& n, std::string_view expected) {
+    error(field, n, render(n), fmt::format("expected {}, got {}", expected, kind(n)));
+  }
+
+  /// The entries of mapping `n` whose keys are in `known`; reports unknown and duplicate keys.
+  std::vector<std::pair<std::string, YAML::Node>> entries(const YAML::Node& n,
+                                                          const std::string& field,
+                                                          const std::vector<std::string>& known) {
+    std::vector<std::pair<std::string, YAML::Node>> out;
+    if (!n.IsMap()) {
+      type_error(field, n, "a mapping");
+      return out;
+    }
+    std::set<std::string> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Node key = it->first;
+      if (!key.IsScalar()) {
+        error(field, key, render(key), "keys must be plain names");
+        continue;
+      }
+      const std::string& k = key.Scalar();
+      if (k == "<<") {
+        error(child(field, k), key, k, "YAML merge keys are not supported");
+        continue;
+      }
+      if (std::find(known.begin(), known.end(), k) == known.end()) {
+        const std::string near = suggest(k, known);
+        error(child(field, k), key, k,
+              near.empty() ? fmt::format("unknown key (known: {})", join(known))
+                           : fmt::format("unknown key; did you mean '{}'?", near));
+        continue;
+      }
+      if (!seen.insert(k).second) {
+        error(child(field, k), key, k, "duplicate key");
+        continue;
+      }
+      out.emplace_back(k, it->second);
+    }
+    return out;
+  }
+
+  bool string(const YAML::Node& n, const std::string& field, std::string& out) {
+    if (!n.IsScalar()) {
+      type_error(field, n, "a string");
+      return false;
+    }
+    out = n.Scalar();
+    return true;
+  }
+
+  template <class Int>
+  bool integer(const YAML::Node& n, const std::string& field, Int& out) {
+    if (!n.IsScalar()) {
+      type_error(field, n, "an integer");
+      return false;
+    }
+    const std::string& s = n.Scalar();
+    long long v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || p != s.data() + s.size() || ec == std::errc::invalid_argument) {
+      error(field, n, s, "expected an integer");
+      return false;
+    }
+    if (ec == std::errc::result_out_of_range || v < std::numeric_limits<Int>::min() ||
+        v > std::numeric_limits<Int>::max()) {
+      error(field, n, s, "out of range");
+      return false;
+    }
+    out = static_cast<Int>(v);
+    return true;
+  }
+
+  void strings(const YAML::Node& n, const std::string& field, std::vector<std::string>& out) {
+    if (!n.IsSequence()) {
+      type_error(field, n, "a list of strings");
+      return;
+    }
+    out.clear();
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      std::string s;
+      if (string(n[i], index(field, i), s)) out.push_back(std::move(s));
+    }
+  }
+
+  void duration(const YAML::Node& n, const std::string& field, Millis& out) {
+    if (!n.IsScalar()) {
+      type_error(field, n, "a duration");
+      return;
+    }
+    if (auto d = parse_duration(n.Scalar()))
+      out = *d;
+    else
+      error(field, n, n.Scalar(),
+            "expected a duration such as 250ms, 5s, 2m or 1h (a bare number is milliseconds)");
+  }
+
+  bool size(const YAML::Node& n, const std::string& field, std::uint64_t& out) {
+    if (!n.IsScalar()) {
+      type_error(field, n, "a size");
+      return false;
+    }
+    if (auto s = parse_size(n.Scalar())) {
+      out = *s;
+      return true;
+    }
+    error(field, n, n.Scalar(), "expected a size such as 16MiB, 512KiB, 10MB or a number of bytes");
+    return false;
+  }
+
+  // --- sections
+
+  void listener(const YAML::Node& n, const std::string& field, std::vector<Listener>& out) {
+    if (n.IsScalar()) {
+      std::string why;
+      if (auto l = parse_listen_string(n.Scalar(), why))
+        out.push_back(*l);
+      else
+        error(field, n, n.Scalar(), why);
+      return;
+    }
+    if (!n.IsMap()) {
+      type_error(field, n, "\"ADDRESS:PORT\" or {address, port}");
+      return;
+    }
+    Listener l;
+    for (const auto& [k, v] : entries(n, field, {"address", "port"})) {
+      if (k == "address") string(v, child(field, k), l.address);
+      if (k == "port") {
+        std::uint64_t port = 0;
+        if (!v.IsScalar() || !parse_uint(v.Scalar(), port))
+          type_error(child(field, k), v, "a port number");
+        else if (port > 65535)
+          error(child(field, k), v, v.Scalar(), "port must be 0-65535 (0: a free port)");
+        else
+          l.port = static_cast<std::uint16_t>(port);
+      }
+    }
+    out.push_back(l);
+  }
+
+  void listen(const YAML::Node& n, std::vector<Listener>& out) {
+    out.clear();
+    if (n.IsSequence()) {
+      for (std::size_t i = 0; i < n.size(); ++i) listener(n[i], index("listen", i), out);
+    } else {
+      listener(n, "listen", out);
+    }
+  }
+
+  void backend(const YAML::Node& n, const std::string& field, Backend& b) {
+    for (const auto& [k, v] : entries(
+             n, field, {"name", "url", "api_key", "weight", "max_inflight", "pool_idle_timeout"})) {
+      const std::string f = child(field, k);
+      if (k == "name") string(v, f, b.name);
+      if (k == "url") string(v, f, b.url);
+      if (k == "api_key") string(v, f, b.api_key);
+      if (k == "weight") integer(v, f, b.weight);
+      if (k == "max_inflight") integer(v, f, b.max_inflight);
+      if (k == "pool_idle_timeout") duration(v, f, b.pool_idle_timeout);
+    }
+  }
+
+  void match(const YAML::Node& n, const std::string& field, RouteMatch& m) {
+    for (const auto& [k, v] : entries(n, field, {"path", "path_prefix", "methods", "models"})) {
+      const std::string f = child(field, k);
+      if (k == "path") string(v, f, m.path);
+      if (k == "path_prefix") string(v, f, m.path_prefix);
+      if (k == "methods") strings(v, f, m.methods);
+      if (k == "models") strings(v, f, m.models);
+    }
+  }
+
+  void route(const YAML::Node& n, const std::string& field, Route& r) {
+    for (const auto& [k, v] : entries(n, field, {"name", "match", "backends", "policy"})) {
+      const std::string f = child(field, k);
+      if (k == "name") string(v, f, r.name);
+      if (k == "match") match(v, f, r.match);
+      if (k == "backends") strings(v, f, r.backends);
+      if (k == "policy") string(v, f, r.policy);
+    }
+  }
+
+  void timeouts(const YAML::Node& n, Timeouts& t) {
+    const std::string field = "timeouts";
+    for (const auto& [k, v] : entries(n, field,
+                                      {"connect", "first_byte", "idle", "client_header",
+                                       "client_body", "client_idle", "drain"})) {
+      const std::string f = child(field, k);
+      if (k == "connect") duration(v, f, t.connect);
+      if (k == "first_byte") duration(v, f, t.first_byte);
+      if (k == "idle") duration(v, f, t.idle);
+      if (k == "client_header") duration(v, f, t.client_header);
+      if (k == "client_body") duration(v, f, t.client_body);
+      if (k == "client_idle") duration(v, f, t.client_idle);
+      if (k == "drain") duration(v, f, t.drain);
+    }
+  }
+
+  void limits(const YAML::Node& n, Limits& l) {
+    const std::string field = "limits";
+    for (const auto& [k, v] : entries(n, field, {"max_body_bytes", "max_header_bytes"})) {
+      const std::string f = child(field, k);
+      std::uint64_t size = 0;
+      if (!this->size(v, f, size)) continue;
+      if (k == "max_body_bytes") l.max_body_bytes = size;
+      if (k == "max_header_bytes") {
+        if (size > std::numeric_limits<std::uint32_t>::max())
+          error(f, v, v.Scalar(), "at most 4GiB");
+        else
+          l.max_header_bytes = static_cast<std::uint32_t>(size);
+      }
+    }
+  }
+
+  void access_log(const YAML::Node& n, AccessLog& a) {
+    if (!n.IsScalar()) {
+      type_error("access_log", n, "stdout, off or a file path");
+      return;
+    }
+    const std::string& s = n.Scalar();
+    static const std::vector<std::string> booleans{"true", "false", "yes", "no", "on", "y", "n"};
+    if (std::find(booleans.begin(), booleans.end(), lower(s)) != booleans.end()) {
+      error("access_log", n, s, "not a log target; use stdout, off or a file path");
+      return;
+    }
+    a.target = s;
+  }
+
+  void root(const YAML::Node& n, GatewayConfig& cfg) {
+    if (!n.IsDefined() || n.IsNull()) {
+      error("", n, "", "the configuration is empty; expected a mapping with backends and routes");
+      return;
+    }
+    for (const auto& [k, v] :
+         entries(n, "",
+                 {"listen", "threads", "backends", "routes", "timeouts", "limits", "access_log"})) {
+      if (k == "listen") listen(v, cfg.listeners);
+      if (k == "threads") integer(v, "threads", cfg.threads);
+      if (k == "backends") {
+        if (!v.IsSequence()) {
+          type_error(k, v, "a list of backends");
+          continue;
+        }
+        // Every entry is kept, even a broken one, so that its name still resolves in routes.
+        for (std::size_t i = 0; i < v.size(); ++i)
+          backend(v[i], index(k, i), cfg.backends.emplace_back());
+      }
+      if (k == "routes") {
+        if (!v.IsSequence()) {
+          type_error(k, v, "a list of routes");
+          continue;
+        }
+        for (std::size_t i = 0; i < v.size(); ++i)
+          route(v[i], index(k, i), cfg.routes.emplace_back());
+      }
+      if (k == "timeouts") timeouts(v, cfg.timeouts);
+      if (k == "limits") limits(v, cfg.limits);
+      if (k == "access_log") access_log(v, cfg.access_log);
+    }
+  }
+
+ private:
+  std::vector<ConfigError>& errors_;
+};
+
+}  // namespace
+
+GatewayConfig load_yaml(const std::string& text, std::vector<ConfigError>& errors) {
+  GatewayConfig cfg;
+  try {
+    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      ConfigError e{"", "", "expected one YAML document, found " + std::to_string(docs.size())};
+      const YAML::Mark m = docs[1].Mark();
+      if (!m.is_null()) {
+        e.line = m.line + 1;
+        e.column = m.column + 1;
+      }
+      errors.push_back(std::move(e));
+      return cfg;
+    }
+    Loader loader(errors);
+    loader.root(docs.empty() ? YAML::Node() : docs[0], cfg);
+  } catch (const YAML::Exception& e) {
+    ConfigError err{"", "", "YAML syntax error: " + e.msg};
+    if (!e.mark.is_null()) {
+      err.line = e.mark.line + 1;
+      err.column = e.mark.column + 1;
+    }
+    errors.push_back(std::move(err));
+  } catch (const std::exception& e) {
+    errors.push_back({"", "", std::string("cannot read the configuration: ") + e.what()});
+  }
+  return cfg;
+}
+
+}  // namespace llmux::config

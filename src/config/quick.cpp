@@ -1,0 +1,37 @@
+// quick_config(): the quick form, `llmux gateway --port PORT --backend NAME=URL ...`.
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "config/config.hpp"
+
+namespace llmux::config {
+
+GatewayConfig quick_config(std::uint16_t port, const std::vector<std::string>& backends,
+                           std::vector<ConfigError>& errors) {
+  GatewayConfig cfg;
+  cfg.listeners = {Listener{"0.0.0.0", port}};
+  Route all;
+  all.name = "all";
+  all.policy = "round_robin";
+  for (std::size_t i = 0; i < backends.size(); ++i) {
+    const std::string& spec = backends[i];
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      errors.push_back({fmt::format("--backend #{}", i + 1), spec,
+                        "expected NAME=URL, e.g. server1=http://127.0.0.1:30000"});
+      continue;
+    }
+    Backend b;
+    b.name = spec.substr(0, eq);
+    b.url = spec.substr(eq + 1);
+    all.backends.push_back(b.name);
+    cfg.backends.push_back(std::move(b));
+  }
+  if (backends.empty())
+    errors.push_back({"--backend", "", "at least one --backend NAME=URL is required"});
+  cfg.routes.push_back(std::move(all));
+  return cfg;
+}
+
+}  // namespace llmux::config

@@ -1,0 +1,250 @@
+// validate(): checks what was loaded (or built by quick_config()) for meaning, reports every
+// problem at once, and fills the derived fields (backend scheme/host/port/base_path, route names).
+// A route after one that matches everything it matches is an error (unreachable), never silently
+// ignored.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <string_view>
+#include <utility>
+
+#include "config/config.hpp"
+#include "config/detail.hpp"
+#include "policy/policy.hpp"
+
+namespace llmux::config {
+namespace {
+
+using detail::format_millis;
+using detail::host_port;
+using detail::index;
+using detail::is_ip;
+using detail::is_wildcard;
+using detail::join;
+using detail::parse_backend_url;
+using detail::suggest;
+using detail::upper;
+
+const std::vector<std::string> kHttpMethods{"GET",     "HEAD",    "POST",  "PUT",  "DELETE",
+                                            "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+constexpr int kMaxBackends = 64;  // policy::TriedSet is a 64-bit mask
+constexpr int kMaxWeight = 100;   // RoundRobin walks the weight cycle on every pick
+constexpr int kMaxThreads = 1024;
+
+bool valid_backend_name(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+bool subset(const std::vector<std::string>& inner, const std::vector<std::string>& outer) {
+  return std::all_of(inner.begin(), inner.end(), [&](const std::string& s) {
+    return std::find(outer.begin(), outer.end(), s) != outer.end();
+  });
+}
+
+/// True if every request `b` matches is also matched by `a` (so `b` after `a` is unreachable).
+bool covers(const RouteMatch& a, const RouteMatch& b) {
+  const bool a_any_path = a.path.empty() && (a.path_prefix.empty() || a.path_prefix == "/");
+  bool path_ok = a_any_path;
+  if (!a.path.empty()) {
+    path_ok = b.path == a.path;
+  } else if (!a_any_path) {
+    path_ok =
+        (!b.path.empty() && b.path.starts_with(a.path_prefix)) ||
+        (b.path.empty() && !b.path_prefix.empty() && b.path_prefix.starts_with(a.path_prefix));
+  }
+  const bool methods_ok = a.methods.empty() || (!b.methods.empty() && subset(b.methods, a.methods));
+  const bool models_ok = a.models.empty() || (!b.models.empty() && subset(b.models, a.models));
+  return path_ok && methods_ok && models_ok;
+}
+
+bool matches_everything(const RouteMatch& m) {
+  return m.path.empty() && (m.path_prefix.empty() || m.path_prefix == "/") && m.methods.empty() &&
+         m.models.empty();
+}
+
+void check_path(const std::string& value, const std::string& field,
+                std::vector<ConfigError>& errs) {
+  if (value.empty()) return;
+  if (value.front() != '/')
+    errs.push_back({field, value, "must start with '/'"});
+  else if (value.find_first_of("?# \t\r\n") != std::string::npos)
+    errs.push_back({field, value, "must not contain '?', '#' or whitespace"});
+}
+
+}  // namespace
+
+std::vector<ConfigError> validate(GatewayConfig& cfg) {
+  std::vector<ConfigError> errs;
+  auto add = [&](std::string field, std::string value, std::string reason) {
+    errs.push_back({std::move(field), std::move(value), std::move(reason)});
+  };
+
+  // Listeners.
+  if (cfg.listeners.empty()) add("listen", "", "at least one listener is required");
+  for (std::size_t i = 0; i < cfg.listeners.size(); ++i) {
+    const Listener& l = cfg.listeners[i];
+    const std::string f = index("listen", i);
+    if (!is_ip(l.address)) {
+      add(f + ".address", l.address,
+          "expected an IP address such as 0.0.0.0, 127.0.0.1 or :: (host names are not "
+          "resolved)");
+      continue;
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      const Listener& o = cfg.listeners[j];
+      if (l.port == 0 || o.port != l.port || !is_ip(o.address)) continue;
+      if (o.address == l.address)
+        add(f, host_port(l), fmt::format("same address and port as listen[{}]", j));
+      else if (is_wildcard(o.address) || is_wildcard(l.address))
+        add(f, host_port(l),
+            fmt::format("port {} collides with listen[{}] ({}): a wildcard address takes the port "
+                        "on every address",
+                        l.port, j, host_port(o)));
+      else
+        continue;
+      break;
+    }
+  }
+
+  if (cfg.threads < 0 || cfg.threads > kMaxThreads)
+    add("threads", std::to_string(cfg.threads),
+        fmt::format("must be 0 (one per core) to {}", kMaxThreads));
+
+  // Backends.
+  std::vector<std::string> names;
+  if (cfg.backends.empty()) add("backends", "", "at least one backend is required");
+  if (cfg.backends.size() > kMaxBackends)
+    add("backends", std::to_string(cfg.backends.size()) + " backends",
+        fmt::format("at most {} backends are supported", kMaxBackends));
+  for (std::size_t i = 0; i < cfg.backends.size(); ++i) {
+    Backend& b = cfg.backends[i];
+    const std::string f = index("backends", i);
+    if (b.name.empty()) {
+      add(f + ".name", "", "a backend needs a name");
+    } else if (!valid_backend_name(b.name)) {
+      add(f + ".name", b.name, "names may only use letters, digits, '-', '_' and '.'");
+    } else if (auto it = std::find(names.begin(), names.end(), b.name); it != names.end()) {
+      add(f + ".name", b.name,
+          fmt::format("duplicate backend name (also backends[{}])", it - names.begin()));
+    }
+    if (!b.name.empty()) names.push_back(b.name);
+    parse_backend_url(b, f + ".url", errs);
+    if (std::any_of(b.api_key.begin(), b.api_key.end(),
+                    [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0; }))
+      add(f + ".api_key", "(hidden)", "must not contain control characters");
+    if (b.weight < 1 || b.weight > kMaxWeight)
+      add(f + ".weight", std::to_string(b.weight), fmt::format("must be 1-{}", kMaxWeight));
+    if (b.max_inflight < 0)
+      add(f + ".max_inflight", std::to_string(b.max_inflight), "must be 0 (unlimited) or more");
+    if (b.pool_idle_timeout.count() <= 0)
+      add(f + ".pool_idle_timeout", format_millis(b.pool_idle_timeout), "must be greater than 0");
+  }
+  std::vector<std::string> known_names;  // unique, in order, for messages
+  for (const auto& n : names)
+    if (std::find(known_names.begin(), known_names.end(), n) == known_names.end())
+      known_names.push_back(n);
+
+  // Routes.
+  if (cfg.routes.empty()) add("routes", "", "at least one route is required");
+  std::vector<std::string> route_names;
+  for (std::size_t i = 0; i < cfg.routes.size(); ++i) {
+    Route& r = cfg.routes[i];
+    const std::string f = index("routes", i);
+    if (r.name.empty()) r.name = fmt::format("route{}", i);
+    if (auto it = std::find(route_names.begin(), route_names.end(), r.name);
+        it != route_names.end())
+      add(f + ".name", r.name,
+          fmt::format("duplicate route name (also routes[{}])", it - route_names.begin()));
+    route_names.push_back(r.name);
+
+    const RouteMatch& m = r.match;
+    if (!m.path.empty() && !m.path_prefix.empty())
+      add(f + ".match", fmt::format("path: {}, path_prefix: {}", m.path, m.path_prefix),
+          "set path or path_prefix, not both");
+    check_path(m.path, f + ".match.path", errs);
+    check_path(m.path_prefix, f + ".match.path_prefix", errs);
+    for (std::size_t j = 0; j < m.methods.size(); ++j) {
+      const std::string& method = m.methods[j];
+      if (std::find(kHttpMethods.begin(), kHttpMethods.end(), method) != kHttpMethods.end())
+        continue;
+      const std::string up = upper(method);
+      if (std::find(kHttpMethods.begin(), kHttpMethods.end(), up) != kHttpMethods.end())
+        add(index(f + ".match.methods", j), method,
+            fmt::format("methods are upper case; did you mean '{}'?", up));
+      else
+        add(index(f + ".match.methods", j), method,
+            fmt::format("unknown HTTP method (known: {})", join(kHttpMethods)));
+    }
+    for (std::size_t j = 0; j < m.models.size(); ++j)
+      if (m.models[j].empty()) add(index(f + ".match.models", j), "", "must not be empty");
+
+    if (r.backends.empty()) add(f + ".backends", "", "a route needs at least one backend");
+    for (std::size_t j = 0; j < r.backends.size(); ++j) {
+      const std::string& name = r.backends[j];
+      const std::string bf = index(f + ".backends", j);
+      if (std::find(known_names.begin(), known_names.end(), name) == known_names.end()) {
+        add(bf, name,
+            fmt::format("no backend named '{}' (known: {})", name,
+                        known_names.empty() ? "none" : join(known_names)));
+      } else if (auto first = std::find(r.backends.begin(), r.backends.end(), name);
+                 first - r.backends.begin() < static_cast<std::ptrdiff_t>(j)) {
+        add(bf, name,
+            fmt::format("listed twice (also {}[{}]); use weight to favour a backend",
+                        f + ".backends", first - r.backends.begin()));
+      }
+    }
+
+    if (!policy::make_policy(r.policy)) {
+      const auto& known = policy::policy_names();
+      std::string reason =
+          fmt::format("unknown policy. Currently supported ones are: {}", join(known));
+      if (auto near = suggest(r.policy, known); !near.empty())
+        reason += fmt::format(" (did you mean '{}'?)", near);
+      add(f + ".policy", r.policy, std::move(reason));
+    }
+
+    for (std::size_t k = 0; k < i; ++k) {
+      const Route& earlier = cfg.routes[k];
+      if (!earlier.match.path.empty() && !earlier.match.path_prefix.empty()) continue;
+      if (!covers(earlier.match, m)) continue;
+      add(f, r.name,
+          matches_everything(earlier.match)
+              ? fmt::format("unreachable: routes[{}] ('{}') before it matches every request", k,
+                            earlier.name)
+              : fmt::format("unreachable: routes[{}] ('{}') before it matches every request "
+                            "this route matches",
+                            k, earlier.name));
+      break;
+    }
+  }
+
+  // Timeouts.
+  const std::pair<const char*, Millis> timeouts[] = {
+      {"connect", cfg.timeouts.connect},
+      {"first_byte", cfg.timeouts.first_byte},
+      {"idle", cfg.timeouts.idle},
+      {"client_header", cfg.timeouts.client_header},
+      {"client_body", cfg.timeouts.client_body},
+      {"client_idle", cfg.timeouts.client_idle},
+      {"drain", cfg.timeouts.drain},
+  };
+  for (const auto& [name, value] : timeouts)
+    if (value.count() <= 0)
+      add(std::string("timeouts.") + name, format_millis(value), "must be greater than 0");
+
+  // Limits.
+  if (cfg.limits.max_body_bytes == 0) add("limits.max_body_bytes", "0", "must be greater than 0");
+  if (cfg.limits.max_header_bytes == 0)
+    add("limits.max_header_bytes", "0", "must be greater than 0");
+
+  if (cfg.access_log.target.empty())
+    add("access_log", "", "must be stdout, off or a file path; an empty string is not allowed");
+
+  return errs;
+}
+
+}  // namespace llmux::config
