@@ -1,0 +1,67 @@
+// The list parsers behind the bench flags (--concurrency, --sweep, --percentiles) and the seed's
+// agreement spread.
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "bench/commands.hpp"
+
+namespace llmux::bench {
+
+double spread(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const auto [mn, mx] = std::minmax_element(v.begin(), v.end());
+  return *mx > 0 ? (*mx - *mn) / *mx : 0;
+}
+
+std::vector<std::size_t> parse_levels(const std::string& s) {
+  std::vector<std::size_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const auto dots = item.find("..");
+    try {
+      if (dots != std::string::npos) {
+        std::size_t a = std::stoul(item.substr(0, dots)), b = std::stoul(item.substr(dots + 2));
+        if (a == 0 || b < a) throw std::invalid_argument(item);
+        for (std::size_t x = a; x <= b; x *= 2) out.push_back(x);
+        continue;
+      }
+      std::size_t pos = 0;
+      const long v = std::stol(item, &pos);
+      if (pos != item.size() || v <= 0) throw std::invalid_argument(item);
+      out.push_back(static_cast<std::size_t>(v));
+    } catch (const std::logic_error&) {
+      throw std::invalid_argument(
+          fmt::format("bad level '{}' (positive integers, e.g. 4,8 or 1..64)", item));
+    }
+  }
+  if (out.empty()) throw std::invalid_argument("no levels given");
+  return out;
+}
+
+std::vector<double> parse_percentiles(const std::string& s) {
+  std::vector<double> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    if (item.front() == 'p' || item.front() == 'P') item.erase(0, 1);
+    std::size_t pos = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &pos);
+    } catch (const std::logic_error&) {
+      pos = 0;
+    }
+    if (pos != item.size() || v < 0 || v > 100)
+      throw std::invalid_argument(fmt::format("bad percentile '{}' (0..100)", item));
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace llmux::bench

@@ -1,0 +1,44 @@
+// `llmux bench report`: compares the "summary" of two result files (before/after).
+#include <boost/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "bench/commands.hpp"
+#include "bench/report.hpp"
+
+namespace llmux::bench {
+namespace json = boost::json;
+
+int bench_report(const std::string& a_path, const std::string& b_path, double threshold,
+                 bool show_all, std::ostream& md) {
+  auto load = [](const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    if (!f) throw std::runtime_error(fmt::format("cannot open {}", p));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    boost::system::error_code ec;
+    json::value v = json::parse(ss.str(), ec);
+    if (ec || !v.is_object()) throw std::runtime_error(fmt::format("{}: not a JSON result", p));
+    return v;
+  };
+  const json::value a = load(a_path), b = load(b_path);
+  auto summary = [](const json::value& v) -> const json::value& {
+    const json::value* s = v.get_object().if_contains("summary");
+    return s ? *s : v;
+  };
+  const Comparison cmp =
+      compare(flatten_numbers(summary(a)), flatten_numbers(summary(b)), {}, threshold);
+  md << fmt::format("### llmux bench report: {} (A) vs {} (B)\n\n", a_path, b_path);
+  md << fmt::format(
+      "{} metrics compared, {} changed by more than {:g}%: {} regressions, {} "
+      "improvements.\n\n",
+      cmp.changes.size(), cmp.flagged, threshold * 100, cmp.regressions, cmp.improvements);
+  if (cmp.flagged || show_all) md << to_markdown(comparison_table(cmp, !show_all));
+  return cmp.flagged ? 1 : 0;
+}
+
+}  // namespace llmux::bench

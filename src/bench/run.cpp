@@ -1,0 +1,184 @@
+// `llmux bench run`: the general engine. Runs each level (one, or a concurrency sweep that stops
+// at the saturation knee), prints the Markdown report and, against llmux sim, the timing error
+// against the simulator's ground truth. The output files are run_output.cpp's.
+#include <boost/json.hpp>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "bench/commands_internal.hpp"
+#include "core/clock.hpp"
+
+namespace llmux::bench {
+namespace json = boost::json;
+
+using detail::detail_table;
+using detail::error_summary;
+using detail::first_error;
+using detail::LevelResult;
+using detail::ms;
+using detail::summary_table;
+
+namespace {
+
+/// Compares the client's timings of every request with llmux sim's /debug/requests; prints the
+/// table on `md` and returns the "ground_truth" JSON of run.json.
+json::object ground_truth(const RunCommand& c, const std::vector<LevelResult>& levels,
+                          std::ostream& md) {
+  json::object gt_json;
+  std::vector<Record> all;
+  for (const auto& l : levels) all.insert(all.end(), l.run.records.begin(), l.run.records.end());
+  GroundTruthCheck g = check_against_sim(c.run.url, all);
+  const Summary te = summarize(g.ttft_err_s), ie = summarize(g.itl_err_s),
+                ke = summarize(g.token_err_s), rd = summarize(g.request_delay_s);
+  auto abs_of = [](std::vector<double> v) {
+    for (auto& x : v) x = std::fabs(x);
+    return summarize(v);
+  };
+  const Summary tea = abs_of(g.ttft_err_s), iea = abs_of(g.itl_err_s);
+  md << "\n";
+  Table t({"Timing error vs llmux sim ground truth", "samples", "p50 ms", "p99 ms", "|err| p50 ms",
+           "|err| p99 ms", "max |err| ms"});
+  t.add_row({"TTFT (client - sim)", std::to_string(te.count), ms(te.p50, 3), ms(te.p99, 3),
+             ms(tea.p50, 3), ms(tea.p99, 3), ms(tea.max, 3)});
+  t.add_row({"ITL per token (client gap - sim gap)", std::to_string(ie.count), ms(ie.p50, 3),
+             ms(ie.p99, 3), ms(iea.p50, 3), ms(iea.p99, 3), ms(iea.max, 3)});
+  t.add_row({"Token arrival (client read - sim send)", std::to_string(ke.count), ms(ke.p50, 3),
+             ms(ke.p99, 3), "", "", ""});
+  t.add_row({"Request delivery (sim arrival - client start)", std::to_string(rd.count),
+             ms(rd.p50, 3), ms(rd.p99, 3), "", "", ""});
+  md << to_markdown(t);
+  gt_json["requests"] = g.requests;
+  gt_json["missing"] = g.missing;
+  gt_json["ttft_err_ms"] = to_json(te, 1e3);
+  gt_json["ttft_abs_err_ms"] = to_json(tea, 1e3);
+  gt_json["itl_err_ms"] = to_json(ie, 1e3);
+  gt_json["itl_abs_err_ms"] = to_json(iea, 1e3);
+  gt_json["token_arrival_err_ms"] = to_json(ke, 1e3);
+  gt_json["request_delay_ms"] = to_json(rd, 1e3);
+  return gt_json;
+}
+
+}  // namespace
+
+int bench_run(const RunCommand& c, std::ostream& md) {
+  std::vector<LevelResult> levels;
+  std::vector<SweepPoint> points;
+  std::vector<std::size_t> conc = c.sweep;
+  const bool open = c.load.mode == LoadSpec::Mode::open;
+  if (conc.empty()) conc.push_back(c.load.concurrency);
+  AggregateOptions aopt;
+  aopt.extra_percentiles = c.out.percentiles;
+  aopt.slo = c.slo;
+  for (std::size_t n : conc) {
+    LoadSpec spec = c.load;
+    if (!c.sweep.empty()) spec.concurrency = n;
+    RunOptions ro = c.run;
+    LevelResult l;
+    l.load = open ? spec.request_rate : static_cast<double>(spec.concurrency);
+    l.label = open ? fmt::format("r{:g}", spec.request_rate) : fmt::format("c{}", spec.concurrency);
+    ro.label = fmt::format("[{}]", l.label);
+    ro.progress = c.out.progress;
+    ro.request_id_prefix =
+        fmt::format("{}-{}-{}", c.run.request_id_prefix, mono_ns() % 1000000, l.label);
+    l.run = run_load(ro, spec, c.prompts);
+    const auto measured = l.run.measured();
+    aopt.wall_s = l.run.wall_s;
+    l.agg = aggregate(measured, aopt);
+    points.push_back(SweepPoint{l.load, l.agg.output_tok_s});
+    levels.push_back(std::move(l));
+    if (!c.sweep.empty() && sweep_should_stop(points, c.knee)) break;
+  }
+
+  // Markdown.
+  const auto& b = c.run.body;
+  md << fmt::format("### llmux bench run: {} {} ({})\n\n", c.run.url.str(),
+                    endpoint_path(b.dialect), b.model);
+  std::string load;
+  if (open)
+    load = fmt::format(
+        "open loop, Poisson arrivals at {:g} req/s{}", c.load.request_rate,
+        c.load.concurrency ? fmt::format(" (at most {} in flight)", c.load.concurrency) : "");
+  else if (!c.sweep.empty())
+    load = "closed loop, concurrency sweep";
+  else
+    load = fmt::format("closed loop, concurrency {}", c.load.concurrency);
+  std::string bound;
+  if (c.load.num_requests) bound = fmt::format("{} requests", c.load.num_requests);
+  if (c.load.duration_s > 0)
+    bound += fmt::format("{}{:g} s", bound.empty() ? "" : ", at most ", c.load.duration_s);
+  if (bound.empty()) bound = "one round";
+  std::string warm;
+  if (c.load.warmup_requests)
+    warm = fmt::format(", warm-up {} requests excluded", c.load.warmup_requests);
+  if (c.load.warmup_s > 0) warm = fmt::format(", warm-up {:g} s excluded", c.load.warmup_s);
+  md << fmt::format("Load: {} ({} per level{}). Workload: {}. {}; {} connections.\n\n", load, bound,
+                    warm, c.workload_desc,
+                    b.stream ? "Streaming with stream_options.include_usage" : "Non-streaming",
+                    to_string(c.run.client.mode));
+  md << to_markdown(summary_table(c, levels));
+
+  std::vector<std::string> notes;
+  KneeResult knee;
+  if (levels.size() > 1) {
+    knee = detect_knee(points, c.knee);
+    if (knee.saturated)
+      notes.push_back(fmt::format(
+          "Saturation knee at {} {:g} ({} tok/s): the next level gained less than {:g}% of linear "
+          "scaling; the sweep stopped there.",
+          open ? "rate" : "concurrency", knee.knee_concurrency, fmt_num(knee.knee_tok_s),
+          c.knee.min_efficiency * 100));
+    else
+      notes.push_back("No saturation knee within the levels swept.");
+    if (knee.peak_index)
+      notes.push_back(
+          fmt::format("Peak: {} tok/s at {} {:g}.", fmt_num(points[*knee.peak_index].tok_s),
+                      open ? "rate" : "concurrency", points[*knee.peak_index].concurrency));
+  }
+  const LevelResult& last = levels.back();
+  if (levels.size() == 1) {
+    md << "\n";
+    md << to_markdown(
+        detail_table(last.agg, c.out.percentiles),
+        MarkdownOptions{.title = "Latency distribution", .heading_level = 4, .notes = {}});
+  }
+  notes.push_back(
+      "TTFT = request start to the first content token (a chat stream's role-only first chunk "
+      "does not count); ITL counts a chunk of k tokens as k tokens of gap/k each; TPOT = (E2E - "
+      "TTFT) / (output tokens - 1); per-stream tok/s = 1/TPOT; aggregate tok/s = all output "
+      "tokens / wall time.");
+  std::size_t est = 0, okn = 0;
+  for (const auto& l : levels) {
+    est += l.agg.estimated_requests;
+    okn += l.agg.ok;
+  }
+  notes.push_back(est ? fmt::format("Output tokens: estimated with llmux's tokenizer for {} of {} "
+                                    "requests (the server sent no usage); the rest from usage.",
+                                    est, okn)
+                      : "Output tokens: from the server's usage.");
+  for (const auto& l : levels) {
+    if (l.agg.failed) {
+      auto ts = l.run.measured();
+      notes.push_back(fmt::format("Errors at {}: {}; first: {}", l.label, error_summary(l.agg),
+                                  first_error(ts)));
+    }
+  }
+  if (!c.slo.empty()) {
+    std::string s;
+    if (c.slo.ttft_s) s += fmt::format(" TTFT <= {:g} ms", *c.slo.ttft_s * 1e3);
+    if (c.slo.tpot_s) s += fmt::format(" TPOT <= {:g} ms", *c.slo.tpot_s * 1e3);
+    if (c.slo.e2e_s) s += fmt::format(" E2E <= {:g} ms", *c.slo.e2e_s * 1e3);
+    notes.push_back("Goodput: successful requests per second meeting every SLO:" + s + ".");
+  }
+
+  json::object gt_json;
+  if (c.sim_ground_truth) gt_json = ground_truth(c, levels, md);
+
+  detail::write_run_files(c, levels, knee, gt_json, notes);
+  md << "\n";
+  for (const auto& n : notes) md << n << "\n\n";
+  return 0;
+}
+
+}  // namespace llmux::bench
