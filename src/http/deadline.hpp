@@ -15,7 +15,7 @@
 
 #include "core/clock.hpp"
 
-namespace llmux::gateway {
+namespace llmux::http {
 
 struct Deadline {
   std::int64_t at = 0;  // CLOCK_MONOTONIC ns; 0 = disarmed
@@ -81,4 +81,4 @@ class ScopedDeadline : public Deadline {
   ~ScopedDeadline() { DeadlineList::unlink(*this); }
 };
 
-}  // namespace llmux::gateway
+}  // namespace llmux::http

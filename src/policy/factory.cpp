@@ -1,35 +1,80 @@
+// The policy registry and what every policy shares (available, pick, pick_and_acquire).
+#include <functional>
+
+#include <fmt/format.h>
+
 #include "policy/policy.hpp"
 #include "policy/round_robin.hpp"
 
 namespace llmux::policy {
 
-bool available(const BackendState& b, const TriedSet& tried) {
-  if (tried.contains(b)) return false;
-  if (b.max_inflight > 0 && b.inflight.load(std::memory_order_relaxed) >= b.max_inflight)
-    return false;
-  return true;
+bool available(const Backend& b, const TriedSet& tried) {
+  return !tried.contains(b) && b.has_capacity();
 }
 
-Slot pick_and_acquire(Policy& policy, const RequestView& req,
-                      std::span<BackendState* const> candidates, TriedSet& tried) {
+Backend* Policy::pick(const PickContext& ctx, std::span<Backend* const> candidates,
+                      const TriedSet& tried) {
+  return select(ctx, candidates, [&](const Backend& b) { return available(b, tried); });
+}
+
+upstream::Slot pick_and_acquire(Policy& policy, const PickContext& ctx,
+                                std::span<Backend* const> candidates, TriedSet& tried) {
   // Each round either returns or adds one backend to `tried`, so it ends.
   for (std::size_t round = 0; round <= candidates.size(); ++round) {
-    BackendState* b = policy.pick(req, candidates, tried);
-    if (!b) return Slot{};
-    if (b->try_acquire()) return Slot{b};
-    tried.add(*b);  // full since pick() looked: not this one, for this request
+    Backend* b = policy.pick(ctx, candidates, tried);
+    if (!b) return {};
+    if (b->try_acquire()) return upstream::Slot{b};
+    tried.add(*b);  // full since select() looked: not this one, for this request
   }
-  return Slot{};
+  return {};
 }
 
-std::unique_ptr<Policy> make_policy(std::string_view name) {
-  if (name == "round_robin") return std::make_unique<RoundRobin>();
-  if (name == "first") return std::make_unique<First>();
+namespace {
+
+using Factory = std::function<std::unique_ptr<Policy>(const Options&, std::string*)>;
+
+/// A policy without options: any option is an error.
+template <typename P>
+Factory without_options(std::string_view name) {
+  return [name](const Options& options, std::string* error) -> std::unique_ptr<Policy> {
+    if (!options.empty()) {
+      if (error)
+        *error = fmt::format("policy '{}' has no options (got '{}')", name, options.begin()->first);
+      return nullptr;
+    }
+    return std::make_unique<P>();
+  };
+}
+
+struct Entry {
+  std::string name;
+  Factory make;
+};
+
+const std::vector<Entry>& registry() {
+  static const std::vector<Entry> entries{
+      {"round_robin", without_options<RoundRobin>("round_robin")},
+      {"first", without_options<First>("first")},
+  };
+  return entries;
+}
+
+}  // namespace
+
+std::unique_ptr<Policy> make_policy(std::string_view name, const Options& options,
+                                    std::string* error) {
+  for (const auto& e : registry())
+    if (e.name == name) return e.make(options, error);
+  if (error) *error = fmt::format("unknown policy '{}'", name);
   return nullptr;
 }
 
 const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names{"round_robin", "first"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& e : registry()) out.push_back(e.name);
+    return out;
+  }();
   return names;
 }
 

@@ -1,109 +1,77 @@
 #pragma once
 // Load-balancing policies: how a route picks one of its backends for a request.
 //
-// A Policy is created once per route when the config is loaded and is then shared by every
-// worker thread: pick() must be thread-safe and must not block (atomics only, no locks).
-// Policies see what was already tried for this request, so a retry never reuses a backend
-// that failed.
-#include <atomic>
-#include <cstdint>
+// A Policy is created once per route by the registry (make_policy) and is then shared by every
+// worker thread: select() and on_outcome() must be thread-safe and must not block (atomics only,
+// no locks). A policy sees the request (PickContext), the route's backends, and an `accept`
+// callback that refuses what must not be picked for this request (backends already tried, at
+// max_inflight, and later ejected ones), so a retry never reuses a backend that failed. Every
+// attempt's Outcome is reported back through on_outcome().
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
+
+#include "core/function_ref.hpp"
+#include "upstream/backend.hpp"
+#include "upstream/outcome.hpp"
 
 namespace llmux::policy {
 
-/// Runtime state of one backend, shared by all threads (owned by the gateway).
-struct BackendState {
-  std::string name;
-  int index = 0;  // position in the gateway's backend list (< 64)
-  int weight = 1;
-  int max_inflight = 0;  // 0: unlimited
-  std::atomic<int> inflight{0};
-  std::atomic<bool> healthy{true};
+using upstream::Backend;
+using upstream::Outcome;
+using upstream::TriedSet;
 
-  /// Takes one in-flight slot: false when the backend is at max_inflight. Check and increment
-  /// are one atomic step, so workers racing for the last slot never overshoot the limit.
-  bool try_acquire() {
-    if (max_inflight <= 0) {
-      inflight.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
-    int cur = inflight.load(std::memory_order_relaxed);
-    while (cur < max_inflight) {
-      if (inflight.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed)) return true;
-    }
-    return false;
-  }
-  /// Gives back a slot taken by try_acquire().
-  void release() { inflight.fetch_sub(1, std::memory_order_relaxed); }
-};
+inline constexpr auto no_headers = [](std::string_view) { return std::string_view(); };
 
-/// Backends already tried for one request (by index).
-class TriedSet {
- public:
-  void add(const BackendState& b) { bits_ |= 1ull << b.index; }
-  bool contains(const BackendState& b) const { return bits_ & (1ull << b.index); }
-  bool empty() const { return bits_ == 0; }
-
- private:
-  std::uint64_t bits_ = 0;
-};
-
-/// What a policy may look at. Views point into the request; valid during pick() only.
-struct RequestView {
-  std::string_view method, path, model, previous_response_id;
+/// What a policy may look at for one request. Views point into the request; valid during the
+/// call only.
+struct PickContext {
+  std::string_view route;  // the route's name
+  std::string_view method, path, model, user, previous_response_id;
   bool stream = false;
+  /// A request header's value ("" when absent), by case-insensitive name.
+  FunctionRef<std::string_view(std::string_view)> header = no_headers;
+  /// The prompt text; filled only for a policy whose needs_prompt() is true.
+  std::string_view prompt;
 };
 
 class Policy {
  public:
   virtual ~Policy() = default;
   virtual std::string_view name() const = 0;
-  /// One of `candidates` that is not in `tried` and not at its max_inflight, or nullptr.
-  virtual BackendState* pick(const RequestView& req, std::span<BackendState* const> candidates,
-                             const TriedSet& tried) = 0;
+  /// True when select() reads PickContext::prompt (the proxy then extracts it).
+  virtual bool needs_prompt() const { return false; }
+  /// One of `candidates` for which accept() is true, or nullptr when there is none.
+  virtual Backend* select(const PickContext& ctx, std::span<Backend* const> candidates,
+                          FunctionRef<bool(const Backend&)> accept) = 0;
+  /// How an attempt on `b` ended; called for every attempt, from the worker that made it.
+  virtual void on_outcome(const PickContext& ctx, const Backend& b, const Outcome& o) {}
+
+  /// select() accepting what available() allows.
+  Backend* pick(const PickContext& ctx, std::span<Backend* const> candidates,
+                const TriedSet& tried);
 };
 
-/// True if `b` may take another request (not tried, under its in-flight limit). A hint for
-/// pick(): the slot itself is taken by pick_and_acquire().
-bool available(const BackendState& b, const TriedSet& tried);
+/// True if `b` may take another request: not tried, under its in-flight limit. A hint for
+/// select(): the slot itself is taken by pick_and_acquire().
+bool available(const Backend& b, const TriedSet& tried);
 
-/// An in-flight slot of one backend, given back on destruction (RAII; movable).
-class Slot {
- public:
-  Slot() = default;
-  explicit Slot(BackendState* b) : b_(b) {}
-  Slot(Slot&& o) noexcept : b_(std::exchange(o.b_, nullptr)) {}
-  Slot& operator=(Slot&& o) noexcept {
-    if (this != &o) {
-      reset();
-      b_ = std::exchange(o.b_, nullptr);
-    }
-    return *this;
-  }
-  ~Slot() { reset(); }
-  void reset() {
-    if (b_) std::exchange(b_, nullptr)->release();
-  }
-  BackendState* backend() const { return b_; }
-  explicit operator bool() const { return b_ != nullptr; }
+/// Asks `policy` for an available backend and takes one of its in-flight slots atomically. A
+/// backend that filled up between select() and the slot (another worker took the last one) is
+/// added to `tried` and the policy asked again. An empty Slot when no candidate is available.
+upstream::Slot pick_and_acquire(Policy& policy, const PickContext& ctx,
+                                std::span<Backend* const> candidates, TriedSet& tried);
 
- private:
-  BackendState* b_ = nullptr;
-};
+/// Options of a policy, from config (name → value as written).
+using Options = std::map<std::string, std::string>;
 
-/// Asks `policy` for a backend and takes one of its in-flight slots atomically. A backend that
-/// filled up between pick() and the slot (another worker took the last one) is added to `tried`
-/// and the policy asked again. An empty Slot when no candidate is available.
-Slot pick_and_acquire(Policy& policy, const RequestView& req,
-                      std::span<BackendState* const> candidates, TriedSet& tried);
-
-/// Creates a policy by name; nullptr for an unknown name.
-std::unique_ptr<Policy> make_policy(std::string_view name);
+/// Builds a policy by name with its options; nullptr for an unknown name or a bad option, with
+/// the reason in `*error` when given.
+std::unique_ptr<Policy> make_policy(std::string_view name, const Options& options = {},
+                                    std::string* error = nullptr);
 /// The names make_policy() knows, for error messages.
 const std::vector<std::string>& policy_names();
 

@@ -7,19 +7,19 @@
 namespace llmux::policy {
 
 namespace {
-int weight_of(const BackendState& b) {
+int weight_of(const Backend& b) {
   return b.weight > 0 ? b.weight : 1;
 }
 }  // namespace
 
-BackendState* RoundRobin::pick(const RequestView&, std::span<BackendState* const> candidates,
-                               const TriedSet& tried) {
+Backend* RoundRobin::select(const PickContext&, std::span<Backend* const> candidates,
+                            FunctionRef<bool(const Backend&)> accept) {
   // Only the available candidates take part in the cycle, so a tried or saturated backend's
   // turns are spread over the others by weight, not all handed to the one after it (which would
   // then saturate next).
-  std::array<BackendState*, 64> local;
-  std::vector<BackendState*> spill;  // more than 64 candidates: never with a validated config
-  BackendState** avail = local.data();
+  std::array<Backend*, 64> local;
+  std::vector<Backend*> spill;  // more than 64 candidates: never with a validated config
+  Backend** avail = local.data();
   if (candidates.size() > local.size()) {
     spill.resize(candidates.size());
     avail = spill.data();
@@ -28,7 +28,7 @@ BackendState* RoundRobin::pick(const RequestView&, std::span<BackendState* const
   std::uint64_t total = 0;
   int max_weight = 0;
   for (auto* b : candidates) {
-    if (!available(*b, tried)) continue;
+    if (!accept(*b)) continue;
     avail[n++] = b;
     total += static_cast<std::uint64_t>(weight_of(*b));
     max_weight = std::max(max_weight, weight_of(*b));
@@ -48,10 +48,10 @@ BackendState* RoundRobin::pick(const RequestView&, std::span<BackendState* const
   return avail[0];  // not reached: the rounds hold exactly `total` slots
 }
 
-BackendState* First::pick(const RequestView&, std::span<BackendState* const> candidates,
-                          const TriedSet& tried) {
+Backend* First::select(const PickContext&, std::span<Backend* const> candidates,
+                       FunctionRef<bool(const Backend&)> accept) {
   for (auto* b : candidates)
-    if (available(*b, tried)) return b;
+    if (accept(*b)) return b;
   return nullptr;
 }
 

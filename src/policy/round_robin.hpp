@@ -1,4 +1,7 @@
 #pragma once
+#include <atomic>
+#include <cstdint>
+
 #include "policy/policy.hpp"
 
 namespace llmux::policy {
@@ -10,8 +13,8 @@ namespace llmux::policy {
 class RoundRobin final : public Policy {
  public:
   std::string_view name() const override { return "round_robin"; }
-  BackendState* pick(const RequestView&, std::span<BackendState* const> candidates,
-                     const TriedSet& tried) override;
+  Backend* select(const PickContext&, std::span<Backend* const> candidates,
+                  FunctionRef<bool(const Backend&)> accept) override;
 
  private:
   std::atomic<std::uint64_t> next_{0};
@@ -21,8 +24,8 @@ class RoundRobin final : public Policy {
 class First final : public Policy {
  public:
   std::string_view name() const override { return "first"; }
-  BackendState* pick(const RequestView&, std::span<BackendState* const> candidates,
-                     const TriedSet& tried) override;
+  Backend* select(const PickContext&, std::span<Backend* const> candidates,
+                  FunctionRef<bool(const Backend&)> accept) override;
 };
 
 }  // namespace llmux::policy

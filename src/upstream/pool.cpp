@@ -1,4 +1,4 @@
-#include "gateway/upstream_pool.hpp"
+#include "upstream/pool.hpp"
 
 #include <sys/socket.h>
 
@@ -7,7 +7,7 @@
 
 #include <boost/asio/buffer.hpp>
 
-namespace llmux::gateway {
+namespace llmux::upstream {
 
 namespace {
 /// True when nothing (no byte, no EOF, no error) is waiting on the socket.
@@ -18,7 +18,7 @@ bool quiet(boost::asio::ip::tcp::socket& sock) {
 }
 }  // namespace
 
-void UpstreamPool::put(std::shared_ptr<Upstream> up, std::chrono::milliseconds idle_timeout) {
+void Pool::put(std::shared_ptr<Upstream> up, std::chrono::milliseconds idle_timeout) {
   boost::system::error_code ignored;
   if (idle_.size() >= max_idle_ || !up->sock.is_open()) {
     up->sock.close(ignored);
@@ -39,7 +39,7 @@ void UpstreamPool::put(std::shared_ptr<Upstream> up, std::chrono::milliseconds i
   idle_.push_back(std::move(up));
 }
 
-std::shared_ptr<Upstream> UpstreamPool::take() {
+std::shared_ptr<Upstream> Pool::take() {
   while (!idle_.empty()) {
     std::shared_ptr<Upstream> up = std::move(idle_.back());
     idle_.pop_back();
@@ -58,7 +58,7 @@ std::shared_ptr<Upstream> UpstreamPool::take() {
   return nullptr;
 }
 
-void UpstreamPool::drop(Upstream* up) {
+void Pool::drop(Upstream* up) {
   up->pooled = false;
   up->dl.disarm();
   boost::system::error_code ignored;
@@ -67,9 +67,9 @@ void UpstreamPool::drop(Upstream* up) {
   if (it != idle_.end()) idle_.erase(it);
 }
 
-void UpstreamPool::close_all() {
+void Pool::close_all() {
   boost::system::error_code ignored;
   for (auto& up : idle_) up->sock.close(ignored);
 }
 
-}  // namespace llmux::gateway
+}  // namespace llmux::upstream

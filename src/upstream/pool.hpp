@@ -18,27 +18,27 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
-#include "gateway/deadline.hpp"
+#include "http/deadline.hpp"
 
-namespace llmux::gateway {
+namespace llmux::upstream {
 
 struct Upstream {
-  Upstream(boost::asio::any_io_executor ex, DeadlineList& list) : sock(ex), dl(list, sock) {}
+  Upstream(boost::asio::any_io_executor ex, http::DeadlineList& list) : sock(ex), dl(list, sock) {}
   boost::asio::ip::tcp::socket sock;
   boost::beast::flat_buffer buf;
   bool reused = false;  // taken from the pool (it carried an earlier exchange)
-  ScopedDeadline dl;
+  http::ScopedDeadline dl;
   // Pool bookkeeping (UpstreamPool only).
   bool pooled = false;
   std::uint32_t pool_generation = 0;
   char probe = 0;
 };
 
-class UpstreamPool {
+class Pool {
  public:
-  explicit UpstreamPool(std::size_t max_idle = 256) : max_idle_(max_idle) {}
-  UpstreamPool(const UpstreamPool&) = delete;
-  UpstreamPool& operator=(const UpstreamPool&) = delete;
+  explicit Pool(std::size_t max_idle = 256) : max_idle_(max_idle) {}
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
 
   /// Keeps `up` for reuse for at most `idle_timeout` and watches it meanwhile. `up` must be
   /// open with no operation pending and nothing left unread; a full pool closes it instead.
@@ -55,4 +55,4 @@ class UpstreamPool {
   std::size_t max_idle_;
 };
 
-}  // namespace llmux::gateway
+}  // namespace llmux::upstream

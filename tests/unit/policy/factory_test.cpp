@@ -27,6 +27,15 @@ TEST(Factory, UnknownNameGivesNullptr) {
   EXPECT_EQ(make_policy("ROUND_ROBIN"), nullptr);
 }
 
+TEST(Factory, OptionsAreCheckedAndErrorsSayWhy) {
+  std::string why;
+  EXPECT_EQ(make_policy("first", {{"bogus", "1"}}, &why), nullptr);
+  EXPECT_NE(why.find("bogus"), std::string::npos) << why;
+  EXPECT_EQ(make_policy("nope", {}, &why), nullptr);
+  EXPECT_NE(why.find("unknown policy 'nope'"), std::string::npos) << why;
+  EXPECT_NE(make_policy("round_robin", {}, &why), nullptr);
+}
+
 TEST(Available, TriedAndSaturation) {
   testing::Pool pool({1, 1});
   TriedSet tried;

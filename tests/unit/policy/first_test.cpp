@@ -43,7 +43,7 @@ TEST(First, SkipsASaturatedPrimaryAndReturnsWhenItFrees) {
 
 TEST(First, FollowsRouteOrderNotBackendIndex) {
   Pool pool({1, 1, 1});
-  std::vector<BackendState*> route{&pool[2], &pool[0], &pool[1]};
+  std::vector<Backend*> route{&pool[2], &pool[0], &pool[1]};
   First first;
   TriedSet tried;
   EXPECT_EQ(first.pick(request(), route, tried), &pool[2]);

@@ -20,7 +20,7 @@ using testing::request;
 std::vector<int> tally(Policy& p, Pool& pool, int n, const TriedSet& tried = {}) {
   std::vector<int> counts(pool.size() + 1, 0);
   for (int i = 0; i < n; ++i) {
-    BackendState* b = p.pick(request(), pool.all(), tried);
+    Backend* b = p.pick(request(), pool.all(), tried);
     ++counts[b ? b->index : pool.size()];
   }
   return counts;
@@ -29,11 +29,11 @@ std::vector<int> tally(Policy& p, Pool& pool, int n, const TriedSet& tried = {})
 TEST(RoundRobin, AlternatesExactlyOverTwoBackends) {
   Pool pool({1, 1});
   RoundRobin rr;
-  BackendState* first = rr.pick(request(), pool.all(), {});
+  Backend* first = rr.pick(request(), pool.all(), {});
   ASSERT_NE(first, nullptr);
-  BackendState* prev = first;
+  Backend* prev = first;
   for (int i = 1; i < 1000; ++i) {
-    BackendState* b = rr.pick(request(), pool.all(), {});
+    Backend* b = rr.pick(request(), pool.all(), {});
     ASSERT_NE(b, nullptr);
     ASSERT_NE(b, prev) << "pick " << i << " repeated " << b->name;
     prev = b;
@@ -64,9 +64,9 @@ TEST(RoundRobin, Weights3To1AreInterleaved) {
   Pool pool({3, 1});
   RoundRobin rr;
   int run = 0, longest = 0;
-  BackendState* prev = nullptr;
+  Backend* prev = nullptr;
   for (int i = 0; i < 100000; ++i) {
-    BackendState* b = rr.pick(request(), pool.all(), {});
+    Backend* b = rr.pick(request(), pool.all(), {});
     run = b == prev ? run + 1 : 1;
     longest = std::max(longest, run);
     prev = b;
@@ -212,7 +212,7 @@ TEST(RoundRobin, ConcurrentPicksStayBalanced) {
     threads.emplace_back([&, t] {
       std::array<int, 3> local{};
       for (int i = 0; i < kPerThread; ++i) {
-        BackendState* b = rr.pick(request(), pool.all(), {});
+        Backend* b = rr.pick(request(), pool.all(), {});
         ++local[b ? b->index : 2];
       }
       counts[t] = local;

@@ -21,9 +21,9 @@ class RacedPolicy : public Policy {
  public:
   explicit RacedPolicy(bool fill) : fill_(fill) {}
   std::string_view name() const override { return "raced"; }
-  BackendState* pick(const RequestView& r, std::span<BackendState* const> c,
-                     const TriedSet& tried) override {
-    BackendState* b = first_.pick(r, c, tried);
+  Backend* select(const PickContext& r, std::span<Backend* const> c,
+                  FunctionRef<bool(const Backend&)> accept) override {
+    Backend* b = first_.select(r, c, accept);
     if (b && fill_ && b->max_inflight > 0) b->inflight.store(b->max_inflight);
     ++picks;
     return b;
@@ -40,7 +40,7 @@ TEST(Slot, BackendFilledBetweenPickAndSlotIsSkipped) {
   pool[0].max_inflight = 2;
   RacedPolicy raced(/*fill=*/true);
   TriedSet tried;
-  Slot s = pick_and_acquire(raced, request(), pool.all(), tried);
+  upstream::Slot s = pick_and_acquire(raced, request(), pool.all(), tried);
   // pool[0] was free when the policy looked but full when the slot was taken: the slot comes
   // from pool[1], and pool[0] stays exactly at its limit.
   ASSERT_TRUE(s);
@@ -57,9 +57,9 @@ TEST(Slot, EmptyWhenEveryBackendIsFull) {
   pool[1].max_inflight = 1;
   First first;
   TriedSet t1, t2, t3;
-  Slot a = pick_and_acquire(first, request(), pool.all(), t1);
-  Slot b = pick_and_acquire(first, request(), pool.all(), t2);
-  Slot c = pick_and_acquire(first, request(), pool.all(), t3);
+  upstream::Slot a = pick_and_acquire(first, request(), pool.all(), t1);
+  upstream::Slot b = pick_and_acquire(first, request(), pool.all(), t2);
+  upstream::Slot c = pick_and_acquire(first, request(), pool.all(), t3);
   EXPECT_EQ(a.backend(), &pool[0]);
   EXPECT_EQ(b.backend(), &pool[1]);
   EXPECT_FALSE(c);
@@ -74,10 +74,10 @@ TEST(Slot, GivesItsCountBackOnceWhenMovedAndDestroyed) {
   {
     First first;
     TriedSet tried;
-    Slot a = pick_and_acquire(first, request(), pool.all(), tried);
+    upstream::Slot a = pick_and_acquire(first, request(), pool.all(), tried);
     EXPECT_EQ(pool[0].inflight.load(), 1);
-    Slot b = std::move(a);
-    Slot c;
+    upstream::Slot b = std::move(a);
+    upstream::Slot c;
     c = std::move(b);
     EXPECT_EQ(pool[0].inflight.load(), 1);
   }
@@ -94,7 +94,7 @@ TEST(Slot, RacingThreadsNeverExceedTheLimit) {
       First first;
       for (int i = 0; i < 20000; ++i) {
         TriedSet tried;
-        Slot s = pick_and_acquire(first, request(), pool.all(), tried);
+        upstream::Slot s = pick_and_acquire(first, request(), pool.all(), tried);
         if (!s) continue;
         ++granted;
         const int now = ++holding;

@@ -1,5 +1,5 @@
 #pragma once
-// Backends for policy tests. BackendState holds atomics (neither copyable nor movable), so a
+// Backends for policy tests. Backend holds atomics (neither copyable nor movable), so a
 // pool owns them and hands out the pointer spans policies take.
 #include <memory>
 #include <span>
@@ -15,7 +15,7 @@ class Pool {
   /// One backend per weight, named "b0", "b1", ..., with index = position.
   explicit Pool(std::vector<int> weights) {
     for (std::size_t i = 0; i < weights.size(); ++i) {
-      auto b = std::make_unique<BackendState>();
+      auto b = std::make_unique<Backend>();
       b->name = "b" + std::to_string(i);
       b->index = static_cast<int>(i);
       b->weight = weights[i];
@@ -23,17 +23,23 @@ class Pool {
       owned_.push_back(std::move(b));
     }
   }
-  BackendState& operator[](std::size_t i) { return *owned_[i]; }
-  std::span<BackendState* const> all() const { return ptrs_; }
+  Backend& operator[](std::size_t i) { return *owned_[i]; }
+  std::span<Backend* const> all() const { return ptrs_; }
   std::size_t size() const { return ptrs_.size(); }
 
  private:
-  std::vector<std::unique_ptr<BackendState>> owned_;
-  std::vector<BackendState*> ptrs_;
+  std::vector<std::unique_ptr<Backend>> owned_;
+  std::vector<Backend*> ptrs_;
 };
 
-inline RequestView request() {
-  return RequestView{"POST", "/v1/chat/completions", "m", "", true};
+inline PickContext request() {
+  PickContext ctx;
+  ctx.route = "test";
+  ctx.method = "POST";
+  ctx.path = "/v1/chat/completions";
+  ctx.model = "m";
+  ctx.stream = true;
+  return ctx;
 }
 
 }  // namespace llmux::policy::testing

@@ -1,0 +1,65 @@
+#pragma once
+// A client connection while its requests are served: the socket, its read buffer and deadline,
+// the watch that notices the client leaving while a request is proxied, and the answers the
+// gateway writes itself (JSON, OpenAI-shaped errors).
+//
+// One worker thread; a Client lives in its session's coroutine frame.
+#include <string>
+#include <string_view>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include "gateway/worker.hpp"
+
+namespace llmux::gateway {
+
+/// The watch on the client socket while a request is proxied: if the client goes away, the
+/// upstream connection of the current attempt is closed at once (the backend aborts the
+/// request), before or after the response header.
+struct ClientWatch {
+  bool done = false;                 // the watch's read has completed
+  bool finished = false;             // the proxy no longer needs it
+  bool client_gone = false;          // the client closed or reset its connection
+  upstream::Upstream* up = nullptr;  // the current attempt's connection
+  void close_upstream() {
+    if (!up) return;
+    boost::system::error_code ignored;
+    up->sock.cancel(ignored);
+    up->sock.close(ignored);
+  }
+};
+
+struct Client {
+  Client(tcp::socket s, http::DeadlineList& list)
+      : sock(std::move(s)),
+        dl(list, sock),
+        wake(sock.get_executor(), net::steady_timer::time_point::max()) {}
+  tcp::socket sock;
+  beast::flat_buffer buf;
+  bool keep_alive = true;
+  std::string peer;
+  http::ScopedDeadline dl;
+  ClientWatch watch;                           // the current request's watch on this socket
+  net::steady_timer wake;                      // wakes stop_watch() when the watch's read completes
+  std::string upstream_target, upstream_head;  // the current attempt's, reused per request
+};
+
+/// Starts watching the client (resets c.watch): completes when the client closes or resets its
+/// connection (then closes the current upstream connection), when it pipelines its next request
+/// (those bytes stay in c.buf), or when stop_watch() cancels it.
+void start_watch(Client& c);
+/// Ends the watch and waits until its read is gone, so the session may read the socket again.
+net::awaitable<void> stop_watch(Client& c);
+
+/// Writes a JSON response (keep-alive as c.keep_alive; Server and X-Request-Id set). False
+/// when the write failed (c.keep_alive is then false).
+net::awaitable<bool> write_json(const Shared& s, Client& c, int status, std::string body,
+                                const Request* req, std::string_view request_id = {});
+/// Writes an OpenAI-shaped error; `keep` false also ends the connection after it.
+net::awaitable<bool> write_error(const Shared& s, Client& c, int status, std::string_view message,
+                                 const Request* req, bool keep = true,
+                                 std::string_view request_id = {});
+
+}  // namespace llmux::gateway

@@ -1,0 +1,16 @@
+#pragma once
+// GET /v1/models answered by the gateway: the union of its backends' models (first seen wins),
+// or a 503 naming every backend that failed when none answered.
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "gateway/client.hpp"
+#include "gateway/worker.hpp"
+
+namespace llmux::gateway {
+
+net::awaitable<void> models(Shared& s, Worker& w, Client& c, const Request& req,
+                            const std::string& request_id);
+
+}  // namespace llmux::gateway

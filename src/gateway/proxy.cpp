@@ -1,0 +1,241 @@
+#include "gateway/proxy.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
+
+#include "core/clock.hpp"
+#include "gateway/http_rules.hpp"
+#include "gateway/relay.hpp"
+
+namespace llmux::gateway {
+
+using upstream::Outcome;
+using Kind = upstream::Outcome::Kind;
+
+net::awaitable<Connected> connect(const Shared& s, Worker& w, upstream::Backend& b,
+                                  bool allow_pooled, ClientWatch* watch) {
+  if (allow_pooled) {
+    if (auto up = w.pools[b.index]->take()) {
+      if (watch) watch->up = up.get();
+      co_return Connected{std::move(up), {}};
+    }
+  }
+  auto up = std::make_shared<upstream::Upstream>(w.ioc.get_executor(), w.deadlines);
+  if (watch) watch->up = up.get();
+  up->dl.arm(s.cfg.timeouts.connect);
+  auto [ec, ep] = co_await net::async_connect(up->sock, b.endpoints, use_tuple);
+  up->dl.disarm();
+  if (ec) {
+    Outcome f;
+    f.kind = Kind::connect_failed;
+    f.message = fmt::format("connect to {} ({}:{}) failed: {}", b.name, b.host, b.port,
+                            up->dl.fired ? "timed out" : ec.message());
+    co_return Connected{nullptr, std::move(f)};
+  }
+  boost::system::error_code ignored;
+  up->sock.set_option(tcp::no_delay(true), ignored);
+  co_return Connected{std::move(up), {}};
+}
+
+void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream> up) {
+  if (up->buf.size() != 0) {
+    boost::system::error_code ignored;
+    up->sock.close(ignored);
+    return;
+  }
+  w.pools[b.index]->put(std::move(up), b.pool_idle_timeout);
+}
+
+namespace {
+
+Attempt failed(Kind kind, std::string message) {
+  Attempt a;
+  a.fail.kind = kind;
+  a.fail.message = std::move(message);
+  return a;
+}
+
+/// Sends the request (`head`, built for this backend, then the client's body) to `b` and reads
+/// the final response header, skipping interim 1xx responses. A pooled connection that turns
+/// out closed before a byte of the request was written is replaced by a fresh one (same
+/// backend). Once any byte was written, a failure is final for this request: the backend may
+/// have received it, and a retry could run the generation twice.
+net::awaitable<Attempt> send(const Shared& s, Worker& w, upstream::Backend& b, const Request& req,
+                             const std::string& head, ClientWatch& watch) {
+  auto client_gone = [] { return failed(Kind::client_left, "the client left"); };
+  for (int round = 0; round < 2; ++round) {
+    watch.up = nullptr;
+    auto conn = co_await connect(s, w, b, round == 0, &watch);
+    if (watch.client_gone) co_return client_gone();
+    if (!conn.up) co_return Attempt{nullptr, nullptr, std::move(conn.fail)};
+    Attempt a;
+    a.up = std::move(conn.up);
+    const std::array<net::const_buffer, 2> out{net::buffer(head), net::buffer(req.body())};
+    a.up->dl.arm(s.cfg.timeouts.first_byte);
+    auto [wec, wn] = co_await net::async_write(a.up->sock, out, use_tuple);
+    if (watch.client_gone) co_return client_gone();
+    if (wec) {
+      a.up->dl.disarm();
+      const bool unsent = wn == 0 && !a.up->dl.fired;
+      if (unsent && a.up->reused && round == 0) continue;  // a pooled connection closed under us
+      watch.up = nullptr;
+      if (unsent)
+        co_return failed(Kind::reset_before_send,
+                         fmt::format("sending to {} failed before a byte was written: {}", b.name,
+                                     wec.message()));
+      co_return failed(a.up->dl.fired ? Kind::timeout : Kind::broken,
+                       fmt::format("sending to {} failed after {} bytes: {}", b.name, wn,
+                                   a.up->dl.fired ? "timed out" : wec.message()));
+    }
+    boost::system::error_code rec;
+    for (int interim = 0;; ++interim) {
+      a.parser = std::make_unique<bhttp::response_parser<bhttp::buffer_body>>();
+      a.parser->body_limit(boost::none);
+      a.parser->header_limit(64 * 1024);
+      if (req.method() == bhttp::verb::head) a.parser->skip(true);
+      std::size_t rn = 0;
+      std::tie(rec, rn) =
+          co_await bhttp::async_read_header(a.up->sock, a.up->buf, *a.parser, use_tuple);
+      if (rec) break;
+      const int status = a.parser->get().result_int();
+      if (status >= 200) break;
+      // An interim response (100 Continue, 103 Early Hints): the final one follows on this
+      // connection. It is not relayed (the client gets the final response only).
+      if (status == 101 || interim >= 16) {
+        rec = bhttp::error::bad_value;  // an upgrade nobody asked for, or endless 1xx
+        break;
+      }
+    }
+    a.up->dl.disarm();
+    if (watch.client_gone) co_return client_gone();
+    if (rec) {
+      const bool nothing = rec == bhttp::error::end_of_stream ||
+                           rec == net::error::connection_reset || rec == net::error::eof;
+      watch.up = nullptr;
+      if (a.up->dl.fired)
+        co_return failed(Kind::timeout, fmt::format("{} sent no response within {} ms", b.name,
+                                                    s.cfg.timeouts.first_byte.count()));
+      if (nothing)
+        co_return failed(Kind::broken,
+                         fmt::format("{} closed the connection without a response", b.name));
+      co_return failed(Kind::bad_response,
+                       fmt::format("{} sent an invalid response: {}", b.name, rec.message()));
+    }
+    co_return a;
+  }
+  co_return failed(Kind::reset_before_send, "stale connection");
+}
+
+}  // namespace
+
+net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
+                           const RouteRt& route, const BodyFields& fields,
+                           const std::string& request_id) {
+  const std::int64_t start = mono_ns();
+  const std::string_view client_target = req.target();
+  const std::string method(req.method_string());
+  const std::string path(client_target.substr(0, client_target.find('?')));
+
+  auto header = [&req](std::string_view name) { return std::string_view(req[name]); };
+  policy::PickContext ctx;
+  ctx.route = route.cfg->name;
+  ctx.method = method;
+  ctx.path = path;
+  ctx.model = fields.model;
+  ctx.user = fields.user;
+  ctx.previous_response_id = fields.previous_response_id;
+  ctx.stream = fields.stream;
+  ctx.header = header;
+  if (route.policy->needs_prompt()) ctx.prompt = req.body();
+
+  upstream::TriedSet tried;
+  Outcome last;
+  int attempts = 0;
+  bool all_full = false;
+  AccessRecord rec;
+  rec.request_id = request_id;
+  rec.client = c.peer;
+  rec.method = method;
+  rec.path = path;
+  rec.route = route.cfg->name;
+  rec.model = fields.model;
+  rec.stream = fields.stream;
+  rec.bytes_in = req.body().size();
+
+  // Watch the client from now on: a client that leaves while its request waits for the first
+  // response byte aborts the upstream request as surely as one that leaves mid-stream.
+  start_watch(c);
+
+  for (;;) {
+    // The slot is taken atomically with the choice: a backend at max_inflight is skipped.
+    upstream::Slot slot = policy::pick_and_acquire(*route.policy, ctx, route.backends, tried);
+    if (!slot) {
+      all_full = attempts == 0;
+      break;
+    }
+    upstream::Backend& b = *slot.backend();
+    tried.add(b);
+    ++attempts;
+    const std::int64_t attempt_start = mono_ns();
+    // Each attempt's request is built fresh from the client's, which is never modified: a
+    // retry carries nothing of the backend tried before (its target, Host or key).
+    c.upstream_target.assign(b.base_path).append(client_target);
+    build_upstream_head(
+        c.upstream_head, req,
+        {c.upstream_target, b.host_header, b.authorization, c.peer, request_id, req.body().size()});
+    Attempt a = co_await send(s, w, b, req, c.upstream_head, c.watch);
+    if (!a.up) {
+      c.watch.up = nullptr;
+      last = std::move(a.fail);
+      last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
+      route.policy->on_outcome(ctx, b, last);
+      spdlog::debug("request {}: {}", request_id, last.message);
+      if (upstream::decide_retry(last, attempts) == upstream::RetryDecision::try_another_backend)
+        continue;  // never sent: try another backend
+      break;
+    }
+    rec.backend = b.name;
+    rec.attempts = attempts;
+    rec.ttfb_ms = static_cast<double>(mono_ns() - start) / 1e6;
+    const auto ttfb = std::chrono::nanoseconds(mono_ns() - attempt_start);
+    Outcome done = co_await relay(s, w, c, req, b, std::move(a), rec);
+    co_await stop_watch(c);
+    done.ttfb = ttfb;
+    done.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
+    route.policy->on_outcome(ctx, b, done);
+    rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
+    s.log.write(rec);
+    co_return;
+  }
+  co_await stop_watch(c);
+  if (last.kind == Kind::client_left || c.watch.client_gone) {
+    c.keep_alive = false;
+    rec.attempts = attempts;
+    rec.status = 499;  // nginx's "client closed request"
+    rec.error = "client left before the response began";
+    rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
+    s.log.write(rec);
+    co_return;
+  }
+  // Nothing was relayed: answer with the error.
+  upstream::ErrorAnswer answer;
+  if (all_full) {
+    answer.message = "No backend available for this route: every backend is at its max_inflight.";
+  } else if (attempts > 0) {
+    answer = upstream::error_answer(last);
+  } else {
+    answer.message = "No backend available for this route.";
+  }
+  rec.attempts = attempts;
+  rec.status = answer.status;
+  rec.error = answer.message;
+  co_await write_error(s, c, answer.status, answer.message, &req, true, request_id);
+  rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
+  s.log.write(rec);
+}
+
+}  // namespace llmux::gateway

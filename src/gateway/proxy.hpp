@@ -1,0 +1,42 @@
+#pragma once
+// The proxy: one client request through a route to a backend. The policy picks (with the
+// backend's in-flight slot taken atomically), each attempt's upstream request is built fresh from
+// the client's request, sent on a pooled or new connection, and its final response header read;
+// the relay then streams the response. Only what provably never reached a backend is retried
+// (upstream::decide_retry); every attempt's Outcome goes back to the policy.
+//
+// One worker thread per request; Shared is read-only apart from its atomics.
+#include <memory>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "gateway/client.hpp"
+#include "gateway/request_view.hpp"
+#include "gateway/worker.hpp"
+#include "upstream/outcome.hpp"
+
+namespace llmux::gateway {
+
+/// A connection to a backend, or why there is none.
+struct Connected {
+  std::shared_ptr<upstream::Upstream> up;
+  upstream::Outcome fail;
+};
+
+/// A pooled connection to `b` when `allow_pooled` and one is idle, else a new one (connect
+/// timeout). `watch`, when given, learns the connection at once (a client leaving closes it).
+net::awaitable<Connected> connect(const Shared& s, Worker& w, upstream::Backend& b,
+                                  bool allow_pooled, ClientWatch* watch = nullptr);
+
+/// Back to the worker's pool: only a connection whose last response was complete, did not end
+/// by close, and left nothing unread (the caller checks the first two).
+void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream> up);
+
+/// Serves `req` through `route`: relays the response, or answers the error when no attempt got
+/// one. Writes the access log line.
+net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
+                           const RouteRt& route, const BodyFields& fields,
+                           const std::string& request_id);
+
+}  // namespace llmux::gateway

@@ -1,0 +1,219 @@
+#include "gateway/relay.hpp"
+
+#include <array>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <boost/asio/write.hpp>
+#include <boost/json.hpp>
+
+#include "core/openai_error.hpp"
+#include "gateway/http_rules.hpp"
+#include "gateway/proxy.hpp"
+#include "gateway/taps.hpp"
+
+namespace llmux::gateway {
+
+std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_number,
+                                  const std::string& message) {
+  if (responses_api) {
+    boost::json::object ev;
+    ev["type"] = "error";
+    ev["code"] = "upstream_error";
+    ev["message"] = message;
+    ev["param"] = nullptr;
+    ev["sequence_number"] = sequence_number;
+    return "event: error\ndata: " + boost::json::serialize(ev) + "\n\n";
+  }
+  return "data: " + openai_error_json(502, message) + "\n\ndata: [DONE]\n\n";
+}
+
+net::awaitable<upstream::Outcome> relay(const Shared& s, Worker& w, Client& c, const Request& req,
+                                        upstream::Backend& b, Attempt a, AccessRecord& rec) {
+  auto& p = *a.parser;
+  auto& res = p.get();
+  const bool sse = res[bhttp::field::content_type].starts_with("text/event-stream");
+  const bool responses_api = rec.path.starts_with("/v1/responses");
+  rec.status = res.result_int();
+  // Client-facing header.
+  strip_hop_by_hop(res);
+  res.set("x-llmux-backend", b.name);
+  res.set("x-request-id", rec.request_id);
+  const bool head = req.method() == bhttp::verb::head;
+  const bool has_length = res.has_content_length();
+  if (!has_length && !head && !p.is_done() && res.result_int() >= 200 && res.result_int() != 204 &&
+      res.result_int() != 304) {
+    if (req.version() >= 11) {
+      res.chunked(true);
+    } else {
+      c.keep_alive = false;
+    }
+  }
+  res.keep_alive(c.keep_alive);
+
+  upstream::Upstream* up = a.up.get();
+  c.watch.up = up;
+  UsageTap usage;
+  SequenceTap sequence;
+  bool upstream_failed = false;
+  std::string upstream_error;
+  bool client_failed = false;
+  std::uint64_t bytes_out = 0;
+  const auto idle = s.cfg.timeouts.idle;
+
+  // The header is serialised by Beast into `header_bytes` and goes out with the first piece of
+  // the body in one gathered write; the body is framed here (chunk size, data, CRLF), which costs
+  // far less than a serializer pass per piece.
+  std::string header_bytes;
+  {
+    bhttp::response_serializer<bhttp::buffer_body> sr{res};
+    sr.split(true);
+    boost::system::error_code sec;
+    while (!sr.is_header_done() && !sec) {
+      sr.next(sec, [&](boost::system::error_code&, auto const& buffers) {
+        for (auto b : beast::buffers_range_ref(buffers))
+          header_bytes.append(static_cast<const char*>(b.data()), b.size());
+        sr.consume(beast::buffer_bytes(buffers));
+      });
+    }
+  }
+  const bool chunked = res.chunked();
+  if (sse && !header_bytes.empty()) {
+    // A stream's header goes out at once: the client sees the response begin (TTFB) even
+    // while the first event is still being computed (a long prefill).
+    c.dl.arm(idle);
+    auto [hec, hn] = co_await net::async_write(c.sock, net::buffer(header_bytes), use_tuple);
+    c.dl.disarm();
+    if (hec) client_failed = true;
+    header_bytes.clear();
+  }
+
+  static constexpr std::size_t kBuf = Worker::kRelayBuf;
+  std::unique_ptr<char[]> buf = w.take_buf();
+  std::size_t have = 0;
+  std::string tail;  // the error event appended when the upstream dies mid-stream
+  while (!client_failed && !head) {
+    bool done = p.is_done();
+    if (!done) {
+      res.body().data = buf.get() + have;
+      res.body().size = kBuf - have;
+      up->dl.arm(idle);
+      auto [ec, n] = co_await bhttp::async_read_some(up->sock, up->buf, p, use_tuple);
+      up->dl.disarm();
+      if (ec == bhttp::error::need_buffer) ec = {};
+      have += (kBuf - have) - res.body().size;
+      if (ec) {
+        upstream_failed = true;
+        upstream_error = c.watch.client_gone ? std::string("client left")
+                         : up->dl.fired
+                             ? fmt::format("{} sent nothing for {} ms", b.name, idle.count())
+                             : fmt::format("{} failed mid-response: {}", b.name, ec.message());
+      }
+      done = p.is_done();
+    }
+    if (c.watch.client_gone) break;
+    // SSE goes out event by event: everything up to the last complete event now, the rest
+    // when it is complete.
+    std::size_t cut = have;
+    if (sse && !done) {
+      cut = last_event_boundary(buf.get(), have);
+      if (cut == 0 && have == kBuf && !upstream_failed) cut = have;  // a giant event
+    }
+    const bool can_end_cleanly = upstream_failed && sse && chunked;
+    const std::string_view piece(buf.get(), cut);
+    usage.feed(piece);
+    if (responses_api && sse) sequence.feed(piece);
+    if (can_end_cleanly) {
+      tail = mid_stream_error_tail(
+          responses_api, sequence.next(),
+          fmt::format("The upstream server failed mid-stream: {}.", upstream_error));
+    }
+    const bool last = done || can_end_cleanly;
+    if (cut == 0 && tail.empty() && !last && !upstream_failed) continue;
+
+    char size_line[32];
+    char tail_line[32];
+    std::array<net::const_buffer, 7> out{};
+    std::size_t k = 0;
+    if (!header_bytes.empty()) out[k++] = net::buffer(header_bytes);
+    if (chunked) {
+      if (cut > 0) {
+        auto r = fmt::format_to_n(size_line, sizeof size_line, "{:x}\r\n", cut);
+        out[k++] = net::buffer(size_line, r.size);
+        out[k++] = net::buffer(buf.get(), cut);
+        out[k++] = net::buffer("\r\n", 2);
+      }
+      if (!tail.empty()) {
+        auto r = fmt::format_to_n(tail_line, sizeof tail_line, "{:x}\r\n", tail.size());
+        out[k++] = net::buffer(tail_line, r.size);
+        out[k++] = net::buffer(tail.data(), tail.size());
+        out[k++] = net::buffer("\r\n0\r\n\r\n", 7);
+      } else if (last) {
+        out[k++] = net::buffer("0\r\n\r\n", 5);
+      }
+    } else if (cut > 0) {
+      out[k++] = net::buffer(buf.get(), cut);
+    }
+    if (k > 0) {
+      c.dl.arm(idle);
+      auto [ec, n] = co_await net::async_write(c.sock, out, use_tuple);
+      c.dl.disarm();
+      if (ec) {
+        client_failed = true;
+        break;
+      }
+      bytes_out += cut + tail.size();
+      header_bytes.clear();
+    }
+    if (upstream_failed && !can_end_cleanly) {
+      // A fixed-length or non-SSE body cannot be ended cleanly: close, so the client sees
+      // the truncation.
+      c.keep_alive = false;
+      break;
+    }
+    if (last) break;
+    if (cut < have) std::memmove(buf.get(), buf.get() + cut, have - cut);
+    have -= cut;
+  }
+  if (!header_bytes.empty() && !client_failed && !c.watch.client_gone) {
+    // Nothing of the body was written (HEAD, or an empty body): send the header alone.
+    c.dl.arm(idle);
+    auto [ec, n] = co_await net::async_write(c.sock, net::buffer(header_bytes), use_tuple);
+    c.dl.disarm();
+    if (ec) client_failed = true;
+  }
+  res.body().data = nullptr;
+  w.give_buf(std::move(buf));
+  c.watch.up = nullptr;  // from here on the connection may go back to the pool
+  rec.bytes_out = bytes_out;
+  rec.prompt_tokens = usage.prompt;
+  rec.completion_tokens = usage.completion;
+  if (c.watch.client_gone || client_failed) {
+    rec.error = "client left before the response ended";
+    c.keep_alive = false;
+  } else if (upstream_failed) {
+    rec.error = upstream_error;
+  }
+  // Back to the pool only when the exchange ended cleanly on both sides and the response
+  // neither ended by close nor asked for it (the parser's keep_alive() says both).
+  if (p.is_done() && !upstream_failed && !c.watch.client_gone && p.keep_alive()) {
+    release(w, b, std::move(a.up));
+  } else {
+    boost::system::error_code ignored;
+    a.up->sock.close(ignored);
+  }
+  upstream::Outcome o;
+  o.status = rec.status;
+  o.prompt_tokens = usage.prompt;
+  o.completion_tokens = usage.completion;
+  if (c.watch.client_gone || client_failed) {
+    o.kind = upstream::Outcome::Kind::client_left;
+    o.message = rec.error;
+  } else if (upstream_failed) {
+    o.kind = upstream::Outcome::Kind::broken_mid_stream;
+    o.message = upstream_error;
+  }
+  co_return o;
+}
+
+}  // namespace llmux::gateway

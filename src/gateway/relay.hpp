@@ -1,0 +1,38 @@
+#pragma once
+// The relay: a backend's response to the client as it arrives. The header goes out with X-Llmux-
+// Backend and X-Request-Id (hop-by-hop fields out); the body read by read, SSE cut at event
+// boundaries so every complete event leaves at once; taps read usage and sequence numbers on the
+// way. An upstream dying mid-stream ends the stream in its own dialect; a client leaving closes
+// the upstream at once. The connection goes back to the pool only after a complete final
+// response that did not end by close.
+#include <memory>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/http.hpp>
+
+#include "gateway/access_log.hpp"
+#include "gateway/client.hpp"
+#include "gateway/worker.hpp"
+#include "upstream/outcome.hpp"
+
+namespace llmux::gateway {
+
+/// One attempt whose final response header has arrived (or its failure).
+struct Attempt {
+  std::shared_ptr<upstream::Upstream> up;
+  std::unique_ptr<bhttp::response_parser<bhttp::buffer_body>> parser;
+  upstream::Outcome fail;
+};
+
+/// The event that ends a stream whose backend failed mid-way, in the stream's own dialect: the
+/// Responses API's `error` event (numbered `sequence_number`), or the chat and completions error
+/// chunk followed by [DONE].
+std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_number,
+                                  const std::string& message);
+
+/// Relays the response whose header `a.parser` holds; fills `rec` (status, bytes, usage, error)
+/// and returns how the attempt ended (ok, broken_mid_stream or client_left).
+net::awaitable<upstream::Outcome> relay(const Shared& s, Worker& w, Client& c, const Request& req,
+                                        upstream::Backend& b, Attempt a, AccessRecord& rec);
+
+}  // namespace llmux::gateway

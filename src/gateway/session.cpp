@@ -1,0 +1,145 @@
+#include "gateway/session.hpp"
+
+#include <fmt/format.h>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include "core/ids.hpp"
+#include "gateway/client.hpp"
+#include "gateway/http_rules.hpp"
+#include "gateway/models.hpp"
+#include "gateway/proxy.hpp"
+#include "gateway/request_view.hpp"
+#include "gateway/router.hpp"
+#include "http/linger.hpp"
+
+namespace llmux::gateway {
+
+namespace {
+
+net::awaitable<void> handle(Shared& s, Worker& w, Client& c, Request& req) {
+  const std::string_view target = req.target();
+  const std::string_view path = target.substr(0, target.find('?'));
+  std::string request_id(req["x-request-id"]);
+  if (request_id.empty() || request_id.size() > 200) request_id = random_id("", 32);
+  if (req.method() == bhttp::verb::get && path == "/health") {
+    co_await write_json(s, c, 200,
+                        fmt::format(R"({{"status":"ok","backends":{}}})", s.backends.size()), &req,
+                        request_id);
+    co_return;
+  }
+  if (req.method() == bhttp::verb::get && path == "/v1/models") {
+    co_await models(s, w, c, req, request_id);
+    co_return;
+  }
+  BodyFields fields;
+  if (!req.body().empty()) fields = read_body_fields(req.body());
+  const auto route_index = match_route(s.cfg.routes, req.method_string(), path, fields.model);
+  if (!route_index) {
+    co_await write_error(
+        s, c, 404, fmt::format("No route for {} {}.", std::string_view(req.method_string()), path),
+        &req, true, request_id);
+    co_return;
+  }
+  co_await proxy(s, w, c, req, s.routes[*route_index], fields, request_id);
+}
+
+}  // namespace
+
+net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock) {
+  Client c(std::move(sock), w.deadlines);
+  boost::system::error_code pec;
+  auto rep = c.sock.remote_endpoint(pec);
+  if (!pec) c.peer = rep.address().to_string();
+  const auto& t = s.cfg.timeouts;
+  // An error answered while the client may still be sending: close by lingering, or the
+  // unread bytes make the kernel reset the connection and the client never reads the answer.
+  bool linger = false;
+  for (;;) {
+    bhttp::request_parser<bhttp::string_body> parser;
+    parser.header_limit(s.cfg.limits.max_header_bytes);
+    parser.body_limit(s.cfg.limits.max_body_bytes);
+    // Idle keep-alive connections wait up to client_idle for a first byte; once a request
+    // has started, its header must be complete within client_header, and no gap between two
+    // reads of its body may exceed client_body. The deadline cancels the read instead of
+    // closing the socket, so the client gets its 408.
+    if (c.buf.size() == 0) {
+      c.dl.arm(t.client_idle, /*close_on_expiry=*/false);
+      auto [ec, n] = co_await c.sock.async_read_some(c.buf.prepare(2048), use_tuple);
+      c.dl.disarm();
+      if (ec) break;  // idle timeout or the client closed: nothing to answer
+      c.buf.commit(n);
+    }
+    c.dl.arm(t.client_header, /*close_on_expiry=*/false);
+    auto [ec, n] = co_await bhttp::async_read_header(c.sock, c.buf, parser, use_tuple);
+    c.dl.disarm();
+    std::size_t header_fields = 0;
+    if (!ec) {
+      auto& h = parser.get();
+      // How the body is delimited is checked here, before a byte of it is read: a request
+      // whose length cannot be determined is never passed on, and its body never parsed as
+      // the next request.
+      if (auto bad = check_request_framing(h, h.version())) {
+        co_await write_error(s, c, bad->status, bad->message, nullptr, false);
+        linger = true;
+        break;
+      }
+      header_fields = static_cast<std::size_t>(std::distance(h.begin(), h.end()));
+      if (h.version() >= 11 && !parser.is_done() &&
+          beast::iequals(h[bhttp::field::expect], "100-continue")) {
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        auto [wec, wn] = co_await net::async_write(c.sock, net::buffer(kContinue), use_tuple);
+        if (wec) break;
+      }
+      while (!ec && !parser.is_done()) {
+        c.dl.arm(t.client_body, /*close_on_expiry=*/false);
+        std::tie(ec, n) = co_await bhttp::async_read_some(c.sock, c.buf, parser, use_tuple);
+        c.dl.disarm();
+      }
+    }
+    if (c.dl.fired && ec) ec = beast::error::timeout;
+    if (ec) {
+      if (ec == bhttp::error::end_of_stream || ec == net::error::eof ||
+          ec == net::error::connection_reset)
+        break;
+      linger = true;
+      if (ec == beast::error::timeout) {
+        co_await write_error(s, c, 408, "Request timeout: the request was not received in time.",
+                             nullptr, false);
+        break;
+      }
+      int status = 400;
+      std::string msg = fmt::format("Bad request: {}", ec.message());
+      if (ec == bhttp::error::body_limit) {
+        status = 413;
+        msg = fmt::format("Request body too large (limit {} bytes).", s.cfg.limits.max_body_bytes);
+      } else if (ec == bhttp::error::header_limit) {
+        status = 431;
+        msg = fmt::format("Request headers too large (limit {} bytes).",
+                          s.cfg.limits.max_header_bytes);
+      }
+      co_await write_error(s, c, status, msg, nullptr, false);
+      break;
+    }
+    Request req = parser.release();
+    // Trailer fields of a chunked body were appended to the header: they end here.
+    drop_fields_after(req, header_fields);
+    c.keep_alive = req.keep_alive() && !s.draining.load(std::memory_order_relaxed);
+    {
+      ActiveGuard active(s.active);
+      co_await handle(s, w, c, req);
+    }
+    if (!c.keep_alive || s.draining.load(std::memory_order_relaxed)) break;
+    // A large request grew the read buffer; do not keep that memory for an idle connection.
+    if (c.buf.size() == 0 && c.buf.capacity() > 16384) c.buf.shrink_to_fit();
+  }
+  if (linger) {
+    co_await http::lingering_close(c.sock);
+  } else {
+    boost::system::error_code ignored;
+    c.sock.shutdown(tcp::socket::shutdown_send, ignored);
+    c.sock.close(ignored);
+  }
+}
+
+}  // namespace llmux::gateway

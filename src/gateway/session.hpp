@@ -1,0 +1,14 @@
+#pragma once
+// The client session: reads requests on one connection (limits, timeouts, framing checked on the
+// header, 100-continue, trailers dropped), dispatches each (health, models, a route's proxy) and
+// closes the connection — by lingering when an error was answered before the request was read.
+#include <boost/asio/awaitable.hpp>
+
+#include "gateway/worker.hpp"
+
+namespace llmux::gateway {
+
+/// Serves one accepted connection until it closes, errs, idles out, or the gateway drains.
+net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock);
+
+}  // namespace llmux::gateway

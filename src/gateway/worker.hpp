@@ -1,0 +1,91 @@
+#pragma once
+// The gateway's shared state (all threads) and its per-thread Worker.
+//
+// Threads: N workers, each with its own io_context, its own SO_REUSEPORT acceptor per listener
+// and its own keep-alive pool per backend, so a request never leaves the thread that accepted it
+// and the hot path takes no lock. Shared state is the immutable config, backends and routes
+// (their changing parts are atomics) and a few atomics (active requests, draining).
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http.hpp>
+
+#include "config/config.hpp"
+#include "gateway/access_log.hpp"
+#include "http/deadline.hpp"
+#include "policy/policy.hpp"
+#include "upstream/backend.hpp"
+#include "upstream/pool.hpp"
+
+namespace llmux::gateway {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+inline constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+using Request = bhttp::request<bhttp::string_body>;
+
+/// One route: its config, its policy (shared by all workers) and its backends, in order.
+struct RouteRt {
+  const config::Route* cfg = nullptr;
+  std::unique_ptr<policy::Policy> policy;
+  std::vector<upstream::Backend*> backends;
+};
+
+/// What every worker shares. Immutable once the workers run, except the atomics.
+struct Shared {
+  config::GatewayConfig cfg;
+  std::vector<std::unique_ptr<upstream::Backend>> backends;
+  std::vector<RouteRt> routes;
+  std::atomic<int> active{0};  // requests in progress (the drain waits for 0)
+  std::atomic<bool> draining{false};
+  AccessLog log;
+};
+
+/// RAII count of requests in progress.
+class ActiveGuard {
+ public:
+  explicit ActiveGuard(std::atomic<int>& a) : a_(a) { a_.fetch_add(1, std::memory_order_relaxed); }
+  ~ActiveGuard() { a_.fetch_sub(1, std::memory_order_relaxed); }
+  ActiveGuard(const ActiveGuard&) = delete;
+  ActiveGuard& operator=(const ActiveGuard&) = delete;
+
+ private:
+  std::atomic<int>& a_;
+};
+
+/// One worker thread's state. Only its own thread touches it.
+struct Worker {
+  // Destroyed in reverse order: the deadline list outlives the io_context (whose destruction
+  // destroys the coroutines that own deadlines), and the sockets of the pools and acceptors go
+  // before the io_context they belong to.
+  http::DeadlineList deadlines;
+  // One thread per io_context: the reactor needs no locking (posts from other threads, as in
+  // the drain, still go through the scheduler's lock).
+  net::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+  std::vector<std::unique_ptr<upstream::Pool>> pools;  // per backend index
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+
+  // Relay buffers, reused: a request takes one for its response body and gives it back.
+  // 4 KiB: an SSE event is far smaller, and a held-open stream should cost little memory.
+  static constexpr std::size_t kRelayBuf = 4 * 1024;
+  std::vector<std::unique_ptr<char[]>> free_bufs;
+  std::unique_ptr<char[]> take_buf() {
+    if (free_bufs.empty()) return std::unique_ptr<char[]>(new char[kRelayBuf]);
+    auto b = std::move(free_bufs.back());
+    free_bufs.pop_back();
+    return b;
+  }
+  void give_buf(std::unique_ptr<char[]> b) {
+    if (free_bufs.size() < 1024) free_bufs.push_back(std::move(b));
+  }
+};
+
+}  // namespace llmux::gateway

@@ -1,0 +1,98 @@
+#pragma once
+// One backend, as every part of the gateway sees it: where it is and how to reach it (fixed at
+// start, from config::Backend), and what changes while it serves (in-flight count, health) —
+// the state health checks, policies, the pool and metrics all read. Nothing about a backend
+// lives anywhere else.
+//
+// Thread safety: the fixed part is immutable once the gateway runs; the changing part is atomics,
+// read and written from every worker without locks. Backends are owned by the gateway (one
+// snapshot; membership changes will swap a new one) and outlive every request.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+namespace llmux::upstream {
+
+struct Backend {
+  // ---- fixed ----
+  std::string name;
+  int index = 0;  // position in the gateway's backend list (< 64)
+  int weight = 1;
+  int max_inflight = 0;  // 0: unlimited
+  std::string url;       // as configured, for messages
+  std::string host;
+  std::uint16_t port = 0;
+  std::string base_path;      // prepended to every request target
+  std::string host_header;    // "host" or "host:port"
+  std::string authorization;  // "Bearer <key>" or empty (the client's is kept)
+  std::chrono::milliseconds pool_idle_timeout{4000};
+  std::vector<boost::asio::ip::tcp::endpoint> endpoints;  // resolved at start
+
+  // ---- changing (atomics) ----
+  std::atomic<int> inflight{0};
+  std::atomic<bool> healthy{true};
+
+  /// True while under max_inflight (a hint: the slot itself is taken by try_acquire()).
+  bool has_capacity() const {
+    return max_inflight <= 0 || inflight.load(std::memory_order_relaxed) < max_inflight;
+  }
+  /// Takes one in-flight slot: false when the backend is at max_inflight. Check and increment
+  /// are one atomic step, so workers racing for the last slot never overshoot the limit.
+  bool try_acquire() {
+    if (max_inflight <= 0) {
+      inflight.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    int cur = inflight.load(std::memory_order_relaxed);
+    while (cur < max_inflight) {
+      if (inflight.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed)) return true;
+    }
+    return false;
+  }
+  /// Gives back a slot taken by try_acquire().
+  void release() { inflight.fetch_sub(1, std::memory_order_relaxed); }
+};
+
+/// An in-flight slot of one backend, given back on destruction (RAII; movable).
+class Slot {
+ public:
+  Slot() = default;
+  explicit Slot(Backend* b) : b_(b) {}
+  Slot(Slot&& o) noexcept : b_(std::exchange(o.b_, nullptr)) {}
+  Slot& operator=(Slot&& o) noexcept {
+    if (this != &o) {
+      reset();
+      b_ = std::exchange(o.b_, nullptr);
+    }
+    return *this;
+  }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  ~Slot() { reset(); }
+  void reset() {
+    if (b_) std::exchange(b_, nullptr)->release();
+  }
+  Backend* backend() const { return b_; }
+  explicit operator bool() const { return b_ != nullptr; }
+
+ private:
+  Backend* b_ = nullptr;
+};
+
+/// Backends already tried for one request (by index; a validated config has at most 64).
+class TriedSet {
+ public:
+  void add(const Backend& b) { bits_ |= 1ull << b.index; }
+  bool contains(const Backend& b) const { return bits_ & (1ull << b.index); }
+  bool empty() const { return bits_ == 0; }
+
+ private:
+  std::uint64_t bits_ = 0;
+};
+
+}  // namespace llmux::upstream
