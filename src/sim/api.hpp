@@ -1,7 +1,7 @@
 #pragma once
 // The simulator's OpenAI API surface as pure functions: request parsing and validation (with
 // vLLM's error messages and statuses), prompt rendering to token ids, and the JSON bodies and
-// SSE frames vLLM sends. No I/O here; sim/server.cpp does the networking.
+// SSE frames vLLM sends. No I/O here; the server (sim/server.cpp and its parts) does the I/O.
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 

@@ -3,7 +3,7 @@
 // with prefix caching, chunked prefill and preemption.
 //
 // It is a pure state machine: no clocks, no I/O, no threads. Time is model time in seconds and
-// is only ever given to it. The driver (sim/server.cpp) asks `deadline()` for the end of the
+// is only ever given to it. The driver (sim/driver.cpp) asks `deadline()` for the end of the
 // step in progress, sleeps until then (scaled by --time-scale) and calls `complete_step()`,
 // which returns what happened in that step and plans the next one from the same absolute
 // deadline, so a late driver catches up instead of drifting.

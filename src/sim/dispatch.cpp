@@ -1,0 +1,218 @@
+#include "sim/dispatch.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+#include "core/ids.hpp"
+#include "sim/faults.hpp"
+#include "sim/job.hpp"
+#include "sim/stream.hpp"
+#include "sim/textgen.hpp"
+
+namespace llmux::sim {
+namespace {
+
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+namespace json = boost::json;
+using net::awaitable;
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+constexpr std::string_view kVersion = "0.11.0";  // the vLLM version whose dialect we speak
+
+/// `?limit=N` of /debug/requests (100 by default).
+std::size_t debug_limit(std::string_view target) {
+  std::size_t limit = 100;
+  if (auto q = target.find("limit="); q != std::string_view::npos) {
+    limit = std::strtoull(std::string(target.substr(q + 6)).c_str(), nullptr, 10);
+  }
+  return limit;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(const SimConfig& cfg, net::io_context& ioc, EngineDriver& driver,
+                       SimMetrics& metrics, ResponseStore& store, TimingLog& timings)
+    : cfg_(cfg),
+      ioc_(ioc),
+      driver_(driver),
+      metrics_(metrics),
+      store_(store),
+      timings_(timings),
+      rng_(std::random_device{}()) {
+  api_.served_model_name = cfg_.served_model_name;
+  api_.max_model_len = cfg_.max_model_len;
+  api_.lookup_conversation = [this](std::string_view id) { return store_.conversation(id); };
+}
+
+awaitable<void> Dispatcher::dispatch(Conn& c, Request& req) {
+  const std::string_view target = req.target();
+  const std::string_view path = target.substr(0, target.find('?'));
+  const auto method = req.method();
+  const bool get = method == http::verb::get, post = method == http::verb::post;
+  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses") {
+    if (!post) co_return co_await write_error(c, 405, "Method Not Allowed", true, &req);
+    const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions
+                        : path == "/v1/responses" ? Endpoint::Responses
+                                                  : Endpoint::Chat;
+    co_return co_await handle_generate(c, req, ep);
+  }
+  if (path == "/health" && get) co_return co_await write_body(c, 200, "", "application/json", &req);
+  if (path == "/version" && get)
+    co_return co_await write_json(c, 200, fmt::format(R"({{"version":"{}"}})", kVersion), &req);
+  if (path == "/v1/models" && get) co_return co_await write_json(c, 200, models_json(), &req);
+  if (path == "/metrics" && get)
+    co_return co_await write_body(c, 200, metrics_.serialize(),
+                                  "text/plain; version=0.0.4; charset=utf-8", &req);
+  if (path.starts_with("/v1/responses/")) {
+    std::string_view rest = path.substr(std::string_view("/v1/responses/").size());
+    if (rest.ends_with("/cancel") && post)
+      co_return co_await cancel_response(c, req, rest.substr(0, rest.size() - 7));
+    if (get && rest.find('/') == std::string_view::npos)
+      co_return co_await get_response(c, req, rest);
+  }
+  if (path == "/debug/requests" && get)
+    co_return co_await write_json(c, 200, timings_.list_json(debug_limit(target)), &req);
+  if (path.starts_with("/debug/requests/") && get) {
+    const Timing* t = timings_.find(path.substr(16));
+    if (!t)
+      co_return co_await write_error(
+          c, 404, fmt::format("No timing record for '{}'.", path.substr(16)), true, &req);
+    co_return co_await write_json(c, 200, json::serialize(timing_json(*t)), &req);
+  }
+  co_await write_error(c, 404,
+                       fmt::format("Not Found: {} {}", std::string_view(req.method_string()), path),
+                       true, &req);
+}
+
+std::string Dispatcher::models_json() const {
+  const auto created = unix_time();
+  return fmt::format(
+      R"({{"object":"list","data":[{{"id":{},"object":"model","created":{},"owned_by":"vllm","root":{},"parent":null,"max_model_len":{},"permission":[{{"id":"{}","object":"model_permission","created":{},"allow_create_engine":false,"allow_sampling":true,"allow_logprobs":true,"allow_search_indices":false,"allow_view":true,"allow_fine_tuning":false,"organization":"*","group":null,"is_blocking":false}}]}}]}})",
+      json_quote(cfg_.served_model_name), created, json_quote(cfg_.model_root), cfg_.max_model_len,
+      random_id("modelperm-"), created);
+}
+
+awaitable<void> Dispatcher::get_response(Conn& c, Request& req, std::string_view id) {
+  if (const StoredResponse* st = store_.find(id))
+    co_return co_await write_json(c, 200, json::serialize(st->response), &req);
+  if (auto running = store_.running(id)) {
+    auto& job = *running;
+    const char* status = job.timing->scheduled_ns ? "in_progress" : "queued";
+    co_return co_await write_json(
+        c, 200, json::serialize(response_object(job.meta, job.req, status, "", std::nullopt)),
+        &req);
+  }
+  co_await write_error(c, 404, fmt::format("Response with id '{}' not found.", id), true, &req,
+                       "invalid_request_error");
+}
+
+awaitable<void> Dispatcher::cancel_response(Conn& c, Request& req, std::string_view id) {
+  if (auto job = store_.running(id)) {
+    store_.erase_running(id);
+    driver_.drop(*job, "cancelled");
+    job->aborted = true;
+    json::object resp = response_object(job->meta, job->req, "cancelled", "", std::nullopt);
+    StoredResponse st{resp, job->req.conversation, true};
+    store_.put(job->meta.id, std::move(st));
+    co_return co_await write_json(c, 200, json::serialize(resp), &req);
+  }
+  if (store_.contains(id))
+    co_return co_await write_error(c, 400, "Cannot cancel a synchronous response.", true, &req,
+                                   "invalid_request_error");
+  co_await write_error(c, 404, fmt::format("Response with id '{}' not found.", id), true, &req,
+                       "invalid_request_error");
+}
+
+awaitable<void> Dispatcher::handle_generate(Conn& c, Request& req, Endpoint ep) {
+  const std::int64_t arrival = mono_ns();
+  auto parsed = parse_request(ep, req.body(), api_);
+  if (auto* e = std::get_if<ApiError>(&parsed)) co_return co_await write_api_error(c, *e, req);
+  GenRequest g = std::move(std::get<GenRequest>(parsed));
+  auto maxv = effective_max_tokens(g, cfg_.max_model_len);
+  if (auto* e = std::get_if<ApiError>(&maxv)) co_return co_await write_api_error(c, *e, req);
+  const std::int64_t max_tokens = std::get<std::int64_t>(maxv);
+  if (ep == Endpoint::Responses) g.max_tokens = max_tokens;  // echoed resolved, as vLLM does
+
+  auto job = std::make_shared<Job>(ioc_.get_executor());
+  job->faults = draw_faults(cfg_.faults, rng_);
+  apply_fault_header(job->faults, req["x-llmux-fault"]);
+  if (job->faults.latency_ms > 0) {
+    net::steady_timer t(
+        ioc_, std::chrono::microseconds(static_cast<std::int64_t>(job->faults.latency_ms * 1000)));
+    co_await t.async_wait(use_tuple);
+  }
+  if (job->faults.error_status >= 400) {
+    co_return co_await write_error(
+        c, job->faults.error_status,
+        fmt::format("Simulated fault: the server answered {}.", job->faults.error_status), true,
+        &req);
+  }
+
+  // Output: greedy decoding is a function of the prompt; sampling of the seed.
+  const std::uint64_t prompt_hash = hash_tokens(g.prompt_ids);
+  const std::uint64_t seed = g.temperature == 0.0 ? prompt_hash
+                             : g.seed             ? *g.seed ^ prompt_hash
+                                                  : rng_();
+  const std::int64_t natural = cfg_.output_len.draw(seed | 1);
+  std::int64_t n_out = max_tokens;
+  std::string finish = "length";
+  if (!g.ignore_eos && natural <= max_tokens) {
+    n_out = natural;
+    finish = "stop";
+  }
+  job->words = generate_words(seed, static_cast<std::size_t>(n_out));
+  job->seq = driver_.next_seq();
+  job->meta.endpoint = ep;
+  job->meta.model = g.model;
+  job->meta.created = unix_time();
+  job->meta.finish_reason = finish;
+  job->meta.id = ep == Endpoint::Completions ? random_id("cmpl-")
+                 : ep == Endpoint::Chat      ? random_id("chatcmpl-")
+                                             : random_id("resp_");
+  job->meta.item_id = random_id("msg_");
+  job->usage.prompt_tokens = static_cast<std::int64_t>(g.prompt_ids.size());
+  job->req = std::move(g);
+  auto& tm = *(job->timing = std::make_shared<Timing>());
+  tm.id = job->meta.id;
+  tm.request_id = std::string(req["x-request-id"]);
+  tm.endpoint = std::string(req.target());
+  tm.stream = job->req.stream;
+  tm.arrival_ns = arrival;
+  tm.prompt_tokens = job->usage.prompt_tokens;
+  timings_.remember(job->timing);
+
+  SeqRequest sr;
+  sr.id = job->seq;
+  sr.prompt = job->req.prompt_ids;
+  sr.output.reserve(job->words.size());
+  for (auto w : job->words) sr.output.push_back(vocab_id(w));
+  if (!driver_.submit(job, std::move(sr))) {
+    tm.outcome = "rejected";
+    co_return co_await write_error(
+        c, 400,
+        fmt::format("The request needs {} tokens of KV cache but the cache holds only {}.",
+                    job->usage.prompt_tokens + n_out,
+                    cfg_.engine.num_kv_blocks * cfg_.engine.block_size),
+        true, &req);
+  }
+
+  if (ep == Endpoint::Responses && job->req.background) {
+    store_.add_running(job->meta.id, job);
+    co_return co_await write_json(
+        c, 200, json::serialize(response_object(job->meta, job->req, "queued", "", std::nullopt)),
+        &req);
+  }
+  if (job->req.stream) co_return co_await stream_response(c, req, job, driver_);
+  co_await plain_response(c, req, job, driver_);
+}
+
+}  // namespace llmux::sim

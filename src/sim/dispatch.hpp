@@ -1,0 +1,47 @@
+#pragma once
+// Request dispatch: one handler per endpoint. Generation requests are validated (sim/api), get
+// their faults (sim/faults), become a Job submitted to the engine driver, and are answered by
+// sim/stream; the Responses API's retrieve/cancel use the store; /debug/requests the timing log.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "sim/api.hpp"
+#include "sim/config.hpp"
+#include "sim/driver.hpp"
+#include "sim/http_io.hpp"
+#include "sim/metrics.hpp"
+#include "sim/store.hpp"
+#include "sim/timings.hpp"
+
+namespace llmux::sim {
+
+class Dispatcher {
+ public:
+  /// Everything given must outlive the dispatcher.
+  Dispatcher(const SimConfig& cfg, boost::asio::io_context& ioc, EngineDriver& driver,
+             SimMetrics& metrics, ResponseStore& store, TimingLog& timings);
+
+  /// Answers one request read in full on `c`.
+  boost::asio::awaitable<void> dispatch(Conn& c, Request& req);
+
+ private:
+  boost::asio::awaitable<void> handle_generate(Conn& c, Request& req, Endpoint ep);
+  boost::asio::awaitable<void> get_response(Conn& c, Request& req, std::string_view id);
+  boost::asio::awaitable<void> cancel_response(Conn& c, Request& req, std::string_view id);
+  std::string models_json() const;
+
+  const SimConfig& cfg_;
+  boost::asio::io_context& ioc_;
+  EngineDriver& driver_;
+  SimMetrics& metrics_;
+  ResponseStore& store_;
+  TimingLog& timings_;
+  std::mt19937_64 rng_;
+  ApiContext api_;
+};
+
+}  // namespace llmux::sim

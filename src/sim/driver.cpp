@@ -1,0 +1,158 @@
+#include "sim/driver.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "core/clock.hpp"
+#include "sim/frames.hpp"
+
+namespace llmux::sim {
+
+namespace net = boost::asio;
+namespace json = boost::json;
+
+EngineDriver::EngineDriver(const SimConfig& cfg, net::io_context& ioc, SimMetrics& metrics,
+                           ResponseStore& store)
+    : cfg_(cfg),
+      metrics_(metrics),
+      store_(store),
+      engine_(cfg.engine),
+      step_timer_(ioc),
+      base_ns_(mono_ns()) {}
+
+double EngineDriver::model_now() const {
+  return static_cast<double>(mono_ns() - base_ns_) * 1e-9 * cfg_.time_scale;
+}
+
+std::int64_t EngineDriver::wall_ns(double model_s) const {
+  return base_ns_ + static_cast<std::int64_t>(model_s / cfg_.time_scale * 1e9);
+}
+
+bool EngineDriver::submit(const std::shared_ptr<Job>& job, SeqRequest sr) {
+  if (!engine_.submit(std::move(sr), model_now())) return false;
+  job->in_engine = true;
+  jobs_[job->seq] = job;
+  metrics_.sync(engine_.stats());
+  arm();
+  return true;
+}
+
+void EngineDriver::arm() {
+  if (timer_armed_) return;
+  auto dl = engine_.deadline();
+  if (!dl) return;
+  timer_armed_ = true;
+  step_timer_.expires_at(net::steady_timer::time_point(std::chrono::nanoseconds(wall_ns(*dl))));
+  step_timer_.async_wait([this](boost::system::error_code) {
+    timer_armed_ = false;
+    on_step();
+  });
+}
+
+void EngineDriver::on_step() {
+  auto dl = engine_.deadline();
+  if (!dl) return;
+  const std::int64_t due = wall_ns(*dl);
+  const std::int64_t now = mono_ns();
+  if (now < due) {  // woke early
+    arm();
+    return;
+  }
+  metrics_.engine_lag(static_cast<double>(now - due) * 1e-9);
+  StepResult r = engine_.complete_step();
+  for (auto id : r.scheduled) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second->timing->scheduled_ns == 0)
+      it->second->timing->scheduled_ns = wall_ns(r.start);
+  }
+  for (const TokenOut& t : r.tokens) {
+    auto it = jobs_.find(t.id);
+    if (it == jobs_.end()) continue;
+    auto job = it->second;  // keep alive across erase
+    on_token(*job, t, due, now);
+  }
+  metrics_.sync(engine_.stats());
+  arm();
+}
+
+void EngineDriver::on_token(Job& job, const TokenOut& t, std::int64_t due, std::int64_t now) {
+  Timing& tm = *job.timing;
+  if (t.index == 0) {
+    job.usage.cached_tokens = t.cached_tokens;
+    tm.cached_tokens = t.cached_tokens;
+    if (tm.scheduled_ns == 0) tm.scheduled_ns = due;
+    if (!job.req.stream) tm.first_token_ns = now;
+    metrics_.ttft(static_cast<double>(now - tm.arrival_ns) * 1e-9);
+  } else {
+    metrics_.itl(static_cast<double>(now - job.last_emit_ns) * 1e-9);
+  }
+  job.last_emit_ns = now;
+  job.emitted = t.index + 1;
+  job.usage.completion_tokens = job.emitted;
+  tm.token_sched_ns.push_back(due);
+  if (job.req.stream) append_token_frame(job, t.index, t.last);
+  if (t.last) {
+    finish(job, now);
+  } else if (job.faults.close_after >= 0 && job.emitted >= job.faults.close_after) {
+    job.fault_close = true;
+    drop(job, "fault_close");
+  } else if (job.faults.stall_after >= 0 && job.emitted >= job.faults.stall_after) {
+    job.stalled = true;
+    drop(job, "fault_stall");
+  }
+  job.notify();
+}
+
+void EngineDriver::drop(Job& job, std::string_view outcome) {
+  if (job.in_engine) {
+    engine_.abort(job.seq);
+    job.in_engine = false;
+    metrics_.sync(engine_.stats());
+  }
+  jobs_.erase(job.seq);
+  job.timing->outcome = std::string(outcome);
+  job.timing->completion_tokens = job.emitted;
+  if (job.timing->end_ns == 0) job.timing->end_ns = mono_ns();
+}
+
+void EngineDriver::finish(Job& job, std::int64_t now) {
+  job.finished = true;
+  job.in_engine = false;
+  jobs_.erase(job.seq);
+  Timing& tm = *job.timing;
+  tm.completion_tokens = job.emitted;
+  tm.finish_reason = job.meta.finish_reason;
+  tm.outcome = "ok";
+  const double e2e = static_cast<double>(now - tm.arrival_ns) * 1e-9;
+  const double queue =
+      static_cast<double>(std::max<std::int64_t>(tm.scheduled_ns - tm.arrival_ns, 0)) * 1e-9;
+  const std::int64_t first = tm.token_sched_ns.empty() ? now : tm.token_sched_ns.front();
+  const double prefill =
+      static_cast<double>(std::max<std::int64_t>(first - tm.scheduled_ns, 0)) * 1e-9;
+  const double decode = static_cast<double>(std::max<std::int64_t>(now - first, 0)) * 1e-9;
+  metrics_.request_done(job.meta.finish_reason, e2e, queue, prefill, decode,
+                        job.usage.prompt_tokens, job.usage.completion_tokens);
+  if (!job.req.stream) tm.end_ns = now;
+
+  if (job.req.endpoint == Endpoint::Responses) {
+    const std::string text = job.text();
+    json::object resp = response_object(job.meta, job.req, "completed", text, job.usage);
+    if (job.req.stream) append_responses_done_events(job, text, resp);
+    if (job.req.store) {
+      StoredResponse st;
+      st.response = std::move(resp);
+      st.conversation = job.req.conversation;
+      st.conversation.push_back(Message{"assistant", text});
+      st.background = job.req.background;
+      store_.put(job.meta.id, std::move(st));
+    }
+    store_.erase_running(job.meta.id);
+  } else if (job.req.stream) {
+    append_done_frames(job);
+  }
+}
+
+}  // namespace llmux::sim

@@ -1,0 +1,58 @@
+#pragma once
+// The engine driver: runs the Engine on absolute deadlines (step k ends at start + the sum of
+// the step durations, on the model clock scaled by --time-scale), records how late each step is
+// handled (engine lag), and hands every token to its Job, which it finishes or drops.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+
+#include "sim/config.hpp"
+#include "sim/engine.hpp"
+#include "sim/job.hpp"
+#include "sim/metrics.hpp"
+#include "sim/store.hpp"
+
+namespace llmux::sim {
+
+class EngineDriver {
+ public:
+  /// `cfg`, `metrics` and `store` must outlive the driver.
+  EngineDriver(const SimConfig& cfg, boost::asio::io_context& ioc, SimMetrics& metrics,
+               ResponseStore& store);
+
+  /// Now on the model clock (seconds since the driver started, times --time-scale).
+  double model_now() const;
+  /// A new sequence id for the engine.
+  std::uint64_t next_seq() { return next_seq_++; }
+
+  /// Submits `sr` (the sequence of `job`) at the current model time and tracks the job. False
+  /// when the KV cache could never hold it (then nothing is tracked).
+  bool submit(const std::shared_ptr<Job>& job, SeqRequest sr);
+  /// Removes a job from the engine (client left, cancelled, or a fault) without finishing it.
+  void drop(Job& job, std::string_view outcome);
+  /// Whether the driver still tracks the job of sequence `seq` (submitted, not finished/dropped).
+  bool tracks(std::uint64_t seq) const { return jobs_.count(seq) != 0; }
+
+ private:
+  std::int64_t wall_ns(double model_s) const;
+  void arm();
+  void on_step();
+  void on_token(Job& job, const TokenOut& t, std::int64_t due, std::int64_t now);
+  void finish(Job& job, std::int64_t now);
+
+  const SimConfig& cfg_;
+  SimMetrics& metrics_;
+  ResponseStore& store_;
+  Engine engine_;
+  boost::asio::steady_timer step_timer_;
+  bool timer_armed_ = false;
+  std::int64_t base_ns_;
+  std::uint64_t next_seq_ = 1;
+  std::unordered_map<std::uint64_t, std::shared_ptr<Job>> jobs_;
+};
+
+}  // namespace llmux::sim

@@ -1,0 +1,40 @@
+#include "sim/faults.hpp"
+
+#include <cstdlib>
+#include <string>
+
+namespace llmux::sim {
+
+RequestFaults draw_faults(const FaultConfig& fc, std::mt19937_64& rng) {
+  RequestFaults f;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  if (fc.error_rate > 0 && u(rng) < fc.error_rate && !fc.error_statuses.empty())
+    f.error_status = fc.error_statuses[rng() % fc.error_statuses.size()];
+  if (fc.close_after >= 0 && u(rng) < fc.close_rate) f.close_after = fc.close_after;
+  if (fc.stall_after >= 0 && u(rng) < fc.stall_rate) f.stall_after = fc.stall_after;
+  f.latency_ms = fc.added_latency_ms;
+  return f;
+}
+
+void apply_fault_header(RequestFaults& f, std::string_view h) {
+  while (!h.empty()) {
+    auto comma = h.find(',');
+    std::string_view item = h.substr(0, comma);
+    h = comma == std::string_view::npos ? std::string_view() : h.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    auto eq = item.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view k = item.substr(0, eq);
+    double v = std::strtod(std::string(item.substr(eq + 1)).c_str(), nullptr);
+    if (k == "error")
+      f.error_status = static_cast<int>(v);
+    else if (k == "close-after")
+      f.close_after = static_cast<std::int64_t>(v);
+    else if (k == "stall-after")
+      f.stall_after = static_cast<std::int64_t>(v);
+    else if (k == "latency-ms")
+      f.latency_ms = v;
+  }
+}
+
+}  // namespace llmux::sim

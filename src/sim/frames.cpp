@@ -1,0 +1,93 @@
+#include "sim/frames.hpp"
+
+#include <boost/json.hpp>
+
+#include <optional>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace llmux::sim {
+namespace {
+
+namespace json = boost::json;
+
+std::optional<Usage> continuous(const Job& job) {
+  if (!job.req.continuous_usage) return std::nullopt;
+  return job.usage;
+}
+
+}  // namespace
+
+void append_opening_frames(Job& job) {
+  if (job.req.endpoint == Endpoint::Chat) {
+    job.out += chat_role_frame(
+        job.meta, job.req.continuous_usage ? std::optional<Usage>(job.usage) : std::nullopt);
+  } else if (job.req.endpoint == Endpoint::Responses) {
+    json::object initial = response_object(job.meta, job.req, "in_progress", "", std::nullopt);
+    job.out += responses_event("response.created", {{"response", initial}}, job.seq_number++);
+    job.out += responses_event("response.in_progress", {{"response", initial}}, job.seq_number++);
+    json::object item{{"id", job.meta.item_id},
+                      {"content", json::array{}},
+                      {"role", "assistant"},
+                      {"status", "in_progress"},
+                      {"type", "message"}};
+    job.out += responses_event("response.output_item.added", {{"item", item}, {"output_index", 0}},
+                               job.seq_number++);
+    json::object part{{"annotations", json::array{}},
+                      {"text", ""},
+                      {"type", "output_text"},
+                      {"logprobs", json::array{}}};
+    job.out += responses_event(
+        "response.content_part.added",
+        {{"content_index", 0}, {"item_id", job.meta.item_id}, {"output_index", 0}, {"part", part}},
+        job.seq_number++);
+  }
+}
+
+void append_token_frame(Job& job, int index, bool last) {
+  const std::string_view piece = vocab_piece(job.words[index]);
+  const std::string_view fr = last ? job.meta.finish_reason : std::string_view();
+  switch (job.req.endpoint) {
+    case Endpoint::Completions:
+      job.out += completion_token_frame(job.meta, piece, fr, continuous(job));
+      break;
+    case Endpoint::Chat:
+      job.out += chat_token_frame(job.meta, piece, fr, continuous(job));
+      break;
+    case Endpoint::Responses:
+      job.out += fmt::format(
+          "event: response.output_text.delta\ndata: {{\"content_index\":0,\"delta\":{},"
+          "\"item_id\":\"{}\",\"logprobs\":[],\"output_index\":0,\"sequence_number\":{},"
+          "\"type\":\"response.output_text.delta\"}}\n\n",
+          json_quote(piece), job.meta.item_id, job.seq_number++);
+      break;
+  }
+}
+
+void append_done_frames(Job& job) {
+  if (job.req.include_usage) job.out += usage_frame(job.meta, job.usage);
+  job.out += done_frame();
+}
+
+void append_responses_done_events(Job& job, const std::string& text, const json::object& resp) {
+  json::object part{{"annotations", json::array{}}, {"text", text}, {"type", "output_text"}};
+  part["logprobs"] = nullptr;
+  job.out += responses_event("response.output_text.done",
+                             {{"content_index", 0},
+                              {"item_id", job.meta.item_id},
+                              {"logprobs", json::array{}},
+                              {"output_index", 0},
+                              {"text", text}},
+                             job.seq_number++);
+  job.out += responses_event(
+      "response.content_part.done",
+      {{"content_index", 0}, {"item_id", job.meta.item_id}, {"output_index", 0}, {"part", part}},
+      job.seq_number++);
+  job.out += responses_event("response.output_item.done",
+                             {{"item", resp.at("output").as_array().at(0)}, {"output_index", 0}},
+                             job.seq_number++);
+  job.out += responses_event("response.completed", {{"response", resp}}, job.seq_number++);
+}
+
+}  // namespace llmux::sim

@@ -1,0 +1,27 @@
+#pragma once
+// The SSE bytes of a streaming Job, appended to `job.out` for its writer: the opening frames,
+// one frame per token, and the closing frames (vLLM's shapes, from sim/api). No I/O.
+#include <boost/json/object.hpp>
+
+#include <string>
+
+#include "sim/job.hpp"
+
+namespace llmux::sim {
+
+/// Before the first token: the chat role chunk, or the Responses API's created / in_progress /
+/// output_item.added / content_part.added events. Nothing for completions.
+void append_opening_frames(Job& job);
+
+/// The frame of output token `index` (`last`: it carries the finish reason).
+void append_token_frame(Job& job, int index, bool last);
+
+/// After the last token, completions and chat: the usage chunk (when asked for) and `[DONE]`.
+void append_done_frames(Job& job);
+
+/// After the last token, Responses API: output_text.done, content_part.done, output_item.done
+/// and response.completed with the final response object `resp`.
+void append_responses_done_events(Job& job, const std::string& text,
+                                  const boost::json::object& resp);
+
+}  // namespace llmux::sim

@@ -1,0 +1,45 @@
+#include "sim/http_io.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/http.hpp>
+
+#include "core/openai_error.hpp"
+
+namespace llmux::sim {
+
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+using net::awaitable;
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+awaitable<void> write_body(Conn& c, int status, std::string body, std::string_view content_type,
+                           const Request* req) {
+  http::response<http::string_body> res{static_cast<http::status>(status),
+                                        req ? req->version() : 11};
+  common_headers(res, req);
+  res.set(http::field::content_type, content_type);
+  res.keep_alive(c.keep_alive);
+  res.body() = std::move(body);
+  res.prepare_payload();
+  auto [ec, n] = co_await http::async_write(c.stream, res, use_tuple);
+  if (ec) c.keep_alive = false;
+}
+
+awaitable<void> write_json(Conn& c, int status, std::string body, const Request* req) {
+  co_await write_body(c, status, std::move(body), "application/json", req);
+}
+
+awaitable<void> write_error(Conn& c, int status, std::string_view message, bool keep,
+                            const Request* req, std::string_view type,
+                            std::optional<std::string_view> param) {
+  if (!keep) c.keep_alive = false;
+  co_await write_json(c, status, openai_error_json(status, message, type, param), req);
+}
+
+awaitable<void> write_api_error(Conn& c, const ApiError& e, const Request& req) {
+  std::optional<std::string_view> param;
+  if (e.param) param = *e.param;
+  co_await write_error(c, e.status, e.message, true, &req, e.type, param);
+}
+
+}  // namespace llmux::sim

@@ -1,0 +1,49 @@
+#pragma once
+// A connection of the simulator's server and the answers written on it (Beast). Internal to the
+// server: the public header sim/server.hpp stays free of Beast.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sim/api.hpp"
+
+namespace llmux::sim {
+
+using Request = boost::beast::http::request<boost::beast::http::string_body>;
+
+struct Conn {
+  boost::beast::tcp_stream stream;
+  boost::beast::flat_buffer buf;
+  bool keep_alive = true;
+  explicit Conn(boost::asio::ip::tcp::socket s) : stream(std::move(s)) {}
+  boost::asio::ip::tcp::socket& sock() { return stream.socket(); }
+};
+
+/// Headers every answer carries: `server`, and the request's `x-request-id` echoed.
+template <typename Body>
+void common_headers(boost::beast::http::response<Body>& res, const Request* req) {
+  res.set(boost::beast::http::field::server, "llmux-sim");
+  if (req) {
+    auto rid = (*req)["x-request-id"];
+    if (!rid.empty()) res.set("x-request-id", rid);
+  }
+}
+
+/// Writes a whole answer; a write error ends keep-alive.
+boost::asio::awaitable<void> write_body(Conn& c, int status, std::string body,
+                                        std::string_view content_type, const Request* req);
+boost::asio::awaitable<void> write_json(Conn& c, int status, std::string body, const Request* req);
+/// An OpenAI error body; `keep` false closes the connection after it.
+boost::asio::awaitable<void> write_error(Conn& c, int status, std::string_view message, bool keep,
+                                         const Request* req = nullptr, std::string_view type = {},
+                                         std::optional<std::string_view> param = std::nullopt);
+boost::asio::awaitable<void> write_api_error(Conn& c, const ApiError& e, const Request& req);
+
+}  // namespace llmux::sim

@@ -1,0 +1,160 @@
+#include "sim/stream.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+#include "sim/frames.hpp"
+
+namespace llmux::sim {
+namespace {
+
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+namespace json = boost::json;
+using net::awaitable;
+using namespace net::experimental::awaitable_operators;
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+std::string chunk_frame(std::string_view data) {
+  return fmt::format("{:x}\r\n{}\r\n", data.size(), data);
+}
+
+/// Completes when the client closes its side or the connection fails. Bytes of a pipelined
+/// next request are kept in the connection's buffer and stop the watch.
+awaitable<void> watch_disconnect(Conn& c) {
+  auto [ec, n] = co_await c.sock().async_read_some(c.buf.prepare(4096), use_tuple);
+  if (!ec) {
+    c.buf.commit(n);
+    net::steady_timer forever(c.sock().get_executor(), net::steady_timer::time_point::max());
+    co_await forever.async_wait(use_tuple);
+    co_return;
+  }
+  if (ec == net::error::operation_aborted) {
+    net::steady_timer forever(c.sock().get_executor(), net::steady_timer::time_point::max());
+    co_await forever.async_wait(use_tuple);
+  }
+}
+
+awaitable<void> wait_finished(std::shared_ptr<Job> job) {
+  while (!job->finished && !job->fault_close && !job->stalled && !job->aborted) {
+    job->wake.expires_at(net::steady_timer::time_point::max());
+    co_await job->wake.async_wait(use_tuple);
+  }
+}
+
+awaitable<void> stream_writer(Conn& c, std::shared_ptr<Job> job, bool chunked) {
+  Timing& tm = *job->timing;
+  std::string wire;
+  for (;;) {
+    if (!job->out.empty()) {
+      wire.clear();
+      if (chunked) {
+        wire = chunk_frame(job->out);
+      } else {
+        wire.swap(job->out);
+      }
+      job->out.clear();
+      const std::int64_t now = mono_ns();
+      for (; job->stamped < job->emitted; ++job->stamped) {
+        tm.token_ns.push_back(now);
+        if (job->stamped == 0) tm.first_token_ns = now;
+      }
+      auto [ec, n] = co_await net::async_write(c.sock(), net::buffer(wire), use_tuple);
+      if (ec) co_return;
+      continue;
+    }
+    if (job->finished) {
+      if (chunked) {
+        auto [ec, n] = co_await net::async_write(
+            c.sock(), net::buffer(std::string_view("0\r\n\r\n")), use_tuple);
+        if (ec) co_return;
+      }
+      tm.end_ns = mono_ns();
+      co_return;
+    }
+    if (job->fault_close || job->aborted) co_return;
+    if (job->stalled) {
+      net::steady_timer forever(c.sock().get_executor(), net::steady_timer::time_point::max());
+      co_await forever.async_wait(use_tuple);
+      co_return;
+    }
+    job->wake.expires_at(net::steady_timer::time_point::max());
+    co_await job->wake.async_wait(use_tuple);
+  }
+}
+
+}  // namespace
+
+awaitable<void> plain_response(Conn& c, Request& req, std::shared_ptr<Job> job,
+                               EngineDriver& driver) {
+  auto which = co_await (wait_finished(job) || watch_disconnect(c));
+  if (which.index() == 1) {  // the client left: vLLM aborts the request
+    driver.drop(*job, "client_gone");
+    c.keep_alive = false;
+    co_return;
+  }
+  if (job->fault_close) {
+    c.keep_alive = false;
+    co_return;
+  }
+  if (job->stalled) {
+    c.keep_alive = false;
+    co_await watch_disconnect(c);
+    co_return;
+  }
+  if (job->aborted) {
+    co_return co_await write_error(c, 500, "The request was cancelled.", true, &req);
+  }
+  const std::string text = job->text();
+  std::string body;
+  switch (job->req.endpoint) {
+    case Endpoint::Completions:
+      body = completion_body(job->meta, text, job->usage);
+      break;
+    case Endpoint::Chat:
+      body = chat_body(job->meta, text, job->usage);
+      break;
+    case Endpoint::Responses:
+      body = json::serialize(response_object(job->meta, job->req, "completed", text, job->usage));
+      break;
+  }
+  co_await write_json(c, 200, std::move(body), &req);
+  job->timing->end_ns = mono_ns();
+}
+
+awaitable<void> stream_response(Conn& c, Request& req, std::shared_ptr<Job> job,
+                                EngineDriver& driver) {
+  const bool chunked = req.version() >= 11;
+  http::response<http::empty_body> res{http::status::ok, req.version()};
+  common_headers(res, &req);
+  res.set(http::field::content_type, "text/event-stream; charset=utf-8");
+  res.set(http::field::cache_control, "no-cache");
+  if (chunked) {
+    res.chunked(true);
+  } else {
+    c.keep_alive = false;
+  }
+  res.keep_alive(c.keep_alive);
+  http::response_serializer<http::empty_body> sr{res};
+  append_opening_frames(*job);
+  auto [ec, n] = co_await http::async_write_header(c.stream, sr, use_tuple);
+  if (ec) {
+    driver.drop(*job, "client_gone");
+    c.keep_alive = false;
+    co_return;
+  }
+  auto which = co_await (stream_writer(c, job, chunked) || watch_disconnect(c));
+  if (!job->finished) {
+    // Client gone, write error, or a fault: stop generating now.
+    if (job->in_engine || driver.tracks(job->seq))
+      driver.drop(*job, which.index() == 1 ? "client_gone" : job->timing->outcome);
+    c.keep_alive = false;
+  }
+}
+
+}  // namespace llmux::sim
