@@ -1,13 +1,19 @@
 # Top-level entry points. Every target installs missing Debian packages first (scripts/setup).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+# make fuzz: seconds per target, and which targets (default: every one in tests/fuzz).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # ccache: hash paths relative to the checkout, so a fresh clone elsewhere (CI) hits the cache.
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all setup configure build test demo asan-test format format-check clean
+.PHONY: all setup configure build test demo asan-test tsan-test fuzz fuzz-build fuzz-one format \
+	format-check clean
 
 all: build
 
@@ -36,6 +42,35 @@ asan-test: setup
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600 -L sanitize
 
+# ThreadSanitizer build (g++) of the llmux binary and the gateway integration tests, which run
+# against it (ctest label `gateway`: every llmux_integration_test named gateway_*). CI runs this.
+# A report fails the test: halt_on_error makes the process exit 66, and the tests' support code
+# fails on any sanitizer report in the gateway's stderr. tests/tsan.supp: known false positives.
+TSAN_SUPP := $(wildcard $(CURDIR)/tests/tsan.supp)
+TSAN_OPTIONS_CI := halt_on_error=1 second_deadlock_stack=1 $(if $(TSAN_SUPP),suppressions=$(TSAN_SUPP))
+tsan-test: setup
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLLMUX_TSAN=ON
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target llmux gateway_tests
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="$(TSAN_OPTIONS_CI) $(TSAN_OPTIONS)" \
+	  ctest --output-on-failure -j $(JOBS) --timeout 600 -L gateway
+
+# libFuzzer targets (tests/fuzz), built with clang-16 (scripts/setup --fuzz installs it). Each
+# runs FUZZ_SECONDS on a copy of its committed corpus; a finding fails the job and its input is
+# kept under $(FUZZ_BUILD)/fuzz/artifacts/ (docs/testing.md: reproducing a finding).
+#   make fuzz FUZZ_SECONDS=600 FUZZ_TARGETS="sse config"      make fuzz-one T=sse
+fuzz-build:
+	@scripts/setup --fuzz
+	CC=clang-16 CXX=clang++-16 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_CXX_COMPILER=clang++-16 -DLLMUX_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-one:
+	@test -n "$(T)" || { echo "usage: make fuzz-one T=<target> [FUZZ_SECONDS=N]" >&2; exit 2; }
+	$(MAKE) fuzz FUZZ_TARGETS="$(T)"
+
 format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
 
@@ -43,4 +78,4 @@ format-check:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -91,6 +91,11 @@ void parse_backend_url(Backend& b, const std::string& field, std::vector<ConfigE
     port = static_cast<std::uint16_t>(p);
   }
   std::string path(u.encoded_path());
+  // Boost.URL takes text after HOST[:PORT] that does not start with '/' as the path
+  // ("http://10.0.0.1x:80/a" is host 10.0.0.1, port 80, path "x:80/a"): a typo, not a path.
+  if (!path.empty() && path.front() != '/')
+    return fail(fmt::format("unexpected '{}' after the host and port (a path starts with '/')",
+                            path.substr(0, 40)));
   while (!path.empty() && path.back() == '/') path.pop_back();
   b.scheme = scheme;
   b.host = host;

@@ -244,6 +244,17 @@ TEST(LoadErrors, UnknownKeyWithoutNearMissListsKnownKeys) {
             "access_log)");
 }
 
+TEST(LoadErrors, StrayCommaIsASyntaxErrorNotAHang) {
+  // Found by config_fuzz: yaml-cpp 0.7's LoadAll() loops forever (and allocates until memory runs
+  // out) on these; the loader must answer at once.
+  for (const char* text : {",", "- x\n,", "backends: []\n,\n"}) {
+    std::vector<ConfigError> errors;
+    load_yaml(text, errors);
+    ASSERT_FALSE(errors.empty()) << text;
+    EXPECT_NE(errors[0].reason.find("YAML syntax error"), std::string::npos) << errors[0].reason;
+  }
+}
+
 TEST(LoadErrors, DuplicateKey) {
   std::vector<ConfigError> errors;
   load_yaml("threads: 1\nthreads: 2\n", errors);

@@ -150,6 +150,9 @@ INSTANTIATE_TEST_SUITE_P(
                       UrlCase{"http://h h:1", "not a valid URL"},
                       UrlCase{"http://user:pw@h:1", "use api_key"},
                       UrlCase{"http://h:1/?x=1", "query"}, UrlCase{"http://h:1/#top", "fragment"},
+                      // Found by config_fuzz: a typo after the port is not a path.
+                      UrlCase{"http://192.0.2.1x:80/a", "after the host and port"},
+                      UrlCase{"http://h:30000x", "after the host and port"},
                       UrlCase{"", "a backend needs a url"}));
 
 TEST(Validate, WeightAndMaxInflight) {
