@@ -41,9 +41,8 @@ struct Client {
   bool keep_alive = true;
   std::string peer;
   http::ScopedDeadline dl;
-  ClientWatch watch;                           // the current request's watch on this socket
-  net::steady_timer wake;                      // wakes stop_watch() when the watch's read completes
-  std::string upstream_target, upstream_head;  // the current attempt's, reused per request
+  ClientWatch watch;       // the current request's watch on this socket
+  net::steady_timer wake;  // wakes stop_watch() when the watch's read completes
 };
 
 /// Starts watching the client (resets c.watch): completes when the client closes or resets its

@@ -130,6 +130,44 @@ net::awaitable<Attempt> send(const Shared& s, Worker& w, upstream::Backend& b, c
   co_return failed(Kind::reset_before_send, "stale connection");
 }
 
+/// A request header's value by name, for PickContext::header.
+struct HeaderLookup {
+  const Request* req;
+  std::string_view operator()(std::string_view name) const { return (*req)[name]; }
+};
+
+/// The policy's view of the request. Built by the plain functions below, on their own stack:
+/// a coroutine keeps every local in its frame, and a held-open stream should cost little.
+policy::PickContext context(const RouteRt& route, const Request& req, const BodyFields& f,
+                            std::string_view path, const HeaderLookup& headers) {
+  policy::PickContext ctx;
+  ctx.route = route.cfg->name;
+  ctx.method = req.method_string();
+  ctx.path = path;
+  ctx.model = f.model;
+  ctx.user = f.user;
+  ctx.previous_response_id = f.previous_response_id;
+  ctx.stream = f.stream;
+  ctx.header = headers;
+  if (route.policy->needs_prompt()) ctx.prompt = req.body();
+  return ctx;
+}
+
+/// The policy's choice with its in-flight slot, taken atomically (a full backend is skipped).
+upstream::Slot pick(const RouteRt& route, const Request& req, const BodyFields& f,
+                    std::string_view path, upstream::TriedSet& tried) {
+  const HeaderLookup headers{&req};
+  return policy::pick_and_acquire(*route.policy, context(route, req, f, path, headers),
+                                  route.backends, tried);
+}
+
+/// Tells the route's policy how an attempt ended.
+void report(const RouteRt& route, const Request& req, const BodyFields& f, std::string_view path,
+            const upstream::Backend& b, const Outcome& o) {
+  const HeaderLookup headers{&req};
+  route.policy->on_outcome(context(route, req, f, path, headers), b, o);
+}
+
 }  // namespace
 
 net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
@@ -139,18 +177,6 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
   const std::string_view client_target = req.target();
   const std::string method(req.method_string());
   const std::string path(client_target.substr(0, client_target.find('?')));
-
-  auto header = [&req](std::string_view name) { return std::string_view(req[name]); };
-  policy::PickContext ctx;
-  ctx.route = route.cfg->name;
-  ctx.method = method;
-  ctx.path = path;
-  ctx.model = fields.model;
-  ctx.user = fields.user;
-  ctx.previous_response_id = fields.previous_response_id;
-  ctx.stream = fields.stream;
-  ctx.header = header;
-  if (route.policy->needs_prompt()) ctx.prompt = req.body();
 
   upstream::TriedSet tried;
   Outcome last;
@@ -172,7 +198,7 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
 
   for (;;) {
     // The slot is taken atomically with the choice: a backend at max_inflight is skipped.
-    upstream::Slot slot = policy::pick_and_acquire(*route.policy, ctx, route.backends, tried);
+    upstream::Slot slot = pick(route, req, fields, path, tried);
     if (!slot) {
       all_full = attempts == 0;
       break;
@@ -183,16 +209,22 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
     const std::int64_t attempt_start = mono_ns();
     // Each attempt's request is built fresh from the client's, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
-    c.upstream_target.assign(b.base_path).append(client_target);
-    build_upstream_head(
-        c.upstream_head, req,
-        {c.upstream_target, b.host_header, b.authorization, c.peer, request_id, req.body().size()});
-    Attempt a = co_await send(s, w, b, req, c.upstream_head, c.watch);
+    std::string head = w.take_string();
+    {
+      std::string target = w.take_string();
+      target.append(b.base_path).append(client_target);
+      build_upstream_head(
+          head, req,
+          {target, b.host_header, b.authorization, c.peer, request_id, req.body().size()});
+      w.give_string(std::move(target));
+    }
+    Attempt a = co_await send(s, w, b, req, head, c.watch);
+    w.give_string(std::move(head));
     if (!a.up) {
       c.watch.up = nullptr;
       last = std::move(a.fail);
       last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
-      route.policy->on_outcome(ctx, b, last);
+      report(route, req, fields, path, b, last);
       spdlog::debug("request {}: {}", request_id, last.message);
       if (upstream::decide_retry(last, attempts) == upstream::RetryDecision::try_another_backend)
         continue;  // never sent: try another backend
@@ -202,11 +234,11 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
     rec.attempts = attempts;
     rec.ttfb_ms = static_cast<double>(mono_ns() - start) / 1e6;
     const auto ttfb = std::chrono::nanoseconds(mono_ns() - attempt_start);
-    Outcome done = co_await relay(s, w, c, req, b, std::move(a), rec);
+    co_await relay(s, w, c, req, b, a, rec, last);
     co_await stop_watch(c);
-    done.ttfb = ttfb;
-    done.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
-    route.policy->on_outcome(ctx, b, done);
+    last.ttfb = ttfb;
+    last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
+    report(route, req, fields, path, b, last);
     rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
     s.log.write(rec);
     co_return;

@@ -28,8 +28,30 @@ std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_numb
   return "data: " + openai_error_json(502, message) + "\n\ndata: [DONE]\n\n";
 }
 
-net::awaitable<upstream::Outcome> relay(const Shared& s, Worker& w, Client& c, const Request& req,
-                                        upstream::Backend& b, Attempt a, AccessRecord& rec) {
+namespace {
+
+/// How the relay ended, for the policy (a plain function: a coroutine's locals all live in its
+/// frame, and a held-open stream should cost little).
+void set_outcome(upstream::Outcome& out, const AccessRecord& rec, const UsageTap& usage,
+                 bool client_left, bool upstream_failed, const std::string& upstream_error) {
+  out = upstream::Outcome{};
+  out.status = rec.status;
+  out.prompt_tokens = usage.prompt;
+  out.completion_tokens = usage.completion;
+  if (client_left) {
+    out.kind = upstream::Outcome::Kind::client_left;
+    out.message = rec.error;
+  } else if (upstream_failed) {
+    out.kind = upstream::Outcome::Kind::broken_mid_stream;
+    out.message = upstream_error;
+  }
+}
+
+}  // namespace
+
+net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request& req,
+                           upstream::Backend& b, Attempt& a, AccessRecord& rec,
+                           upstream::Outcome& out) {
   auto& p = *a.parser;
   auto& res = p.get();
   const bool sse = res[bhttp::field::content_type].starts_with("text/event-stream");
@@ -202,18 +224,8 @@ net::awaitable<upstream::Outcome> relay(const Shared& s, Worker& w, Client& c, c
     boost::system::error_code ignored;
     a.up->sock.close(ignored);
   }
-  upstream::Outcome o;
-  o.status = rec.status;
-  o.prompt_tokens = usage.prompt;
-  o.completion_tokens = usage.completion;
-  if (c.watch.client_gone || client_failed) {
-    o.kind = upstream::Outcome::Kind::client_left;
-    o.message = rec.error;
-  } else if (upstream_failed) {
-    o.kind = upstream::Outcome::Kind::broken_mid_stream;
-    o.message = upstream_error;
-  }
-  co_return o;
+  set_outcome(out, rec, usage, c.watch.client_gone || client_failed, upstream_failed,
+              upstream_error);
 }
 
 }  // namespace llmux::gateway

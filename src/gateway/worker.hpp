@@ -7,6 +7,7 @@
 // (their changing parts are atomics) and a few atomics (active requests, draining).
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <boost/asio/as_tuple.hpp>
@@ -85,6 +86,22 @@ struct Worker {
   }
   void give_buf(std::unique_ptr<char[]> b) {
     if (free_bufs.size() < 1024) free_bufs.push_back(std::move(b));
+  }
+
+  // Scratch strings for the upstream request head, reused: a request holds one only while its
+  // head is built and written, so a held-open stream keeps none.
+  std::vector<std::string> free_strings;
+  std::string take_string() {
+    if (free_strings.empty()) return {};
+    std::string s = std::move(free_strings.back());
+    free_strings.pop_back();
+    return s;
+  }
+  void give_string(std::string s) {
+    if (free_strings.size() < 256 && s.capacity() <= 16384) {
+      s.clear();
+      free_strings.push_back(std::move(s));
+    }
   }
 };
 
