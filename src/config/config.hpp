@@ -5,6 +5,7 @@
 // read a validated, immutable GatewayConfig.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ struct Route {
   RouteMatch match;
   std::vector<std::string> backends;   // names, in order
   std::string policy = "round_robin";  // policy::policy_names() (policy/policy.hpp)
+  // The policy's options: `policy: {name: NAME, OPTION: VALUE, ...}` (none for round_robin and
+  // first); checked by the policy registry when the config is validated.
+  std::map<std::string, std::string> policy_options;
 };
 
 struct Timeouts {

@@ -25,6 +25,7 @@
 //         models: [Qwen3.6-35B-A3B]            # the body's "model"; empty/absent = any model
 //       backends: [server1]                    # names from `backends`, in order
 //       policy: first                          # policy::policy_names(): round_robin (default),
+//                                              # or {name: NAME, OPTION: VALUE, ...}
 //                                              # first
 //   timeouts:                                  # "250ms", "5s", "2m", "1h", or a number of ms
 //     {connect: 5s, first_byte: 300s, idle: 120s, client_header: 30s, client_body: 60s,
@@ -185,6 +186,36 @@ class Loader {
     }
   }
 
+  /// `policy: NAME` or `policy: {name: NAME, OPTION: VALUE, ...}`.
+  void policy(const YAML::Node& n, const std::string& field, Route& r) {
+    if (n.IsScalar()) {
+      r.policy = n.Scalar();
+      return;
+    }
+    if (!n.IsMap()) {
+      type_error(field, n, "a policy name or a mapping {name: NAME, OPTION: VALUE}");
+      return;
+    }
+    bool named = false;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Node key = it->first;
+      if (!key.IsScalar()) {
+        error(field, key, render(key), "keys must be plain names");
+        continue;
+      }
+      const std::string& k = key.Scalar();
+      std::string value;
+      if (!string(it->second, child(field, k), value)) continue;
+      if (k == "name") {
+        named = true;
+        r.policy = value;
+      } else if (!r.policy_options.emplace(k, value).second) {
+        error(child(field, k), key, k, "duplicate key");
+      }
+    }
+    if (!named) error(child(field, "name"), n, "", "a policy mapping needs a name");
+  }
+
   void duration(const YAML::Node& n, const std::string& field, Millis& out) {
     if (!n.IsScalar()) {
       type_error(field, n, "a duration");
@@ -279,7 +310,7 @@ class Loader {
       if (k == "name") string(v, f, r.name);
       if (k == "match") match(v, f, r.match);
       if (k == "backends") strings(v, f, r.backends);
-      if (k == "policy") string(v, f, r.policy);
+      if (k == "policy") policy(v, f, r);
     }
   }
 

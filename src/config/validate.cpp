@@ -198,8 +198,14 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
       }
     }
 
-    if (!policy::make_policy(r.policy)) {
-      const auto& known = policy::policy_names();
+    const auto& known_policies = policy::policy_names();
+    const bool known_policy =
+        std::find(known_policies.begin(), known_policies.end(), r.policy) != known_policies.end();
+    if (std::string why; known_policy && !policy::make_policy(r.policy, r.policy_options, &why)) {
+      add(f + ".policy", r.policy, why);
+    }
+    if (!known_policy) {
+      const auto& known = known_policies;
       std::string reason =
           fmt::format("unknown policy. Currently supported ones are: {}", join(known));
       if (auto near = suggest(r.policy, known); !near.empty())

@@ -93,7 +93,7 @@ class Gateway {
       RouteRt r;
       r.cfg = &rc;
       std::string why;
-      r.policy = policy::make_policy(rc.policy, {}, &why);
+      r.policy = policy::make_policy(rc.policy, rc.policy_options, &why);
       if (!r.policy) {
         spdlog::error("route {}: {}", rc.name, why);
         return 2;

@@ -255,6 +255,36 @@ TEST(LoadErrors, StrayCommaIsASyntaxErrorNotAHang) {
   }
 }
 
+TEST(Load, PolicyWithOptions) {
+  const std::string head =
+      "backends:\n  - {name: a, url: \"http://192.0.2.1:8000\"}\nroutes:\n  - backends: [a]\n"
+      "    policy: ";
+  {
+    std::vector<ConfigError> errors;
+    GatewayConfig cfg = load_and_validate(head + "{name: first}\n", errors);
+    EXPECT_TRUE(errors.empty()) << dump(errors);
+    EXPECT_EQ(cfg.routes[0].policy, "first");
+    EXPECT_TRUE(cfg.routes[0].policy_options.empty());
+  }
+  {
+    // The loader keeps the options; the policy registry refuses those it does not know.
+    std::vector<ConfigError> errors;
+    GatewayConfig cfg = load_yaml(head + "{name: round_robin, spread: 3}\n", errors);
+    EXPECT_TRUE(errors.empty()) << dump(errors);
+    EXPECT_EQ(cfg.routes[0].policy_options.at("spread"), "3");
+    load_and_validate(head + "{name: round_robin, spread: 3}\n", errors);
+    ASSERT_EQ(on(errors, "routes[0].policy").size(), 1u) << dump(errors);
+    EXPECT_THAT(on(errors, "routes[0].policy")[0].reason, HasSubstr("spread"));
+  }
+  {
+    std::vector<ConfigError> errors;
+    load_yaml(head + "{spread: 3}\n", errors);
+    ASSERT_EQ(on(errors, "routes[0].policy.name").size(), 1u) << dump(errors);
+    load_yaml(head + "[first]\n", errors);
+    EXPECT_FALSE(on(errors, "routes[0].policy").empty()) << dump(errors);
+  }
+}
+
 TEST(LoadErrors, DuplicateKey) {
   std::vector<ConfigError> errors;
   load_yaml("threads: 1\nthreads: 2\n", errors);
