@@ -3,50 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
-#include "support/test_util.hpp"
+#include "support/http_client.hpp"
 
 #ifndef LLMUX_SOURCE_DIR
 #define LLMUX_SOURCE_DIR "."
 #endif
 
 namespace llmux::test {
-
-namespace fs = std::filesystem;
-
-TempDir::TempDir() {
-  const char* dir = std::getenv("TMPDIR");
-  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/llmux-gateway-test-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);
-  path_ = buf.data();
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
-std::string TempDir::write(const std::string& name, const std::string& text) const {
-  const std::string p = path_ + "/" + name;
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + p);
-  return p;
-}
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string source_dir() {
   if (const char* env = std::getenv("LLMUX_SOURCE_DIR"); env && *env) return env;
@@ -129,15 +96,6 @@ boost::json::object GatewayServer::wait_access_record(const std::string& request
   return found;
 }
 
-bool has_sanitizer_report(const std::string& stderr_text) {
-  // "Sanitizer" alone covers AddressSanitizer, LeakSanitizer and ThreadSanitizer
-  // ("WARNING: ThreadSanitizer: data race", "ThreadSanitizer: reported 2 warnings"); the TSan
-  // pattern is spelled out so that nobody narrows the first one without noticing.
-  for (const char* pattern : {"Sanitizer", "WARNING: ThreadSanitizer", "runtime error:"})
-    if (stderr_text.find(pattern) != std::string::npos) return true;
-  return false;
-}
-
 void GatewayServer::expect_clean_exit(std::chrono::milliseconds timeout) {
   checked_ = true;
   const auto status = terminate(timeout);
@@ -182,6 +140,39 @@ std::string seed_config(int port1, int port2, int threads) {
   replace("listen: \":8080\"", "listen: \"127.0.0.1:0\"");
   replace("threads: 0", "threads: " + std::to_string(threads));
   return text;
+}
+
+std::string backend_line(const std::string& name, int port, const std::string& extra) {
+  return "  - {name: " + name + ", url: \"http://127.0.0.1:" + std::to_string(port) + "\"" + extra +
+         "}\n";
+}
+
+std::string one_route_config(int threads, const std::string& backend_lines,
+                             const std::string& names, const std::string& extra) {
+  return "listen: \"127.0.0.1:0\"\nthreads: " + std::to_string(threads) + "\nbackends:\n" +
+         backend_lines + "routes:\n  - {name: all, backends: [" + names + "], policy: first}\n" +
+         extra;
+}
+
+RunResult run_gateway(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv{llmux_binary(), "gateway"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_to_completion(argv, timeout);
+}
+
+void expect_serves(int gw_port) {
+  HttpClient c(gw_port);
+  Response r = c.post("/v1/completions", R"({"prompt":"still there?","max_tokens":2})");
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
+void dump_on_failure(const GatewayServer& gw) {
+  if (::testing::Test::HasFailure()) std::cerr << "gateway stderr:\n" << gw.stderr_text() << "\n";
+}
+
+std::string echoed_header(const boost::json::object& echo, const std::string& name) {
+  const auto* h = echo.at("headers").as_object().if_contains(name);
+  return h ? str(*h) : std::string();
 }
 
 }  // namespace llmux::test

@@ -1,9 +1,14 @@
 #pragma once
-// `llmux gateway` as a child process for integration tests, with its config and access log in
-// a temporary directory of its own. Loopback only; every wait is bounded.
+// What every gateway integration test (tests/integration/gateway/) shares: `llmux gateway` as a
+// child process with its config and access log in a temporary directory of its own, the config
+// snippets the tests build, and the fixtures that start a gateway and check how it ended.
+// Loopback only; every wait is bounded.
 //
 // Not thread-safe: one test thread owns each object.
+#include <gtest/gtest.h>
+
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,26 +16,9 @@
 #include <boost/json.hpp>
 
 #include "support/process.hpp"
+#include "support/test_util.hpp"
 
 namespace llmux::test {
-
-/// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  /// Writes `text` to path()/name and returns the file's path.
-  std::string write(const std::string& name, const std::string& text) const;
-
- private:
-  std::string path_;
-};
-
-/// Reads a whole file ("" when it does not exist).
-std::string read_text_file(const std::string& path);
 
 /// The repository's source directory (examples/, docs/), from the build.
 std::string source_dir();
@@ -70,12 +58,85 @@ class GatewayServer : public ChildProcess {
   bool checked_ = false;  // expect_clean_exit() already looked at the exit and stderr
 };
 
-/// True if `stderr_text` holds a sanitizer report: "ERROR: AddressSanitizer", "WARNING:
-/// ThreadSanitizer: data race", LeakSanitizer, or UBSan's "runtime error:".
-bool has_sanitizer_report(const std::string& stderr_text);
-
 /// examples/seed.yaml with server1/server2 at 127.0.0.1:port1/port2, listening on
 /// 127.0.0.1:0, `threads` worker threads and the access log left to the command line.
 std::string seed_config(int port1, int port2, int threads = 2);
+
+/// One entry of a config's `backends:` list, newline included:
+/// `  - {name: NAME, url: "http://127.0.0.1:PORT"EXTRA}`. `extra` continues the flow mapping and
+/// starts with ", " (", pool_idle_timeout: 300ms").
+std::string backend_line(const std::string& name, int port, const std::string& extra = "");
+
+/// A whole gateway config: listening on 127.0.0.1:0 with `threads` worker threads, the backends
+/// `backend_lines` (backend_line()s, in order) and one catch-all route `all` over `names`
+/// ("first, second") with policy first, so a later backend serves only when the ones before it
+/// cannot. `extra` is appended at the top level ("timeouts: {drain: 5s}\n").
+std::string one_route_config(int threads, const std::string& backend_lines,
+                             const std::string& names, const std::string& extra = "");
+
+/// Runs `llmux gateway <args>` to completion (a gateway that starts serving is killed after
+/// `timeout`; RunResult::timed_out says so).
+RunResult run_gateway(const std::vector<std::string>& args,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+/// Checks the gateway still answers an ordinary request end to end: a small POST
+/// /v1/completions on a new connection gets 200 (its route must lead to a simulator).
+void expect_serves(int gw_port);
+
+/// Prints the gateway's stderr when the current test has failed so far.
+void dump_on_failure(const GatewayServer& gw);
+
+/// The value of request header `name` (lower case) in a GatedBackend::Mode::Echo answer
+/// ({"method","target","headers":{name:value},"body"}); "" when the backend did not get it.
+std::string echoed_header(const boost::json::object& echo, const std::string& name);
+
+/// A GoogleTest fixture base for suites that share one gateway, and whatever backends it needs,
+/// per test suite (so one per CTest test, since CTest runs each test in its own process).
+/// Derived suites start everything from their SetUpTestSuite() through start() and, when they
+/// own backends, reset them in their TearDownTestSuite() after calling this one's (the gateway
+/// stops first). A gateway that failed to start fails every test of the suite with the reason;
+/// one that died during a test fails that test; a failed test prints the gateway's stderr.
+class GatewaySuite : public ::testing::Test {
+ protected:
+  /// Runs `setup`, which sets gw_ (and the suite's backends); an exception is kept for SetUp().
+  static void start(const std::function<void()>& setup) {
+    start_error_.clear();
+    try {
+      setup();
+    } catch (const std::exception& e) {
+      start_error_ = e.what();
+    }
+  }
+  /// Stops the gateway: a non-zero exit or a sanitizer report fails the suite.
+  static void TearDownTestSuite() {
+    if (gw_) gw_->expect_clean_exit();
+    gw_.reset();
+  }
+  void SetUp() override { ASSERT_TRUE(gw_) << "setup failed: " << start_error_; }
+  void TearDown() override {
+    if (!gw_) return;
+    EXPECT_TRUE(gw_->alive()) << "the gateway died; stderr:\n" << gw_->stderr_text();
+    dump_on_failure(*gw_);
+  }
+  static int port() { return gw_->port(); }
+
+  static inline std::unique_ptr<GatewayServer> gw_;
+  static inline std::string start_error_;
+};
+
+/// A GoogleTest fixture base for tests that each start a simulator and a gateway in front of it
+/// in their own SetUp(). TearDown() prints the gateway's stderr when the test failed, then stops
+/// the gateway with expect_clean_exit() (the simulator after it).
+class SimBehindGatewayTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (gw_) {
+      dump_on_failure(*gw_);
+      gw_->expect_clean_exit();
+    }
+  }
+  std::unique_ptr<SimServer> sim_;
+  std::unique_ptr<GatewayServer> gw_;
+};
 
 }  // namespace llmux::test

@@ -260,6 +260,15 @@ std::optional<int> ChildProcess::terminate(std::chrono::milliseconds timeout) {
   return std::nullopt;
 }
 
+bool has_sanitizer_report(const std::string& stderr_text) {
+  // "Sanitizer" alone covers AddressSanitizer, LeakSanitizer and ThreadSanitizer
+  // ("WARNING: ThreadSanitizer: data race", "ThreadSanitizer: reported 2 warnings"); the TSan
+  // pattern is spelled out so that nobody narrows the first one without noticing.
+  for (const char* pattern : {"Sanitizer", "WARNING: ThreadSanitizer", "runtime error:"})
+    if (stderr_text.find(pattern) != std::string::npos) return true;
+  return false;
+}
+
 namespace {
 std::vector<std::string> sim_argv(const std::vector<std::string>& extra) {
   std::vector<std::string> argv{llmux_binary(), "sim", "--host", "127.0.0.1", "--port", "0"};

@@ -72,6 +72,10 @@ class ChildProcess {
   std::optional<int> exit_status_;
 };
 
+/// True if `stderr_text` (a child's) holds a sanitizer report: "ERROR: AddressSanitizer",
+/// "WARNING: ThreadSanitizer: data race", LeakSanitizer, or UBSan's "runtime error:".
+bool has_sanitizer_report(const std::string& stderr_text);
+
 /// `llmux sim --host 127.0.0.1 --port 0 <extra>` as a child process.
 class SimServer : public ChildProcess {
  public:

@@ -34,9 +34,7 @@ class SimSuite : public ::testing::Test {
     } else if (*status != 0) {
       ADD_FAILURE() << "the simulator exited with status " << *status << "; stderr:\n" << err;
     }
-    if (err.find("Sanitizer") != std::string::npos ||
-        err.find("runtime error:") != std::string::npos)
-      ADD_FAILURE() << "sanitizer report from the simulator:\n" << err;
+    if (has_sanitizer_report(err)) ADD_FAILURE() << "sanitizer report from the simulator:\n" << err;
     sim_.reset();
   }
   void SetUp() override { ASSERT_TRUE(sim_) << "the simulator did not start: " << start_error_; }

@@ -1,8 +1,10 @@
 #pragma once
-// Helpers shared by the integration tests: JSON access, Prometheus text parsing, bounded polling.
+// Helpers shared by the integration tests: JSON access, Prometheus text parsing, bounded polling,
+// temporary directories.
 #include <boost/json.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -37,7 +39,28 @@ bool poll_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
 /// A JSON string's text, or the serialized value when it is not a string.
 std::string str(const boost::json::value& v);
 
+/// A JSON number as an integer (throws when it is not a number that fits).
+std::int64_t i64(const boost::json::value& v);
+
 /// Tokens of `text` by the project's tokenizer (src/core/tokenizer.hpp).
 std::size_t count_tokens(std::string_view text);
+
+/// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  /// Writes `text` to path()/name and returns the file's path.
+  std::string write(const std::string& name, const std::string& text) const;
+
+ private:
+  std::string path_;
+};
+
+/// Reads a whole file ("" when it does not exist).
+std::string read_text_file(const std::string& path);
 
 }  // namespace llmux::test

@@ -20,28 +20,15 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-std::int64_t i64(const json::value& v) {
-  return v.to_number<std::int64_t>();
-}
-
-// Fails the suite if a child process did not start; prints the gateway's stderr on failure.
-class GatewayFixture : public ::testing::Test {
+// A gateway in front of up to two simulators, shared by the tests of a suite.
+class GatewayFixture : public GatewaySuite {
  protected:
   static void TearDownTestSuite() {
-    if (gw_) gw_->expect_clean_exit();
-    gw_.reset();
+    GatewaySuite::TearDownTestSuite();
     s1_.reset();
     s2_.reset();
   }
-  void SetUp() override { ASSERT_TRUE(gw_) << "setup failed: " << start_error_; }
-  void TearDown() override {
-    if (!gw_) return;
-    EXPECT_TRUE(gw_->alive()) << "the gateway died; stderr:\n" << gw_->stderr_text();
-    if (HasFailure()) std::cerr << "gateway stderr:\n" << gw_->stderr_text() << "\n";
-  }
   static inline std::unique_ptr<SimServer> s1_, s2_;
-  static inline std::unique_ptr<GatewayServer> gw_;
-  static inline std::string start_error_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -52,15 +39,13 @@ class SeedRouting : public GatewayFixture {
   // Two models, so /v1/models shows whether the gateway took the union; requests name no
   // model, so either backend serves them.
   static void SetUpTestSuite() {
-    try {
+    start([] {
       s1_ = std::make_unique<SimServer>(
           std::vector<std::string>{"--time-scale", "100", "--served-model-name", "model-a"});
       s2_ = std::make_unique<SimServer>(
           std::vector<std::string>{"--time-scale", "100", "--served-model-name", "model-b"});
       gw_ = GatewayServer::with_config(seed_config(s1_->port(), s2_->port()));
-    } catch (const std::exception& e) {
-      start_error_ = e.what();
-    }
+    });
   }
 
   // The backend the gateway named, checked against the simulators' own records of the request
@@ -211,30 +196,18 @@ TEST_F(SeedRouting, HealthIsAnsweredLocally) {
 class GatewayHeaders : public GatewayFixture {
  protected:
   static void SetUpTestSuite() {
-    try {
+    start([] {
       echo_ = std::make_unique<GatedBackend>(GatedBackend::Options{GatedBackend::Mode::Echo});
       s1_ = std::make_unique<SimServer>(std::vector<std::string>{"--time-scale", "100"});
-      const std::string e = std::to_string(echo_->port());
       gw_ = GatewayServer::with_config(
-          "listen: \"127.0.0.1:0\"\n"
-          "threads: 2\n"
-          "backends:\n"
-          "  - {name: echo, url: \"http://127.0.0.1:" +
-          e +
-          "\"}\n"
-          "  - {name: keyed, url: \"http://127.0.0.1:" +
-          e +
-          "/base\", api_key: sk-backend-key}\n"
-          "  - {name: sim, url: \"http://127.0.0.1:" +
-          std::to_string(s1_->port()) +
-          "\"}\n"
+          "listen: \"127.0.0.1:0\"\nthreads: 2\nbackends:\n" + backend_line("echo", echo_->port()) +
+          "  - {name: keyed, url: \"http://127.0.0.1:" + std::to_string(echo_->port()) +
+          "/base\", api_key: sk-backend-key}\n" + backend_line("sim", s1_->port()) +
           "routes:\n"
           "  - {name: keyed, match: {path_prefix: /keyed/}, backends: [keyed]}\n"
           "  - {name: sim, match: {path_prefix: /v1/}, backends: [sim]}\n"
           "  - {name: echo, match: {path_prefix: /}, backends: [echo]}\n");
-    } catch (const std::exception& e) {
-      start_error_ = e.what();
-    }
+    });
   }
   static void TearDownTestSuite() {
     GatewayFixture::TearDownTestSuite();
@@ -245,10 +218,6 @@ class GatewayHeaders : public GatewayFixture {
     EXPECT_EQ(r.status, 200) << r.body;
     auto v = parse_json(r.body);
     return v.is_object() ? v.as_object() : json::object{};
-  }
-  static std::string upstream_header(const json::object& e, const std::string& name) {
-    const auto* h = e.at("headers").as_object().if_contains(name);
-    return h ? str(*h) : std::string();
   }
   static bool upstream_has(const json::object& e, const std::string& name) {
     return e.at("headers").as_object().contains(name);
@@ -268,7 +237,7 @@ TEST_F(GatewayHeaders, ClientRequestIdReachesTheBackend) {
   EXPECT_EQ(parse_json(d.body).at("request_id"), "client-chosen-id-42");
 
   auto e = echoed(c.get("/echo", {{"X-Request-Id", "client-chosen-id-43"}}));
-  EXPECT_EQ(upstream_header(e, "x-request-id"), "client-chosen-id-43");
+  EXPECT_EQ(echoed_header(e, "x-request-id"), "client-chosen-id-43");
 }
 
 TEST_F(GatewayHeaders, RequestIdIsGeneratedWhenAbsent) {
@@ -276,8 +245,8 @@ TEST_F(GatewayHeaders, RequestIdIsGeneratedWhenAbsent) {
   Response r1 = c.get("/echo");
   Response r2 = c.get("/echo");
   auto e1 = echoed(r1), e2 = echoed(r2);
-  const std::string id1 = upstream_header(e1, "x-request-id");
-  const std::string id2 = upstream_header(e2, "x-request-id");
+  const std::string id1 = echoed_header(e1, "x-request-id");
+  const std::string id2 = echoed_header(e2, "x-request-id");
   EXPECT_FALSE(id1.empty());
   EXPECT_NE(id1, id2) << "each request gets its own id";
   EXPECT_EQ(r1.header("x-request-id"), id1) << "the client sees the id the backend got";
@@ -293,10 +262,10 @@ TEST_F(GatewayHeaders, RequestIdIsGeneratedWhenAbsent) {
 TEST_F(GatewayHeaders, ForwardedHeadersAreAdded) {
   HttpClient c(gw_->port());
   auto e = echoed(c.get("/echo"));
-  EXPECT_EQ(upstream_header(e, "x-forwarded-for"), "127.0.0.1");
-  EXPECT_EQ(upstream_header(e, "x-forwarded-proto"), "http");
+  EXPECT_EQ(echoed_header(e, "x-forwarded-for"), "127.0.0.1");
+  EXPECT_EQ(echoed_header(e, "x-forwarded-proto"), "http");
   auto chained = echoed(c.get("/echo", {{"X-Forwarded-For", "203.0.113.7"}}));
-  EXPECT_EQ(upstream_header(chained, "x-forwarded-for"), "203.0.113.7, 127.0.0.1");
+  EXPECT_EQ(echoed_header(chained, "x-forwarded-for"), "203.0.113.7, 127.0.0.1");
 }
 
 TEST_F(GatewayHeaders, HopByHopHeadersAreNotForwarded) {
@@ -314,10 +283,10 @@ TEST_F(GatewayHeaders, HopByHopHeadersAreNotForwarded) {
   for (const char* h :
        {"keep-alive", "x-hop-req", "te", "proxy-authorization", "proxy-connection", "upgrade"})
     EXPECT_FALSE(upstream_has(e, h)) << h << " reached the backend: " << r.body;
-  const std::string conn = upstream_header(e, "connection");
+  const std::string conn = echoed_header(e, "connection");
   EXPECT_EQ(conn.find("X-Hop-Req"), std::string::npos) << conn;
   EXPECT_EQ(conn.find("x-hop-req"), std::string::npos) << conn;
-  EXPECT_EQ(upstream_header(e, "x-end-to-end"), "must-pass");
+  EXPECT_EQ(echoed_header(e, "x-end-to-end"), "must-pass");
   EXPECT_EQ(str(e.at("method")), "POST");
   EXPECT_EQ(str(e.at("target")), "/echo?q=1");
   EXPECT_EQ(str(e.at("body")), R"({"x":1})");
@@ -357,11 +326,11 @@ TEST_F(GatewayHeaders, ExpectContinueIsHonoured) {
 TEST_F(GatewayHeaders, BackendKeyReplacesTheClientsAuthorization) {
   HttpClient c(gw_->port());
   auto keyed = echoed(c.get("/keyed/models", {{"Authorization", "Bearer client-key"}}));
-  EXPECT_EQ(upstream_header(keyed, "authorization"), "Bearer sk-backend-key");
+  EXPECT_EQ(echoed_header(keyed, "authorization"), "Bearer sk-backend-key");
   EXPECT_EQ(str(keyed.at("target")), "/base/keyed/models") << "the backend URL's path is prepended";
   // Without a key configured the client's own Authorization passes through.
   auto plain = echoed(c.get("/plain", {{"Authorization", "Bearer client-key"}}));
-  EXPECT_EQ(upstream_header(plain, "authorization"), "Bearer client-key");
+  EXPECT_EQ(echoed_header(plain, "authorization"), "Bearer client-key");
 }
 
 }  // namespace

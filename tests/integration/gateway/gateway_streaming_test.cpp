@@ -20,35 +20,9 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-// A gateway on 127.0.0.1:0 with one catch-all route over `backends` ({name, port}).
-// `extra` is appended at the top level; `backend_extra` inside each backend's mapping.
-std::string one_route_config(const std::vector<std::pair<std::string, int>>& backends,
-                             const std::string& extra = "", const std::string& backend_extra = "") {
-  std::string y = "listen: \"127.0.0.1:0\"\nthreads: 2\nbackends:\n";
-  std::string names;
-  for (const auto& [name, port] : backends) {
-    y += "  - {name: " + name + ", url: \"http://127.0.0.1:" + std::to_string(port) + "\"" +
-         (backend_extra.empty() ? "" : ", " + backend_extra) + "}\n";
-    names += (names.empty() ? "" : ", ") + name;
-  }
-  y += "routes:\n  - {name: all, backends: [" + names + "], policy: first}\n" + extra;
-  return y;
-}
-
 double running(int sim_port) {
   HttpClient c(sim_port);
   return metric_value(c.get("/metrics").body, "vllm:num_requests_running").value_or(-1);
-}
-
-// Checks the gateway still answers an ordinary request end to end.
-void expect_serves(int gw_port) {
-  HttpClient c(gw_port);
-  Response r = c.post("/v1/completions", R"({"prompt":"still there?","max_tokens":2})");
-  EXPECT_EQ(r.status, 200) << r.body;
-}
-
-void dump_on_failure(GatewayServer& gw) {
-  if (::testing::Test::HasFailure()) std::cerr << "gateway stderr:\n" << gw.stderr_text() << "\n";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -56,7 +30,8 @@ void dump_on_failure(GatewayServer& gw) {
 TEST(GatewayRelay, EachEventReachesTheClientBeforeTheNextIsSent) {
   constexpr int kEvents = 6;
   GatedBackend be({GatedBackend::Mode::GatedSse, kEvents});
-  auto gw = GatewayServer::with_config(one_route_config({{"gated", be.port()}}));
+  auto gw = GatewayServer::with_config(
+      one_route_config(/*threads=*/2, backend_line("gated", be.port()), "gated"));
   // The response header reaches the client before the backend was allowed a single event.
   auto s = StreamingResponse::open(gw->port(), "POST", "/v1/chat/completions",
                                    R"({"messages":[{"role":"user","content":"x"}],"stream":true})");
@@ -99,20 +74,13 @@ TEST(GatewayRelay, EachEventReachesTheClientBeforeTheNextIsSent) {
 
 // ---------------------------------------------------------------------------------------------
 
-class GatewayMidStream : public ::testing::Test {
+class GatewayMidStream : public SimBehindGatewayTest {
  protected:
   void SetUp() override {
     sim_ = std::make_unique<SimServer>(std::vector<std::string>{"--time-scale", "100"});
-    gw_ = GatewayServer::with_config(one_route_config({{"sim", sim_->port()}}));
+    gw_ = GatewayServer::with_config(
+        one_route_config(/*threads=*/2, backend_line("sim", sim_->port()), "sim"));
   }
-  void TearDown() override {
-    if (gw_) {
-      dump_on_failure(*gw_);
-      gw_->expect_clean_exit();
-    }
-  }
-  std::unique_ptr<SimServer> sim_;
-  std::unique_ptr<GatewayServer> gw_;
 };
 
 TEST_F(GatewayMidStream, UpstreamDeathBecomesAnErrorEventThenDone) {
@@ -191,20 +159,15 @@ TEST_F(GatewayMidStream, CompletionsStreamToo) {
 
 // ---------------------------------------------------------------------------------------------
 
-class GatewayClientGone : public ::testing::Test {
+class GatewayClientGone : public SimBehindGatewayTest {
  protected:
   void SetUp() override {
     // Real time (about 50 tokens/s): 100000 tokens would take half an hour.
     sim_ = std::make_unique<SimServer>(std::vector<std::string>{"--time-scale", "1"});
     // One request in flight at most: a slot the departed client kept would refuse the next.
     gw_ = GatewayServer::with_config(
-        one_route_config({{"sim", sim_->port()}}, "timeouts: {drain: 5s}\n", "max_inflight: 1"));
-  }
-  void TearDown() override {
-    if (gw_) {
-      dump_on_failure(*gw_);
-      gw_->expect_clean_exit();
-    }
+        one_route_config(/*threads=*/2, backend_line("sim", sim_->port(), ", max_inflight: 1"),
+                         "sim", "timeouts: {drain: 5s}\n"));
   }
   // The gateway's in-flight slot for the backend comes back: the next request is served (a
   // 503 until then; bounded).
@@ -225,8 +188,6 @@ class GatewayClientGone : public ::testing::Test {
     if (r.status != 200) return "no record: " + r.body;
     return str(parse_json(r.body).at("outcome"));
   }
-  std::unique_ptr<SimServer> sim_;
-  std::unique_ptr<GatewayServer> gw_;
 };
 
 TEST_F(GatewayClientGone, StreamingClientLeavingAbortsUpstream) {
@@ -277,7 +238,8 @@ TEST_F(GatewayClientGone, WaitingNonStreamingClientLeavingAbortsUpstream) {
 
 TEST(GatewayClientGoneOthers, OtherStreamsContinue) {
   SimServer sim({"--time-scale", "1"});
-  auto gw = GatewayServer::with_config(one_route_config({{"sim", sim.port()}}));
+  auto gw = GatewayServer::with_config(
+      one_route_config(/*threads=*/2, backend_line("sim", sim.port()), "sim"));
   auto stay = StreamingResponse::open(
       gw->port(), "POST", "/v1/completions",
       R"({"prompt":"stay","max_tokens":10,"ignore_eos":true,"stream":true})");
@@ -310,8 +272,8 @@ bool refuses_connections(int port) {
 TEST(GatewayDrain, SigtermRefusesNewConnectionsAndLetsRunningStreamsFinish) {
   // Real time, about 50 tokens/s: 120 tokens are a stream of about 2.5 s.
   SimServer sim({"--time-scale", "1"});
-  auto gw = GatewayServer::with_config(
-      one_route_config({{"sim", sim.port()}}, "timeouts: {drain: 20s}\n"));
+  auto gw = GatewayServer::with_config(one_route_config(
+      /*threads=*/2, backend_line("sim", sim.port()), "sim", "timeouts: {drain: 20s}\n"));
   auto s = StreamingResponse::open(
       gw->port(), "POST", "/v1/chat/completions",
       R"({"messages":[{"role":"user","content":"drain"}],"max_tokens":120,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}})");
@@ -339,8 +301,8 @@ TEST(GatewayDrain, SigtermRefusesNewConnectionsAndLetsRunningStreamsFinish) {
 
 TEST(GatewayDrain, DrainTimeoutCutsOffEndlessStreams) {
   SimServer sim({"--time-scale", "1"});
-  auto gw = GatewayServer::with_config(
-      one_route_config({{"sim", sim.port()}}, "timeouts: {drain: 500ms}\n"));
+  auto gw = GatewayServer::with_config(one_route_config(
+      /*threads=*/2, backend_line("sim", sim.port()), "sim", "timeouts: {drain: 500ms}\n"));
   auto s = StreamingResponse::open(
       gw->port(), "POST", "/v1/completions",
       R"({"prompt":"forever","max_tokens":100000,"ignore_eos":true,"stream":true})");

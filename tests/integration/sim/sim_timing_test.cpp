@@ -27,10 +27,6 @@ json::object timing_record(HttpClient& c, const std::string& id) {
   return v.is_object() ? v.get_object() : json::object{};
 }
 
-std::int64_t i64(const json::value& v) {
-  return v.to_number<std::int64_t>();
-}
-
 // ---------------------------------------------------------------------------------------------
 
 class SimDisconnect : public SimSuite {

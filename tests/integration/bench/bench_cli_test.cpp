@@ -6,10 +6,7 @@
 
 #include <boost/json.hpp>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,33 +22,11 @@ std::string url(const SimServer& s) {
   return "http://127.0.0.1:" + std::to_string(s.port());
 }
 
-fs::path temp_dir() {
-  std::string tmpl = (fs::temp_directory_path() / "llmux-bench-XXXXXX").string();
-  char* d = ::mkdtemp(tmpl.data());
-  if (!d) throw std::runtime_error("mkdtemp failed");
-  return fs::path(d);
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 RunResult bench(std::vector<std::string> args,
                 std::chrono::seconds timeout = std::chrono::seconds(60)) {
   args.insert(args.begin(), {llmux_binary(), "bench"});
   return run_to_completion(args, timeout);
 }
-
-struct Dir {
-  fs::path p = temp_dir();
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(p, ec);
-  }
-};
 
 const json::object& level0(const json::value& doc) {
   return doc.at("levels").as_array().at(0).as_object();
@@ -61,14 +36,14 @@ class BenchShapes : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(BenchShapes, EveryStreamShapeParses) {
   SimServer sim({"--time-scale", "20"});
-  Dir out;
+  TempDir out;
   RunResult r =
       bench({"run", "--url", url(sim), "--endpoint", GetParam(), "--concurrency", "3",
-             "--num-requests", "9", "--output-len", "12", "--ignore-eos", "--out", out.p.string()});
+             "--num-requests", "9", "--output-len", "12", "--ignore-eos", "--out", out.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("| Concurrency"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("first content token"), std::string::npos);
-  const json::value doc = parse_json(slurp(out.p / "run.json"));
+  const json::value doc = parse_json(read_text_file(out.path() + "/run.json"));
   const auto& agg = level0(doc).at("aggregate").as_object();
   EXPECT_EQ(agg.at("ok").as_int64(), 9);
   EXPECT_EQ(agg.at("failed").as_int64(), 0);
@@ -81,8 +56,8 @@ TEST_P(BenchShapes, EveryStreamShapeParses) {
     EXPECT_EQ(o.at("output_tokens").as_int64(), 12);
     EXPECT_FALSE(o.at("response_id").as_string().empty());
   }
-  EXPECT_TRUE(fs::exists(out.p / "requests.csv"));
-  EXPECT_TRUE(fs::exists(out.p / "summary.csv"));
+  EXPECT_TRUE(fs::exists(out.path() + "/requests.csv"));
+  EXPECT_TRUE(fs::exists(out.path() + "/summary.csv"));
 }
 INSTANTIATE_TEST_SUITE_P(Endpoints, BenchShapes,
                          ::testing::Values("completions", "chat", "responses"));
@@ -95,13 +70,13 @@ TEST(BenchErrors, FaultsAreCountedByKindWithoutStoppingTheRun) {
   };
   for (Case c : {Case{"error=500", "http_status"}, Case{"close-after=3", "broken_stream"},
                  Case{"stall-after=3", "timeout"}}) {
-    Dir out;
+    TempDir out;
     RunResult r =
         bench({"run", "--url", url(sim), "--endpoint", "chat", "--concurrency", "2",
                "--num-requests", "4", "--output-len", "16", "--ignore-eos", "--idle-timeout", "0.5",
-               "--header", std::string("X-Llmux-Fault: ") + c.fault, "--out", out.p.string()});
+               "--header", std::string("X-Llmux-Fault: ") + c.fault, "--out", out.path()});
     ASSERT_EQ(r.exit_code, 0) << c.fault << r.err;
-    const json::value doc = parse_json(slurp(out.p / "run.json"));
+    const json::value doc = parse_json(read_text_file(out.path() + "/run.json"));
     const auto& agg = level0(doc).at("aggregate").as_object();
     EXPECT_EQ(agg.at("failed").as_int64(), 4) << c.fault;
     EXPECT_EQ(agg.at("errors").at(c.kind).as_int64(), 4) << c.fault << "\n" << r.out;
@@ -111,11 +86,11 @@ TEST(BenchErrors, FaultsAreCountedByKindWithoutStoppingTheRun) {
 
 TEST(BenchErrors, RandomServerErrorsLeaveTheRestMeasured) {
   SimServer sim({"--time-scale", "20", "--fault-error-rate", "0.5", "--fault-error-status", "503"});
-  Dir out;
+  TempDir out;
   RunResult r = bench({"run", "--url", url(sim), "--concurrency", "4", "--num-requests", "40",
-                       "--output-len", "4", "--out", out.p.string()});
+                       "--output-len", "4", "--out", out.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json::value doc = parse_json(slurp(out.p / "run.json"));
+  const json::value doc = parse_json(read_text_file(out.path() + "/run.json"));
   const auto& agg = level0(doc).at("aggregate").as_object();
   EXPECT_EQ(agg.at("requests").as_int64(), 40);
   EXPECT_EQ(agg.at("ok").as_int64() + agg.at("failed").as_int64(), 40);
@@ -125,12 +100,12 @@ TEST(BenchErrors, RandomServerErrorsLeaveTheRestMeasured) {
 
 TEST(BenchTiming, WithinOneMillisecondOfTheSimulatorAtP50) {
   SimServer sim({"--time-scale", "10"});
-  Dir out;
+  TempDir out;
   RunResult r = bench({"run", "--url", url(sim), "--endpoint", "chat", "--concurrency", "4",
                        "--num-requests", "16", "--output-len", "32", "--ignore-eos",
-                       "--sim-ground-truth", "--out", out.p.string()});
+                       "--sim-ground-truth", "--out", out.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json::value doc = parse_json(slurp(out.p / "run.json"));
+  const json::value doc = parse_json(read_text_file(out.path() + "/run.json"));
   const auto& gt = doc.at("ground_truth").as_object();
   EXPECT_EQ(gt.at("requests").as_int64(), 16);
   EXPECT_LT(gt.at("ttft_abs_err_ms").at("p50").to_number<double>(), 1.0) << r.out;
@@ -140,24 +115,24 @@ TEST(BenchTiming, WithinOneMillisecondOfTheSimulatorAtP50) {
 TEST(BenchSweep, StopsPastTheKneeAndReportsIt) {
   // One sequence at a time: throughput cannot grow with concurrency, so the sweep stops early.
   SimServer sim({"--time-scale", "20", "--max-num-seqs", "1"});
-  Dir out;
+  TempDir out;
   RunResult r = bench({"run", "--url", url(sim), "--sweep", "1,2,4,8,16", "--num-requests", "6",
-                       "--output-len", "8", "--ignore-eos", "--out", out.p.string()});
+                       "--output-len", "8", "--ignore-eos", "--out", out.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Saturation knee at concurrency "), std::string::npos) << r.out;
-  const json::value doc = parse_json(slurp(out.p / "run.json"));
+  const json::value doc = parse_json(read_text_file(out.path() + "/run.json"));
   EXPECT_LT(doc.at("levels").as_array().size(), 5u);  // stopped early
   EXPECT_TRUE(doc.at("knee").at("saturated").as_bool());
 }
 
 TEST(BenchOpenLoop, PoissonArrivalsByCountAndDuration) {
   SimServer sim({"--time-scale", "20"});
-  Dir out;
+  TempDir out;
   RunResult r =
       bench({"run", "--url", url(sim), "--request-rate", "200", "--num-requests", "30",
-             "--duration", "10", "--warmup", "5", "--output-len", "4", "--out", out.p.string()});
+             "--duration", "10", "--warmup", "5", "--output-len", "4", "--out", out.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json::value doc = parse_json(slurp(out.p / "run.json"));
+  const json::value doc = parse_json(read_text_file(out.path() + "/run.json"));
   const auto& lv = level0(doc);
   EXPECT_EQ(lv.at("aggregate").at("requests").as_int64(), 30);
   EXPECT_EQ(lv.at("requests").as_array().size(), 35u);  // warm-up recorded, not counted
@@ -167,35 +142,34 @@ TEST(BenchOpenLoop, PoissonArrivalsByCountAndDuration) {
 TEST(BenchSeedScripts, ThroughputAndCompareReportsAreComplete) {
   SimServer a({"--time-scale", "20"});
   SimServer b({"--time-scale", "20"});
-  Dir out;
+  TempDir out;
   RunResult t =
       bench({"throughput", "--target", "server1=" + url(a), "--target", "server2=" + url(b),
-             "--repeat", "1", "--concurrency", "2,4", "--out", out.p.string()});
+             "--repeat", "1", "--concurrency", "2,4", "--out", out.path()});
   ASSERT_EQ(t.exit_code, 0) << t.err << t.out;
   for (const char* s :
        {"Single-stream decode", "| short", "| medium", "| long", "Concurrent aggregate", "| N=2",
         "| N=4", "- N=2:", "- N=4:", "serial (medium)"})
     EXPECT_NE(t.out.find(s), std::string::npos) << s << "\n" << t.out;
-  const json::value tdoc = parse_json(slurp(out.p / "throughput.json"));
+  const json::value tdoc = parse_json(read_text_file(out.path() + "/throughput.json"));
   EXPECT_GT(tdoc.at("summary").at("server2").at("n4").at("tok_s").to_number<double>(), 0);
 
-  RunResult c =
-      bench({"compare", "--direct", url(a), "--gateway", url(b), "--repeat", "1", "--concurrency",
-             "2", "--connection", "keep-alive", "--out", out.p.string()});
+  RunResult c = bench({"compare", "--direct", url(a), "--gateway", url(b), "--repeat", "1",
+                       "--concurrency", "2", "--connection", "keep-alive", "--out", out.path()});
   ASSERT_EQ(c.exit_code, 0) << c.err << c.out;
   for (const char* s : {"direct completions", "gateway completions", "direct chat", "gateway chat",
                         "Ratio to the direct path", "N=2"})
     EXPECT_NE(c.out.find(s), std::string::npos) << s << "\n" << c.out;
-  const json::value cdoc = parse_json(slurp(out.p / "compare.json"));
+  const json::value cdoc = parse_json(read_text_file(out.path() + "/compare.json"));
   EXPECT_EQ(cdoc.at("summary").as_object().size(), 4u);
 
   // report: a result against itself changes nothing; throughput vs compare shares nothing.
   RunResult same =
-      bench({"report", (out.p / "throughput.json").string(), (out.p / "throughput.json").string()});
+      bench({"report", out.path() + "/throughput.json", out.path() + "/throughput.json"});
   EXPECT_EQ(same.exit_code, 0) << same.out;
   EXPECT_NE(same.out.find("0 changed"), std::string::npos) << same.out;
-  RunResult diff = bench({"report", (out.p / "throughput.json").string(),
-                          (out.p / "compare.json").string(), "--threshold", "5%"});
+  RunResult diff = bench({"report", out.path() + "/throughput.json", out.path() + "/compare.json",
+                          "--threshold", "5%"});
   EXPECT_EQ(diff.exit_code, 1) << diff.out;
   EXPECT_NE(diff.out.find("| Metric"), std::string::npos) << diff.out;
 }

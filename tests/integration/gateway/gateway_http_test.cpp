@@ -27,25 +27,11 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-std::string backend_line(const std::string& name, int port, const std::string& extra = "") {
-  return "  - {name: " + name + ", url: \"http://127.0.0.1:" + std::to_string(port) + "\"" + extra +
-         "}\n";
-}
-
-// One worker (so the pool is one pool) and one catch-all route over `backends`, in order.
-std::string config(const std::string& backends, const std::string& names,
-                   const std::string& extra = "") {
-  return "listen: \"127.0.0.1:0\"\nthreads: 1\nbackends:\n" + backends +
-         "routes:\n  - {name: all, backends: [" + names + "], policy: first}\n" + extra;
-}
+// One worker for one_route_config(), so the pool is one pool.
+constexpr int kOneWorker = 1;
 
 json::object echo_of(const Response& r) {
   return parse_json(r.body).as_object();
-}
-
-std::string echoed_header(const json::object& echo, const std::string& name) {
-  const auto* h = echo.at("headers").as_object().if_contains(name);
-  return h ? str(*h) : std::string();
 }
 
 // Sockets in CLOSE_WAIT (the peer closed, this side has not) whose remote port is `port`.
@@ -75,7 +61,8 @@ TEST(GatewayInterim, EarlyHintsAreNotTakenForTheResponse) {
   o.interim = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
   o.interim_pause = 200ms;  // the final response comes well after the interim one
   GatedBackend be(o);
-  auto gw = GatewayServer::with_config(config(backend_line("be", be.port()), "be"));
+  auto gw =
+      GatewayServer::with_config(one_route_config(kOneWorker, backend_line("be", be.port()), "be"));
   // Two clients, one after the other, over the one pooled backend connection: each gets its
   // own final response.
   for (int i = 0; i < 3; ++i) {
@@ -139,7 +126,8 @@ class GatewayFraming : public ::testing::TestWithParam<FramingCase> {};
 TEST_P(GatewayFraming, RefusedBeforeTheBodyAndClosed) {
   const auto& c = GetParam();
   GatedBackend be({GatedBackend::Mode::Echo});
-  auto gw = GatewayServer::with_config(config(backend_line("be", be.port()), "be"));
+  auto gw =
+      GatewayServer::with_config(one_route_config(kOneWorker, backend_line("be", be.port()), "be"));
   {
     RawConnection raw(gw->port());
     ASSERT_TRUE(raw.send(c.request));
@@ -187,7 +175,8 @@ class GatewayLinger : public ::testing::TestWithParam<LingerCase> {};
 TEST_P(GatewayLinger, ErrorIsReadAfterTheWholeBodyWasSent) {
   const auto& c = GetParam();
   GatedBackend be({GatedBackend::Mode::Echo});
-  auto gw = GatewayServer::with_config(config(backend_line("be", be.port()), "be"));
+  auto gw =
+      GatewayServer::with_config(one_route_config(kOneWorker, backend_line("be", be.port()), "be"));
   RawConnection raw(gw->port());
   ASSERT_TRUE(raw.send(c.head + "\r\n\r\n"));
   const std::string piece(1 << 20, 'x');
@@ -233,7 +222,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(GatewayFields, RequestTrailersDoNotBecomeHeaders) {
   GatedBackend be({GatedBackend::Mode::Echo});
-  auto gw = GatewayServer::with_config(config(backend_line("be", be.port()), "be"));
+  auto gw =
+      GatewayServer::with_config(one_route_config(kOneWorker, backend_line("be", be.port()), "be"));
   const std::string chunks = "5\r\nhello\r\n6\r\n world\r\n0\r\n";
   for (const bool with_id : {true, false}) {
     SCOPED_TRACE(with_id ? "with X-Request-Id" : "without X-Request-Id");
@@ -250,7 +240,9 @@ TEST(GatewayFields, RequestTrailersDoNotBecomeHeaders) {
     EXPECT_EQ(echoed_header(echo, "x-trailer-field"), "") << json::serialize(echo);
     const std::string id = echoed_header(echo, "x-request-id");
     EXPECT_EQ(id.find("trailer-id"), std::string::npos) << json::serialize(echo);
-    if (with_id) EXPECT_EQ(id, "header-id");
+    if (with_id) {
+      EXPECT_EQ(id, "header-id");
+    }
     EXPECT_EQ(r.header("x-request-id"), id);
   }
   gw->expect_clean_exit();
@@ -258,7 +250,8 @@ TEST(GatewayFields, RequestTrailersDoNotBecomeHeaders) {
 
 TEST(GatewayFields, EveryConnectionHeaderNamesHopByHopFields) {
   GatedBackend be({GatedBackend::Mode::Echo});
-  auto gw = GatewayServer::with_config(config(backend_line("be", be.port()), "be"));
+  auto gw =
+      GatewayServer::with_config(one_route_config(kOneWorker, backend_line("be", be.port()), "be"));
   RawConnection raw(gw->port());
   ASSERT_TRUE(
       raw.send("GET /v1/conn HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, X-First\r\n"
@@ -283,8 +276,9 @@ TEST(GatewayFields, EveryConnectionHeaderNamesHopByHopFields) {
 
 TEST(GatewayTimeouts, BodyHasItsOwnIdleTimeout) {
   GatedBackend be({GatedBackend::Mode::Echo});
-  auto gw = GatewayServer::with_config(config(
-      backend_line("be", be.port()), "be", "timeouts: {client_header: 400ms, client_body: 2s}\n"));
+  auto gw = GatewayServer::with_config(
+      one_route_config(kOneWorker, backend_line("be", be.port()), "be",
+                       "timeouts: {client_header: 400ms, client_body: 2s}\n"));
   {
     // A slow but steady body: 12 bytes, one every 100 ms (1.2 s, three times client_header).
     RawConnection raw(gw->port());
@@ -320,9 +314,9 @@ TEST(GatewayRetry, RequestThatReachedABackendIsNotSentToAnother) {
   drop.drop_request_after = 1;  // answers the first request of a connection, swallows the next
   GatedBackend first(drop);
   GatedBackend second({GatedBackend::Mode::Echo});
-  auto gw = GatewayServer::with_config(
-      config(backend_line("first", first.port()) + backend_line("second", second.port()),
-             "first, second"));
+  auto gw = GatewayServer::with_config(one_route_config(
+      kOneWorker, backend_line("first", first.port()) + backend_line("second", second.port()),
+      "first, second"));
   HttpClient c(gw->port());
   Response r1 = c.post("/v1/completions", R"({"n":1})");
   ASSERT_EQ(r1.status, 200) << r1.body;
@@ -346,10 +340,11 @@ TEST(GatewayRetry, EachAttemptIsBuiltFreshFromTheClientsRequest) {
   // the client's own Authorization and target, nothing of `keyed`.
   auto keyed = std::make_unique<GatedBackend>(GatedBackend::Options{GatedBackend::Mode::Echo});
   GatedBackend plain({GatedBackend::Mode::Echo});
-  auto gw = GatewayServer::with_config(
-      config("  - {name: keyed, url: \"http://127.0.0.1:" + std::to_string(keyed->port()) +
-                 "/base\", api_key: key-of-keyed}\n" + backend_line("plain", plain.port()),
-             "keyed, plain"));
+  auto gw = GatewayServer::with_config(one_route_config(
+      kOneWorker,
+      "  - {name: keyed, url: \"http://127.0.0.1:" + std::to_string(keyed->port()) +
+          "/base\", api_key: key-of-keyed}\n" + backend_line("plain", plain.port()),
+      "keyed, plain"));
   HttpClient c(gw->port());
   const Headers auth{{"Authorization", "Bearer client-key"}};
   Response r1 = c.post("/v1/x", "{}", auth);
@@ -373,7 +368,8 @@ TEST(GatewayPool, CloseDelimitedResponseIsNotPooled) {
   GatedBackend::Options o{GatedBackend::Mode::Echo};
   o.close_delimited = true;
   GatedBackend be(o);
-  auto gw = GatewayServer::with_config(config(backend_line("be", be.port()), "be"));
+  auto gw =
+      GatewayServer::with_config(one_route_config(kOneWorker, backend_line("be", be.port()), "be"));
   HttpClient c(gw->port());
   for (int i = 0; i < 3; ++i) {
     Response r = c.get("/v1/cd/" + std::to_string(i));
@@ -388,8 +384,8 @@ TEST(GatewayPool, CloseDelimitedResponseIsNotPooled) {
 
 TEST(GatewayPool, IdleConnectionsExpireBeforeTheBackendClosesThem) {
   GatedBackend be({GatedBackend::Mode::Echo});
-  auto gw = GatewayServer::with_config(
-      config(backend_line("be", be.port(), ", pool_idle_timeout: 300ms"), "be"));
+  auto gw = GatewayServer::with_config(one_route_config(
+      kOneWorker, backend_line("be", be.port(), ", pool_idle_timeout: 300ms"), "be"));
   HttpClient c(gw->port());
   ASSERT_EQ(c.get("/v1/one").status, 200);
   EXPECT_TRUE(poll_until([&] { return be.connections_closed() == 1; }, 5s))
@@ -403,7 +399,8 @@ TEST(GatewayPool, ConnectionTheBackendClosedIsDroppedAtOnce) {
   GatedBackend::Options o{GatedBackend::Mode::Echo};
   o.close_idle_after = 200ms;  // like uvicorn's keep-alive timeout, shorter than the pool's
   GatedBackend be(o);
-  auto gw = GatewayServer::with_config(config(backend_line("be", be.port()), "be"));
+  auto gw =
+      GatewayServer::with_config(one_route_config(kOneWorker, backend_line("be", be.port()), "be"));
   HttpClient c(gw->port());
   ASSERT_EQ(c.get("/v1/one").status, 200);
   ASSERT_TRUE(poll_until([&] { return be.connections_closed() == 1; }, 5s));
@@ -420,13 +417,14 @@ TEST(GatewayPool, ConnectionTheBackendClosedIsDroppedAtOnce) {
 
 TEST(GatewayListen, SecondGatewayOnABusyPortRefusesToStart) {
   GatedBackend be({GatedBackend::Mode::Echo});
-  auto first = GatewayServer::with_config(config(backend_line("be", be.port()), "be"));
+  auto first =
+      GatewayServer::with_config(one_route_config(kOneWorker, backend_line("be", be.port()), "be"));
   TempDir dir;
   const std::string path =
       dir.write("second.yaml", "listen: \"127.0.0.1:" + std::to_string(first->port()) +
                                    "\"\nthreads: 2\nbackends:\n" + backend_line("be", be.port()) +
                                    "routes:\n  - {name: all, backends: [be]}\n");
-  RunResult r = run_to_completion({llmux_binary(), "gateway", "--config", path}, 10s);
+  RunResult r = run_gateway({"--config", path}, 10s);
   EXPECT_FALSE(r.timed_out) << "the second gateway is serving on a port in use";
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(r.out.find("\"ready\""), std::string::npos) << r.out;
@@ -441,7 +439,8 @@ TEST(GatewayListen, SecondGatewayOnABusyPortRefusesToStart) {
 
 TEST(GatewayContinue, NoInterimResponseForHttp10Clients) {
   GatedBackend be({GatedBackend::Mode::Echo});
-  auto gw = GatewayServer::with_config(config(backend_line("be", be.port()), "be"));
+  auto gw =
+      GatewayServer::with_config(one_route_config(kOneWorker, backend_line("be", be.port()), "be"));
   RawConnection raw(gw->port());
   ASSERT_TRUE(
       raw.send("POST /v1/old HTTP/1.0\r\nHost: x\r\nContent-Length: 5\r\n"
@@ -458,7 +457,8 @@ TEST(GatewayContinue, NoInterimResponseForHttp10Clients) {
 
 TEST(GatewaySignals, SighupIsIgnoredWithALogLine) {
   GatedBackend be({GatedBackend::Mode::Echo});
-  auto gw = GatewayServer::with_config(config(backend_line("be", be.port()), "be"));
+  auto gw =
+      GatewayServer::with_config(one_route_config(kOneWorker, backend_line("be", be.port()), "be"));
   ASSERT_EQ(::kill(gw->pid(), SIGHUP), 0);
   EXPECT_TRUE(poll_until([&] { return gw->stderr_text().find("SIGHUP") != std::string::npos; }, 5s))
       << gw->stderr_text();

@@ -21,11 +21,6 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-std::string backend_line(const std::string& name, int port, const std::string& extra = "") {
-  return "  - {name: " + name + ", url: \"http://127.0.0.1:" + std::to_string(port) + "\"" + extra +
-         "}\n";
-}
-
 // ---------------------------------------------------------------------------------------------
 // Retry of what was never sent.
 
@@ -92,10 +87,10 @@ TEST(GatewayRetry, PooledConnectionClosedByTheBackendIsReplaced) {
 
 // Routes: /v1/garbage (a backend that answers non-HTTP), /v1/mute (closes without a response),
 // /v1/down (two closed ports), /v1/* (a simulator); nothing else, so /nope has no route.
-class GatewayErrors : public ::testing::Test {
+class GatewayErrors : public GatewaySuite {
  protected:
   static void SetUpTestSuite() {
-    try {
+    start([] {
       sim_ = std::make_unique<SimServer>(std::vector<std::string>{"--time-scale", "100"});
       garbage_ = std::make_unique<GatedBackend>(GatedBackend::Options{GatedBackend::Mode::Garbage});
       mute_ = std::make_unique<GatedBackend>(
@@ -111,29 +106,17 @@ class GatewayErrors : public ::testing::Test {
           "  - {name: api, match: {path_prefix: /v1/}, backends: [sim]}\n"
           "timeouts: {client_header: 300ms, first_byte: 300ms}\n"
           "limits: {max_body_bytes: 1KiB, max_header_bytes: 4KiB}\n");
-    } catch (const std::exception& e) {
-      start_error_ = e.what();
-    }
+    });
   }
   static void TearDownTestSuite() {
-    if (gw_) gw_->expect_clean_exit();
-    gw_.reset();
+    GatewaySuite::TearDownTestSuite();
     sim_.reset();
     garbage_.reset();
     mute_.reset();
   }
-  void SetUp() override { ASSERT_TRUE(gw_) << "setup failed: " << start_error_; }
-  void TearDown() override {
-    if (!gw_) return;
-    EXPECT_TRUE(gw_->alive()) << "the gateway died; stderr:\n" << gw_->stderr_text();
-    if (HasFailure()) std::cerr << "gateway stderr:\n" << gw_->stderr_text() << "\n";
-  }
-  static int port() { return gw_->port(); }
 
   static inline std::unique_ptr<SimServer> sim_;
   static inline std::unique_ptr<GatedBackend> garbage_, mute_;
-  static inline std::unique_ptr<GatewayServer> gw_;
-  static inline std::string start_error_;
 };
 
 // One bad thing a client or backend does, and the status the gateway must answer.
@@ -220,8 +203,7 @@ class GatewayErrorCase : public GatewayErrors, public ::testing::WithParamInterf
 TEST_P(GatewayErrorCase, AnswersInTheOpenAIShape) {
   run_case(GetParam(), port());
   // An ordinary request right after, on a new connection, is served.
-  Response ok = HttpClient(port()).post("/v1/completions", R"({"prompt":"x","max_tokens":1})");
-  EXPECT_EQ(ok.status, 200) << ok.body;
+  expect_serves(port());
 }
 
 // CTest names each case by this (…/AnswersInTheOpenAIShape/HeaderTimeout408).

@@ -28,10 +28,6 @@ json::object post_ok(HttpClient& c, std::string_view target, const std::string& 
   return v.is_object() ? v.get_object() : json::object{};
 }
 
-std::int64_t i64(const json::value& v) {
-  return v.to_number<std::int64_t>();
-}
-
 std::string completion_text(const json::object& o) {
   return std::string(o.at("choices").at(0).at("text").as_string());
 }

@@ -13,8 +13,6 @@
 namespace llmux::test {
 namespace {
 
-using namespace std::chrono_literals;
-
 // The lines of the error report: the gateway indents each error by two spaces under a heading.
 std::vector<std::string> error_lines(const std::string& err) {
   std::vector<std::string> out;
@@ -23,12 +21,6 @@ std::vector<std::string> error_lines(const std::string& err) {
   while (std::getline(in, line))
     if (line.starts_with("  ")) out.push_back(line.substr(2));
   return out;
-}
-
-RunResult gateway(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{llmux_binary(), "gateway"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run_to_completion(argv, 10s);
 }
 
 TEST(GatewayConfig, InvalidFileExits2AndReportsEveryError) {
@@ -43,7 +35,7 @@ TEST(GatewayConfig, InvalidFileExits2AndReportsEveryError) {
                                      "  - {name: server2, url: \"https://127.0.0.1:30002\"}\n"
                                      "routes:\n"
                                      "  - {name: all, backends: [server1, server3]}\n");
-  RunResult r = gateway({"--config", path});
+  RunResult r = run_gateway({"--config", path});
   ASSERT_FALSE(r.timed_out) << "the gateway started on an invalid config: " << r.out;
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.out.find("\"ready\""), std::string::npos) << "it must not start: " << r.out;
@@ -61,14 +53,15 @@ TEST(GatewayConfig, InvalidFileExits2AndReportsEveryError) {
 
 TEST(GatewayConfig, SyntaxAndUnknownKeysAreErrorsWithTheirLine) {
   TempDir dir;
-  RunResult syntax = gateway({"--config", dir.write("syntax.yaml", "backends: [\n  - {name: a\n")});
+  RunResult syntax =
+      run_gateway({"--config", dir.write("syntax.yaml", "backends: [\n  - {name: a\n")});
   EXPECT_EQ(syntax.exit_code, 2) << syntax.err;
   EXPECT_NE(syntax.err.find("line "), std::string::npos) << syntax.err;
 
   RunResult typo =
-      gateway({"--config", dir.write("typo.yaml",
-                                     "backends:\n  - {name: a, url: \"http://127.0.0.1:1\"}\n"
-                                     "routes:\n  - {backends: [a], polcy: first}\n")});
+      run_gateway({"--config", dir.write("typo.yaml",
+                                         "backends:\n  - {name: a, url: \"http://127.0.0.1:1\"}\n"
+                                         "routes:\n  - {backends: [a], polcy: first}\n")});
   EXPECT_EQ(typo.exit_code, 2) << typo.err;
   const auto lines = error_lines(typo.err);
   ASSERT_EQ(lines.size(), 1u) << typo.err;
@@ -77,18 +70,18 @@ TEST(GatewayConfig, SyntaxAndUnknownKeysAreErrorsWithTheirLine) {
 }
 
 TEST(GatewayConfig, MissingFileAndBadQuickFormExit2) {
-  RunResult missing = gateway({"--config", "/nonexistent/llmux-gateway.yaml"});
+  RunResult missing = run_gateway({"--config", "/nonexistent/llmux-gateway.yaml"});
   EXPECT_EQ(missing.exit_code, 2) << missing.err;
   EXPECT_FALSE(missing.err.empty());
-  RunResult quick = gateway({"--port", "0", "--backend", "no-equals-sign"});
+  RunResult quick = run_gateway({"--port", "0", "--backend", "no-equals-sign"});
   EXPECT_EQ(quick.exit_code, 2) << quick.err;
   EXPECT_FALSE(quick.err.empty());
-  RunResult nothing = gateway({});
+  RunResult nothing = run_gateway({});
   EXPECT_EQ(nothing.exit_code, 2) << nothing.err;
 }
 
 TEST(GatewayConfig, CheckAcceptsTheSeedConfig) {
-  RunResult r = gateway({"--check", "--config", source_dir() + "/examples/seed.yaml"});
+  RunResult r = run_gateway({"--check", "--config", source_dir() + "/examples/seed.yaml"});
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("2 backends"), std::string::npos) << r.out;
@@ -99,8 +92,8 @@ TEST(GatewayConfig, CheckAcceptsTheSeedConfig) {
 TEST(GatewayConfig, CheckRejectsWhatServingWould) {
   TempDir dir;
   RunResult r =
-      gateway({"--check", "--config",
-               dir.write("bad.yaml", "backends: []\nroutes: []\ntimeouts: {idle: 0ms}\n")});
+      run_gateway({"--check", "--config",
+                   dir.write("bad.yaml", "backends: []\nroutes: []\ntimeouts: {idle: 0ms}\n")});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_GE(error_lines(r.err).size(), 2u) << r.err;
 }
