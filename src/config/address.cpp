@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "config/detail.hpp"
+#include "http/url.hpp"
 
 namespace llmux::config::detail {
 
@@ -70,37 +71,13 @@ void parse_backend_url(Backend& b, const std::string& field, std::vector<ConfigE
   const std::string& url = b.url;
   auto fail = [&](std::string reason) { errs.push_back({field, url, std::move(reason)}); };
   if (url.empty()) return fail("a backend needs a url, e.g. http://127.0.0.1:30000");
-  if (url.find("://") == std::string::npos) return fail("expected http://HOST[:PORT][/PATH]");
-  auto parsed = boost::urls::parse_uri(url);
-  if (!parsed) return fail(fmt::format("not a valid URL ({})", parsed.error().message()));
-  const boost::urls::url_view u = *parsed;
-  const std::string scheme = lower(u.scheme());
-  if (scheme == "https")
-    return fail("https:// backends are not supported yet; only http:// is supported");
-  if (scheme != "http")
-    return fail(fmt::format("unsupported scheme '{}'; only http:// is supported", scheme));
-  if (u.has_userinfo()) return fail("credentials in the URL are not supported; use api_key");
-  if (u.has_query()) return fail("a backend URL cannot have a query (?...)");
-  if (u.has_fragment()) return fail("a backend URL cannot have a fragment (#...)");
-  const std::string host = u.host_address();
-  if (host.empty()) return fail("a host is required");
-  std::uint16_t port = 80;
-  if (u.has_port()) {
-    std::uint64_t p = 0;
-    if (!parse_uint(u.port(), p) || p < 1 || p > 65535) return fail("port must be 1-65535");
-    port = static_cast<std::uint16_t>(p);
-  }
-  std::string path(u.encoded_path());
-  // Boost.URL takes text after HOST[:PORT] that does not start with '/' as the path
-  // ("http://10.0.0.1x:80/a" is host 10.0.0.1, port 80, path "x:80/a"): a typo, not a path.
-  if (!path.empty() && path.front() != '/')
-    return fail(fmt::format("unexpected '{}' after the host and port (a path starts with '/')",
-                            path.substr(0, 40)));
-  while (!path.empty() && path.back() == '/') path.pop_back();
-  b.scheme = scheme;
-  b.host = host;
-  b.port = port;
-  b.base_path = path;
+  std::string why;
+  const auto u = http::Url::parse(url, &why, {.scheme_optional = false});
+  if (!u) return fail(why);
+  b.scheme = "http";
+  b.host = u->host;
+  b.port = u->port;
+  b.base_path = u->path;
 }
 
 }  // namespace llmux::config::detail

@@ -73,57 +73,6 @@ class ResponseParser final : public bhttp::basic_parser<false> {
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------
-// Url
-
-std::optional<Url> Url::parse(std::string_view s, std::string* error) {
-  auto fail = [&](std::string msg) -> std::optional<Url> {
-    if (error) *error = std::move(msg);
-    return std::nullopt;
-  };
-  if (s.starts_with("https://")) return fail("https is not supported (use http://)");
-  if (s.starts_with("http://")) s.remove_prefix(7);
-  if (s.find("://") != std::string_view::npos) return fail("only http:// URLs are supported");
-  Url u;
-  const auto slash = s.find('/');
-  std::string_view hostport = s.substr(0, slash);
-  if (slash != std::string_view::npos) u.path = std::string(s.substr(slash));
-  while (!u.path.empty() && u.path.back() == '/') u.path.pop_back();
-  if (hostport.empty()) return fail("missing host");
-  std::string_view host = hostport;
-  if (hostport.front() == '[') {  // [v6]:port
-    const auto close = hostport.find(']');
-    if (close == std::string_view::npos) return fail("unterminated IPv6 address");
-    host = hostport.substr(1, close - 1);
-    hostport.remove_prefix(close + 1);
-    if (!hostport.empty() && hostport.front() != ':') return fail("bad port");
-  } else {
-    const auto colon = hostport.rfind(':');
-    host = hostport.substr(0, colon);
-    hostport = colon == std::string_view::npos ? std::string_view() : hostport.substr(colon);
-  }
-  if (!hostport.empty()) {
-    std::string_view p = hostport.substr(1);
-    unsigned port = 0;
-    auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-    if (ec != std::errc() || ptr != p.data() + p.size() || port == 0 || port > 65535)
-      return fail(fmt::format("bad port '{}'", p));
-    u.port = static_cast<std::uint16_t>(port);
-  }
-  if (host.empty()) return fail("missing host");
-  u.host = std::string(host);
-  return u;
-}
-
-std::string Url::authority() const {
-  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
-  return fmt::format("{}:{}", host, port);
-}
-
-std::string Url::str() const {
-  return fmt::format("http://{}{}", authority(), path);
-}
-
 std::optional<ConnectionMode> parse_connection_mode(std::string_view s) {
   if (s == "fresh") return ConnectionMode::fresh;
   if (s == "keep-alive" || s == "keep_alive" || s == "keepalive") return ConnectionMode::keep_alive;

@@ -29,22 +29,9 @@
 #include <string>
 #include <string_view>
 
+#include "http/url.hpp"
+
 namespace llmux::http {
-
-/// An http:// base URL: host, port and a path prefix (no trailing slash), e.g.
-/// "http://127.0.0.1:30000" or "http://host:8080/prefix".
-struct Url {
-  std::string host;
-  std::uint16_t port = 80;
-  std::string path;  ///< prefix joined before request targets; "" for the root
-
-  /// Parses "http://host[:port][/path]" (a missing scheme means http). https is not supported.
-  static std::optional<Url> parse(std::string_view text, std::string* error = nullptr);
-  /// "host:port" (the Host header).
-  std::string authority() const;
-  /// "http://host:port/path".
-  std::string str() const;
-};
 
 enum class ConnectionMode {
   fresh,       ///< a new TCP connection per request, `Connection: close` (the seed's urllib)
