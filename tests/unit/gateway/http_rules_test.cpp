@@ -97,8 +97,8 @@ http::request<http::string_body> client_request() {
   r.set(http::field::authorization, "Bearer client");
   r.set(http::field::connection, "keep-alive, X-Hop");
   r.insert("X-Hop", "h");
-  r.insert("X-Forwarded-For", "10.0.0.1");
-  r.insert("X-Forwarded-For", "10.0.0.2");
+  r.insert("X-Forwarded-For", "198.51.100.1");
+  r.insert("X-Forwarded-For", "198.51.100.2");
   r.insert("X-Request-Id", "client-id");
   r.set(http::field::transfer_encoding, "chunked");
   r.set(http::field::expect, "100-continue");
@@ -124,16 +124,16 @@ TEST(UpstreamHead, BuiltFromTheClientsRequestWithTheBackendsParts) {
   const auto client = client_request();
   std::string head;
   build_upstream_head(head, client,
-                      {"/base/v1/chat/completions", "10.1.1.1:30000", "Bearer backend-key",
+                      {"/base/v1/chat/completions", "203.0.113.1:30000", "Bearer backend-key",
                        "127.0.0.9", "rid-1", 11});
   auto up = parse_head(head, "hello world");
   EXPECT_EQ(up.method(), http::verb::post);
   EXPECT_EQ(up.target(), "/base/v1/chat/completions");
   EXPECT_EQ(up.version(), 11u);
-  EXPECT_EQ(up[http::field::host], "10.1.1.1:30000");
+  EXPECT_EQ(up[http::field::host], "203.0.113.1:30000");
   EXPECT_EQ(up[http::field::authorization], "Bearer backend-key");
   EXPECT_EQ(up.count(http::field::authorization), 1u);
-  EXPECT_EQ(up["X-Forwarded-For"], "10.0.0.1, 10.0.0.2, 127.0.0.9");
+  EXPECT_EQ(up["X-Forwarded-For"], "198.51.100.1, 198.51.100.2, 127.0.0.9");
   EXPECT_EQ(up.count("X-Forwarded-For"), 1u);
   EXPECT_EQ(up["X-Forwarded-Proto"], "http");
   EXPECT_EQ(up["X-Request-Id"], "rid-1");
