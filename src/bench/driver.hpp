@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/openai_stream.hpp"
+#include "openai/stream.hpp"
 #include "bench/stats.hpp"
 #include "bench/workload.hpp"
 #include "http/client.hpp"

@@ -11,9 +11,20 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/openai_stream.hpp"
+#include "openai/stream.hpp"
 
 namespace llmux::bench {
+
+// The bench reads responses with the shared OpenAI stream reader (src/openai/).
+using openai::Dialect;
+using openai::endpoint_path;
+using openai::EventInfo;
+using openai::parse_dialect;
+using openai::SseEvent;
+using openai::SseParser;
+using openai::StreamError;
+using openai::StreamInterpreter;
+using openai::StreamUsage;
 
 struct ChatMessage {
   std::string role, content;

@@ -32,12 +32,12 @@ namespace {
 
 /// How the relay ended, for the policy (a plain function: a coroutine's locals all live in its
 /// frame, and a held-open stream should cost little).
-void set_outcome(upstream::Outcome& out, const AccessRecord& rec, const UsageTap& usage,
-                 bool client_left, bool upstream_failed, const std::string& upstream_error) {
+void set_outcome(upstream::Outcome& out, const AccessRecord& rec, bool client_left,
+                 bool upstream_failed, const std::string& upstream_error) {
   out = upstream::Outcome{};
   out.status = rec.status;
-  out.prompt_tokens = usage.prompt;
-  out.completion_tokens = usage.completion;
+  out.prompt_tokens = rec.prompt_tokens;
+  out.completion_tokens = rec.completion_tokens;
   if (client_left) {
     out.kind = upstream::Outcome::Kind::client_left;
     out.message = rec.error;
@@ -54,7 +54,8 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
                            upstream::Outcome& out) {
   auto& p = *a.parser;
   auto& res = p.get();
-  const bool sse = res[bhttp::field::content_type].starts_with("text/event-stream");
+  ResponseTap tap(dialect_of(rec.path), res[bhttp::field::content_type], w.json);
+  const bool sse = tap.kind() == ResponseTap::Kind::sse;
   const bool responses_api = rec.path.starts_with("/v1/responses");
   rec.status = res.result_int();
   // Client-facing header.
@@ -75,8 +76,6 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
 
   upstream::Upstream* up = a.up.get();
   c.watch.up = up;
-  UsageTap usage;
-  SequenceTap sequence;
   bool upstream_failed = false;
   std::string upstream_error;
   bool client_failed = false;
@@ -143,11 +142,10 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
     }
     const bool can_end_cleanly = upstream_failed && sse && chunked;
     const std::string_view piece(buf.get(), cut);
-    usage.feed(piece);
-    if (responses_api && sse) sequence.feed(piece);
+    tap.feed(piece, done);
     if (can_end_cleanly) {
       tail = mid_stream_error_tail(
-          responses_api, sequence.next(),
+          responses_api, tap.next_sequence_number(),
           fmt::format("The upstream server failed mid-stream: {}.", upstream_error));
     }
     const bool last = done || can_end_cleanly;
@@ -208,8 +206,8 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
   w.give_buf(std::move(buf));
   c.watch.up = nullptr;  // from here on the connection may go back to the pool
   rec.bytes_out = bytes_out;
-  rec.prompt_tokens = usage.prompt;
-  rec.completion_tokens = usage.completion;
+  rec.prompt_tokens = tap.prompt_tokens();
+  rec.completion_tokens = tap.completion_tokens();
   if (c.watch.client_gone || client_failed) {
     rec.error = "client left before the response ended";
     c.keep_alive = false;
@@ -224,8 +222,7 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
     boost::system::error_code ignored;
     a.up->sock.close(ignored);
   }
-  set_outcome(out, rec, usage, c.watch.client_gone || client_failed, upstream_failed,
-              upstream_error);
+  set_outcome(out, rec, c.watch.client_gone || client_failed, upstream_failed, upstream_error);
 }
 
 }  // namespace llmux::gateway

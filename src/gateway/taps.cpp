@@ -3,41 +3,23 @@
 #include <limits>
 
 namespace llmux::gateway {
+namespace {
 
-std::optional<std::int64_t> find_int_after(std::string_view hay, std::string_view key) {
-  auto pos = hay.find(key);
-  if (pos == std::string_view::npos) return std::nullopt;
-  pos += key.size();
-  while (pos < hay.size() && (hay[pos] == ' ' || hay[pos] == ':')) ++pos;
-  std::int64_t v = 0;
-  bool any = false;
-  constexpr auto kMax = std::numeric_limits<std::int64_t>::max() / 10 - 9;
-  while (pos < hay.size() && hay[pos] >= '0' && hay[pos] <= '9') {
-    if (v > kMax) return std::nullopt;  // not a token count
-    v = v * 10 + (hay[pos] - '0');
-    ++pos;
-    any = true;
-  }
-  if (!any) return std::nullopt;
-  return v;
+std::optional<std::int64_t> as_i64(std::optional<std::uint64_t> v) {
+  if (!v || *v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    return std::nullopt;
+  return static_cast<std::int64_t>(*v);
 }
 
-void UsageTap::feed(std::string_view piece) {
-  const auto at = piece.find("\"usage\"");
-  if (at == std::string_view::npos) return;
-  const std::string_view view = piece.substr(at);
-  if (auto c = find_int_after(view, "\"completion_tokens\"")) completion = c;
-  if (auto p = find_int_after(view, "\"prompt_tokens\"")) prompt = p;
-  if (auto c = find_int_after(view, "\"output_tokens\"")) completion = c;
-  if (auto p = find_int_after(view, "\"input_tokens\"")) prompt = p;
+ResponseTap::Kind kind_of(std::string_view content_type) {
+  if (content_type.starts_with("text/event-stream")) return ResponseTap::Kind::sse;
+  const auto semi = content_type.find(';');
+  const std::string_view media = content_type.substr(0, semi);
+  if (media.ends_with("/json") || media.ends_with("+json")) return ResponseTap::Kind::json;
+  return ResponseTap::Kind::none;
 }
 
-void SequenceTap::feed(std::string_view piece) {
-  static constexpr std::string_view kKey = "\"sequence_number\"";
-  const auto at = piece.rfind(kKey);
-  if (at == std::string_view::npos) return;
-  if (auto v = find_int_after(piece.substr(at), kKey)) last = v;
-}
+}  // namespace
 
 std::size_t last_event_boundary(const char* data, std::size_t n) {
   for (std::size_t i = n; i >= 2; --i) {
@@ -47,6 +29,54 @@ std::size_t last_event_boundary(const char* data, std::size_t n) {
     }
   }
   return 0;
+}
+
+openai::Dialect dialect_of(std::string_view path) {
+  if (path.starts_with("/v1/responses")) return openai::Dialect::responses;
+  if (path.starts_with("/v1/chat/completions")) return openai::Dialect::chat;
+  return openai::Dialect::completions;
+}
+
+ResponseTap::ResponseTap(openai::Dialect dialect, std::string_view content_type,
+                         openai::JsonScratch& scratch)
+    : kind_(kind_of(content_type)), reader_(dialect, scratch) {}
+
+void ResponseTap::feed(std::string_view piece, bool last) {
+  switch (kind_) {
+    case Kind::none:
+      return;
+    case Kind::sse:
+      sse_.feed(piece, [this](const openai::SseEvent& e) { reader_.on_event(e); });
+      return;
+    case Kind::json:
+      if (last && body_.empty() && !body_too_big_) {
+        reader_.on_body(piece);  // the whole body in one piece: no copy of our own
+        return;
+      }
+      if (!body_too_big_ && body_.size() + piece.size() <= kMaxBody) {
+        body_.append(piece);
+      } else {
+        body_too_big_ = true;
+        body_ = std::string();
+      }
+      if (last && !body_too_big_) reader_.on_body(body_);
+      return;
+  }
+}
+
+std::optional<std::int64_t> ResponseTap::prompt_tokens() const {
+  return as_i64(reader_.usage().prompt_tokens);
+}
+std::optional<std::int64_t> ResponseTap::completion_tokens() const {
+  return as_i64(reader_.usage().completion_tokens);
+}
+std::optional<std::int64_t> ResponseTap::cached_tokens() const {
+  return as_i64(reader_.usage().cached_tokens);
+}
+
+std::int64_t ResponseTap::next_sequence_number() const {
+  const auto last = as_i64(reader_.sequence_number());
+  return last && *last < std::numeric_limits<std::int64_t>::max() ? *last + 1 : 0;
 }
 
 }  // namespace llmux::gateway

@@ -1,10 +1,14 @@
 #pragma once
-// Taps: what the gateway reads from response bytes while relaying them, without delaying or
-// copying them. Pure functions and small state machines; one per request, one thread.
+// Taps: what the gateway reads from response bytes while relaying them, without delaying them.
+// One ResponseTap per relayed response, on the worker's thread.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+
+#include "openai/sse.hpp"
+#include "openai/stream.hpp"
 
 namespace llmux::gateway {
 
@@ -12,25 +16,45 @@ namespace llmux::gateway {
 /// "\n\r\n"); 0 when no event is complete yet.
 std::size_t last_event_boundary(const char* data, std::size_t n);
 
-/// Reads token counts from `usage` in relayed bytes (completions/chat usage, or the Responses
-/// API's input/output_tokens). SSE is relayed in whole events, so an event's usage is never
-/// split between two pieces; a non-streaming body usually arrives in one piece (a usage object
-/// split across two reads is missed: the access log then has no token counts, nothing else).
-struct UsageTap {
-  std::optional<std::int64_t> prompt, completion;
-  void feed(std::string_view piece);
-};
+/// The OpenAI dialect of a request path: /v1/responses… → responses, /v1/chat/completions →
+/// chat, anything else → completions (whose reader also finds `usage` in embeddings and
+/// other JSON answers).
+openai::Dialect dialect_of(std::string_view path);
 
-/// The Responses API's stream numbers its events (`sequence_number`); the gateway's own error
-/// event, sent when the backend dies mid-stream, continues the numbering.
-struct SequenceTap {
-  std::optional<std::int64_t> last;
-  void feed(std::string_view piece);
-  std::int64_t next() const { return last ? *last + 1 : 0; }
-};
+/// Reads a response as the relay hands it on: token usage (prompt, cached, completion), the
+/// response id, the Responses stream's sequence numbers, and event by event what a stream
+/// carries. It uses the same readers as `llmux bench` (openai::SseParser and
+/// openai::StreamInterpreter), parsing with the worker's JsonScratch. An event stream is read
+/// event by event as it passes (the relay hands over whole events, which the SSE reader takes
+/// in place); a JSON body is read once when it is complete — in place when it came in one
+/// piece, else from a copy of at most kMaxBody bytes (a larger body goes unread: no token
+/// counts in the access log, nothing else). Anything else is not read.
+class ResponseTap {
+ public:
+  enum class Kind { none, sse, json };
+  static constexpr std::size_t kMaxBody = 1u << 20;
 
-/// The integer after `key` (skipping spaces and a colon) in `hay`; nullopt when absent or not
-/// a number. Used by the taps; exposed for tests.
-std::optional<std::int64_t> find_int_after(std::string_view hay, std::string_view key);
+  /// `content_type` of the response decides the Kind.
+  ResponseTap(openai::Dialect dialect, std::string_view content_type, openai::JsonScratch& scratch);
+
+  /// The next relayed bytes; `last` when the body ends with them.
+  void feed(std::string_view piece, bool last);
+
+  Kind kind() const { return kind_; }
+  const openai::StreamInterpreter& reader() const { return reader_; }
+  std::optional<std::int64_t> prompt_tokens() const;
+  std::optional<std::int64_t> completion_tokens() const;
+  std::optional<std::int64_t> cached_tokens() const;
+  /// The number the gateway's own Responses `error` event takes: one past the last
+  /// `sequence_number` relayed, 0 when none was.
+  std::int64_t next_sequence_number() const;
+
+ private:
+  Kind kind_;
+  openai::SseParser sse_;
+  openai::StreamInterpreter reader_;
+  std::string body_;  // a JSON body that came in several pieces
+  bool body_too_big_ = false;
+};
 
 }  // namespace llmux::gateway

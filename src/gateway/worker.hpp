@@ -19,6 +19,7 @@
 #include "config/config.hpp"
 #include "gateway/access_log.hpp"
 #include "http/deadline.hpp"
+#include "openai/stream.hpp"
 #include "policy/policy.hpp"
 #include "upstream/backend.hpp"
 #include "upstream/pool.hpp"
@@ -87,6 +88,9 @@ struct Worker {
   void give_buf(std::unique_ptr<char[]> b) {
     if (free_bufs.size() < 1024) free_bufs.push_back(std::move(b));
   }
+
+  // The JSON parser every relayed response's tap reads with (parsing never suspends).
+  openai::JsonScratch json;
 
   // Scratch strings for the upstream request head, reused: a request holds one only while its
   // head is built and written, so a held-open stream keeps none.

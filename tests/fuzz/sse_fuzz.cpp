@@ -1,4 +1,4 @@
-// Fuzz target: the bench's incremental SSE parser (src/bench/sse.hpp). A socket may cut the
+// Fuzz target: the incremental SSE parser (src/openai/sse.hpp). A socket may cut the
 // stream anywhere, so how the body is split into chunks must not change what is parsed:
 // feeding the input in pieces must dispatch exactly the events (name, data, id) that feeding
 // it whole does, count the same comments and end in the same state.
@@ -18,12 +18,12 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/sse.hpp"
+#include "openai/sse.hpp"
 
 namespace {
 
-using llmux::bench::SseEvent;
-using llmux::bench::SseParser;
+using llmux::openai::SseEvent;
+using llmux::openai::SseParser;
 
 struct Event {
   std::string event, data, id;

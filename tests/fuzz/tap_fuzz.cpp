@@ -1,7 +1,7 @@
-// The gateway's relay taps: the SSE event boundary the relay cuts at, and the usage and
-// sequence-number taps that read relayed pieces. Must never crash (UBSan: no overflow), and
-// last_event_boundary must return the end of the LAST complete event: a position just past a
-// blank line, with no such position after it.
+// The gateway's relay taps: the SSE event boundary the relay cuts at, and the ResponseTap that
+// reads relayed pieces (usage, ids, sequence numbers) with the shared OpenAI readers. Must never
+// crash (UBSan: no overflow), and last_event_boundary must return the end of the LAST complete
+// event: a position just past a blank line, with no such position after it.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -26,19 +26,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (cut > 0) check(ends_event(d, cut));
   for (std::size_t i = cut + 1; i <= size; ++i) check(!ends_event(d, i));
 
-  // The taps read pieces as the relay hands them over: whole events.
-  llmux::gateway::UsageTap usage;
-  llmux::gateway::SequenceTap seq;
-  std::string_view rest(d, size);
-  for (int guard = 0; guard < 10000 && !rest.empty(); ++guard) {
-    std::size_t n = llmux::gateway::last_event_boundary(rest.data(), rest.size());
-    if (n == 0) n = rest.size();
-    usage.feed(rest.substr(0, n));
-    seq.feed(rest.substr(0, n));
-    rest.remove_prefix(n);
+  // The taps read pieces as the relay hands them over: whole events, as an event stream of
+  // each dialect and as a JSON body.
+  static llmux::openai::JsonScratch scratch;
+  for (const char* path : {"/v1/responses", "/v1/chat/completions", "/v1/completions"}) {
+    for (const char* type : {"text/event-stream", "application/json"}) {
+      llmux::gateway::ResponseTap tap(llmux::gateway::dialect_of(path), type, scratch);
+      std::string_view rest(d, size);
+      for (int guard = 0; guard < 10000 && !rest.empty(); ++guard) {
+        std::size_t n = llmux::gateway::last_event_boundary(rest.data(), rest.size());
+        if (n == 0) n = rest.size();
+        tap.feed(rest.substr(0, n), n == rest.size());
+        rest.remove_prefix(n);
+      }
+      if (auto p = tap.prompt_tokens()) check(*p >= 0);
+      if (auto c = tap.completion_tokens()) check(*c >= 0);
+      check(tap.next_sequence_number() >= 0);
+    }
   }
-  if (usage.prompt) check(*usage.prompt >= 0);
-  if (usage.completion) check(*usage.completion >= 0);
-  if (seq.last) check(*seq.last >= 0 && seq.next() == *seq.last + 1);
   return 0;
 }

@@ -58,7 +58,7 @@ TEST(GatewayRelay, EachEventReachesTheClientBeforeTheNextIsSent) {
     }
     ASSERT_EQ(got.size(), 1u) << "only one event was released";
     EXPECT_EQ(be.events_sent(), k + 1);
-    EXPECT_TRUE(parser.pending().empty()) << "partial bytes: " << parser.pending();
+    EXPECT_FALSE(parser.pending()) << "an event was still incomplete";
     if (k < kEvents) {
       EXPECT_EQ(got[0].data, "{\"k\":" + std::to_string(k) + "}");
     } else {
@@ -118,6 +118,59 @@ TEST_F(GatewayMidStream, UpstreamDeathBecomesAnErrorEventThenDone) {
   EXPECT_EQ(str(rec.at("error")).rfind("sim ", 0), 0u)
       << "the error names the backend that failed: " << json::serialize(rec);
   expect_serves(gw_->port());
+}
+
+// The relay's tap reads token usage with the bench's reader, whatever the dialect and
+// whether the answer streams: the access log's counts are what the client itself received.
+TEST_F(GatewayMidStream, AccessLogCountsTheTokensTheClientReceived) {
+  struct Case {
+    const char* id;
+    const char* path;
+    const char* body;
+    bool stream;
+  };
+  const Case cases[] = {
+      {"tap-cmpl", "/v1/completions", R"({"prompt":"a b c d","max_tokens":5})", false},
+      {"tap-chat", "/v1/chat/completions",
+       R"({"messages":[{"role":"user","content":"hello there"}],"max_tokens":7,"stream":true,"stream_options":{"include_usage":true}})",
+       true},
+      {"tap-resp", "/v1/responses", R"({"input":"one two three","max_output_tokens":6})", false},
+      {"tap-resp-stream", "/v1/responses",
+       R"({"input":"one two three four","max_output_tokens":4,"stream":true})", true},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.id);
+    json::object usage;
+    if (k.stream) {
+      auto s =
+          StreamingResponse::open(gw_->port(), "POST", k.path, k.body, {{"X-Request-Id", k.id}});
+      ASSERT_EQ(s->status(), 200);
+      SseResult r = read_sse(*s, SIZE_MAX, 10s, 30s);
+      ASSERT_EQ(r.end, ReadStatus::End) << r.raw();
+      for (const auto& ev : r.events) {
+        if (ev.data == "[DONE]") continue;
+        auto o = parse_json(ev.data).as_object();
+        if (const auto* u = o.if_contains("usage"); u && u->is_object()) usage = u->as_object();
+        if (const auto* resp = o.if_contains("response"))
+          if (const auto* u = resp->as_object().if_contains("usage"); u && u->is_object())
+            usage = u->as_object();
+      }
+    } else {
+      Response r = HttpClient(gw_->port()).post(k.path, k.body, {{"X-Request-Id", k.id}});
+      ASSERT_EQ(r.status, 200) << r.body;
+      usage = parse_json(r.body).at("usage").as_object();
+    }
+    ASSERT_FALSE(usage.empty()) << "the client got no usage to compare with";
+    const bool responses = std::string_view(k.path) == "/v1/responses";
+    const auto prompt = usage.at(responses ? "input_tokens" : "prompt_tokens");
+    const auto completion = usage.at(responses ? "output_tokens" : "completion_tokens");
+    auto rec = gw_->wait_access_record(k.id, 5s);
+    ASSERT_FALSE(rec.empty()) << read_text_file(gw_->access_log_path());
+    ASSERT_TRUE(rec.contains("prompt_tokens")) << json::serialize(rec);
+    ASSERT_TRUE(rec.contains("completion_tokens")) << json::serialize(rec);
+    EXPECT_EQ(rec.at("prompt_tokens"), prompt) << json::serialize(rec);
+    EXPECT_EQ(rec.at("completion_tokens"), completion) << json::serialize(rec);
+  }
 }
 
 TEST_F(GatewayMidStream, ResponsesStreamEndsWithAResponsesErrorEvent) {

@@ -318,37 +318,14 @@ void StreamingResponse::close() {
 // ---- SSE ----
 
 std::vector<SseEvent> SseParser::feed(std::string_view bytes, std::int64_t t_ns) {
-  buf_.append(bytes);
   std::vector<SseEvent> out;
-  for (;;) {
-    const auto end = buf_.find("\n\n");
-    if (end == std::string::npos) break;
-    std::string_view block(buf_.data(), end);
-    SseEvent ev;
-    ev.t_ns = t_ns;
-    bool first_data = true;
-    while (!block.empty()) {
-      const auto nl = block.find('\n');
-      std::string_view line = block.substr(0, nl);
-      block = nl == std::string_view::npos ? std::string_view() : block.substr(nl + 1);
-      auto field = [&](std::string_view name) -> std::optional<std::string_view> {
-        if (!line.starts_with(name) || line.size() < name.size() + 1 || line[name.size()] != ':')
-          return std::nullopt;
-        std::string_view v = line.substr(name.size() + 1);
-        if (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-        return v;
-      };
-      if (auto v = field("event")) {
-        ev.event = std::string(*v);
-      } else if (auto d = field("data")) {
-        if (!first_data) ev.data += '\n';
-        ev.data += *d;
-        first_data = false;
-      }
-    }
-    out.push_back(std::move(ev));
-    buf_.erase(0, end + 2);
-  }
+  parser_.feed(bytes, [&](const openai::SseEvent& e) {
+    out.push_back(SseEvent{std::string(e.event), std::string(e.data), t_ns});
+  });
+  // Stricter than a browser: what llmux and its simulator send ends every line in LF.
+  if (parser_.cr_line_ends() > 0)
+    throw std::runtime_error("SSE line ended in CR or CRLF: the stream is not what llmux sends");
+  if (parser_.failed()) throw std::runtime_error("SSE line or event over the reader's limits");
   return out;
 }
 

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "openai/sse.hpp"
+
 namespace llmux::test {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
@@ -101,16 +103,18 @@ struct SseEvent {
   std::int64_t t_ns = 0;
 };
 
-/// Splits a byte stream into SSE events (separated by a blank line).
+/// Splits a byte stream into SSE events with the project's own reader (src/openai/sse.hpp),
+/// stamping each with the time its last chunk arrived. Strict: a line ending in CR or CRLF, or
+/// a line over the reader's limits, throws std::runtime_error (the test fails with it).
 class SseParser {
  public:
   /// Feeds bytes; returns the events they completed.
   std::vector<SseEvent> feed(std::string_view bytes, std::int64_t t_ns);
-  /// Bytes of an incomplete event held back.
-  const std::string& pending() const { return buf_; }
+  /// True while bytes of an unfinished event are held back.
+  bool pending() const { return parser_.mid_event(); }
 
  private:
-  std::string buf_;
+  openai::SseParser parser_;
 };
 
 /// Everything read from a stream.

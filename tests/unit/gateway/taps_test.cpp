@@ -1,4 +1,4 @@
-// Taps read usage, response sequence numbers and SSE event boundaries from relayed bytes.
+// Taps read usage, response ids, sequence numbers and SSE event boundaries from relayed bytes.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -22,38 +22,104 @@ TEST(EventBoundary, EndOfTheLastCompleteEvent) {
   EXPECT_EQ(boundary("\n\n"), 2u);
 }
 
-TEST(UsageTap, ChatAndResponsesShapes) {
-  UsageTap t;
-  t.feed(R"(data: {"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34}})");
-  EXPECT_EQ(t.prompt, 12);
-  EXPECT_EQ(t.completion, 34);
-  UsageTap r;
-  r.feed(R"({"usage": {"input_tokens": 7, "output_tokens": 9}})");
-  EXPECT_EQ(r.prompt, 7);
-  EXPECT_EQ(r.completion, 9);
-  UsageTap none;
-  none.feed(R"({"prompt_tokens":1})");  // not inside "usage"
-  EXPECT_FALSE(none.prompt);
+struct Tapped {
+  openai::JsonScratch scratch;
+  ResponseTap tap;
+  Tapped(std::string_view path, std::string_view content_type)
+      : tap(dialect_of(path), content_type, scratch) {}
+};
+
+TEST(ResponseTap, ChatStreamUsage) {
+  Tapped t("/v1/chat/completions", "text/event-stream; charset=utf-8");
+  t.tap.feed("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n", false);
+  EXPECT_FALSE(t.tap.prompt_tokens());
+  t.tap.feed(
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":34,"
+      "\"prompt_tokens_details\":{\"cached_tokens\":8}}}\n\ndata: [DONE]\n\n",
+      true);
+  EXPECT_EQ(t.tap.prompt_tokens(), 12);
+  EXPECT_EQ(t.tap.completion_tokens(), 34);
+  EXPECT_EQ(t.tap.cached_tokens(), 8);
+  EXPECT_TRUE(t.tap.reader().done());
 }
 
-TEST(UsageTap, HugeNumbersAreIgnoredNotOverflowed) {
-  UsageTap t;
-  t.feed(R"({"usage":{"prompt_tokens":99999999999999999999999,"completion_tokens":5}})");
-  EXPECT_FALSE(t.prompt);
-  EXPECT_EQ(t.completion, 5);
+TEST(ResponseTap, ResponsesBodyUsageAndId) {
+  Tapped t("/v1/responses", "application/json");
+  t.tap.feed(
+      R"({"id":"resp_abc","status":"completed","usage": {"input_tokens": 7, "output_tokens": 9}})",
+      true);
+  EXPECT_EQ(t.tap.prompt_tokens(), 7);
+  EXPECT_EQ(t.tap.completion_tokens(), 9);
+  EXPECT_EQ(t.tap.reader().id(), "resp_abc");
 }
 
-TEST(SequenceTap, ContinuesTheNumbering) {
-  SequenceTap s;
-  EXPECT_EQ(s.next(), 0);
-  s.feed(
-      "event: response.created\ndata: {\"sequence_number\":0}\n\n"
-      "event: response.output_text.delta\ndata: {\"sequence_number\":1,\"delta\":\"x\"}\n\n");
-  EXPECT_EQ(s.next(), 2);
-  s.feed("data: {\"delta\":\"no number\"}\n\n");
-  EXPECT_EQ(s.next(), 2);
-  s.feed("data: {\"sequence_number\": 41}\n\n");
-  EXPECT_EQ(s.next(), 42);
+TEST(ResponseTap, BodyInPiecesIsReadWhole) {
+  // A usage object split between two reads (the byte scan this tap replaced missed it).
+  Tapped t("/v1/completions", "application/json");
+  t.tap.feed(R"({"id":"cmpl-1","choices":[{"text":"a b"}],"usage":{"prompt_tok)", false);
+  EXPECT_FALSE(t.tap.prompt_tokens());
+  t.tap.feed(R"(ens":3,"completion_tokens":2}})", true);
+  EXPECT_EQ(t.tap.prompt_tokens(), 3);
+  EXPECT_EQ(t.tap.completion_tokens(), 2);
+}
+
+TEST(ResponseTap, UsageOutsideUsageObjectIsNotUsage) {
+  Tapped t("/v1/completions", "application/json");
+  t.tap.feed(R"({"prompt_tokens":1})", true);
+  EXPECT_FALSE(t.tap.prompt_tokens());
+}
+
+TEST(ResponseTap, HugeNumbersAreIgnoredNotOverflowed) {
+  Tapped t("/v1/completions", "application/json");
+  t.tap.feed(R"({"usage":{"prompt_tokens":99999999999999999999999,"completion_tokens":5}})", true);
+  EXPECT_FALSE(t.tap.prompt_tokens());
+  EXPECT_EQ(t.tap.completion_tokens(), 5);
+}
+
+TEST(ResponseTap, OtherContentIsNotRead) {
+  Tapped t("/v1/completions", "text/plain");
+  EXPECT_EQ(t.tap.kind(), ResponseTap::Kind::none);
+  t.tap.feed(R"({"usage":{"prompt_tokens":1,"completion_tokens":5}})", true);
+  EXPECT_FALSE(t.tap.completion_tokens());
+  EXPECT_EQ(Tapped("/x", "application/problem+json").tap.kind(), ResponseTap::Kind::json);
+}
+
+TEST(ResponseTap, TooLargeABodyGoesUnread) {
+  Tapped t("/v1/completions", "application/json");
+  t.tap.feed(R"({"choices":[{"text":")", false);
+  t.tap.feed(std::string(ResponseTap::kMaxBody, 'a'), false);
+  t.tap.feed(R"("}],"usage":{"prompt_tokens":1,"completion_tokens":5}})", true);
+  EXPECT_FALSE(t.tap.completion_tokens());
+}
+
+TEST(ResponseTap, SequenceNumbersContinue) {
+  Tapped t("/v1/responses", "text/event-stream");
+  EXPECT_EQ(t.tap.next_sequence_number(), 0);
+  t.tap.feed(
+      "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0}\n\n"
+      "event: response.output_text.delta\ndata: "
+      "{\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"delta\":\"x\"}\n\n",
+      false);
+  EXPECT_EQ(t.tap.next_sequence_number(), 2);
+  t.tap.feed("data: {\"delta\":\"no number\"}\n\n", false);
+  EXPECT_EQ(t.tap.next_sequence_number(), 2);
+  t.tap.feed("data: {\"sequence_number\": 41}\n\n", false);
+  EXPECT_EQ(t.tap.next_sequence_number(), 42);
+}
+
+TEST(ResponseTap, EventSplitAcrossPiecesIsReadOnce) {
+  // A giant event is relayed in pieces; the SSE reader joins them.
+  Tapped t("/v1/chat/completions", "text/event-stream");
+  t.tap.feed("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,", false);
+  t.tap.feed("\"completion_tokens\":6}}\n\n", false);
+  EXPECT_EQ(t.tap.completion_tokens(), 6);
+  EXPECT_EQ(t.tap.prompt_tokens(), 4);
+}
+
+TEST(DialectOf, ByPath) {
+  EXPECT_EQ(dialect_of("/v1/responses/resp_1"), openai::Dialect::responses);
+  EXPECT_EQ(dialect_of("/v1/chat/completions"), openai::Dialect::chat);
+  EXPECT_EQ(dialect_of("/v1/embeddings"), openai::Dialect::completions);
 }
 
 }  // namespace

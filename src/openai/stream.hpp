@@ -22,17 +22,18 @@
 // JSON is parsed with simdjson's On-Demand API from an internal padded buffer.
 //
 // Thread safety and ownership: one interpreter per stream, used by one thread at a time; it owns
-// its parser and buffers (reuse it with reset() to avoid allocations). Returned string views and
-// references are valid until the next call.
+// its parser and buffers, or borrows a JsonScratch shared by the thread's streams (reuse it with
+// reset() to avoid allocations). Returned string views and references are valid until the next
+// call.
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "bench/sse.hpp"
+#include "openai/sse.hpp"
 
-namespace llmux::bench {
+namespace llmux::openai {
 
 enum class Dialect { completions, chat, responses };
 
@@ -68,9 +69,29 @@ struct EventInfo {
   bool malformed = false;     ///< data is not JSON of an expected shape
 };
 
+/// The JSON parser and its padded buffer. Parsing is synchronous, so one per thread can serve
+/// every interpreter on that thread: the gateway keeps one per worker and a relayed stream costs
+/// no parser of its own.
+class JsonScratch {
+ public:
+  JsonScratch();
+  ~JsonScratch();
+  JsonScratch(const JsonScratch&) = delete;
+  JsonScratch& operator=(const JsonScratch&) = delete;
+
+ private:
+  friend class StreamInterpreter;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class StreamInterpreter {
  public:
+  /// An interpreter with a JSON parser of its own.
   explicit StreamInterpreter(Dialect dialect, bool capture_text = false);
+  /// An interpreter that parses with `shared` (which must outlive it; same thread only). Its own
+  /// state is a few hundred bytes and allocates nothing until a long id or an error arrives.
+  StreamInterpreter(Dialect dialect, JsonScratch& shared, bool capture_text = false);
   ~StreamInterpreter();
   StreamInterpreter(StreamInterpreter&&) noexcept;
   StreamInterpreter& operator=(StreamInterpreter&&) noexcept;
@@ -90,26 +111,41 @@ class StreamInterpreter {
   void reset();
   void reset(Dialect dialect);
 
-  Dialect dialect() const;
+  Dialect dialect() const { return dialect_; }
   /// Latest usage seen on the stream (fields stay empty until some usage arrives).
-  const StreamUsage& usage() const;
+  const StreamUsage& usage() const { return usage_; }
   /// Sum of `tokens` over the events so far.
-  std::uint64_t tokens() const;
+  std::uint64_t tokens() const { return tokens_; }
   /// Events that were content (TTFT is at the first).
-  std::uint64_t content_events() const;
-  bool done() const;
+  std::uint64_t content_events() const { return content_events_; }
+  bool done() const { return done_; }
   /// The first error event's details, if any.
-  const std::optional<StreamError>& error() const;
+  const std::optional<StreamError>& error() const { return error_; }
   /// The response or chunk id (`cmpl-…`, `chatcmpl-…`, `resp_…`), once seen.
-  const std::string& id() const;
+  const std::string& id() const { return id_; }
   /// Last non-null finish_reason (completions/chat) or the final status (responses).
-  const std::string& finish_reason() const;
+  const std::string& finish_reason() const { return finish_reason_; }
   /// The generated text, when constructed with capture_text.
-  const std::string& text() const;
+  const std::string& text() const { return text_; }
+  /// The Responses stream's last `sequence_number`, once seen.
+  std::optional<std::uint64_t> sequence_number() const { return sequence_number_; }
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  struct Run;  // the parsing code (stream.cpp)
+  std::unique_ptr<JsonScratch> owned_;
+  JsonScratch* scratch_;
+  Dialect dialect_;
+  bool capture_;
+  StreamUsage usage_;
+  std::uint64_t tokens_ = 0;
+  std::uint64_t content_events_ = 0;
+  bool done_ = false;
+  std::optional<StreamError> error_;
+  std::string id_;
+  std::string finish_reason_;
+  std::string text_;
+  std::optional<std::uint64_t> last_completion_tokens_;
+  std::optional<std::uint64_t> sequence_number_;
 };
 
-}  // namespace llmux::bench
+}  // namespace llmux::openai

@@ -1,12 +1,13 @@
-#include "bench/sse.hpp"
+#include "openai/sse.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
 
-namespace llmux::bench {
+namespace llmux::openai {
 namespace {
 
 struct Ev {
@@ -89,6 +90,31 @@ TEST(SseParser, LineEndingsLfCrlfAndCr) {
   EXPECT_EQ(ev[1].data, "b");
   EXPECT_EQ(ev[2].data, "c");
   EXPECT_EQ(ev[3].data, "d\ne");
+}
+
+TEST(SseParser, CountsLinesNotEndedByLf) {
+  SseParser p;
+  parse_chunks(p, {"data: a\n\n"});
+  EXPECT_EQ(p.cr_line_ends(), 0u);
+  parse_chunks(p, {"data: b\r\n\r\ndata: c\r\r"});
+  EXPECT_EQ(p.cr_line_ends(), 4u);
+}
+
+TEST(SseParser, EventHeldInPlaceSurvivesTheChunkThatCarriedIt) {
+  // The name and data of an unfinished event may be views into the chunk; the chunk's buffer is
+  // then reused by the socket, so they must be copied before feed() returns.
+  SseParser p;
+  std::string chunk = "event: response.output_text.delta\ndata: {\"delta\":\"first\"}\n";
+  EXPECT_EQ(p.feed(chunk, [](const SseEvent&) {}), 0u);
+  EXPECT_TRUE(p.mid_event());
+  std::fill(chunk.begin(), chunk.end(), 'X');  // what a reused read buffer would do
+  std::vector<Ev> ev = parse_chunks(p, {"\n"});
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0], (Ev{"response.output_text.delta", "{\"delta\":\"first\"}", ""}));
+  // A second data line after an in-place first one is joined, in the same chunk or the next.
+  ev = parse_chunks(p, {"data: x\ndata: y\n", "data: z\n\n"});
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].data, "x\ny\nz");
 }
 
 TEST(SseParser, CrlfSplitAcrossChunksIsOneLineEnd) {
@@ -178,4 +204,4 @@ TEST(SseParser, LimitsFailTheStream) {
 }
 
 }  // namespace
-}  // namespace llmux::bench
+}  // namespace llmux::openai

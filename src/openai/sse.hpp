@@ -9,8 +9,11 @@
 // has no `data:` line is not dispatched (as the spec says). The `event:` name is given as sent
 // (empty when there was none, where a browser would say "message"). `retry:` is ignored.
 //
-// Cost: no allocation per event once the internal buffers have grown to the largest line and
-// event; a line wholly inside one chunk is parsed in place.
+// Cost: an event whose `event:` line and single `data:` line arrive in one chunk — what a proxy
+// that relays whole events hands over — is dispatched in place, with no copy and no allocation;
+// otherwise no allocation per event once the internal buffers have grown to the largest line
+// and event. Used by the bench (every response it reads) and the gateway's taps (every stream
+// it relays), so both read SSE the same way.
 //
 // Thread safety and ownership: one parser per stream, used by one thread at a time. The views
 // in SseEvent point into the parser's buffers or into the chunk being fed; they are valid only
@@ -20,7 +23,7 @@
 #include <string>
 #include <string_view>
 
-namespace llmux::bench {
+namespace llmux::openai {
 
 struct SseEvent {
   std::string_view event;  ///< the `event:` field; empty when absent
@@ -49,6 +52,9 @@ class SseParser {
   /// True when bytes of an unfinished event are buffered: if the stream ended now, that event
   /// would be lost (a broken stream, unless the server simply omitted the final blank line).
   bool mid_event() const { return !line_.empty() || has_data_ || !event_.empty(); }
+  /// Lines that ended in CR or CRLF rather than LF (servers send LF; a strict reader may
+  /// insist on it).
+  std::uint64_t cr_line_ends() const { return cr_line_ends_; }
   /// Number of comment lines seen (servers send them as keep-alives).
   std::uint64_t comments() const { return comments_; }
   /// Number of events dispatched so far.
@@ -58,8 +64,16 @@ class SseParser {
 
  private:
   /// Processes one complete line; returns true when it completes an event to dispatch.
-  bool on_line(std::string_view line);
-  SseEvent current() const { return SseEvent{event_, data_, id_}; }
+  /// `in_chunk`: the line points into the chunk being fed (valid until feed() returns), so a
+  /// value may be kept as a view instead of copied.
+  bool on_line(std::string_view line, bool in_chunk);
+  SseEvent current() const {
+    return SseEvent{event_in_chunk_ ? event_view_ : std::string_view(event_),
+                    data_in_chunk_ ? data_view_ : std::string_view(data_), id_};
+  }
+  std::size_t data_size() const { return data_in_chunk_ ? data_view_.size() : data_.size(); }
+  /// Copies values still held as views into the parser's buffers (the chunk is going away).
+  void own_views();
   void clear_event();
 
   Limits limits_{};
@@ -67,12 +81,18 @@ class SseParser {
   std::string data_;   // data of the event being built
   std::string event_;  // event name of the event being built
   std::string id_;     // last event id
+  // The event's name and data while they are one view into the current chunk (see on_line).
+  std::string_view event_view_;
+  std::string_view data_view_;
+  bool event_in_chunk_ = false;
+  bool data_in_chunk_ = false;
   bool has_data_ = false;
   bool skip_lf_ = false;  // the previous chunk ended in '\r'; a leading '\n' belongs to it
   bool first_line_ = true;
   bool failed_ = false;
   std::uint64_t comments_ = 0;
   std::uint64_t events_ = 0;
+  std::uint64_t cr_line_ends_ = 0;
 };
 
 template <typename F>
@@ -98,7 +118,8 @@ std::size_t SseParser::feed(std::string_view in, F&& on_event) {
       break;
     }
     std::string_view line;
-    if (line_.empty()) {
+    const bool in_chunk = line_.empty();
+    if (in_chunk) {
       line = in.substr(i, j - i);
     } else {
       line_.append(in.substr(i, j - i));
@@ -109,8 +130,9 @@ std::size_t SseParser::feed(std::string_view in, F&& on_event) {
       break;
     }
     skip_lf_ = in[j] == '\r';
+    if (skip_lf_) ++cr_line_ends_;
     i = j + 1;
-    const bool dispatch = on_line(line);
+    const bool dispatch = on_line(line, in_chunk);
     line_.clear();
     if (failed_) break;
     if (dispatch) {
@@ -120,7 +142,8 @@ std::size_t SseParser::feed(std::string_view in, F&& on_event) {
       clear_event();
     }
   }
+  own_views();
   return dispatched;
 }
 
-}  // namespace llmux::bench
+}  // namespace llmux::openai

@@ -1,6 +1,6 @@
-#include "bench/sse.hpp"
+#include "openai/sse.hpp"
 
-namespace llmux::bench {
+namespace llmux::openai {
 
 void SseParser::reset() {
   line_.clear();
@@ -11,15 +11,29 @@ void SseParser::reset() {
   failed_ = false;
   comments_ = 0;
   events_ = 0;
+  cr_line_ends_ = 0;
+}
+
+void SseParser::own_views() {
+  if (event_in_chunk_) {
+    event_.assign(event_view_);
+    event_in_chunk_ = false;
+  }
+  if (data_in_chunk_) {
+    data_.assign(data_view_);
+    data_in_chunk_ = false;
+  }
 }
 
 void SseParser::clear_event() {
   data_.clear();
   event_.clear();
+  data_in_chunk_ = false;
+  event_in_chunk_ = false;
   has_data_ = false;
 }
 
-bool SseParser::on_line(std::string_view line) {
+bool SseParser::on_line(std::string_view line, bool in_chunk) {
   if (first_line_) {
     first_line_ = false;
     constexpr std::string_view kBom = "\xEF\xBB\xBF";
@@ -28,6 +42,7 @@ bool SseParser::on_line(std::string_view line) {
   if (line.empty()) {
     if (has_data_) return true;
     event_.clear();  // a block without data is dropped, name included
+    event_in_chunk_ = false;
     return false;
   }
   if (line.front() == ':') {
@@ -42,15 +57,30 @@ bool SseParser::on_line(std::string_view line) {
     if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   }
   if (field == "data") {
-    if (data_.size() + value.size() + 1 > limits_.max_event) {
+    if (data_size() + value.size() + 1 > limits_.max_event) {
       failed_ = true;
       return false;
     }
-    if (has_data_) data_.push_back('\n');
-    data_.append(value);
+    if (!has_data_ && in_chunk) {
+      data_view_ = value;  // the common case: one data line, kept in place
+      data_in_chunk_ = true;
+    } else {
+      if (data_in_chunk_) {
+        data_.assign(data_view_);
+        data_in_chunk_ = false;
+      }
+      if (has_data_) data_.push_back('\n');
+      data_.append(value);
+    }
     has_data_ = true;
   } else if (field == "event") {
-    event_.assign(value);
+    if (in_chunk) {
+      event_view_ = value;
+      event_in_chunk_ = true;
+    } else {
+      event_.assign(value);
+      event_in_chunk_ = false;
+    }
   } else if (field == "id") {
     if (value.find('\0') == std::string_view::npos) id_.assign(value);
   }
@@ -58,4 +88,4 @@ bool SseParser::on_line(std::string_view line) {
   return false;
 }
 
-}  // namespace llmux::bench
+}  // namespace llmux::openai

@@ -1,4 +1,4 @@
-#include "bench/openai_stream.hpp"
+#include "openai/stream.hpp"
 
 #include <simdjson.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/tokenizer.hpp"
 
-namespace llmux::bench {
+namespace llmux::openai {
 namespace od = simdjson::ondemand;
 
 std::string_view to_string(Dialect d) {
@@ -132,39 +132,50 @@ bool is_text_delta_type(std::string_view type) {
 
 }  // namespace
 
-struct StreamInterpreter::Impl {
-  Dialect dialect;
-  bool capture;
+struct JsonScratch::Impl {
   od::parser parser;
-  std::string buf;
+  std::string buf;  // the text being parsed, with SIMDJSON_PADDING bytes after it
+};
 
-  StreamUsage usage;
-  std::uint64_t tokens = 0;
-  std::uint64_t content_events = 0;
-  bool done = false;
-  std::optional<StreamError> error;
-  std::string id;
-  std::string finish_reason;
-  std::string text;
-  std::optional<std::uint64_t> last_completion_tokens;  // cumulative, for continuous usage
+JsonScratch::JsonScratch() : impl_(std::make_unique<Impl>()) {}
+JsonScratch::~JsonScratch() = default;
+
+/// One call's work: the parsing code, over the interpreter's state and the scratch's parser.
+struct StreamInterpreter::Run {
+  explicit Run(StreamInterpreter& s)
+      : parser(s.scratch_->impl_->parser),
+        buf(s.scratch_->impl_->buf),
+        dialect(s.dialect_),
+        capture(s.capture_),
+        usage(s.usage_),
+        tokens(s.tokens_),
+        content_events(s.content_events_),
+        done(s.done_),
+        error(s.error_),
+        id(s.id_),
+        finish_reason(s.finish_reason_),
+        text(s.text_),
+        last_completion_tokens(s.last_completion_tokens_),
+        sequence_number(s.sequence_number_) {}
+
+  od::parser& parser;
+  std::string& buf;
+  const Dialect dialect;
+  const bool capture;
+  StreamUsage& usage;
+  std::uint64_t& tokens;
+  std::uint64_t& content_events;
+  bool& done;
+  std::optional<StreamError>& error;
+  std::string& id;
+  std::string& finish_reason;
+  std::string& text;
+  std::optional<std::uint64_t>& last_completion_tokens;  // cumulative, for continuous usage
+  std::optional<std::uint64_t>& sequence_number;
 
   // Per-event scratch.
   std::uint64_t est = 0;
   bool any_text = false;
-
-  Impl(Dialect d, bool c) : dialect(d), capture(c) {}
-
-  void reset_state() {
-    usage = {};
-    tokens = 0;
-    content_events = 0;
-    done = false;
-    error.reset();
-    id.clear();
-    finish_reason.clear();
-    text.clear();
-    last_completion_tokens.reset();
-  }
 
   void add_text(std::string_view s) {
     if (s.empty()) return;
@@ -310,6 +321,8 @@ struct StreamInterpreter::Impl {
       od::value val = field.value();
       if (key == "type") {
         get_str(val, type);
+      } else if (key == "sequence_number") {
+        if (auto n = get_u64(val)) sequence_number = n;
       } else if (key == "delta") {
         has_delta = get_str(val, delta);
       } else if (key == "response") {
@@ -501,50 +514,37 @@ struct StreamInterpreter::Impl {
 };
 
 StreamInterpreter::StreamInterpreter(Dialect dialect, bool capture_text)
-    : impl_(std::make_unique<Impl>(dialect, capture_text)) {}
+    : owned_(std::make_unique<JsonScratch>()),
+      scratch_(owned_.get()),
+      dialect_(dialect),
+      capture_(capture_text) {}
+StreamInterpreter::StreamInterpreter(Dialect dialect, JsonScratch& shared, bool capture_text)
+    : scratch_(&shared), dialect_(dialect), capture_(capture_text) {}
 StreamInterpreter::~StreamInterpreter() = default;
 StreamInterpreter::StreamInterpreter(StreamInterpreter&&) noexcept = default;
 StreamInterpreter& StreamInterpreter::operator=(StreamInterpreter&&) noexcept = default;
 
 EventInfo StreamInterpreter::on_event(std::string_view event_name, std::string_view data) {
-  return impl_->on_event(event_name, data);
+  return Run(*this).on_event(event_name, data);
 }
 EventInfo StreamInterpreter::on_body(std::string_view body) {
-  return impl_->on_body(body);
+  return Run(*this).on_body(body);
 }
 void StreamInterpreter::reset() {
-  impl_->reset_state();
+  usage_ = {};
+  tokens_ = 0;
+  content_events_ = 0;
+  done_ = false;
+  error_.reset();
+  id_.clear();
+  finish_reason_.clear();
+  text_.clear();
+  last_completion_tokens_.reset();
+  sequence_number_.reset();
 }
 void StreamInterpreter::reset(Dialect dialect) {
-  impl_->reset_state();
-  impl_->dialect = dialect;
-}
-Dialect StreamInterpreter::dialect() const {
-  return impl_->dialect;
-}
-const StreamUsage& StreamInterpreter::usage() const {
-  return impl_->usage;
-}
-std::uint64_t StreamInterpreter::tokens() const {
-  return impl_->tokens;
-}
-std::uint64_t StreamInterpreter::content_events() const {
-  return impl_->content_events;
-}
-bool StreamInterpreter::done() const {
-  return impl_->done;
-}
-const std::optional<StreamError>& StreamInterpreter::error() const {
-  return impl_->error;
-}
-const std::string& StreamInterpreter::id() const {
-  return impl_->id;
-}
-const std::string& StreamInterpreter::finish_reason() const {
-  return impl_->finish_reason;
-}
-const std::string& StreamInterpreter::text() const {
-  return impl_->text;
+  reset();
+  dialect_ = dialect;
 }
 
-}  // namespace llmux::bench
+}  // namespace llmux::openai
