@@ -8,34 +8,24 @@
 namespace llmux::gateway {
 
 void start_watch(Client& c) {
-  c.watch = ClientWatch{};
-  ClientWatch* watch = &c.watch;
-  net::steady_timer* wake = &c.wake;
-  beast::flat_buffer* buf = &c.buf;
-  // A plain completion handler, not a coroutine: one per request, so it should be cheap. The
-  // session waits (stop_watch) for this handler before it reads again or ends, so the raw
-  // pointers stay valid.
-  c.sock.async_read_some(buf->prepare(512),
-                         [buf, watch, wake](boost::system::error_code ec, std::size_t n) {
-                           if (!ec) {
-                             buf->commit(n);
-                           } else if (!watch->finished && ec != net::error::operation_aborted) {
-                             watch->client_gone = true;
-                             watch->close_upstream();
-                           }
-                           watch->done = true;
-                           wake->cancel();
-                         });
+  c.watch.client_gone = false;
+  c.watch.up = nullptr;
+  // A plain completion handler (inside PeerWatch), not a coroutine: one per request, so it
+  // should be cheap. The session waits (stop_watch) for it before it reads again or ends, so
+  // the pointers it holds stay valid.
+  c.watch.peer.start(
+      c.sock, c.buf, 512,
+      [](void* ctx) {
+        auto* watch = static_cast<ClientWatch*>(ctx);
+        watch->client_gone = true;
+        watch->close_upstream();
+      },
+      &c.watch);
 }
 
 net::awaitable<void> stop_watch(Client& c) {
-  c.watch.finished = true;
   c.watch.up = nullptr;
-  if (!c.watch.done) {
-    boost::system::error_code ignored;
-    c.sock.cancel(ignored);
-    while (!c.watch.done) co_await c.wake.async_wait(use_tuple);
-  }
+  return c.watch.peer.stop(c.sock);  // not a coroutine itself: no frame of its own
 }
 
 net::awaitable<bool> write_json(const Shared& s, Client& c, int status, std::string body,

@@ -8,19 +8,19 @@
 #include <string_view>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
 #include "gateway/worker.hpp"
+#include "http/peer_watch.hpp"
 
 namespace llmux::gateway {
 
-/// The watch on the client socket while a request is proxied: if the client goes away, the
-/// upstream connection of the current attempt is closed at once (the backend aborts the
-/// request), before or after the response header.
+/// The watch on the client socket while a request is proxied (an http::PeerWatch): if the client
+/// goes away, the upstream connection of the current attempt is closed at once (the backend
+/// aborts the request), before or after the response header.
 struct ClientWatch {
-  bool done = false;                 // the watch's read has completed
-  bool finished = false;             // the proxy no longer needs it
+  explicit ClientWatch(const net::any_io_executor& ex) : peer(ex) {}
+  http::PeerWatch peer;              // the read kept pending on the client socket
   bool client_gone = false;          // the client closed or reset its connection
   upstream::Upstream* up = nullptr;  // the current attempt's connection
   void close_upstream() {
@@ -33,21 +33,18 @@ struct ClientWatch {
 
 struct Client {
   Client(tcp::socket s, http::DeadlineList& list)
-      : sock(std::move(s)),
-        dl(list, sock),
-        wake(sock.get_executor(), net::steady_timer::time_point::max()) {}
+      : sock(std::move(s)), dl(list, sock), watch(sock.get_executor()) {}
   tcp::socket sock;
   beast::flat_buffer buf;
   bool keep_alive = true;
   std::string peer;
   http::ScopedDeadline dl;
-  ClientWatch watch;       // the current request's watch on this socket
-  net::steady_timer wake;  // wakes stop_watch() when the watch's read completes
+  ClientWatch watch;  // the current request's watch on this socket
 };
 
-/// Starts watching the client (resets c.watch): completes when the client closes or resets its
-/// connection (then closes the current upstream connection), when it pipelines its next request
-/// (those bytes stay in c.buf), or when stop_watch() cancels it.
+/// Starts watching the client (resets c.watch's client_gone and up): completes when the client
+/// closes or resets its connection (then closes the current upstream connection), when it
+/// pipelines its next request (those bytes stay in c.buf), or when stop_watch() cancels it.
 void start_watch(Client& c);
 /// Ends the watch and waits until its read is gone, so the session may read the socket again.
 net::awaitable<void> stop_watch(Client& c);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/clock.hpp"
+#include "http/peer_watch.hpp"
 #include "sim/frames.hpp"
 
 namespace llmux::sim {
@@ -24,21 +25,8 @@ std::string chunk_frame(std::string_view data) {
   return fmt::format("{:x}\r\n{}\r\n", data.size(), data);
 }
 
-/// Completes when the client closes its side or the connection fails. Bytes of a pipelined
-/// next request are kept in the connection's buffer and stop the watch.
-awaitable<void> watch_disconnect(Conn& c) {
-  auto [ec, n] = co_await c.sock().async_read_some(c.buf.prepare(4096), use_tuple);
-  if (!ec) {
-    c.buf.commit(n);
-    net::steady_timer forever(c.sock().get_executor(), net::steady_timer::time_point::max());
-    co_await forever.async_wait(use_tuple);
-    co_return;
-  }
-  if (ec == net::error::operation_aborted) {
-    net::steady_timer forever(c.sock().get_executor(), net::steady_timer::time_point::max());
-    co_await forever.async_wait(use_tuple);
-  }
-}
+/// The most a watch reads at once: bytes of a pipelined next request, kept in c.buf.
+constexpr std::size_t kWatchRead = 4096;
 
 awaitable<void> wait_finished(std::shared_ptr<Job> job) {
   while (!job->finished && !job->fault_close && !job->stalled && !job->aborted) {
@@ -92,19 +80,26 @@ awaitable<void> stream_writer(Conn& c, std::shared_ptr<Job> job, bool chunked) {
 
 awaitable<void> plain_response(Conn& c, Request& req, std::shared_ptr<Job> job,
                                EngineDriver& driver) {
-  auto which = co_await (wait_finished(job) || watch_disconnect(c));
+  // Watch the client while the job runs: when it leaves, vLLM aborts the request. Bytes of a
+  // pipelined next request stay in c.buf and end the watch, not the wait.
+  ::llmux::http::PeerWatch watch(c.sock().get_executor());
+  watch.start(c.sock(), c.buf, kWatchRead);
+  auto which = co_await (wait_finished(job) || watch.until_gone());
+  if (which.index() == 0 && !job->fault_close && job->stalled) {
+    // Never answered: the connection is held until the client leaves (reading on after
+    // pipelined bytes), and the job is not dropped.
+    c.keep_alive = false;
+    if (!watch.active() && !watch.gone()) watch.start(c.sock(), c.buf, kWatchRead);
+    co_await watch.until_gone();
+  }
+  co_await watch.stop(c.sock());
   if (which.index() == 1) {  // the client left: vLLM aborts the request
     driver.drop(*job, "client_gone");
     c.keep_alive = false;
     co_return;
   }
-  if (job->fault_close) {
+  if (job->fault_close || job->stalled) {
     c.keep_alive = false;
-    co_return;
-  }
-  if (job->stalled) {
-    c.keep_alive = false;
-    co_await watch_disconnect(c);
     co_return;
   }
   if (job->aborted) {
@@ -148,7 +143,10 @@ awaitable<void> stream_response(Conn& c, Request& req, std::shared_ptr<Job> job,
     c.keep_alive = false;
     co_return;
   }
-  auto which = co_await (stream_writer(c, job, chunked) || watch_disconnect(c));
+  ::llmux::http::PeerWatch watch(c.sock().get_executor());
+  watch.start(c.sock(), c.buf, kWatchRead);
+  auto which = co_await (stream_writer(c, job, chunked) || watch.until_gone());
+  co_await watch.stop(c.sock());
   if (!job->finished) {
     // Client gone, write error, or a fault: stop generating now.
     if (job->in_engine || driver.tracks(job->seq))

@@ -1,0 +1,66 @@
+#include "http/peer_watch.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace llmux::http {
+
+namespace net = boost::asio;
+
+namespace {
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+}  // namespace
+
+/// The read's completion handler: one pointer, so Asio's recycled operation memory holds it.
+struct PeerWatch::Handler {
+  PeerWatch* self;
+  void operator()(const boost::system::error_code& ec, std::size_t n) const {
+    self->on_read(ec, n);
+  }
+};
+
+PeerWatch::PeerWatch(const net::any_io_executor& ex)
+    : wake_(ex, net::steady_timer::time_point::max()) {}
+
+void PeerWatch::start(net::ip::tcp::socket& sock, boost::beast::flat_buffer& buf,
+                      std::size_t max_read, OnGone on_gone, void* ctx) {
+  buf_ = &buf;
+  on_gone_ = on_gone;
+  ctx_ = ctx;
+  active_ = true;
+  stopping_ = false;
+  gone_ = false;
+  sock.async_read_some(buf.prepare(max_read), Handler{this});
+}
+
+void PeerWatch::on_read(const boost::system::error_code& ec, std::size_t n) {
+  active_ = false;
+  if (!ec) {
+    buf_->commit(n);  // a pipelined next request: the session reads it from the buffer
+  } else if (!stopping_ && ec != net::error::operation_aborted) {
+    gone_ = true;
+    if (on_gone_) on_gone_(ctx_);
+  }
+  wake_.cancel();
+}
+
+net::awaitable<void> PeerWatch::stop(net::ip::tcp::socket& sock) {
+  stopping_ = true;
+  if (!active_) co_return;
+  boost::system::error_code ignored;
+  sock.cancel(ignored);
+  while (active_) co_await wake_.async_wait(use_tuple);
+}
+
+net::awaitable<void> PeerWatch::until_gone() {
+  // The timer never expires: a wait ends when the read's handler ran (then look again) or when
+  // this coroutine is cancelled (then return; awaiting again would throw).
+  while (!gone_) {
+    auto cs = co_await net::this_coro::cancellation_state;
+    if (cs.cancelled() != net::cancellation_type::none) co_return;
+    co_await wake_.async_wait(use_tuple);
+  }
+}
+
+}  // namespace llmux::http
