@@ -3,17 +3,16 @@
 // from this very binary), runs both seed benchmarks with `llmux bench`, prints the report beside
 // the seed's published figures, and stops everything it started — also on Ctrl-C.
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,6 +24,7 @@
 
 #include "bench/commands.hpp"
 #include "cli/commands.hpp"
+#include "core/process.hpp"
 
 namespace llmux::cli {
 namespace {
@@ -48,32 +48,31 @@ void on_interrupt(int sig) {
   ::_exit(128 + sig);
 }
 
-/// A child process of this binary that prints a JSON ready line with its port.
+/// A child process of this binary that prints a JSON ready line with its port. Its stderr goes
+/// to `log` (or, if that cannot be opened, to the demo's own); it dies with the demo (SIGTERM).
 class Child {
  public:
-  Child(const std::string& name, std::vector<std::string> args, const fs::path& log) : name_(name) {
+  Child(const std::string& name, const std::vector<std::string>& args, const fs::path& log)
+      : name_(name) {
     int out[2];
-    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the demo
-      if (::getppid() != parent) ::_exit(1);
-      ::dup2(out[1], STDOUT_FILENO);
-      int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (err >= 0) ::dup2(err, STDERR_FILENO);
+    if (::pipe2(out, O_CLOEXEC) != 0)
+      throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+    const int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    std::vector<std::string> argv{"/proc/self/exe"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    try {
+      pid_ = proc::spawn(argv, {.stdin_fd = proc::kInherit,
+                                .stdout_fd = out[1],
+                                .stderr_fd = err >= 0 ? err : proc::kInherit,
+                                .death_signal = SIGTERM});  // never outlive the demo
+    } catch (...) {
       ::close(out[0]);
       ::close(out[1]);
-      std::vector<char*> argv;
-      std::string self = "/proc/self/exe";
-      argv.push_back(self.data());
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv("/proc/self/exe", argv.data());
-      ::_exit(127);
+      if (err >= 0) ::close(err);
+      throw;
     }
     ::close(out[1]);
+    if (err >= 0) ::close(err);
     fd_ = out[0];
     for (auto& c : g_children) {
       pid_t expected = 0;
@@ -84,22 +83,14 @@ class Child {
   Child& operator=(const Child&) = delete;
   ~Child() { stop(); }
 
-  /// Waits for the ready line; returns the port.
+  /// Waits for the ready line (the first stdout line that is a JSON object with "port"; other
+  /// lines are skipped); returns the port.
   int wait_ready(std::chrono::seconds timeout) {
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    char c;
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      if (::read(fd_, &c, 1) != 1) break;
-      if (c != '\n') {
-        line.push_back(c);
-        continue;
-      }
+    const auto deadline = proc::Clock::now() + timeout;
+    std::string buffer, line;
+    while (proc::read_line(fd_, buffer, line, deadline) == proc::LineStatus::line) {
       boost::system::error_code ec;
       auto v = json::parse(line, ec);
-      line.clear();
       if (!ec && v.is_object() && v.as_object().contains("port")) {
         return static_cast<int>(v.at("port").to_number<std::int64_t>());
       }
@@ -107,18 +98,10 @@ class Child {
     throw std::runtime_error(fmt::format("{} did not become ready", name_));
   }
 
+  /// SIGTERM, up to 2 s to exit, then SIGKILL; reaps it.
   void stop() {
     if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 200; ++i) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        forget();
-        return;
-      }
-      ::usleep(10000);
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
+    proc::stop(pid_, std::chrono::seconds(2));
     forget();
   }
 

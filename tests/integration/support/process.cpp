@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -15,7 +13,8 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
+
+#include "core/process.hpp"
 
 #ifndef LLMUX_BINARY
 #define LLMUX_BINARY "llmux"
@@ -24,37 +23,14 @@
 namespace llmux::test {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = proc::Clock;
 
-int decode_status(int st) {
-  if (WIFEXITED(st)) return WEXITSTATUS(st);
-  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-  return -1;
-}
-
-// fork + exec with the given fds as the child's stdout/stderr (-1: /dev/null). The child dies
-// with the test (PR_SET_PDEATHSIG), so a crashed test leaves no server behind.
+// fork + exec with the given fds as the child's stdout/stderr (-1: /dev/null) and stdin
+// /dev/null. The child dies with the test (SIGKILL as its parent-death signal), so a crashed
+// test leaves no server behind.
 pid_t spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
-  if (argv.empty()) throw std::invalid_argument("spawn: empty argv");
-  std::vector<char*> args;
-  args.reserve(argv.size() + 1);
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    // Child: async-signal-safe calls only.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    const int devnull = ::open("/dev/null", O_RDWR);
-    ::dup2(devnull, 0);
-    ::dup2(out_fd >= 0 ? out_fd : devnull, 1);
-    ::dup2(err_fd >= 0 ? err_fd : devnull, 2);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  return pid;
+  return proc::spawn(
+      argv, {.stdin_fd = -1, .stdout_fd = out_fd, .stderr_fd = err_fd, .death_signal = SIGKILL});
 }
 
 int make_temp_file(std::string& path) {
@@ -124,28 +100,19 @@ RunResult run_to_completion(const std::vector<std::string>& argv,
   }
   for (auto& f : fds)
     if (f.fd >= 0) ::close(f.fd);
-  int st = 0;
   if (r.timed_out) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &st, 0);
+    proc::kill_and_reap(pid);
     r.exit_code = -1;
     return r;
   }
   // Both pipes are closed: the child is exiting. Bounded wait all the same.
-  for (;;) {
-    const pid_t w = ::waitpid(pid, &st, WNOHANG);
-    if (w == pid) {
-      r.exit_code = decode_status(st);
-      return r;
-    }
-    if (ms_left(deadline) == 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &st, 0);
-      r.timed_out = true;
-      return r;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling interval, not a sync
+  if (auto st = proc::wait_for_exit(pid, std::chrono::milliseconds(ms_left(deadline)))) {
+    r.exit_code = *st;
+    return r;
   }
+  proc::kill_and_reap(pid);
+  r.timed_out = true;
+  return r;
 }
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv,
@@ -163,32 +130,20 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
   ::close(err_fd);
   stdout_fd_ = out_pipe[0];
 
-  // Read stdout until the first complete line, bounded by ready_timeout.
-  const auto deadline = Clock::now() + ready_timeout;
+  // Read stdout until the first complete line, bounded by ready_timeout. `got`: all of stdout
+  // read, for the error message.
   std::string got;
   std::string why;
-  for (;;) {
-    if (auto nl = got.find('\n'); nl != std::string::npos) {
-      ready_line_ = got.substr(0, nl);
+  switch (proc::read_line(stdout_fd_, got, ready_line_, Clock::now() + ready_timeout)) {
+    case proc::LineStatus::line:
+      got = ready_line_ + '\n' + got;
       break;
-    }
-    const int left = ms_left(deadline);
-    if (left == 0) {
+    case proc::LineStatus::timed_out:
       why = "no ready line within the timeout";
       break;
-    }
-    pollfd p{stdout_fd_, POLLIN, 0};
-    const int n = ::poll(&p, 1, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;
-    char buf[1024];
-    const ssize_t r = ::read(stdout_fd_, buf, sizeof buf);
-    if (r > 0) {
-      got.append(buf, static_cast<std::size_t>(r));
-    } else if (r == 0) {
+    case proc::LineStatus::closed:
       why = "the child closed stdout (exited?) before its ready line";
       break;
-    }
   }
   if (why.empty()) {
     boost::system::error_code ec;
@@ -228,36 +183,29 @@ std::string ChildProcess::stderr_text() const {
   return read_file(stderr_path_);
 }
 
+// proc's -1 (not our child any more: reaped elsewhere) reads as exited with no status.
 bool ChildProcess::alive() {
   if (exit_status_) return false;
-  int st = 0;
-  const pid_t w = ::waitpid(pid_, &st, WNOHANG);
-  if (w == pid_) {
-    exit_status_ = decode_status(st);
-    return false;
-  }
-  return w == 0;
+  const auto st = proc::wait_for_exit(pid_, std::chrono::milliseconds(0));
+  if (!st) return true;
+  if (*st >= 0) exit_status_ = st;
+  return false;
 }
 
 std::optional<int> ChildProcess::wait_for_exit(std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    if (!alive()) return exit_status_;
-    if (Clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling interval
-  }
+  if (exit_status_) return exit_status_;
+  const auto st = proc::wait_for_exit(pid_, timeout);
+  if (st && *st >= 0) exit_status_ = st;
+  return exit_status_;
 }
 
 std::optional<int> ChildProcess::terminate(std::chrono::milliseconds timeout) {
   if (pid_ <= 0) return exit_status_;
   if (!alive()) return exit_status_;
-  ::kill(pid_, SIGTERM);
-  if (auto st = wait_for_exit(timeout)) return st;
-  ::kill(pid_, SIGKILL);
-  int st = 0;
-  ::waitpid(pid_, &st, 0);
-  exit_status_ = decode_status(st);
-  return std::nullopt;
+  int final_status = -1;
+  const auto st = proc::stop(pid_, timeout, &final_status);
+  if (final_status >= 0) exit_status_ = final_status;
+  return st;
 }
 
 bool has_sanitizer_report(const std::string& stderr_text) {
