@@ -85,7 +85,9 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
   // The header is serialised by Beast into `header_bytes` and goes out with the first piece of
   // the body in one gathered write; the body is framed here (chunk size, data, CRLF), which costs
   // far less than a serializer pass per piece.
-  std::string header_bytes;
+  // A worker-pooled string, given back as soon as the header is out: a held-open stream keeps
+  // no copy of its header.
+  std::string header_bytes = w.take_string();
   {
     bhttp::response_serializer<bhttp::buffer_body> sr{res};
     sr.split(true);
@@ -107,6 +109,7 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
     c.dl.disarm();
     if (hec) client_failed = true;
     header_bytes.clear();
+    w.give_string(std::move(header_bytes));
   }
 
   static constexpr std::size_t kBuf = Worker::kRelayBuf;
@@ -183,7 +186,10 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
         break;
       }
       bytes_out += cut + tail.size();
-      header_bytes.clear();
+      if (!header_bytes.empty()) {
+        header_bytes.clear();
+        w.give_string(std::move(header_bytes));
+      }
     }
     if (upstream_failed && !can_end_cleanly) {
       // A fixed-length or non-SSE body cannot be ended cleanly: close, so the client sees
@@ -202,6 +208,7 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
     c.dl.disarm();
     if (ec) client_failed = true;
   }
+  if (header_bytes.capacity() > 0) w.give_string(std::move(header_bytes));
   res.body().data = nullptr;
   w.give_buf(std::move(buf));
   c.watch.up = nullptr;  // from here on the connection may go back to the pool

@@ -39,7 +39,10 @@ openai::Dialect dialect_of(std::string_view path) {
 
 ResponseTap::ResponseTap(openai::Dialect dialect, std::string_view content_type,
                          openai::JsonScratch& scratch)
-    : kind_(kind_of(content_type)), reader_(dialect, scratch) {}
+    : kind_(kind_of(content_type)),
+      // Only the Responses API's ids are worth keeping (previous_response_id names them).
+      reader_(dialect, scratch, /*capture_text=*/false,
+              /*capture_ids=*/dialect == openai::Dialect::responses) {}
 
 void ResponseTap::feed(std::string_view piece, bool last) {
   switch (kind_) {

@@ -151,10 +151,7 @@ struct StreamInterpreter::Run {
         tokens(s.tokens_),
         content_events(s.content_events_),
         done(s.done_),
-        error(s.error_),
-        id(s.id_),
-        finish_reason(s.finish_reason_),
-        text(s.text_),
+        self(s),
         last_completion_tokens(s.last_completion_tokens_),
         sequence_number(s.sequence_number_) {}
 
@@ -166,10 +163,7 @@ struct StreamInterpreter::Run {
   std::uint64_t& tokens;
   std::uint64_t& content_events;
   bool& done;
-  std::optional<StreamError>& error;
-  std::string& id;
-  std::string& finish_reason;
-  std::string& text;
+  StreamInterpreter& self;  // id, finish reason, error and text live in its Extra
   std::optional<std::uint64_t>& last_completion_tokens;  // cumulative, for continuous usage
   std::optional<std::uint64_t>& sequence_number;
 
@@ -177,11 +171,17 @@ struct StreamInterpreter::Run {
   std::uint64_t est = 0;
   bool any_text = false;
 
+  void set_id(std::string_view v, bool first_only) {
+    if (!self.capture_ids_) return;
+    auto& x = self.extra();
+    if (!first_only || x.id.empty()) x.id = v;
+  }
+
   void add_text(std::string_view s) {
     if (s.empty()) return;
     est += std::max<std::size_t>(1, Tokenizer::count(s));
     any_text = true;
-    if (capture) text.append(s);
+    if (capture) self.extra().text.append(s);
   }
 
   void add_text_value(od::value& v) {
@@ -196,7 +196,8 @@ struct StreamInterpreter::Run {
   }
 
   void set_error(StreamError e) {
-    if (!error) error = std::move(e);
+    auto& x = self.extra();
+    if (!x.error) x.error = std::move(e);
   }
 
   void parse_delta(od::value& v) {
@@ -236,7 +237,7 @@ struct StreamInterpreter::Run {
         parse_delta(val);
       } else if (key == "finish_reason") {
         std::string_view s;
-        if (get_str(val, s)) finish_reason = s;
+        if (get_str(val, s)) self.extra().finish_reason = s;
       }
     }
   }
@@ -280,7 +281,7 @@ struct StreamInterpreter::Run {
         flat.code = scalar_text(val);
       } else if (key == "id") {
         std::string_view s;
-        if (id.empty() && get_str(val, s)) id = s;
+        if (get_str(val, s)) set_id(s, /*first_only=*/true);
       }
     }
     if (flat_error && !info.error) {
@@ -332,7 +333,7 @@ struct StreamInterpreter::Run {
           od::value rv = rf.value();
           if (rk == "id") {
             std::string_view s;
-            if (get_str(rv, s)) id = s;
+            if (get_str(rv, s)) set_id(s, /*first_only=*/false);
           } else if (rk == "status") {
             status = scalar_text(rv);
           } else if (rk == "usage") {
@@ -367,7 +368,7 @@ struct StreamInterpreter::Run {
     }
     if (type == "response.completed" || type == "response.incomplete") {
       info.done = true;
-      if (!status.empty()) finish_reason = status;
+      if (!status.empty()) self.extra().finish_reason = status;
     } else if (type == "response.failed") {
       info.done = true;
       info.error = true;
@@ -375,7 +376,7 @@ struct StreamInterpreter::Run {
       if (e.message.empty()) e.message = "response.failed";
       if (e.type.empty()) e.type = "response.failed";
       set_error(std::move(e));
-      if (!status.empty()) finish_reason = status;
+      if (!status.empty()) self.extra().finish_reason = status;
     } else if (type == "error") {
       info.error = true;
       StreamError e = top_error ? *top_error : event_error;
@@ -401,9 +402,9 @@ struct StreamInterpreter::Run {
       od::value val = field.value();
       if (key == "id") {
         std::string_view s;
-        if (get_str(val, s)) id = s;
+        if (get_str(val, s)) set_id(s, /*first_only=*/false);
       } else if (key == "status") {
-        finish_reason = scalar_text(val);
+        self.extra().finish_reason = scalar_text(val);
       } else if (key == "usage") {
         if (is_type(val, od::json_type::object)) {
           parse_usage(val, u);
@@ -518,8 +519,32 @@ StreamInterpreter::StreamInterpreter(Dialect dialect, bool capture_text)
       scratch_(owned_.get()),
       dialect_(dialect),
       capture_(capture_text) {}
-StreamInterpreter::StreamInterpreter(Dialect dialect, JsonScratch& shared, bool capture_text)
-    : scratch_(&shared), dialect_(dialect), capture_(capture_text) {}
+StreamInterpreter::StreamInterpreter(Dialect dialect, JsonScratch& shared, bool capture_text,
+                                     bool capture_ids)
+    : scratch_(&shared), dialect_(dialect), capture_(capture_text), capture_ids_(capture_ids) {}
+
+StreamInterpreter::Extra& StreamInterpreter::extra() {
+  if (!extra_) extra_ = std::make_unique<Extra>();
+  return *extra_;
+}
+
+namespace {
+const std::string kEmpty;
+const std::optional<StreamError> kNoError;
+}  // namespace
+
+const std::optional<StreamError>& StreamInterpreter::error() const {
+  return extra_ ? extra_->error : kNoError;
+}
+const std::string& StreamInterpreter::id() const {
+  return extra_ ? extra_->id : kEmpty;
+}
+const std::string& StreamInterpreter::finish_reason() const {
+  return extra_ ? extra_->finish_reason : kEmpty;
+}
+const std::string& StreamInterpreter::text() const {
+  return extra_ ? extra_->text : kEmpty;
+}
 StreamInterpreter::~StreamInterpreter() = default;
 StreamInterpreter::StreamInterpreter(StreamInterpreter&&) noexcept = default;
 StreamInterpreter& StreamInterpreter::operator=(StreamInterpreter&&) noexcept = default;
@@ -535,10 +560,7 @@ void StreamInterpreter::reset() {
   tokens_ = 0;
   content_events_ = 0;
   done_ = false;
-  error_.reset();
-  id_.clear();
-  finish_reason_.clear();
-  text_.clear();
+  if (extra_) *extra_ = Extra{};
   last_completion_tokens_.reset();
   sequence_number_.reset();
 }

@@ -90,8 +90,10 @@ class StreamInterpreter {
   /// An interpreter with a JSON parser of its own.
   explicit StreamInterpreter(Dialect dialect, bool capture_text = false);
   /// An interpreter that parses with `shared` (which must outlive it; same thread only). Its own
-  /// state is a few hundred bytes and allocates nothing until a long id or an error arrives.
-  StreamInterpreter(Dialect dialect, JsonScratch& shared, bool capture_text = false);
+  /// state is ~150 bytes; it allocates only for what it keeps beyond counts: ids (unless
+  /// `capture_ids` is false), the finish reason, an error, the text.
+  StreamInterpreter(Dialect dialect, JsonScratch& shared, bool capture_text = false,
+                    bool capture_ids = true);
   ~StreamInterpreter();
   StreamInterpreter(StreamInterpreter&&) noexcept;
   StreamInterpreter& operator=(StreamInterpreter&&) noexcept;
@@ -120,13 +122,13 @@ class StreamInterpreter {
   std::uint64_t content_events() const { return content_events_; }
   bool done() const { return done_; }
   /// The first error event's details, if any.
-  const std::optional<StreamError>& error() const { return error_; }
+  const std::optional<StreamError>& error() const;
   /// The response or chunk id (`cmpl-…`, `chatcmpl-…`, `resp_…`), once seen.
-  const std::string& id() const { return id_; }
+  const std::string& id() const;
   /// Last non-null finish_reason (completions/chat) or the final status (responses).
-  const std::string& finish_reason() const { return finish_reason_; }
+  const std::string& finish_reason() const;
   /// The generated text, when constructed with capture_text.
-  const std::string& text() const { return text_; }
+  const std::string& text() const;
   /// The Responses stream's last `sequence_number`, once seen.
   std::optional<std::uint64_t> sequence_number() const { return sequence_number_; }
 
@@ -140,10 +142,15 @@ class StreamInterpreter {
   std::uint64_t tokens_ = 0;
   std::uint64_t content_events_ = 0;
   bool done_ = false;
-  std::optional<StreamError> error_;
-  std::string id_;
-  std::string finish_reason_;
-  std::string text_;
+  bool capture_ids_ = true;
+  // What is kept beyond counts, allocated when first needed: a stream the gateway relays
+  // usually needs none of it while it is held open.
+  struct Extra {
+    std::optional<StreamError> error;
+    std::string id, finish_reason, text;
+  };
+  Extra& extra();
+  std::unique_ptr<Extra> extra_;
   std::optional<std::uint64_t> last_completion_tokens_;
   std::optional<std::uint64_t> sequence_number_;
 };
