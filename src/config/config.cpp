@@ -84,4 +84,14 @@ GatewayConfig load_and_validate_file(const std::string& path, std::vector<Config
   return load_and_validate(text.str(), errors);
 }
 
+void apply(const HealthChecksOverride& o, HealthChecks& base) {
+  if (o.enabled) base.enabled = *o.enabled;
+  if (o.path) base.path = *o.path;
+  if (o.interval) base.interval = *o.interval;
+  if (o.timeout) base.timeout = *o.timeout;
+  if (o.healthy_threshold) base.healthy_threshold = *o.healthy_threshold;
+  if (o.unhealthy_threshold) base.unhealthy_threshold = *o.unhealthy_threshold;
+  if (o.jitter) base.jitter = *o.jitter;
+}
+
 }  // namespace llmux::config

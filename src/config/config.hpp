@@ -19,6 +19,41 @@ struct Listener {
   std::uint16_t port = 8080;
 };
 
+/// Active health checks: GET `path` every `interval` (± `jitter` of it), failing after
+/// `timeout`; `unhealthy_threshold` failures in a row take the backend out, `healthy_threshold`
+/// passes in a row bring it back. A 2xx answer passes (vLLM's /health is 200 once loaded).
+struct HealthChecks {
+  bool enabled = true;
+  std::string path = "/health";
+  Millis interval{2000};
+  Millis timeout{1000};
+  int healthy_threshold = 1;
+  int unhealthy_threshold = 2;
+  double jitter = 0.1;  // fraction of the interval, 0-0.5
+};
+
+/// A backend's own `health_checks:` keys; unset ones come from the top-level block.
+struct HealthChecksOverride {
+  std::optional<bool> enabled;
+  std::optional<std::string> path;
+  std::optional<Millis> interval, timeout;
+  std::optional<int> healthy_threshold, unhealthy_threshold;
+  std::optional<double> jitter;
+};
+
+/// `base` with the keys `o` sets replaced.
+void apply(const HealthChecksOverride& o, HealthChecks& base);
+
+/// Passive outlier detection from attempts' outcomes: `consecutive_failures` connect failures,
+/// timeouts or 5xx in a row eject a backend for `base_ejection`, doubled for each ejection in a
+/// row (no success in between), at most `max_ejection`.
+struct OutlierDetection {
+  bool enabled = true;
+  int consecutive_failures = 3;
+  Millis base_ejection{5000};
+  Millis max_ejection{60000};
+};
+
 struct Backend {
   std::string name;
   std::string url;  // http://host:port[/base-path]
@@ -32,6 +67,8 @@ struct Backend {
   // backend's own keep-alive timeout (uvicorn, which vLLM runs on, closes after 5 s), so the
   // gateway never sends a request on a connection the backend is closing.
   Millis pool_idle_timeout{4000};
+  HealthChecksOverride health_override;  // as written under the backend
+  HealthChecks health;                   // resolved by validate(): top level + override
 };
 
 struct RouteMatch {
@@ -78,6 +115,8 @@ struct GatewayConfig {
   Timeouts timeouts;
   Limits limits;
   AccessLog access_log;
+  HealthChecks health_checks;  // defaults for every backend
+  OutlierDetection outlier_detection;
 };
 
 struct ConfigError {

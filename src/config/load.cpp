@@ -16,6 +16,7 @@
 //       max_inflight: 0                        # 0 = unlimited
 //       pool_idle_timeout: 4s                  # idle pooled connections closed after this;
 //                                              # keep below the backend's keep-alive timeout
+//       health_checks: {path: /ping}           # this backend's own health_checks keys
 //   routes:                                    # matched in order; the first match wins
 //     - name: responses                        # optional; default "route<i>" (i from 0)
 //       match:                                 # all conditions must hold; none = every request
@@ -33,6 +34,11 @@
 //   limits: {max_body_bytes: 16MiB, max_header_bytes: 64KiB}  # KiB/MiB/GiB (2^10...),
 //                                              # KB/MB/GB (10^3...), B, or a number of bytes
 //   access_log: stdout                         # stdout, off, or a file path
+//   health_checks:                             # active checks, per backend (defaults shown)
+//     {enabled: true, path: /health, interval: 2s, timeout: 1s, healthy_threshold: 1,
+//      unhealthy_threshold: 2, jitter: 0.1}
+//   outlier_detection:                         # passive: ejection on failures in a row
+//     {enabled: true, consecutive_failures: 3, base_ejection: 5s, max_ejection: 60s}
 //
 // Loading is strict: unknown keys (with a "did you mean" for near misses), duplicate keys, wrong
 // types and YAML syntax errors are all reported, with the field path ("routes[1].match.methods[0]")
@@ -46,6 +52,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -174,6 +181,36 @@ class Loader {
     return true;
   }
 
+  bool boolean(const YAML::Node& n, const std::string& field, bool& out) {
+    if (n.IsScalar()) {
+      const std::string v = lower(n.Scalar());
+      if (v == "true" || v == "yes" || v == "on") {
+        out = true;
+        return true;
+      }
+      if (v == "false" || v == "no" || v == "off") {
+        out = false;
+        return true;
+      }
+    }
+    type_error(field, n, "true or false");
+    return false;
+  }
+
+  bool number(const YAML::Node& n, const std::string& field, double& out) {
+    if (n.IsScalar()) {
+      const std::string& s = n.Scalar();
+      double v = 0;
+      const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (!s.empty() && p == s.data() + s.size() && ec == std::errc() && std::isfinite(v)) {
+        out = v;
+        return true;
+      }
+    }
+    type_error(field, n, "a number");
+    return false;
+  }
+
   void strings(const YAML::Node& n, const std::string& field, std::vector<std::string>& out) {
     if (!n.IsSequence()) {
       type_error(field, n, "a list of strings");
@@ -282,8 +319,9 @@ class Loader {
   }
 
   void backend(const YAML::Node& n, const std::string& field, Backend& b) {
-    for (const auto& [k, v] : entries(
-             n, field, {"name", "url", "api_key", "weight", "max_inflight", "pool_idle_timeout"})) {
+    for (const auto& [k, v] : entries(n, field,
+                                      {"name", "url", "api_key", "weight", "max_inflight",
+                                       "pool_idle_timeout", "health_checks"})) {
       const std::string f = child(field, k);
       if (k == "name") string(v, f, b.name);
       if (k == "url") string(v, f, b.url);
@@ -291,7 +329,48 @@ class Loader {
       if (k == "weight") integer(v, f, b.weight);
       if (k == "max_inflight") integer(v, f, b.max_inflight);
       if (k == "pool_idle_timeout") duration(v, f, b.pool_idle_timeout);
+      if (k == "health_checks") health_checks(v, f, b.health_override);
     }
+  }
+
+  /// A `health_checks` block into `o` (only the keys written are set).
+  void health_checks(const YAML::Node& n, const std::string& field, HealthChecksOverride& o) {
+    for (const auto& [k, v] : entries(n, field,
+                                      {"enabled", "path", "interval", "timeout",
+                                       "healthy_threshold", "unhealthy_threshold", "jitter"})) {
+      const std::string f = child(field, k);
+      if (k == "enabled") set(o.enabled, v, f, &Loader::boolean);
+      if (k == "path") set(o.path, v, f, &Loader::string);
+      if (k == "interval") set(o.interval, v, f, &Loader::duration_ok);
+      if (k == "timeout") set(o.timeout, v, f, &Loader::duration_ok);
+      if (k == "healthy_threshold") set(o.healthy_threshold, v, f, &Loader::integer<int>);
+      if (k == "unhealthy_threshold") set(o.unhealthy_threshold, v, f, &Loader::integer<int>);
+      if (k == "jitter") set(o.jitter, v, f, &Loader::number);
+    }
+  }
+
+  void outlier_detection(const YAML::Node& n, OutlierDetection& o) {
+    const std::string field = "outlier_detection";
+    for (const auto& [k, v] :
+         entries(n, field, {"enabled", "consecutive_failures", "base_ejection", "max_ejection"})) {
+      const std::string f = child(field, k);
+      if (k == "enabled") boolean(v, f, o.enabled);
+      if (k == "consecutive_failures") integer(v, f, o.consecutive_failures);
+      if (k == "base_ejection") duration(v, f, o.base_ejection);
+      if (k == "max_ejection") duration(v, f, o.max_ejection);
+    }
+  }
+
+  /// Reads `v` with `read` into a fresh value and sets `out` when it parsed.
+  template <typename T, typename Read>
+  void set(std::optional<T>& out, const YAML::Node& v, const std::string& f, Read read) {
+    T value{};
+    if ((this->*read)(v, f, value)) out = value;
+  }
+  bool duration_ok(const YAML::Node& n, const std::string& field, Millis& out) {
+    const std::size_t before = errors_.size();
+    duration(n, field, out);
+    return errors_.size() == before;
   }
 
   void match(const YAML::Node& n, const std::string& field, RouteMatch& m) {
@@ -367,7 +446,8 @@ class Loader {
     }
     for (const auto& [k, v] :
          entries(n, "",
-                 {"listen", "threads", "backends", "routes", "timeouts", "limits", "access_log"})) {
+                 {"listen", "threads", "backends", "routes", "timeouts", "limits", "access_log",
+                  "health_checks", "outlier_detection"})) {
       if (k == "listen") listen(v, cfg.listeners);
       if (k == "threads") integer(v, "threads", cfg.threads);
       if (k == "backends") {
@@ -390,6 +470,12 @@ class Loader {
       if (k == "timeouts") timeouts(v, cfg.timeouts);
       if (k == "limits") limits(v, cfg.limits);
       if (k == "access_log") access_log(v, cfg.access_log);
+      if (k == "health_checks") {
+        HealthChecksOverride o;
+        health_checks(v, k, o);
+        apply(o, cfg.health_checks);
+      }
+      if (k == "outlier_detection") outlier_detection(v, cfg.outlier_detection);
     }
   }
 

@@ -75,6 +75,39 @@ void check_path(const std::string& value, const std::string& field,
     errs.push_back({field, value, "must not contain '?', '#' or whitespace"});
 }
 
+/// Checks resolved health-check settings; `field` names where they came from.
+void check_health(const HealthChecks& h, const std::string& field, std::vector<ConfigError>& errs) {
+  if (h.path.empty() || h.path.front() != '/' ||
+      h.path.find_first_of(" \t\r\n") != std::string::npos)
+    errs.push_back({field + ".path", h.path, "must start with '/' and contain no whitespace"});
+  if (h.interval < Millis(100))
+    errs.push_back({field + ".interval", format_millis(h.interval), "must be at least 100ms"});
+  if (h.timeout.count() <= 0)
+    errs.push_back({field + ".timeout", format_millis(h.timeout), "must be greater than 0"});
+  else if (h.timeout > h.interval)
+    errs.push_back({field + ".timeout", format_millis(h.timeout),
+                    fmt::format("must not exceed the interval ({})", format_millis(h.interval))});
+  if (h.healthy_threshold < 1 || h.healthy_threshold > 100)
+    errs.push_back(
+        {field + ".healthy_threshold", std::to_string(h.healthy_threshold), "must be 1-100"});
+  if (h.unhealthy_threshold < 1 || h.unhealthy_threshold > 100)
+    errs.push_back(
+        {field + ".unhealthy_threshold", std::to_string(h.unhealthy_threshold), "must be 1-100"});
+  if (!(h.jitter >= 0 && h.jitter <= 0.5))
+    errs.push_back({field + ".jitter", fmt::format("{}", h.jitter), "must be 0-0.5"});
+}
+
+/// True if the backend's own block sets `key`.
+bool sets(const HealthChecksOverride& o, std::string_view key) {
+  if (key == "path") return o.path.has_value();
+  if (key == "interval") return o.interval.has_value();
+  if (key == "timeout") return o.timeout.has_value() || o.interval.has_value();
+  if (key == "healthy_threshold") return o.healthy_threshold.has_value();
+  if (key == "unhealthy_threshold") return o.unhealthy_threshold.has_value();
+  if (key == "jitter") return o.jitter.has_value();
+  return true;
+}
+
 }  // namespace
 
 std::vector<ConfigError> validate(GatewayConfig& cfg) {
@@ -142,6 +175,15 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
       add(f + ".max_inflight", std::to_string(b.max_inflight), "must be 0 (unlimited) or more");
     if (b.pool_idle_timeout.count() <= 0)
       add(f + ".pool_idle_timeout", format_millis(b.pool_idle_timeout), "must be greater than 0");
+    b.health = cfg.health_checks;
+    apply(b.health_override, b.health);
+    // A bad value inherited from the top-level block is reported once, under its own name.
+    std::vector<ConfigError> health_errs;
+    check_health(b.health, f + ".health_checks", health_errs);
+    for (auto& e : health_errs) {
+      const std::string key = e.field.substr(e.field.rfind('.') + 1);
+      if (sets(b.health_override, key)) errs.push_back(std::move(e));
+    }
   }
   std::vector<std::string> known_names;  // unique, in order, for messages
   for (const auto& n : names)
@@ -241,6 +283,19 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   for (const auto& [name, value] : timeouts)
     if (value.count() <= 0)
       add(std::string("timeouts.") + name, format_millis(value), "must be greater than 0");
+
+  // Health checks and outlier detection.
+  check_health(cfg.health_checks, "health_checks", errs);
+  const auto& od = cfg.outlier_detection;
+  if (od.consecutive_failures < 1 || od.consecutive_failures > 1000)
+    add("outlier_detection.consecutive_failures", std::to_string(od.consecutive_failures),
+        "must be 1-1000");
+  if (od.base_ejection.count() <= 0)
+    add("outlier_detection.base_ejection", format_millis(od.base_ejection),
+        "must be greater than 0");
+  if (od.max_ejection < od.base_ejection)
+    add("outlier_detection.max_ejection", format_millis(od.max_ejection),
+        fmt::format("must be at least base_ejection ({})", format_millis(od.base_ejection)));
 
   // Limits.
   if (cfg.limits.max_body_bytes == 0) add("limits.max_body_bytes", "0", "must be greater than 0");

@@ -8,6 +8,7 @@
 #include <boost/asio/write.hpp>
 
 #include "core/clock.hpp"
+#include "gateway/health.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/relay.hpp"
 
@@ -161,9 +162,10 @@ upstream::Slot pick(const RouteRt& route, const Request& req, const BodyFields& 
                                   route.backends, tried);
 }
 
-/// Tells the route's policy how an attempt ended.
-void report(const RouteRt& route, const Request& req, const BodyFields& f, std::string_view path,
-            const upstream::Backend& b, const Outcome& o) {
+/// Tells the backend's health and the route's policy how an attempt ended.
+void report(const Shared& s, const RouteRt& route, const Request& req, const BodyFields& f,
+            std::string_view path, upstream::Backend& b, const Outcome& o) {
+  if (auto ev = upstream::record_outcome(b, o, mono_ns(), s.outlier)) log_health_event(*ev);
   const HeaderLookup headers{&req};
   route.policy->on_outcome(context(route, req, f, path, headers), b, o);
 }
@@ -224,7 +226,7 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
       c.watch.up = nullptr;
       last = std::move(a.fail);
       last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
-      report(route, req, fields, path, b, last);
+      report(s, route, req, fields, path, b, last);
       spdlog::debug("request {}: {}", request_id, last.message);
       if (upstream::decide_retry(last, attempts) == upstream::RetryDecision::try_another_backend)
         continue;  // never sent: try another backend
@@ -238,7 +240,7 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
     co_await stop_watch(c);
     last.ttfb = ttfb;
     last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
-    report(route, req, fields, path, b, last);
+    report(s, route, req, fields, path, b, last);
     rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
     s.log.write(rec);
     co_return;

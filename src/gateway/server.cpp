@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/clock.hpp"
+#include "gateway/health.hpp"
 #include "gateway/session.hpp"
 #include "gateway/worker.hpp"
 #include "policy/policy.hpp"
@@ -89,6 +90,8 @@ class Gateway {
       for (auto& r : results) b->endpoints.push_back(r.endpoint());
       shared_.backends.push_back(std::move(b));
     }
+    const auto& od = cfg.outlier_detection;
+    shared_.outlier = {od.enabled, od.consecutive_failures, od.base_ejection, od.max_ejection};
     for (const auto& rc : cfg.routes) {
       RouteRt r;
       r.cfg = &rc;
@@ -168,6 +171,15 @@ class Gateway {
     // SIGHUP would end the process by default; configuration reload does not exist yet.
     net::signal_set hup(workers_[0]->ioc, SIGHUP);
     net::co_spawn(workers_[0]->ioc, ignore_hangups(hup), net::detached);
+    // Active health checks on a thread of their own.
+    std::vector<upstream::Backend*> checked;
+    std::vector<const config::HealthChecks*> settings;
+    for (std::size_t i = 0; i < shared_.backends.size(); ++i) {
+      checked.push_back(shared_.backends[i].get());
+      settings.push_back(&cfg.backends[i].health);
+    }
+    HealthChecker checker(std::move(checked), std::move(settings));
+    checker.start();
     spdlog::info("llmux gateway: {} backends, {} routes, {} threads, listening on port(s) {}",
                  shared_.backends.size(), shared_.routes.size(), nthreads, fmt::join(ports, ","));
     std::cout << fmt::format(R"({{"event":"ready","ports":[{}],"port":{},"pid":{}}})",
@@ -175,6 +187,7 @@ class Gateway {
               << std::endl;
     workers_[0]->ioc.run();
     for (auto& t : threads) t.join();
+    checker.stop();
     spdlog::info("llmux gateway: stopped");
     return 0;
   }

@@ -6,6 +6,7 @@
 
 #include "core/ids.hpp"
 #include "gateway/client.hpp"
+#include "gateway/health.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/models.hpp"
 #include "gateway/proxy.hpp"
@@ -22,10 +23,13 @@ net::awaitable<void> handle(Shared& s, Worker& w, Client& c, Request& req) {
   const std::string_view path = target.substr(0, target.find('?'));
   std::string request_id(req["x-request-id"]);
   if (request_id.empty() || request_id.size() > 200) request_id = random_id("", 32);
-  if (req.method() == bhttp::verb::get && path == "/health") {
-    co_await write_json(s, c, 200,
-                        fmt::format(R"({{"status":"ok","backends":{}}})", s.backends.size()), &req,
-                        request_id);
+  if (req.method() == bhttp::verb::get && path == "/health") {  // readiness
+    Readiness r = readiness(s);
+    co_await write_json(s, c, r.status, std::move(r.body), &req, request_id);
+    co_return;
+  }
+  if (req.method() == bhttp::verb::get && path == "/health/live") {  // liveness: the process runs
+    co_await write_json(s, c, 200, R"({"status":"alive"})", &req, request_id);
     co_return;
   }
   if (req.method() == bhttp::verb::get && path == "/v1/models") {

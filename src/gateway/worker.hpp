@@ -22,6 +22,7 @@
 #include "openai/stream.hpp"
 #include "policy/policy.hpp"
 #include "upstream/backend.hpp"
+#include "upstream/health.hpp"
 #include "upstream/pool.hpp"
 
 namespace llmux::gateway {
@@ -49,6 +50,7 @@ struct Shared {
   std::atomic<int> active{0};  // requests in progress (the drain waits for 0)
   std::atomic<bool> draining{false};
   AccessLog log;
+  upstream::OutlierSettings outlier;  // passive ejection (from cfg.outlier_detection)
 };
 
 /// RAII count of requests in progress.

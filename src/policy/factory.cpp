@@ -8,25 +8,57 @@
 
 namespace llmux::policy {
 
-bool available(const Backend& b, const TriedSet& tried) {
-  return !tried.contains(b) && b.has_capacity();
+bool available(const Backend& b, const TriedSet& tried, std::int64_t now_ns) {
+  return !tried.contains(b) && b.has_capacity() && b.usable(now_ns) &&
+         !(b.on_trial() && b.trial_taken.load(std::memory_order_relaxed));
 }
 
 Backend* Policy::pick(const PickContext& ctx, std::span<Backend* const> candidates,
-                      const TriedSet& tried) {
-  return select(ctx, candidates, [&](const Backend& b) { return available(b, tried); });
+                      const TriedSet& tried, std::int64_t now_ns) {
+  return select(ctx, candidates, [&](const Backend& b) { return available(b, tried, now_ns); });
 }
 
+namespace {
+
+/// When every backend of the route is out: the least recently failed one that is not tried and
+/// has room, so that requests are tried rather than refused by the gateway alone.
+upstream::Slot last_resort(std::span<Backend* const> candidates, TriedSet& tried,
+                           std::int64_t now_ns) {
+  for (Backend* b : candidates)  // not every backend is out: no last resort
+    if (b->usable(now_ns) && !(b->on_trial() && b->trial_taken.load(std::memory_order_relaxed)))
+      return {};
+  Backend* best = nullptr;
+  for (Backend* b : candidates) {
+    if (tried.contains(*b) || !b->has_capacity()) continue;
+    if (!best || b->last_failure_ns.load(std::memory_order_relaxed) <
+                     best->last_failure_ns.load(std::memory_order_relaxed))
+      best = b;
+  }
+  if (!best || !best->try_acquire()) return {};
+  return upstream::Slot{best};
+}
+
+}  // namespace
+
 upstream::Slot pick_and_acquire(Policy& policy, const PickContext& ctx,
-                                std::span<Backend* const> candidates, TriedSet& tried) {
+                                std::span<Backend* const> candidates, TriedSet& tried,
+                                std::int64_t now_ns) {
   // Each round either returns or adds one backend to `tried`, so it ends.
   for (std::size_t round = 0; round <= candidates.size(); ++round) {
-    Backend* b = policy.pick(ctx, candidates, tried);
-    if (!b) return {};
-    if (b->try_acquire()) return upstream::Slot{b};
-    tried.add(*b);  // full since select() looked: not this one, for this request
+    Backend* b = policy.pick(ctx, candidates, tried, now_ns);
+    if (!b) break;
+    if (!b->try_acquire()) {
+      tried.add(*b);  // full since select() looked: not this one, for this request
+      continue;
+    }
+    if (!b->on_trial()) return upstream::Slot{b};
+    bool taken = false;
+    if (b->trial_taken.compare_exchange_strong(taken, true, std::memory_order_relaxed))
+      return upstream::Slot{b, /*trial=*/true};
+    b->release();  // another request holds its trial
+    tried.add(*b);
   }
-  return {};
+  return last_resort(candidates, tried, now_ns);
 }
 
 namespace {

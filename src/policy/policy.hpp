@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/function_ref.hpp"
 #include "upstream/backend.hpp"
 #include "upstream/outcome.hpp"
@@ -51,19 +52,24 @@ class Policy {
   virtual void on_outcome(const PickContext& ctx, const Backend& b, const Outcome& o) {}
 
   /// select() accepting what available() allows.
-  Backend* pick(const PickContext& ctx, std::span<Backend* const> candidates,
-                const TriedSet& tried);
+  Backend* pick(const PickContext& ctx, std::span<Backend* const> candidates, const TriedSet& tried,
+                std::int64_t now_ns = mono_ns());
 };
 
 /// True if `b` may take another request: not tried, under its in-flight limit. A hint for
 /// select(): the slot itself is taken by pick_and_acquire().
-bool available(const Backend& b, const TriedSet& tried);
+/// Also: usable (checks pass, not ejected), and not on a trial another request holds.
+bool available(const Backend& b, const TriedSet& tried, std::int64_t now_ns = mono_ns());
 
 /// Asks `policy` for an available backend and takes one of its in-flight slots atomically. A
 /// backend that filled up between select() and the slot (another worker took the last one) is
-/// added to `tried` and the policy asked again. An empty Slot when no candidate is available.
+/// added to `tried` and the policy asked again. A backend on trial (upstream/health.hpp) gives
+/// its one trial slot (Slot::trial). When every candidate is out — ejected, failing its checks,
+/// or on a trial already taken — the least recently failed one not yet tried is taken anyway
+/// (never a silent blackhole). An empty Slot when nothing can be taken.
 upstream::Slot pick_and_acquire(Policy& policy, const PickContext& ctx,
-                                std::span<Backend* const> candidates, TriedSet& tried);
+                                std::span<Backend* const> candidates, TriedSet& tried,
+                                std::int64_t now_ns = mono_ns());
 
 /// Options of a policy, from config (name → value as written).
 using Options = std::map<std::string, std::string>;

@@ -35,7 +35,13 @@ struct Backend {
 
   // ---- changing (atomics) ----
   std::atomic<int> inflight{0};
-  std::atomic<bool> healthy{true};
+  // Health (upstream/health.hpp keeps these; everything else only reads them):
+  std::atomic<bool> checks_ok{true};              // active checks pass (true when they are off)
+  std::atomic<std::int64_t> ejected_until_ns{0};  // passive ejection: no traffic before this
+  std::atomic<int> failures_in_a_row{0};          // attempts failed since the last success
+  std::atomic<int> ejections_in_a_row{0};         // ejections since the last success
+  std::atomic<std::int64_t> last_failure_ns{0};   // when an attempt last failed (0: never)
+  std::atomic<bool> trial_taken{false};           // after an ejection: one request at a time
 
   /// True while under max_inflight (a hint: the slot itself is taken by try_acquire()).
   bool has_capacity() const {
@@ -56,18 +62,30 @@ struct Backend {
   }
   /// Gives back a slot taken by try_acquire().
   void release() { inflight.fetch_sub(1, std::memory_order_relaxed); }
+
+  /// True while the backend may get new requests: its checks pass and it is not ejected.
+  bool usable(std::int64_t now_ns) const {
+    return checks_ok.load(std::memory_order_relaxed) &&
+           now_ns >= ejected_until_ns.load(std::memory_order_relaxed);
+  }
+  /// True after an ejection until a request succeeds: then one request at a time (a trial), so
+  /// a backend whose connects hang costs one connect timeout per ejection, not one per request.
+  bool on_trial() const { return ejections_in_a_row.load(std::memory_order_relaxed) > 0; }
 };
 
 /// An in-flight slot of one backend, given back on destruction (RAII; movable).
 class Slot {
  public:
   Slot() = default;
-  explicit Slot(Backend* b) : b_(b) {}
-  Slot(Slot&& o) noexcept : b_(std::exchange(o.b_, nullptr)) {}
+  /// `trial`: the slot also holds the backend's one trial request (see Backend::on_trial).
+  explicit Slot(Backend* b, bool trial = false) : b_(b), trial_(trial) {}
+  Slot(Slot&& o) noexcept
+      : b_(std::exchange(o.b_, nullptr)), trial_(std::exchange(o.trial_, false)) {}
   Slot& operator=(Slot&& o) noexcept {
     if (this != &o) {
       reset();
       b_ = std::exchange(o.b_, nullptr);
+      trial_ = std::exchange(o.trial_, false);
     }
     return *this;
   }
@@ -75,13 +93,18 @@ class Slot {
   Slot& operator=(const Slot&) = delete;
   ~Slot() { reset(); }
   void reset() {
-    if (b_) std::exchange(b_, nullptr)->release();
+    if (!b_) return;
+    Backend* b = std::exchange(b_, nullptr);
+    if (std::exchange(trial_, false)) b->trial_taken.store(false, std::memory_order_relaxed);
+    b->release();
   }
   Backend* backend() const { return b_; }
+  bool trial() const { return trial_; }
   explicit operator bool() const { return b_ != nullptr; }
 
  private:
   Backend* b_ = nullptr;
+  bool trial_ = false;
 };
 
 /// Backends already tried for one request (by index; a validated config has at most 64).

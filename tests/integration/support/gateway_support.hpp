@@ -32,6 +32,9 @@ class GatewayServer : public ChildProcess {
   explicit GatewayServer(const std::vector<std::string>& args,
                          std::chrono::milliseconds ready_timeout = std::chrono::seconds(10));
   /// `--config` with `yaml` written to a file in the gateway's own directory (`extra` after it).
+  /// Unless `yaml` sets `health_checks` or `outlier_detection` itself, both are turned off: the
+  /// tests' own fake backends answer nothing at /health, and a test about one failing backend
+  /// should not see it ejected midway. Health tests set them explicitly.
   static std::unique_ptr<GatewayServer> with_config(const std::string& yaml,
                                                     const std::vector<std::string>& extra = {});
   /// Stops the gateway; a sanitizer report in its stderr (ASan, UBSan, TSan, LSan) fails the

@@ -530,3 +530,67 @@ TEST(QuickConfig, BadUrlIsCaughtByValidate) {
 
 }  // namespace
 }  // namespace llmux::config
+
+namespace llmux::config {
+namespace {
+
+using testing::dump;
+using testing::kBackends;
+using testing::on;
+
+constexpr const char* kRoute = "routes:\n  - {backends: [server1, server2]}\n";
+
+TEST(HealthConfig, DefaultsThenTopLevelThenPerBackend) {
+  std::vector<ConfigError> errors;
+  GatewayConfig cfg = load_and_validate(std::string(R"(
+health_checks: {interval: 5s, unhealthy_threshold: 3}
+outlier_detection: {consecutive_failures: 5, base_ejection: 2s, max_ejection: 1m}
+backends:
+  - {name: server1, url: "http://192.0.2.101:30000", health_checks: {path: /ping, timeout: 250ms}}
+  - {name: server2, url: "http://192.0.2.102:30000", health_checks: {enabled: false}}
+)") + kRoute,
+                                        errors);
+  ASSERT_TRUE(errors.empty()) << dump(errors);
+  const HealthChecks& h1 = cfg.backends[0].health;
+  EXPECT_TRUE(h1.enabled);
+  EXPECT_EQ(h1.path, "/ping");
+  EXPECT_EQ(h1.interval, std::chrono::seconds(5));
+  EXPECT_EQ(h1.timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(h1.unhealthy_threshold, 3);
+  EXPECT_EQ(h1.healthy_threshold, HealthChecks{}.healthy_threshold);
+  EXPECT_FALSE(cfg.backends[1].health.enabled);
+  EXPECT_EQ(cfg.backends[1].health.path, "/health");
+  EXPECT_EQ(cfg.outlier_detection.consecutive_failures, 5);
+  EXPECT_EQ(cfg.outlier_detection.max_ejection, std::chrono::minutes(1));
+}
+
+TEST(HealthConfig, BadValuesAreNamedOnceWhereWritten) {
+  std::vector<ConfigError> errors;
+  load_and_validate(std::string(R"(
+health_checks: {interval: 50ms, jitter: 0.9}
+outlier_detection: {consecutive_failures: 0, base_ejection: 10s, max_ejection: 5s}
+backends:
+  - {name: server1, url: "http://192.0.2.101:30000", health_checks: {path: health, timeout: 1m}}
+  - {name: server2, url: "http://192.0.2.102:30000"}
+)") + kRoute,
+                    errors);
+  EXPECT_EQ(on(errors, "health_checks.interval").size(), 1u) << dump(errors);
+  EXPECT_EQ(on(errors, "health_checks.jitter").size(), 1u) << dump(errors);
+  EXPECT_EQ(on(errors, "backends[0].health_checks.path").size(), 1u) << dump(errors);
+  EXPECT_EQ(on(errors, "backends[0].health_checks.timeout").size(), 1u) << dump(errors);
+  EXPECT_TRUE(on(errors, "backends[1].health_checks.interval").empty())
+      << "an inherited bad value is reported under the top-level block only: " << dump(errors);
+  EXPECT_EQ(on(errors, "outlier_detection.consecutive_failures").size(), 1u) << dump(errors);
+  EXPECT_EQ(on(errors, "outlier_detection.max_ejection").size(), 1u) << dump(errors);
+}
+
+TEST(HealthConfig, TypesAreChecked) {
+  std::vector<ConfigError> errors;
+  load_yaml(std::string("health_checks: {enabled: maybe, jitter: lots}\n") + kBackends + kRoute,
+            errors);
+  EXPECT_EQ(on(errors, "health_checks.enabled").size(), 1u) << dump(errors);
+  EXPECT_EQ(on(errors, "health_checks.jitter").size(), 1u) << dump(errors);
+}
+
+}  // namespace
+}  // namespace llmux::config
