@@ -101,6 +101,18 @@ struct Timeouts {
 struct Limits {
   std::uint64_t max_body_bytes = 16ull << 20;  // 413 above
   std::uint32_t max_header_bytes = 64 << 10;   // 431 above
+  int max_connections = 0;     // open client connections; above: 503 and close (0: no limit)
+  double connection_rate = 0;  // requests per second on one connection; above: 429 (0: none)
+};
+
+/// Retries of what never reached a backend (a refused or timed-out connect, a write that failed
+/// before its first byte), always on a backend not yet tried.
+struct Retries {
+  int max_attempts = 2;          // attempts per request in all (1: no retry), 1-10
+  Millis backoff{5};             // before the first retry, jittered (x1-2), doubled after each
+  Millis request_budget{10000};  // no retry starts later than this after the request came
+  double budget = 0.2;           // retries per second at most this fraction of the route's requests
+  int min_retries_per_second = 10;  // ... but always this many (a quiet route can still retry)
 };
 
 struct AccessLog {
@@ -117,6 +129,7 @@ struct GatewayConfig {
   AccessLog access_log;
   HealthChecks health_checks;  // defaults for every backend
   OutlierDetection outlier_detection;
+  Retries retries;
 };
 
 struct ConfigError {

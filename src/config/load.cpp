@@ -33,6 +33,11 @@
 //      client_idle: 75s, drain: 30s}
 //   limits: {max_body_bytes: 16MiB, max_header_bytes: 64KiB}  # KiB/MiB/GiB (2^10...),
 //                                              # KB/MB/GB (10^3...), B, or a number of bytes
+//     # also max_connections: 0 (client connections; above: 503 + close; 0 = no limit) and
+//     # connection_rate: 0 (requests/s on one connection; above: 429; 0 = no limit)
+//   retries:                                   # only what never reached a backend
+//     {max_attempts: 2, backoff: 5ms, request_budget: 10s, budget: 0.2,
+//      min_retries_per_second: 10}
 //   access_log: stdout                         # stdout, off, or a file path
 //   health_checks:                             # active checks, per backend (defaults shown)
 //     {enabled: true, path: /health, interval: 2s, timeout: 1s, healthy_threshold: 1,
@@ -349,6 +354,20 @@ class Loader {
     }
   }
 
+  void retries(const YAML::Node& n, Retries& r) {
+    const std::string field = "retries";
+    for (const auto& [k, v] : entries(
+             n, field,
+             {"max_attempts", "backoff", "request_budget", "budget", "min_retries_per_second"})) {
+      const std::string f = child(field, k);
+      if (k == "max_attempts") integer(v, f, r.max_attempts);
+      if (k == "backoff") duration(v, f, r.backoff);
+      if (k == "request_budget") duration(v, f, r.request_budget);
+      if (k == "budget") number(v, f, r.budget);
+      if (k == "min_retries_per_second") integer(v, f, r.min_retries_per_second);
+    }
+  }
+
   void outlier_detection(const YAML::Node& n, OutlierDetection& o) {
     const std::string field = "outlier_detection";
     for (const auto& [k, v] :
@@ -411,8 +430,18 @@ class Loader {
 
   void limits(const YAML::Node& n, Limits& l) {
     const std::string field = "limits";
-    for (const auto& [k, v] : entries(n, field, {"max_body_bytes", "max_header_bytes"})) {
+    for (const auto& [k, v] :
+         entries(n, field,
+                 {"max_body_bytes", "max_header_bytes", "max_connections", "connection_rate"})) {
       const std::string f = child(field, k);
+      if (k == "max_connections") {
+        integer(v, f, l.max_connections);
+        continue;
+      }
+      if (k == "connection_rate") {
+        number(v, f, l.connection_rate);
+        continue;
+      }
       std::uint64_t size = 0;
       if (!this->size(v, f, size)) continue;
       if (k == "max_body_bytes") l.max_body_bytes = size;
@@ -447,7 +476,7 @@ class Loader {
     for (const auto& [k, v] :
          entries(n, "",
                  {"listen", "threads", "backends", "routes", "timeouts", "limits", "access_log",
-                  "health_checks", "outlier_detection"})) {
+                  "health_checks", "outlier_detection", "retries"})) {
       if (k == "listen") listen(v, cfg.listeners);
       if (k == "threads") integer(v, "threads", cfg.threads);
       if (k == "backends") {
@@ -476,6 +505,7 @@ class Loader {
         apply(o, cfg.health_checks);
       }
       if (k == "outlier_detection") outlier_detection(v, cfg.outlier_detection);
+      if (k == "retries") retries(v, cfg.retries);
     }
   }
 

@@ -297,7 +297,27 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
     add("outlier_detection.max_ejection", format_millis(od.max_ejection),
         fmt::format("must be at least base_ejection ({})", format_millis(od.base_ejection)));
 
+  // Retries.
+  const auto& rt = cfg.retries;
+  if (rt.max_attempts < 1 || rt.max_attempts > 10)
+    add("retries.max_attempts", std::to_string(rt.max_attempts), "must be 1-10 (1: no retry)");
+  if (rt.backoff.count() < 0)
+    add("retries.backoff", format_millis(rt.backoff), "must not be negative");
+  if (rt.request_budget.count() <= 0)
+    add("retries.request_budget", format_millis(rt.request_budget), "must be greater than 0");
+  if (!(rt.budget >= 0 && rt.budget <= 1))
+    add("retries.budget", fmt::format("{}", rt.budget), "must be 0-1 (a fraction of requests)");
+  if (rt.min_retries_per_second < 0)
+    add("retries.min_retries_per_second", std::to_string(rt.min_retries_per_second),
+        "must not be negative");
+
   // Limits.
+  if (cfg.limits.max_connections < 0)
+    add("limits.max_connections", std::to_string(cfg.limits.max_connections),
+        "must be 0 (no limit) or more");
+  if (!(cfg.limits.connection_rate >= 0))
+    add("limits.connection_rate", fmt::format("{}", cfg.limits.connection_rate),
+        "must be 0 (no limit) or more requests per second");
   if (cfg.limits.max_body_bytes == 0) add("limits.max_body_bytes", "0", "must be greater than 0");
   if (cfg.limits.max_header_bytes == 0)
     add("limits.max_header_bytes", "0", "must be greater than 0");

@@ -1,10 +1,12 @@
 #include "gateway/proxy.hpp"
 
 #include <array>
+#include <random>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
 #include "core/clock.hpp"
@@ -194,6 +196,8 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
   rec.stream = fields.stream;
   rec.bytes_in = req.body().size();
 
+  route.retry_budget->on_request(start);
+
   // Watch the client from now on: a client that leaves while its request waits for the first
   // response byte aborts the upstream request as surely as one that leaves mid-stream.
   start_watch(c);
@@ -228,9 +232,33 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
       last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
       report(s, route, req, fields, path, b, last);
       spdlog::debug("request {}: {}", request_id, last.message);
-      if (upstream::decide_retry(last, attempts) == upstream::RetryDecision::try_another_backend)
-        continue;  // never sent: try another backend
-      break;
+      if (upstream::decide_retry(last, attempts, s.cfg.retries.max_attempts) !=
+          upstream::RetryDecision::try_another_backend)
+        break;
+      // Never sent: another backend may take it, within the request's time and the route's
+      // retry budget, after a short jittered back-off.
+      const std::int64_t now = mono_ns();
+      if (now - start > std::chrono::nanoseconds(s.cfg.retries.request_budget).count()) {
+        last.message += " (no time left in the request's retry budget)";
+        break;
+      }
+      if (!route.retry_budget->try_retry(now)) {
+        last.message += " (the route's retry budget is spent)";
+        break;
+      }
+      if (s.cfg.retries.backoff.count() > 0) {
+        const auto base = s.cfg.retries.backoff * (1 << std::min(attempts - 1, 10));
+        std::uniform_real_distribution<double> jitter(1.0, 2.0);
+        net::steady_timer t(
+            co_await net::this_coro::executor,
+            std::chrono::duration_cast<std::chrono::nanoseconds>(base * jitter(w.rng)));
+        co_await t.async_wait(use_tuple);
+        if (c.watch.client_gone) {
+          last.kind = Kind::client_left;
+          break;
+        }
+      }
+      continue;
     }
     rec.backend = b.name;
     rec.attempts = attempts;

@@ -23,9 +23,11 @@
 #include <spdlog/spdlog.h>
 
 #include "core/clock.hpp"
+#include "core/openai_error.hpp"
 #include "gateway/health.hpp"
 #include "gateway/session.hpp"
 #include "gateway/worker.hpp"
+#include "http/linger.hpp"
 #include "policy/policy.hpp"
 
 namespace llmux::gateway {
@@ -95,6 +97,8 @@ class Gateway {
     for (const auto& rc : cfg.routes) {
       RouteRt r;
       r.cfg = &rc;
+      r.retry_budget = std::make_unique<upstream::RetryBudget>(cfg.retries.budget,
+                                                               cfg.retries.min_retries_per_second);
       std::string why;
       r.policy = policy::make_policy(rc.policy, rc.policy_options, &why);
       if (!r.policy) {
@@ -247,6 +251,25 @@ class Gateway {
   }
 
   // ---- accept ----
+  /// A connection over limits.max_connections: answered 503 at once (an HTTP/1.1 server may
+  /// answer before the request is read) and closed by lingering, so the client reads it.
+  static awaitable<void> refuse(tcp::socket sock, int limit) {
+    static std::atomic<std::int64_t> last_log_ns{0};
+    const std::int64_t now = mono_ns();
+    if (now - last_log_ns.exchange(now) > 1'000'000'000)
+      spdlog::warn("connection refused: {} client connections open (limits.max_connections)",
+                   limit);
+    const std::string body = openai_error_json(
+        503, fmt::format("Too many connections: the gateway serves at most {} at once.", limit));
+    const std::string res = fmt::format(
+        "HTTP/1.1 503 Service Unavailable\r\nServer: llmux\r\nContent-Type: application/json\r\n"
+        "Retry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{}",
+        body.size(), body);
+    co_await net::async_write(sock, net::buffer(res), use_tuple);
+    co_await http::lingering_close(sock,
+                                   {std::chrono::seconds(2), std::chrono::seconds(1), 1u << 20});
+  }
+
   awaitable<void> accept_loop(Worker& w, tcp::acceptor& acc) {
     for (;;) {
       auto [ec, sock] = co_await acc.async_accept(use_tuple);
@@ -260,6 +283,13 @@ class Gateway {
         continue;
       }
       sock.set_option(tcp::no_delay(true), ec);
+      const int limit = shared_.cfg.limits.max_connections;
+      const int open = shared_.connections.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (limit > 0 && open > limit) {
+        shared_.connections.fetch_sub(1, std::memory_order_relaxed);
+        net::co_spawn(w.ioc, refuse(std::move(sock), limit), net::detached);
+        continue;
+      }
       net::co_spawn(w.ioc, session(shared_, w, std::move(sock)), net::detached);
     }
   }

@@ -4,6 +4,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include "core/clock.hpp"
 #include "core/ids.hpp"
 #include "gateway/client.hpp"
 #include "gateway/health.hpp"
@@ -51,6 +52,15 @@ net::awaitable<void> handle(Shared& s, Worker& w, Client& c, Request& req) {
 }  // namespace
 
 net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock) {
+  // The accept loop counted this connection (limits.max_connections); it ends here.
+  struct Counted {
+    std::atomic<int>& n;
+    ~Counted() { n.fetch_sub(1, std::memory_order_relaxed); }
+  } counted{s.connections};
+  // limits.connection_rate: a token bucket of one second's requests.
+  const double rate = s.cfg.limits.connection_rate;
+  double tokens = rate;
+  std::int64_t refilled_ns = mono_ns();
   Client c(std::move(sock), w.deadlines);
   boost::system::error_code pec;
   auto rep = c.sock.remote_endpoint(pec);
@@ -129,6 +139,21 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock) {
     // Trailer fields of a chunked body were appended to the header: they end here.
     drop_fields_after(req, header_fields);
     c.keep_alive = req.keep_alive() && !s.draining.load(std::memory_order_relaxed);
+    if (rate > 0) {
+      const std::int64_t now = mono_ns();
+      tokens = std::min(rate, tokens + rate * static_cast<double>(now - refilled_ns) / 1e9);
+      refilled_ns = now;
+      if (tokens < 1) {
+        if (!co_await write_error(
+                s, c, 429,
+                fmt::format("Too many requests on this connection (limit {} per second).", rate),
+                &req, c.keep_alive))
+          break;
+        if (!c.keep_alive) break;
+        continue;
+      }
+      tokens -= 1;
+    }
     {
       ActiveGuard active(s.active);
       co_await handle(s, w, c, req);

@@ -7,6 +7,7 @@
 // (their changing parts are atomics) and a few atomics (active requests, draining).
 #include <atomic>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "upstream/backend.hpp"
 #include "upstream/health.hpp"
 #include "upstream/pool.hpp"
+#include "upstream/retry_budget.hpp"
 
 namespace llmux::gateway {
 
@@ -40,6 +42,7 @@ struct RouteRt {
   const config::Route* cfg = nullptr;
   std::unique_ptr<policy::Policy> policy;
   std::vector<upstream::Backend*> backends;
+  std::unique_ptr<upstream::RetryBudget> retry_budget;
 };
 
 /// What every worker shares. Immutable once the workers run, except the atomics.
@@ -47,7 +50,8 @@ struct Shared {
   config::GatewayConfig cfg;
   std::vector<std::unique_ptr<upstream::Backend>> backends;
   std::vector<RouteRt> routes;
-  std::atomic<int> active{0};  // requests in progress (the drain waits for 0)
+  std::atomic<int> active{0};       // requests in progress (the drain waits for 0)
+  std::atomic<int> connections{0};  // client connections open (limits.max_connections)
   std::atomic<bool> draining{false};
   AccessLog log;
   upstream::OutlierSettings outlier;  // passive ejection (from cfg.outlier_detection)
@@ -90,6 +94,9 @@ struct Worker {
   void give_buf(std::unique_ptr<char[]> b) {
     if (free_bufs.size() < 1024) free_bufs.push_back(std::move(b));
   }
+
+  // Jitter of retry back-offs.
+  std::minstd_rand rng{std::random_device{}()};
 
   // The JSON parser every relayed response's tap reads with (parsing never suspends).
   openai::JsonScratch json;
