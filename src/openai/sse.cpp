@@ -3,8 +3,10 @@
 namespace llmux::openai {
 
 void SseParser::reset() {
-  line_.clear();
-  id_.clear();
+  if (bufs_) {
+    bufs_->line.clear();
+    bufs_->id.clear();
+  }
   clear_event();
   skip_lf_ = false;
   first_line_ = true;
@@ -16,18 +18,20 @@ void SseParser::reset() {
 
 void SseParser::own_views() {
   if (event_in_chunk_) {
-    event_.assign(event_view_);
+    bufs().event.assign(event_view_);
     event_in_chunk_ = false;
   }
   if (data_in_chunk_) {
-    data_.assign(data_view_);
+    bufs().data.assign(data_view_);
     data_in_chunk_ = false;
   }
 }
 
 void SseParser::clear_event() {
-  data_.clear();
-  event_.clear();
+  if (bufs_) {
+    bufs_->data.clear();
+    bufs_->event.clear();
+  }
   data_in_chunk_ = false;
   event_in_chunk_ = false;
   has_data_ = false;
@@ -41,7 +45,7 @@ bool SseParser::on_line(std::string_view line, bool in_chunk) {
   }
   if (line.empty()) {
     if (has_data_) return true;
-    event_.clear();  // a block without data is dropped, name included
+    if (bufs_) bufs_->event.clear();  // a block without data is dropped, name included
     event_in_chunk_ = false;
     return false;
   }
@@ -66,11 +70,12 @@ bool SseParser::on_line(std::string_view line, bool in_chunk) {
       data_in_chunk_ = true;
     } else {
       if (data_in_chunk_) {
-        data_.assign(data_view_);
+        bufs().data.assign(data_view_);
         data_in_chunk_ = false;
       }
-      if (has_data_) data_.push_back('\n');
-      data_.append(value);
+      auto& data = bufs().data;
+      if (has_data_) data.push_back('\n');
+      data.append(value);
     }
     has_data_ = true;
   } else if (field == "event") {
@@ -78,11 +83,11 @@ bool SseParser::on_line(std::string_view line, bool in_chunk) {
       event_view_ = value;
       event_in_chunk_ = true;
     } else {
-      event_.assign(value);
+      bufs().event.assign(value);
       event_in_chunk_ = false;
     }
   } else if (field == "id") {
-    if (value.find('\0') == std::string_view::npos) id_.assign(value);
+    if (value.find('\0') == std::string_view::npos) bufs().id.assign(value);
   }
   // "retry" and unknown fields are ignored.
   return false;

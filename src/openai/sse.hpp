@@ -20,6 +20,7 @@
 // during the callback.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -51,7 +52,9 @@ class SseParser {
   bool failed() const { return failed_; }
   /// True when bytes of an unfinished event are buffered: if the stream ended now, that event
   /// would be lost (a broken stream, unless the server simply omitted the final blank line).
-  bool mid_event() const { return !line_.empty() || has_data_ || !event_.empty(); }
+  bool mid_event() const {
+    return has_data_ || (bufs_ && (!bufs_->line.empty() || !bufs_->event.empty()));
+  }
   /// Lines that ended in CR or CRLF rather than LF (servers send LF; a strict reader may
   /// insist on it).
   std::uint64_t cr_line_ends() const { return cr_line_ends_; }
@@ -68,19 +71,33 @@ class SseParser {
   /// value may be kept as a view instead of copied.
   bool on_line(std::string_view line, bool in_chunk);
   SseEvent current() const {
-    return SseEvent{event_in_chunk_ ? event_view_ : std::string_view(event_),
-                    data_in_chunk_ ? data_view_ : std::string_view(data_), id_};
+    if (!bufs_)
+      return SseEvent{event_in_chunk_ ? event_view_ : "", data_in_chunk_ ? data_view_ : "", ""};
+    return SseEvent{event_in_chunk_ ? event_view_ : std::string_view(bufs_->event),
+                    data_in_chunk_ ? data_view_ : std::string_view(bufs_->data), bufs_->id};
   }
-  std::size_t data_size() const { return data_in_chunk_ ? data_view_.size() : data_.size(); }
+  std::size_t data_size() const {
+    return data_in_chunk_ ? data_view_.size() : bufs_ ? bufs_->data.size() : 0;
+  }
+  std::size_t line_size() const { return bufs_ ? bufs_->line.size() : 0; }
   /// Copies values still held as views into the parser's buffers (the chunk is going away).
   void own_views();
   void clear_event();
 
   Limits limits_{};
-  std::string line_;   // a partial line carried over between chunks
-  std::string data_;   // data of the event being built
-  std::string event_;  // event name of the event being built
-  std::string id_;     // last event id
+  // Lines and events that span chunks, and the last event id: allocated when first needed (a
+  // relay that hands over whole events never needs them).
+  struct Buffers {
+    std::string line;   // a partial line carried over between chunks
+    std::string data;   // data of the event being built
+    std::string event;  // event name of the event being built
+    std::string id;     // last event id
+  };
+  Buffers& bufs() {
+    if (!bufs_) bufs_ = std::make_unique<Buffers>();
+    return *bufs_;
+  }
+  std::unique_ptr<Buffers> bufs_;
   // The event's name and data while they are one view into the current chunk (see on_line).
   std::string_view event_view_;
   std::string_view data_view_;
@@ -110,20 +127,20 @@ std::size_t SseParser::feed(std::string_view in, F&& on_event) {
     }
     const std::size_t j = in.find_first_of("\r\n", i);
     if (j == std::string_view::npos) {
-      if (line_.size() + (n - i) > limits_.max_line) {
+      if (line_size() + (n - i) > limits_.max_line) {
         failed_ = true;
         break;
       }
-      line_.append(in.substr(i));
+      bufs().line.append(in.substr(i));
       break;
     }
     std::string_view line;
-    const bool in_chunk = line_.empty();
+    const bool in_chunk = line_size() == 0;
     if (in_chunk) {
       line = in.substr(i, j - i);
     } else {
-      line_.append(in.substr(i, j - i));
-      line = line_;
+      bufs().line.append(in.substr(i, j - i));
+      line = bufs_->line;
     }
     if (line.size() > limits_.max_line) {
       failed_ = true;
@@ -133,7 +150,7 @@ std::size_t SseParser::feed(std::string_view in, F&& on_event) {
     if (skip_lf_) ++cr_line_ends_;
     i = j + 1;
     const bool dispatch = on_line(line, in_chunk);
-    line_.clear();
+    if (bufs_) bufs_->line.clear();
     if (failed_) break;
     if (dispatch) {
       ++dispatched;
