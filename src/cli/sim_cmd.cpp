@@ -151,7 +151,7 @@ Runner add_sim(CLI::App& app) {
 
   auto* faults =
       "Faults (also per request: header X-Llmux-Fault: error=503, close-after=N, "
-      "stall-after=N, latency-ms=X)";
+      "stall-after=N, latency-ms=X; and at run time: GET/POST /admin/faults)";
   f->add(
        sub, "--fault-error-rate", [](C & c) -> auto& { return c.faults.error_rate; },
        "Fraction of requests answered with an error status")
@@ -182,6 +182,17 @@ Runner add_sim(CLI::App& app) {
   f->add(
        sub, "--fault-latency-ms", [](C & c) -> auto& { return c.faults.added_latency_ms; },
        "Latency added before each request reaches the engine, milliseconds")
+      ->group(faults);
+  f->add(
+       sub, "--not-ready-for", [](C & c) -> auto& { return c.faults.not_ready_for_s; },
+       "GET /health answers 503 for this many seconds after start (vLLM loading its model); "
+       "other requests are served")
+      ->group(faults)
+      ->check(CLI::Range(0.0, 1e7));
+  f->add(
+       sub, "--admin-token", [](C & c) -> auto& { return c.admin_token; },
+       "Require `Authorization: Bearer TOKEN` on /admin/faults (runtime faults: see docs/sim.md), "
+       "from any client; without it only loopback clients may use it")
       ->group(faults);
 
   f->add(

@@ -1,5 +1,6 @@
 #pragma once
 // Everything `llmux sim` can be told, with the DGX Spark preset's derivation of KV capacity.
+// Plain values: built by the CLI, then read-only (the server copies it).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ struct FaultConfig {
   std::int64_t stall_after = -1;         // stop sending after N output tokens, keep socket open
   double stall_rate = 1.0;
   double added_latency_ms = 0.0;  // added before the request reaches the engine
+  double not_ready_for_s = 0.0;   // /health answers 503 this long after start (wall seconds)
 };
 
 /// Memory budget of one machine; the KV capacity follows from it.
@@ -52,6 +54,7 @@ struct SimConfig {
   bool zero_cost = false;          // --zero-cost: every model cost is 0
   bool no_prefix_caching = false;  // --no-enable-prefix-caching
   bool print_ready_json = true;
+  std::string admin_token;  // --admin-token: /admin/faults needs `Authorization: Bearer <it>`
 
   /// Applies a preset's values (model, calibration, memory); throws on an unknown name.
   void apply_preset(const std::string& name);

@@ -40,13 +40,15 @@ std::size_t debug_limit(std::string_view target) {
 }  // namespace
 
 Dispatcher::Dispatcher(const SimConfig& cfg, net::io_context& ioc, EngineDriver& driver,
-                       SimMetrics& metrics, ResponseStore& store, TimingLog& timings)
+                       SimMetrics& metrics, ResponseStore& store, TimingLog& timings,
+                       FaultControl& control)
     : cfg_(cfg),
       ioc_(ioc),
       driver_(driver),
       metrics_(metrics),
       store_(store),
       timings_(timings),
+      control_(control),
       rng_(std::random_device{}()) {
   api_.served_model_name = cfg_.served_model_name;
   api_.max_model_len = cfg_.max_model_len;
@@ -63,9 +65,15 @@ awaitable<void> Dispatcher::dispatch(Conn& c, Request& req) {
     const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions
                         : path == "/v1/responses" ? Endpoint::Responses
                                                   : Endpoint::Chat;
+    control_.count_generation();  // the crash_after_requests-th dies here, unanswered
     co_return co_await handle_generate(c, req, ep);
   }
-  if (path == "/health" && get) co_return co_await write_body(c, 200, "", "application/json", &req);
+  if (path == kAdminFaultsPath) co_return co_await control_.handle(c, req);
+  if (path == "/health" && get) {
+    // vLLM's /health: an empty 200, or an empty 503 while the engine is not up.
+    co_return co_await write_body(c, control_.not_ready() ? 503 : 200, "", "application/json",
+                                  &req);
+  }
   if (path == "/version" && get)
     co_return co_await write_json(c, 200, fmt::format(R"({{"version":"{}"}})", kVersion), &req);
   if (path == "/v1/models" && get) co_return co_await write_json(c, 200, models_json(), &req);
@@ -144,6 +152,7 @@ awaitable<void> Dispatcher::handle_generate(Conn& c, Request& req, Endpoint ep) 
 
   auto job = std::make_shared<Job>(ioc_.get_executor());
   job->faults = draw_faults(cfg_.faults, rng_);
+  control_.apply(job->faults, rng_);
   apply_fault_header(job->faults, req["x-llmux-fault"]);
   if (job->faults.latency_ms > 0) {
     net::steady_timer t(

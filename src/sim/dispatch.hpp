@@ -1,7 +1,9 @@
 #pragma once
 // Request dispatch: one handler per endpoint. Generation requests are validated (sim/api), get
-// their faults (sim/faults), become a Job submitted to the engine driver, and are answered by
-// sim/stream; the Responses API's retrieve/cancel use the store; /debug/requests the timing log.
+// their faults (sim/faults: flags, the runtime set of sim/admin, the header), become a Job
+// submitted to the engine driver, and are answered by sim/stream; the Responses API's
+// retrieve/cancel use the store; /debug/requests the timing log; /admin/faults sim/admin.
+// Thread safety: the server's one thread.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -9,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "sim/admin.hpp"
 #include "sim/api.hpp"
 #include "sim/config.hpp"
 #include "sim/driver.hpp"
@@ -23,7 +26,7 @@ class Dispatcher {
  public:
   /// Everything given must outlive the dispatcher.
   Dispatcher(const SimConfig& cfg, boost::asio::io_context& ioc, EngineDriver& driver,
-             SimMetrics& metrics, ResponseStore& store, TimingLog& timings);
+             SimMetrics& metrics, ResponseStore& store, TimingLog& timings, FaultControl& control);
 
   /// Answers one request read in full on `c`.
   boost::asio::awaitable<void> dispatch(Conn& c, Request& req);
@@ -40,6 +43,7 @@ class Dispatcher {
   SimMetrics& metrics_;
   ResponseStore& store_;
   TimingLog& timings_;
+  FaultControl& control_;
   std::mt19937_64 rng_;
   ApiContext api_;
 };

@@ -37,4 +37,28 @@ void apply_fault_header(RequestFaults& f, std::string_view h) {
   }
 }
 
+void malform_frame(std::string& out, std::size_t start, Malformed kind) {
+  if (kind == Malformed::none || start >= out.size()) return;
+  std::string_view ev(out);
+  ev.remove_prefix(start);
+  if (!ev.ends_with("\n\n")) return;
+  if (kind == Malformed::sse) {
+    out.pop_back();  // the blank line
+    out += kGarbageLine;
+    return;
+  }
+  std::size_t data = ev.starts_with("data: ") ? 0 : ev.find("\ndata: ");
+  if (data == std::string_view::npos) return;
+  if (data != 0) ++data;
+  const std::size_t json_begin = start + data + 6;
+  const std::size_t json_end = out.size() - 2;  // the data line's '\n', then the blank line
+  if (json_end <= json_begin + 1) return;
+  const std::size_t len = json_end - json_begin;
+  out.erase(json_begin + len / 2, len - len / 2);  // keeps the first half, then "\n\n"
+}
+
+void malform_body(std::string& body, Malformed kind) {
+  if (kind == Malformed::json) body.resize(body.size() / 2);
+}
+
 }  // namespace llmux::sim

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/faults.hpp"
+
 namespace llmux::sim {
 namespace {
 
@@ -46,6 +48,7 @@ void append_opening_frames(Job& job) {
 }
 
 void append_token_frame(Job& job, int index, bool last) {
+  const std::size_t start = job.out.size();
   const std::string_view piece = vocab_piece(job.words[index]);
   const std::string_view fr = last ? job.meta.finish_reason : std::string_view();
   switch (job.req.endpoint) {
@@ -63,6 +66,7 @@ void append_token_frame(Job& job, int index, bool last) {
           json_quote(piece), job.meta.item_id, job.seq_number++);
       break;
   }
+  if (index == 0) malform_frame(job.out, start, job.faults.malformed);
 }
 
 void append_done_frames(Job& job) {

@@ -13,7 +13,8 @@ namespace llmux::sim {
 /// output_item.added / content_part.added events. Nothing for completions.
 void append_opening_frames(Job& job);
 
-/// The frame of output token `index` (`last`: it carries the finish reason).
+/// The frame of output token `index` (`last`: it carries the finish reason). The first token's
+/// frame is broken as `job.faults.malformed` says.
 void append_token_frame(Job& job, int index, bool last);
 
 /// After the last token, completions and chat: the usage chunk (when asked for) and `[DONE]`.

@@ -22,6 +22,8 @@ struct Conn {
   boost::beast::tcp_stream stream;
   boost::beast::flat_buffer buf;
   bool keep_alive = true;
+  bool idle = false;   // waiting for the next request's header (refusing closes it then)
+  bool admin = false;  // has carried an /admin/faults request (refusing keeps it open)
   explicit Conn(boost::asio::ip::tcp::socket s) : stream(std::move(s)) {}
   boost::asio::ip::tcp::socket& sock() { return stream.socket(); }
 };

@@ -1,5 +1,5 @@
 // `llmux sim`'s server: the wiring. One thread runs everything: the acceptor, every connection's
-// coroutine and the engine driver, so nothing here takes a lock.
+// coroutine, the engine driver and the runtime fault state, so nothing here takes a lock.
 //
 // Life of a generation request:
 //   session() reads the request → Dispatcher::dispatch() routes it and handle_generate()
@@ -9,10 +9,12 @@
 //   writer → the writer (sim/stream) sends it, one frame per token, while a watcher notices a
 //   client that leaves (then the sequence is aborted at once).
 //
-// The files: server.cpp (wiring, accept, sessions), http_io (connection, answers), dispatch
-// (endpoint handlers), driver (engine on absolute deadlines), frames (SSE bytes), stream (writers
-// and disconnect watcher), faults (flags and X-Llmux-Fault), store (Responses API store),
-// timings (/debug/requests ground truth).
+// The files: server.cpp (wiring, sessions), listener (accept, refusing new connections),
+// http_io (connection, answers), dispatch (endpoint handlers), admin (/admin/faults and the
+// runtime fault state: hang, crash, not ready), driver (engine on absolute deadlines), frames
+// (SSE bytes), stream (writers and disconnect watcher), faults (flags and X-Llmux-Fault),
+// runtime_faults (the /admin/faults body), store (Responses API store), timings
+// (/debug/requests ground truth).
 #include "sim/server.hpp"
 
 #include <boost/asio.hpp>
@@ -26,9 +28,11 @@
 #include <spdlog/spdlog.h>
 
 #include "http/linger.hpp"
+#include "sim/admin.hpp"
 #include "sim/dispatch.hpp"
 #include "sim/driver.hpp"
 #include "sim/http_io.hpp"
+#include "sim/listener.hpp"
 #include "sim/metrics.hpp"
 #include "sim/store.hpp"
 #include "sim/timings.hpp"
@@ -47,12 +51,15 @@ class Server {
  public:
   explicit Server(SimConfig cfg)
       : cfg_(std::move(cfg)),
-        acceptor_(ioc_),
+        listener_(
+            ioc_,
+            [this](tcp::socket s) { net::co_spawn(ioc_, session(std::move(s)), net::detached); }),
+        control_(cfg_, ioc_, listener_),
         metrics_(cfg_.served_model_name, cfg_.max_model_len),
         store_(cfg_.response_store_max),
         timings_(cfg_.debug_timings_max),
         driver_(cfg_, ioc_, metrics_, store_),
-        dispatcher_(cfg_, ioc_, driver_, metrics_, store_, timings_) {}
+        dispatcher_(cfg_, ioc_, driver_, metrics_, store_, timings_, control_) {}
 
   int run() {
     boost::system::error_code ec;
@@ -61,22 +68,17 @@ class Server {
       spdlog::error("invalid --host '{}': {}", cfg_.host, ec.message());
       return 2;
     }
-    tcp::endpoint ep(addr, static_cast<unsigned short>(cfg_.port));
-    acceptor_.open(ep.protocol(), ec);
-    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(ep, ec);
-    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    ec = listener_.listen(tcp::endpoint(addr, static_cast<unsigned short>(cfg_.port)));
     if (ec) {
       spdlog::error("cannot listen on {}:{}: {}", cfg_.host, cfg_.port, ec.message());
       return 1;
     }
-    const auto port = acceptor_.local_endpoint().port();
+    const auto port = listener_.port();
     net::signal_set signals(ioc_, SIGINT, SIGTERM);
     signals.async_wait([this](auto, int sig) {
       spdlog::info("signal {}: stopping", sig);
       ioc_.stop();
     });
-    net::co_spawn(ioc_, accept_loop(), net::detached);
     spdlog::info(
         "llmux sim: serving {} on http://{}:{} (KV cache {} blocks = {} tokens, max_num_seqs {}, "
         "time scale {})",
@@ -91,27 +93,17 @@ class Server {
   }
 
  private:
-  awaitable<void> accept_loop() {
-    for (;;) {
-      auto [ec, sock] = co_await acceptor_.async_accept(use_tuple);
-      if (ec) {
-        if (ec == net::error::operation_aborted) co_return;
-        spdlog::warn("accept: {}", ec.message());
-        continue;
-      }
-      sock.set_option(tcp::no_delay(true), ec);
-      net::co_spawn(ioc_, session(std::move(sock)), net::detached);
-    }
-  }
-
   awaitable<void> session(tcp::socket sock) {
     Conn c(std::move(sock));
+    const auto tracked = listener_.track(c);
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(64 * 1024);
       parser.body_limit(static_cast<std::uint64_t>(cfg_.max_body_bytes));
       c.stream.expires_after(std::chrono::seconds(600));
+      c.idle = true;  // refusing new connections closes it now (unless an admin one)
       auto [ec, n] = co_await http::async_read_header(c.stream, c.buf, parser, use_tuple);
+      c.idle = false;
       // Only an HTTP/1.1 client waits for `100 Continue` (RFC 9110 §10.1.1), and only while the
       // body is still to come.
       if (!ec && parser.get().version() >= 11 && !parser.is_done() &&
@@ -142,8 +134,14 @@ class Server {
       c.stream.expires_never();
       Request req = parser.release();
       c.keep_alive = req.keep_alive();
+      const std::string_view target = req.target();
+      if (target.substr(0, target.find('?')) != kAdminFaultsPath) {
+        // A hung simulator reads requests but answers none (but /admin/faults, to undo it).
+        if (control_.hung() && !co_await control_.hold_while_hung(c)) break;
+        if (listener_.refusing() && !c.admin) c.keep_alive = false;
+      }
       co_await dispatcher_.dispatch(c, req);
-      if (!c.keep_alive) break;
+      if (!c.keep_alive || (listener_.refusing() && !c.admin)) break;
     }
     boost::system::error_code ignored;
     c.sock().shutdown(tcp::socket::shutdown_send, ignored);
@@ -152,7 +150,8 @@ class Server {
 
   SimConfig cfg_;
   net::io_context ioc_{1};
-  tcp::acceptor acceptor_;
+  Listener listener_;
+  FaultControl control_;
   SimMetrics metrics_;
   ResponseStore store_;
   TimingLog timings_;

@@ -9,6 +9,7 @@
 
 #include "core/clock.hpp"
 #include "http/peer_watch.hpp"
+#include "sim/faults.hpp"
 #include "sim/frames.hpp"
 
 namespace llmux::sim {
@@ -118,6 +119,7 @@ awaitable<void> plain_response(Conn& c, Request& req, std::shared_ptr<Job> job,
       body = json::serialize(response_object(job->meta, job->req, "completed", text, job->usage));
       break;
   }
+  malform_body(body, job->faults.malformed);
   co_await write_json(c, 200, std::move(body), &req);
   job->timing->end_ns = mono_ns();
 }

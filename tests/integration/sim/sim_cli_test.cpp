@@ -49,12 +49,15 @@ TEST(SimCli, HelpExplainsEveryFlag) {
                            "--fault-stall-after",
                            "--fault-stall-rate",
                            "--fault-latency-ms",
+                           "--not-ready-for",
+                           "--admin-token",
                            "--response-store-max",
                            "--max-body-bytes"}) {
     EXPECT_NE(r.out.find(std::string(flag) + " "), std::string::npos)
         << "flag " << flag << " missing from --help";
   }
   EXPECT_NE(r.out.find("X-Llmux-Fault"), std::string::npos);
+  EXPECT_NE(r.out.find("/admin/faults"), std::string::npos);
 }
 
 struct BadFlag {
@@ -73,6 +76,7 @@ TEST(SimCli, InvalidFlagValuesExitNonZeroWithAMessage) {
       {{"--preset", "bogus"}, "bogus"},
       {{"--gpu-memory-utilization", "2"}, "--gpu-memory-utilization"},
       {{"--fault-error-rate", "1.5"}, "--fault-error-rate"},
+      {{"--not-ready-for", "-1"}, "--not-ready-for"},
       {{"--no-such-flag"}, "--no-such-flag"},
   };
   for (const auto& c : cases) {

@@ -1,0 +1,197 @@
+#include "sim/admin.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/clock.hpp"
+#include "http/peer_watch.hpp"
+
+namespace llmux::sim {
+namespace {
+
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+namespace json = boost::json;
+using net::awaitable;
+using namespace net::experimental::awaitable_operators;
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+/// The most a hold's watch reads at once: bytes of a pipelined next request, kept in c.buf.
+constexpr std::size_t kWatchRead = 4096;
+
+net::steady_timer::time_point at_ns(std::int64_t ns) {
+  return net::steady_timer::time_point(std::chrono::nanoseconds(ns));
+}
+
+std::int64_t ns_from_now(std::int64_t now, double seconds) {
+  return now + static_cast<std::int64_t>(seconds * 1e9);
+}
+
+/// Equal strings, in a time that depends on their lengths only.
+bool same_secret(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+/// The process dies at once, as a crashed or OOM-killed vLLM does: no answer, no clean-up.
+[[noreturn]] void crash(std::string_view why) {
+  spdlog::critical("runtime fault {}: the simulator dies now (SIGKILL)", why);
+  spdlog::default_logger()->flush();
+  ::raise(SIGKILL);
+  ::_exit(137);
+}
+
+awaitable<void> wait_cancelled(net::steady_timer& t) {
+  co_await t.async_wait(use_tuple);
+}
+
+}  // namespace
+
+bool is_loopback(const net::ip::address& a) {
+  if (a.is_v4()) return a.to_v4().is_loopback();
+  const auto v6 = a.to_v6();
+  if (v6.is_v4_mapped()) return net::ip::make_address_v4(net::ip::v4_mapped, v6).is_loopback();
+  return v6.is_loopback();
+}
+
+AdminVerdict admin_access(const net::ip::address& peer, std::string_view authorization,
+                          std::string_view token) {
+  if (!token.empty()) {
+    constexpr std::string_view scheme = "Bearer ";
+    if (authorization.size() < scheme.size() ||
+        !iequals(authorization.substr(0, scheme.size()), scheme)) {
+      return {401,
+              "/admin/faults needs `Authorization: Bearer <token>`: the simulator runs with "
+              "--admin-token"};
+    }
+    std::string_view given = authorization.substr(scheme.size());
+    while (!given.empty() && given.front() == ' ') given.remove_prefix(1);
+    while (!given.empty() && given.back() == ' ') given.remove_suffix(1);
+    if (!same_secret(given, token)) return {403, "Wrong admin token for /admin/faults."};
+    return {};
+  }
+  if (!is_loopback(peer)) {
+    return {403,
+            "/admin/faults answers loopback clients only (start the simulator with "
+            "--admin-token to allow others)."};
+  }
+  return {};
+}
+
+FaultControl::FaultControl(const SimConfig& cfg, net::io_context& ioc, Listener& listener)
+    : cfg_(cfg),
+      listener_(listener),
+      startup_not_ready_until_ns_(ns_from_now(mono_ns(), cfg.faults.not_ready_for_s)),
+      crash_timer_(ioc),
+      unhang_(ioc, net::steady_timer::time_point::max()) {}
+
+bool FaultControl::not_ready() const {
+  const std::int64_t now = mono_ns();
+  return now < startup_not_ready_until_ns_ || now < not_ready_until_ns_;
+}
+
+void FaultControl::count_generation() {
+  if (crash_left_ > 0 && --crash_left_ == 0) crash("crash_after_requests");
+}
+
+awaitable<bool> FaultControl::hold_while_hung(Conn& c) {
+  ::llmux::http::PeerWatch watch(c.sock().get_executor());
+  watch.start(c.sock(), c.buf, kWatchRead);
+  while (hung() && !watch.gone()) co_await (wait_cancelled(unhang_) || watch.until_gone());
+  co_await watch.stop(c.sock());
+  co_return !watch.gone();
+}
+
+RuntimeFaults FaultControl::current() const {
+  RuntimeFaults r = set_;
+  const std::int64_t now = mono_ns();
+  // Seconds left, rounded up to the millisecond.
+  auto left = [now](std::int64_t until) {
+    return std::ceil(static_cast<double>(std::max<std::int64_t>(until - now, 0)) / 1e6) / 1e3;
+  };
+  if (r.not_ready_for) {
+    if (not_ready_until_ns_ > now) {
+      r.not_ready_for = left(not_ready_until_ns_);
+    } else {
+      r.not_ready_for.reset();
+    }
+  }
+  if (r.crash_after_requests) r.crash_after_requests = crash_left_;
+  if (r.crash_at) r.crash_at = left(crash_at_ns_);
+  r.refuse_new = listener_.refusing();
+  return r;
+}
+
+std::string FaultControl::install(const RuntimeFaults& f) {
+  if (f.refuse_new) {
+    listener_.refuse();
+  } else if (auto ec = listener_.resume()) {
+    return fmt::format("Cannot listen again on port {}: {}", listener_.port(), ec.message());
+  }
+  const bool unhang = set_.hang && !f.hang;
+  set_ = f;
+  const std::int64_t now = mono_ns();
+  not_ready_until_ns_ = f.not_ready_for ? ns_from_now(now, *f.not_ready_for) : 0;
+  crash_left_ = f.crash_after_requests.value_or(0);
+  crash_at_ns_ = f.crash_at ? ns_from_now(now, *f.crash_at) : 0;
+  ++crash_generation_;
+  crash_timer_.cancel();
+  if (unhang) unhang_.cancel();  // every held request wakes and goes on
+  spdlog::info("runtime faults: {}", json::serialize(runtime_faults_json(f)));
+  return {};
+}
+
+void FaultControl::arm_crash_timer() {
+  if (crash_at_ns_ == 0) return;
+  crash_timer_.expires_at(at_ns(crash_at_ns_));
+  crash_timer_.async_wait([this, gen = crash_generation_](boost::system::error_code ec) {
+    if (!ec && gen == crash_generation_) crash("crash_at");
+  });
+}
+
+awaitable<void> FaultControl::handle(Conn& c, Request& req) {
+  boost::system::error_code ec;
+  const auto peer = c.sock().remote_endpoint(ec);
+  const AdminVerdict v = admin_access(ec ? net::ip::address() : peer.address(),
+                                      req[http::field::authorization], cfg_.admin_token);
+  if (v.status != 0) co_return co_await write_error(c, v.status, v.message, true, &req);
+  c.admin = true;  // refusing new connections keeps this one open, to undo it
+  const auto method = req.method();
+  if (method == http::verb::get)
+    co_return co_await write_json(c, 200, json::serialize(runtime_faults_json(current())), &req);
+  if (method != http::verb::post)
+    co_return co_await write_error(c, 405, "Method Not Allowed", true, &req);
+  auto parsed = parse_runtime_faults(req.body());
+  if (auto* e = std::get_if<FaultsError>(&parsed)) {
+    std::optional<std::string_view> param;
+    if (!e->field.empty()) param = e->field;
+    co_return co_await write_error(c, 400, e->message, true, &req, {}, param);
+  }
+  if (std::string err = install(std::get<RuntimeFaults>(parsed)); !err.empty())
+    co_return co_await write_error(c, 500, err, true, &req);
+  co_await write_json(c, 200, json::serialize(runtime_faults_json(current())), &req);
+  arm_crash_timer();  // after the answer: `"crash_at": 0` still answers the POST first
+}
+
+}  // namespace llmux::sim
