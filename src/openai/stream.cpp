@@ -460,7 +460,7 @@ struct StreamInterpreter::Run {
     EventInfo info;
     const std::size_t n = body.size();
     if (buf.size() < n + simdjson::SIMDJSON_PADDING) buf.resize(n + simdjson::SIMDJSON_PADDING);
-    std::memcpy(buf.data(), body.data(), n);
+    if (n > 0) std::memcpy(buf.data(), body.data(), n);
     try {
       od::document doc = parser.iterate(buf.data(), n, buf.size());
       od::object obj = doc.get_object();
@@ -496,7 +496,7 @@ struct StreamInterpreter::Run {
     }
     const std::size_t n = data.size();
     if (buf.size() < n + simdjson::SIMDJSON_PADDING) buf.resize(n + simdjson::SIMDJSON_PADDING);
-    std::memcpy(buf.data(), data.data(), n);
+    if (n > 0) std::memcpy(buf.data(), data.data(), n);
     try {
       od::document doc = parser.iterate(buf.data(), n, buf.size());
       od::object obj = doc.get_object();
