@@ -172,6 +172,16 @@ void report(const Shared& s, const RouteRt& route, const Request& req, const Bod
   route.policy->on_outcome(context(route, req, f, path, headers), b, o);
 }
 
+/// The jittered back-off before retry number `attempts` (x1-2 of base, doubled per retry). A
+/// coroutine of its own: its timer lives only while a retry waits, not in every proxy frame.
+net::awaitable<void> backoff(Worker& w, std::chrono::milliseconds base, int attempts) {
+  std::uniform_real_distribution<double> jitter(1.0, 2.0);
+  const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      base * (1 << std::min(attempts - 1, 10)) * jitter(w.rng));
+  net::steady_timer t(co_await net::this_coro::executor, wait);
+  co_await t.async_wait(use_tuple);
+}
+
 }  // namespace
 
 net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
@@ -247,12 +257,7 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
         break;
       }
       if (s.cfg.retries.backoff.count() > 0) {
-        const auto base = s.cfg.retries.backoff * (1 << std::min(attempts - 1, 10));
-        std::uniform_real_distribution<double> jitter(1.0, 2.0);
-        net::steady_timer t(
-            co_await net::this_coro::executor,
-            std::chrono::duration_cast<std::chrono::nanoseconds>(base * jitter(w.rng)));
-        co_await t.async_wait(use_tuple);
+        co_await backoff(w, s.cfg.retries.backoff, attempts);
         if (c.watch.client_gone) {
           last.kind = Kind::client_left;
           break;
