@@ -112,20 +112,21 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
     w.give_string(std::move(header_bytes));
   }
 
-  static constexpr std::size_t kBuf = Worker::kRelayBuf;
-  std::unique_ptr<char[]> buf = w.take_buf();
+  Worker::RelayBuf relay_buf = w.take_buf(sse);
+  char* const buf = relay_buf.data.get();
+  const std::size_t buf_size = relay_buf.size;
   std::size_t have = 0;
   std::string tail;  // the error event appended when the upstream dies mid-stream
   while (!client_failed && !head) {
     bool done = p.is_done();
     if (!done) {
-      res.body().data = buf.get() + have;
-      res.body().size = kBuf - have;
+      res.body().data = buf + have;
+      res.body().size = buf_size - have;
       up->dl.arm(idle);
       auto [ec, n] = co_await bhttp::async_read_some(up->sock, up->buf, p, use_tuple);
       up->dl.disarm();
       if (ec == bhttp::error::need_buffer) ec = {};
-      have += (kBuf - have) - res.body().size;
+      have += (buf_size - have) - res.body().size;
       if (ec) {
         upstream_failed = true;
         upstream_error = c.watch.client_gone ? std::string("client left")
@@ -140,11 +141,11 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
     // when it is complete.
     std::size_t cut = have;
     if (sse && !done) {
-      cut = last_event_boundary(buf.get(), have);
-      if (cut == 0 && have == kBuf && !upstream_failed) cut = have;  // a giant event
+      cut = last_event_boundary(buf, have);
+      if (cut == 0 && have == buf_size && !upstream_failed) cut = have;  // a giant event
     }
     const bool can_end_cleanly = upstream_failed && sse && chunked;
-    const std::string_view piece(buf.get(), cut);
+    const std::string_view piece(buf, cut);
     tap.feed(piece, done);
     if (can_end_cleanly) {
       tail = mid_stream_error_tail(
@@ -163,7 +164,7 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
       if (cut > 0) {
         auto r = fmt::format_to_n(size_line, sizeof size_line, "{:x}\r\n", cut);
         out[k++] = net::buffer(size_line, r.size);
-        out[k++] = net::buffer(buf.get(), cut);
+        out[k++] = net::buffer(buf, cut);
         out[k++] = net::buffer("\r\n", 2);
       }
       if (!tail.empty()) {
@@ -175,7 +176,7 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
         out[k++] = net::buffer("0\r\n\r\n", 5);
       }
     } else if (cut > 0) {
-      out[k++] = net::buffer(buf.get(), cut);
+      out[k++] = net::buffer(buf, cut);
     }
     if (k > 0) {
       c.dl.arm(idle);
@@ -198,7 +199,7 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
       break;
     }
     if (last) break;
-    if (cut < have) std::memmove(buf.get(), buf.get() + cut, have - cut);
+    if (cut < have) std::memmove(buf, buf + cut, have - cut);
     have -= cut;
   }
   if (!header_bytes.empty() && !client_failed && !c.watch.client_gone) {
@@ -210,7 +211,7 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
   }
   if (header_bytes.capacity() > 0) w.give_string(std::move(header_bytes));
   res.body().data = nullptr;
-  w.give_buf(std::move(buf));
+  w.give_buf(std::move(relay_buf));
   c.watch.up = nullptr;  // from here on the connection may go back to the pool
   rec.bytes_out = bytes_out;
   rec.prompt_tokens = tap.prompt_tokens();

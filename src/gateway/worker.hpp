@@ -81,18 +81,27 @@ struct Worker {
   std::vector<std::unique_ptr<upstream::Pool>> pools;  // per backend index
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
 
-  // Relay buffers, reused: a request takes one for its response body and gives it back.
-  // 4 KiB: an SSE event is far smaller, and a held-open stream should cost little memory.
+  // Relay buffers, reused: a request takes one for its response body and gives it back. An
+  // event stream gets a small one (a vLLM event is a few hundred bytes; a larger event goes out
+  // in pieces) since a held-open stream should cost little memory; other bodies a larger one.
   static constexpr std::size_t kRelayBuf = 4 * 1024;
-  std::vector<std::unique_ptr<char[]>> free_bufs;
-  std::unique_ptr<char[]> take_buf() {
-    if (free_bufs.empty()) return std::unique_ptr<char[]>(new char[kRelayBuf]);
-    auto b = std::move(free_bufs.back());
-    free_bufs.pop_back();
+  static constexpr std::size_t kStreamBuf = 2 * 1024;
+  struct RelayBuf {
+    std::unique_ptr<char[]> data;
+    std::size_t size = 0;
+  };
+  std::vector<std::unique_ptr<char[]>> free_bufs[2];  // [0]: kRelayBuf, [1]: kStreamBuf
+  RelayBuf take_buf(bool stream) {
+    const std::size_t size = stream ? kStreamBuf : kRelayBuf;
+    auto& free = free_bufs[stream ? 1 : 0];
+    if (free.empty()) return {std::unique_ptr<char[]>(new char[size]), size};
+    RelayBuf b{std::move(free.back()), size};
+    free.pop_back();
     return b;
   }
-  void give_buf(std::unique_ptr<char[]> b) {
-    if (free_bufs.size() < 1024) free_bufs.push_back(std::move(b));
+  void give_buf(RelayBuf b) {
+    auto& free = free_bufs[b.size == kStreamBuf ? 1 : 0];
+    if (free.size() < 1024) free.push_back(std::move(b.data));
   }
 
   // Jitter of retry back-offs.

@@ -173,6 +173,33 @@ TEST_F(GatewayMidStream, AccessLogCountsTheTokensTheClientReceived) {
   }
 }
 
+// An event larger than the relay's stream buffer (the Responses API's final event carries the
+// whole output) goes out in pieces and arrives whole.
+TEST_F(GatewayMidStream, AnEventLargerThanTheRelayBufferArrivesWhole) {
+  auto s = StreamingResponse::open(
+      gw_->port(), "POST", "/v1/responses",
+      R"({"input":"write a lot","max_output_tokens":2500,"ignore_eos":true,"stream":true})");
+  ASSERT_EQ(s->status(), 200);
+  SseResult r = read_sse(*s, SIZE_MAX, 10s, 30s);
+  ASSERT_EQ(r.end, ReadStatus::End) << to_string(r.end);
+  std::string deltas;
+  const SseEvent* completed = nullptr;
+  for (const auto& ev : r.events) {
+    auto o = parse_json(ev.data).as_object();
+    if (o.at("type") == "response.output_text.delta") deltas += o.at("delta").as_string();
+    if (o.at("type") == "response.completed") completed = &ev;
+  }
+  ASSERT_NE(completed, nullptr);
+  EXPECT_GT(completed->data.size(), 8u * 1024) << "the event must exceed every relay buffer";
+  const json::value done = parse_json(completed->data);
+  const auto& out = done.at("response").at("output").as_array();
+  std::string text;
+  for (const auto& item : out)
+    if (const auto* content = item.as_object().if_contains("content"))
+      for (const auto& part : content->as_array()) text += part.at("text").as_string();
+  EXPECT_EQ(text, deltas);
+}
+
 TEST_F(GatewayMidStream, ResponsesStreamEndsWithAResponsesErrorEvent) {
   // The Responses API has its own error event (no chat chunk, no [DONE]); it continues the
   // stream's sequence numbers, so an SDK reading it raises the error instead of a parse failure.
