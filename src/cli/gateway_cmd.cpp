@@ -1,14 +1,89 @@
 // `llmux gateway` and `llmux client-config`.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "config/config.hpp"
+#include "config/lint.hpp"
+#include "config/preflight.hpp"
+#include "config/summary.hpp"
 #include "gateway/gateway.hpp"
 
 namespace llmux::cli {
+namespace {
+
+constexpr config::Millis kProbeTimeout{2000};
+
+/// The warnings about what was given: lint() of the file's text, or the quick form's URLs.
+std::vector<config::ConfigWarning> warnings_for(const std::string& config_path,
+                                                const config::GatewayConfig& cfg) {
+  if (!config_path.empty()) {
+    std::ifstream in(config_path, std::ios::binary);
+    return config::lint(
+        std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+  }
+  std::vector<config::ConfigWarning> out;
+  for (const auto& b : cfg.backends)
+    if (auto w = config::lint_backend_url("--backend " + b.name, b.url)) out.push_back(*w);
+  return out;
+}
+
+/// `--check [--probe]` on a valid config: what it says, what start-up would find on this
+/// machine, and (probe) what each backend answers. Exit status: 0 when every check passed
+/// (warnings allowed), 1 when one failed. docs/config.md shows the output.
+int run_check(const config::GatewayConfig& cfg, const std::vector<config::ConfigWarning>& warnings,
+              bool probe) {
+  std::cout << config::describe(cfg, std::max(1u, std::thread::hardware_concurrency()));
+  if (!warnings.empty()) {
+    std::cout << "warnings:\n";
+    for (const auto& w : warnings) std::cout << "  " << w.to_string() << "\n";
+  }
+  std::vector<std::string> problems;
+  auto print = [&](const config::CheckResult& r) {
+    std::cout << (r.ok ? "  ok    " : "  FAIL  ") << r.to_string() << "\n";
+    if (!r.ok) problems.push_back(r.to_string());
+  };
+  std::cout << "start-up checks:\n";
+  std::vector<const config::Backend*> resolved;
+  for (const auto& b : cfg.backends) {
+    const auto r = config::check_resolves(b);
+    if (r.ok) resolved.push_back(&b);
+    print(r);
+  }
+  print(config::check_access_log(cfg.access_log.target));
+  for (const auto& l : cfg.listeners) print(config::check_listener(l));
+  if (probe) {
+    std::cout << "probe (each request within " << config::format_duration(kProbeTimeout) << "):\n";
+    std::cout.flush();
+    for (const auto& r : config::probe_backends(resolved, kProbeTimeout)) print(r);
+    for (const auto& b : cfg.backends)
+      if (std::find(resolved.begin(), resolved.end(), &b) == resolved.end())
+        std::cout << "  skip  backend " << b.name << ": not probed (its host does not resolve)\n";
+  }
+  if (problems.empty()) {
+    std::cout << "check OK";
+    if (!warnings.empty())
+      std::cout << " (" << warnings.size() << " warning" << (warnings.size() == 1 ? "" : "s")
+                << ")";
+    std::cout << "\n";
+    return 0;
+  }
+  const std::string n =
+      std::to_string(problems.size()) + (problems.size() == 1 ? " problem" : " problems");
+  std::cout << "check FAILED: " << n << "\n";
+  std::cout.flush();
+  std::cerr << "llmux gateway --check: " << n << ":\n";
+  for (const auto& p : problems) std::cerr << "  " << p << "\n";
+  return 1;
+}
+
+}  // namespace
 
 Runner add_gateway(CLI::App& app) {
   auto* sub = app.add_subcommand(
@@ -23,6 +98,7 @@ Runner add_gateway(CLI::App& app) {
     int threads = -1;
     std::string access_log;
     bool check = false;
+    bool probe = false;
   };
   auto o = std::make_shared<Opts>();
   sub->add_option("-c,--config", o->config_path,
@@ -36,7 +112,13 @@ Runner add_gateway(CLI::App& app) {
                   "Worker threads (default: from the config, else one per core)");
   sub->add_option("--access-log", o->access_log,
                   "stdout, off, or a file path (overrides the config)");
-  sub->add_flag("--check", o->check, "Validate the configuration, print it summarized, and exit");
+  sub->add_flag("--check", o->check,
+                "Check the configuration and everything start-up would (backend hosts resolve, "
+                "the access log can be opened, the listen ports are free), print it all, and "
+                "exit: 0 all passed, 1 a check failed, 2 the configuration is invalid");
+  sub->add_flag("--probe", o->probe,
+                "With --check (implied): also ask each backend GET <health path> and GET "
+                "/v1/models (2 s each); one failing exits 1");
 
   return [o]() -> int {
     std::vector<config::ConfigError> errors;
@@ -62,20 +144,9 @@ Runner add_gateway(CLI::App& app) {
       for (const auto& e : errors) std::cerr << "  " << e.to_string() << "\n";
       return 2;
     }
-    if (o->check) {
-      std::cout << "configuration OK: " << cfg.backends.size() << " backends, " << cfg.routes.size()
-                << " routes\n";
-      for (const auto& r : cfg.routes) {
-        std::cout << "  route " << r.name << ": "
-                  << (r.match.path.empty()
-                          ? (r.match.path_prefix.empty() ? "*" : r.match.path_prefix + "*")
-                          : r.match.path)
-                  << " -> " << r.policy << " over";
-        for (const auto& b : r.backends) std::cout << " " << b;
-        std::cout << "\n";
-      }
-      return 0;
-    }
+    const auto warnings = warnings_for(o->config_path, cfg);
+    if (o->check || o->probe) return run_check(cfg, warnings, o->probe);
+    for (const auto& w : warnings) spdlog::warn("configuration: {}", w.to_string());
     return gateway::run_gateway(std::move(cfg));
   };
 }

@@ -1,7 +1,14 @@
 // `llmux gateway` refuses to start on an invalid configuration and says everything that is
-// wrong at once (exit status 2, one line per error); `--check` validates without serving.
+// wrong at once (exit status 2, one line per error); `--check` validates without serving, then
+// checks what start-up would on this machine (backend hosts resolve, the access log opens, the
+// listen ports are free: exit 1 when one fails), `--probe` asks each backend GET /health and
+// GET /v1/models, and warnings (a /v1 backend URL, a bare-number duration) never change the exit
+// status.
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -80,13 +87,63 @@ TEST(GatewayConfig, MissingFileAndBadQuickFormExit2) {
   EXPECT_EQ(nothing.exit_code, 2) << nothing.err;
 }
 
+// The output lines that start with `prefix` (e.g. "  FAIL  "), prefix removed.
+std::vector<std::string> lines_starting(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with(prefix)) out.push_back(line.substr(prefix.size()));
+  return out;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  std::istringstream in(text);
+  std::string l;
+  while (std::getline(in, l))
+    if (l == line) return true;
+  return false;
+}
+
+// A loopback port nothing listens on (it was free a moment ago).
+int closed_port() {
+  boost::asio::io_context ioc;
+  namespace ip = boost::asio::ip;
+  ip::tcp::acceptor a(ioc, ip::tcp::endpoint(ip::make_address("127.0.0.1"), 0));
+  return a.local_endpoint().port();
+}
+
 TEST(GatewayConfig, CheckAcceptsTheSeedConfig) {
-  RunResult r = run_gateway({"--check", "--config", source_dir() + "/examples/seed.yaml"});
+  // The seed as shipped but for its port: :8080 may be taken on the machine running the tests,
+  // and --check fails on a port in use (CheckFailsOnAListenPortInUse).
+  std::string seed = read_text_file(source_dir() + "/examples/seed.yaml");
+  const std::string listen = "listen: \":8080\"";
+  const auto at = seed.find(listen);
+  ASSERT_NE(at, std::string::npos) << "examples/seed.yaml changed its listen line";
+  seed.replace(at, listen.size(), "listen: \"127.0.0.1:0\"");
+  TempDir dir;
+  RunResult r = run_gateway({"--check", "--config", dir.write("seed.yaml", seed)});
   ASSERT_FALSE(r.timed_out);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("2 backends"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("3 routes"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\"ready\""), std::string::npos) << "--check must not serve: " << r.out;
+  // What it says: listen address, threads, every timeout with its unit, health checks and
+  // outlier detection (defaults filled in), and every start-up check passed.
+  for (const char* line :
+       {"listen: 127.0.0.1:0 (a free port chosen at start)", "timeouts:", "  connect: 5s",
+        "  first_byte: 300s", "  idle: 120s", "  client_header: 30s", "  client_body: 60s",
+        "  client_idle: 75s", "  drain: 30s", "access_log: stdout",
+        "    health_checks: GET /health every 2s (jitter 0.1), timeout 1s, "
+        "healthy after 1 pass, unhealthy after 2 failures",
+        "outlier_detection: eject after 3 failures in a row for 5s, doubling "
+        "up to 60s",
+        "  ok    backend server1: 192.168.200.101 (an IP address)",
+        "  ok    access_log stdout: nothing to open",
+        "  ok    listen 127.0.0.1:0: a free port is chosen at start", "check OK"})
+    EXPECT_TRUE(has_line(r.out, line)) << "no line '" << line << "' in:\n" << r.out;
+  EXPECT_NE(r.out.find("threads: 0 (one per core: "), std::string::npos) << r.out;
+  EXPECT_TRUE(lines_starting(r.out, "  FAIL  ").empty()) << r.out;
 }
 
 TEST(GatewayConfig, CheckRejectsWhatServingWould) {
@@ -96,6 +153,150 @@ TEST(GatewayConfig, CheckRejectsWhatServingWould) {
                    dir.write("bad.yaml", "backends: []\nroutes: []\ntimeouts: {idle: 0ms}\n")});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_GE(error_lines(r.err).size(), 2u) << r.err;
+}
+
+TEST(GatewayConfig, CheckFailsOnABackendHostThatDoesNotResolve) {
+  // Start-up refuses a backend whose host does not resolve; --check says so, naming it.
+  TempDir dir;
+  const std::string yaml =
+      one_route_config(1,
+                       backend_line("good", 30001) +
+                           "  - {name: ghost, url: \"http://ghost.llmux-check.invalid:30002\"}\n",
+                       "good, ghost");
+  RunResult r = run_gateway({"--check", "--config", dir.write("dns.yaml", yaml)});
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto fails = lines_starting(r.out, "  FAIL  ");
+  ASSERT_EQ(fails.size(), 1u) << r.out;
+  EXPECT_TRUE(fails[0].starts_with("backend ghost: cannot resolve 'ghost.llmux-check.invalid'"))
+      << fails[0];
+  EXPECT_TRUE(has_line(r.out, "  ok    backend good: 127.0.0.1 (an IP address)")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "check FAILED: 1 problem")) << r.out;
+  const auto errs = error_lines(r.err);
+  ASSERT_EQ(errs.size(), 1u) << r.err;
+  EXPECT_TRUE(errs[0].starts_with("backend ghost: ")) << r.err;
+}
+
+TEST(GatewayConfig, CheckFailsOnAListenPortInUse) {
+  boost::asio::io_context ioc;
+  namespace ip = boost::asio::ip;
+  ip::tcp::acceptor holder(ioc, ip::tcp::endpoint(ip::make_address("127.0.0.1"), 0));
+  const std::string port = std::to_string(holder.local_endpoint().port());
+  std::string yaml = one_route_config(1, backend_line("a", 30001), "a");
+  yaml.replace(yaml.find("127.0.0.1:0"), 11, "127.0.0.1:" + port);
+  TempDir dir;
+  const std::string path = dir.write("port.yaml", yaml);
+  RunResult r = run_gateway({"--check", "--config", path});
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto fails = lines_starting(r.out, "  FAIL  ");
+  ASSERT_EQ(fails.size(), 1u) << r.out;
+  EXPECT_EQ(fails[0],
+            "listen 127.0.0.1:" + port + ": port " + port + " is in use by another process");
+  EXPECT_EQ(error_lines(r.err).size(), 1u) << r.err;
+
+  // The same config passes once the port is free: it was the port, nothing else.
+  holder.close();
+  RunResult freed = run_gateway({"--check", "--config", path});
+  EXPECT_EQ(freed.exit_code, 0) << freed.out << freed.err;
+  EXPECT_TRUE(has_line(freed.out, "  ok    listen 127.0.0.1:" + port + ": free")) << freed.out;
+}
+
+TEST(GatewayConfig, CheckFailsOnAnAccessLogItCannotOpenAndCreatesNothing) {
+  TempDir dir;
+  const std::string missing_dir = dir.path() + "/no-such-dir";
+  const std::string yaml = one_route_config(1, backend_line("a", 30001), "a",
+                                            "access_log: " + missing_dir + "/access.log\n");
+  RunResult r = run_gateway({"--check", "--config", dir.write("log.yaml", yaml)});
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto fails = lines_starting(r.out, "  FAIL  ");
+  ASSERT_EQ(fails.size(), 1u) << r.out;
+  EXPECT_EQ(fails[0], "access_log " + missing_dir + "/access.log: directory '" + missing_dir +
+                          "' does not exist");
+  EXPECT_FALSE(std::filesystem::exists(missing_dir));
+
+  // A log that does not exist yet in a writable directory passes, and --check leaves no file.
+  const std::string fresh = dir.path() + "/fresh.log";
+  RunResult ok =
+      run_gateway({"--check", "--config", dir.write("log2.yaml", yaml), "--access-log", fresh});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_FALSE(std::filesystem::exists(fresh)) << "--check created the access log";
+  // An existing one is neither truncated nor written to.
+  const std::string existing = dir.write("existing.log", "{\"earlier\":1}\n");
+  RunResult kept =
+      run_gateway({"--check", "--config", dir.path() + "/log2.yaml", "--access-log", existing});
+  EXPECT_EQ(kept.exit_code, 0) << kept.out << kept.err;
+  EXPECT_EQ(read_text_file(existing), "{\"earlier\":1}\n");
+}
+
+TEST(GatewayConfig, CheckProbeReportsHealthAndModelsOfASimulator) {
+  SimServer sim({"--served-model-name", "probe-check-model"});
+  TempDir dir;
+  const std::string path =
+      dir.write("probe.yaml", one_route_config(1, backend_line("sim", sim.port()), "sim"));
+  RunResult r = run_gateway({"--check", "--probe", "--config", path});
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto oks = lines_starting(r.out, "  ok    backend sim: GET ");
+  ASSERT_EQ(oks.size(), 2u) << r.out;
+  EXPECT_TRUE(oks[0].starts_with("/health: 200 in ")) << oks[0];
+  EXPECT_TRUE(oks[1].starts_with("/v1/models: 200 in ")) << oks[1];
+  EXPECT_TRUE(oks[1].ends_with(", models: probe-check-model")) << oks[1];
+  // Without --probe nothing is asked of the backend.
+  RunResult plain = run_gateway({"--check", "--config", path});
+  EXPECT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+  EXPECT_EQ(plain.out.find("probe ("), std::string::npos) << plain.out;
+  EXPECT_TRUE(lines_starting(plain.out, "  ok    backend sim: GET ").empty()) << plain.out;
+}
+
+TEST(GatewayConfig, CheckProbeOfAClosedPortFailsWithExit1) {
+  const int port = closed_port();
+  TempDir dir;
+  const std::string path =
+      dir.write("closed.yaml", one_route_config(1, backend_line("down", port), "down"));
+  // Start-up would not mind (backends may come up later): --check alone passes.
+  RunResult plain = run_gateway({"--check", "--config", path});
+  EXPECT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+  RunResult r = run_gateway({"--check", "--probe", "--config", path});
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto fails = lines_starting(r.out, "  FAIL  backend down: GET ");
+  ASSERT_EQ(fails.size(), 2u) << r.out;
+  EXPECT_TRUE(fails[0].starts_with("/health: connect ")) << fails[0];
+  EXPECT_TRUE(fails[1].starts_with("/v1/models: connect ")) << fails[1];
+  EXPECT_TRUE(has_line(r.out, "check FAILED: 2 problems")) << r.out;
+  EXPECT_EQ(error_lines(r.err).size(), 2u) << r.err;
+}
+
+TEST(GatewayConfig, CheckWarnsAboutAV1UrlAndABareNumberDuration) {
+  TempDir dir;
+  const std::string yaml =
+      one_route_config(1, "  - {name: a, url: \"http://127.0.0.1:30001/v1\"}\n", "a",
+                       "timeouts:\n  connect: 5\n  idle: 120s\n");
+  RunResult r = run_gateway({"--check", "--config", dir.write("warn.yaml", yaml)});
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << "warnings do not fail the check: " << r.out << r.err;
+  const auto warnings = lines_starting(r.out, "  ");
+  bool url = false, connect = false;
+  for (const auto& w : warnings) {
+    url = url || (w.starts_with("backends[0].url: 'http://127.0.0.1:30001/v1': ") &&
+                  w.find("/v1/v1/") != std::string::npos);
+    connect = connect || (w.starts_with("timeouts.connect: '5': ") &&
+                          w.find("5ms") != std::string::npos && w.ends_with("(line 8, column 12)"));
+  }
+  EXPECT_TRUE(url) << r.out;
+  EXPECT_TRUE(connect) << r.out;
+  EXPECT_TRUE(has_line(r.out, "  connect: 5ms")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "check OK (2 warnings)")) << r.out;
+  EXPECT_EQ(r.out.find("timeouts.idle"), std::string::npos) << "120s is fine: " << r.out;
+
+  // Serving, the gateway logs the same warnings once at start (and starts).
+  auto gw = GatewayServer::with_config(yaml);
+  const std::string err = gw->stderr_text();
+  EXPECT_NE(err.find("timeouts.connect: '5'"), std::string::npos) << err;
+  EXPECT_NE(err.find("backends[0].url: 'http://127.0.0.1:30001/v1'"), std::string::npos) << err;
+  gw->expect_clean_exit();
 }
 
 }  // namespace

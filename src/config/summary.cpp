@@ -1,0 +1,113 @@
+// describe(): a validated configuration in plain lines (summary.hpp).
+#include "config/summary.hpp"
+
+#include <fmt/format.h>
+
+#include <iterator>
+#include <utility>
+
+#include "config/detail.hpp"
+
+namespace llmux::config {
+namespace {
+
+using detail::host_port;
+
+std::string route_line(const Route& r) {
+  std::string out = fmt::format("  route {}: ", r.name);
+  for (const auto& m : r.match.methods) out += m + " ";
+  const RouteMatch& m = r.match;
+  out += m.path.empty() ? (m.path_prefix.empty() ? "*" : m.path_prefix + "*") : m.path;
+  if (!m.models.empty()) out += fmt::format(" models {}", detail::join(m.models, ","));
+  out += " -> " + r.policy;
+  if (!r.policy_options.empty()) {
+    std::vector<std::string> opts;
+    for (const auto& [k, v] : r.policy_options) opts.push_back(k + "=" + v);
+    out += " {" + detail::join(opts) + "}";
+  }
+  out += " over";
+  for (const auto& b : r.backends) out += " " + b;
+  return out;
+}
+
+std::string health_line(const HealthChecks& h) {
+  if (!h.enabled) return "off";
+  return fmt::format(
+      "GET {} every {} (jitter {}), timeout {}, healthy after {} pass{}, unhealthy after {} "
+      "failure{}",
+      h.path, format_duration(h.interval), h.jitter, format_duration(h.timeout),
+      h.healthy_threshold, h.healthy_threshold == 1 ? "" : "es", h.unhealthy_threshold,
+      h.unhealthy_threshold == 1 ? "" : "s");
+}
+
+}  // namespace
+
+std::string format_duration(Millis d) {
+  if (d.count() != 0 && d.count() % 1000 == 0) return fmt::format("{}s", d.count() / 1000);
+  return fmt::format("{}ms", d.count());
+}
+
+std::string format_size(std::uint64_t bytes) {
+  constexpr std::pair<std::uint64_t, const char*> units[] = {
+      {1ull << 40, "TiB"}, {1ull << 30, "GiB"}, {1ull << 20, "MiB"}, {1ull << 10, "KiB"}};
+  for (const auto& [size, name] : units)
+    if (bytes != 0 && bytes % size == 0) return fmt::format("{}{}", bytes / size, name);
+  return fmt::format("{}B", bytes);
+}
+
+std::string describe(const GatewayConfig& cfg, unsigned cores) {
+  fmt::memory_buffer b;
+  auto out = std::back_inserter(b);
+  fmt::format_to(out, "configuration OK: {} backend{}, {} route{}\n", cfg.backends.size(),
+                 cfg.backends.size() == 1 ? "" : "s", cfg.routes.size(),
+                 cfg.routes.size() == 1 ? "" : "s");
+  for (const auto& r : cfg.routes) fmt::format_to(out, "{}\n", route_line(r));
+
+  std::vector<std::string> listen;
+  for (const auto& l : cfg.listeners)
+    listen.push_back(host_port(l) + (l.port == 0 ? " (a free port chosen at start)" : ""));
+  fmt::format_to(out, "listen: {}\n", detail::join(listen));
+  if (cfg.threads == 0)
+    fmt::format_to(out, "threads: 0 (one per core: {} here)\n", cores);
+  else
+    fmt::format_to(out, "threads: {}\n", cfg.threads);
+
+  fmt::format_to(out, "backends:\n");
+  for (const auto& be : cfg.backends) {
+    fmt::format_to(
+        out, "  {}: {} (weight {}, max_inflight {}, pool_idle_timeout {}{})\n", be.name, be.url,
+        be.weight,
+        be.max_inflight == 0 ? std::string("unlimited") : std::to_string(be.max_inflight),
+        format_duration(be.pool_idle_timeout), be.api_key.empty() ? "" : ", api_key set");
+    fmt::format_to(out, "    health_checks: {}\n", health_line(be.health));
+  }
+
+  const Timeouts& t = cfg.timeouts;
+  const std::pair<const char*, Millis> timeouts[] = {
+      {"connect", t.connect},
+      {"first_byte", t.first_byte},
+      {"idle", t.idle},
+      {"client_header", t.client_header},
+      {"client_body", t.client_body},
+      {"client_idle", t.client_idle},
+      {"drain", t.drain},
+  };
+  fmt::format_to(out, "timeouts:\n");
+  for (const auto& [name, value] : timeouts)
+    fmt::format_to(out, "  {}: {}\n", name, format_duration(value));
+
+  fmt::format_to(out, "limits: max_body_bytes {}, max_header_bytes {}\n",
+                 format_size(cfg.limits.max_body_bytes), format_size(cfg.limits.max_header_bytes));
+  fmt::format_to(out, "access_log: {}\n", cfg.access_log.target);
+  const OutlierDetection& od = cfg.outlier_detection;
+  if (od.enabled)
+    fmt::format_to(
+        out, "outlier_detection: eject after {} failure{} in a row for {}, doubling up to {}\n",
+        od.consecutive_failures, od.consecutive_failures == 1 ? "" : "s",
+        format_duration(od.base_ejection), format_duration(od.max_ejection));
+  else
+    fmt::format_to(out, "outlier_detection: off\n");
+  return fmt::to_string(b);
+}
+
+}  // namespace llmux::config
