@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "config/preflight.hpp"
 #include "core/clock.hpp"
 #include "core/openai_error.hpp"
 #include "gateway/health.hpp"
@@ -34,24 +35,6 @@ namespace llmux::gateway {
 namespace {
 
 using net::awaitable;
-
-/// Fails at once when another process listens on `ep`: SO_REUSEPORT would otherwise let this
-/// gateway join that process's port and silently take a share of its connections. The port is
-/// shared only among this process's own workers. (Port 0 needs no check: the kernel picks a
-/// free port.)
-bool port_taken_by_another(const tcp::endpoint& ep, boost::system::error_code& ec) {
-  if (ep.port() == 0) return false;
-  net::io_context tmp;
-  tcp::acceptor probe(tmp);
-  probe.open(ep.protocol(), ec);
-  if (ec) return false;
-  probe.set_option(net::socket_base::reuse_address(true), ec);  // TIME_WAIT is no obstacle
-  probe.bind(ep, ec);
-  const bool taken = ec == net::error::address_in_use;
-  boost::system::error_code ignored;
-  probe.close(ignored);
-  return taken;
-}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -133,9 +116,11 @@ class Gateway {
         return 2;
       }
       std::uint16_t port = l.port;
-      if (port_taken_by_another(tcp::endpoint(addr, port), ec)) {
-        spdlog::error("cannot listen on {}:{}: the address is in use by another process", l.address,
-                      port);
+      // Fails at once when another process listens there: SO_REUSEPORT would otherwise let this
+      // gateway join that process's port and silently take a share of its connections. The
+      // port is shared only among this process's own workers (`--check` runs the same probe).
+      if (const auto probe = config::check_listener(l); !probe.ok) {
+        spdlog::error("cannot {}", probe.to_string());
         return 1;
       }
       for (auto& w : workers_) {

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "../openai/vllm_streams.hpp"
 #include "bench/stats.hpp"
 #include "openai/sse.hpp"
 #include "openai/stream.hpp"
@@ -16,21 +17,7 @@ using openai::SseEvent;
 using openai::SseParser;
 using openai::StreamInterpreter;
 
-// A chat stream shaped as vLLM's OpenAI server writes it.
-const char* const kChatStream =
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]})"
-    "\n\n"
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[{"index":0,"delta":{"reasoning_content":" Hmm"},"logprobs":null,"finish_reason":null}]})"
-    "\n\n"
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[{"index":0,"delta":{"content":" Hi","reasoning_content":null},"logprobs":null,"finish_reason":null}]})"
-    "\n\n"
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[{"index":0,"delta":{"content":" say \"hi\""},"logprobs":null,"finish_reason":null}]})"
-    "\n\n"
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[{"index":0,"delta":{"content":""},"logprobs":null,"finish_reason":"stop","stop_reason":null}]})"
-    "\n\n"
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[],"usage":{"prompt_tokens":20,"total_tokens":27,"completion_tokens":7}})"
-    "\n\n"
-    "data: [DONE]\n\n";
+using llmux::testing::kChatStream;
 
 // End to end on the pure side: a timed chat stream, recorded as the driver would, gives TTFT at
 // the first content chunk (not the role chunk) and output tokens from usage.

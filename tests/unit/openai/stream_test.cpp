@@ -6,9 +6,12 @@
 #include <vector>
 
 #include "openai/sse.hpp"
+#include "vllm_streams.hpp"
 
 namespace llmux::openai {
 namespace {
+
+using llmux::testing::kChatStream;
 
 // Streams shaped as vLLM's OpenAI server writes them.
 
@@ -20,21 +23,6 @@ const char* const kCompletionStream =
     R"(data: {"id":"cmpl-8f1c","object":"text_completion","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[{"index":0,"text":" blue","logprobs":null,"finish_reason":"length","stop_reason":null}],"usage":null})"
     "\n\n"
     R"(data: {"id":"cmpl-8f1c","object":"text_completion","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[],"usage":{"prompt_tokens":12,"total_tokens":16,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":8}}})"
-    "\n\n"
-    "data: [DONE]\n\n";
-
-const char* const kChatStream =
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]})"
-    "\n\n"
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[{"index":0,"delta":{"reasoning_content":" Hmm"},"logprobs":null,"finish_reason":null}]})"
-    "\n\n"
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[{"index":0,"delta":{"content":" Hi","reasoning_content":null},"logprobs":null,"finish_reason":null}]})"
-    "\n\n"
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[{"index":0,"delta":{"content":" say \"hi\""},"logprobs":null,"finish_reason":null}]})"
-    "\n\n"
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[{"index":0,"delta":{"content":""},"logprobs":null,"finish_reason":"stop","stop_reason":null}]})"
-    "\n\n"
-    R"(data: {"id":"chatcmpl-77","object":"chat.completion.chunk","created":1745000000,"model":"Qwen3.6-35B-A3B","choices":[],"usage":{"prompt_tokens":20,"total_tokens":27,"completion_tokens":7}})"
     "\n\n"
     "data: [DONE]\n\n";
 
