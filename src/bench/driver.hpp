@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "openai/stream.hpp"
 #include "bench/stats.hpp"
 #include "bench/workload.hpp"
 #include "http/client.hpp"
+#include "openai/stream.hpp"
 
 namespace llmux::bench {
 

@@ -111,12 +111,12 @@ routes:
 }
 
 TEST(Lint, QuickFormUrl) {
-  auto w = lint_backend_url("--backend a", "http://10.0.0.1:8000/v1");
+  auto w = lint_backend_url("--backend a", "http://192.0.2.1:8000/v1");
   ASSERT_TRUE(w.has_value());
   EXPECT_EQ(w->field, "--backend a");
   EXPECT_EQ(w->line, 0);
-  EXPECT_EQ(w->to_string().find("--backend a: 'http://10.0.0.1:8000/v1': "), 0u) << w->to_string();
-  EXPECT_FALSE(lint_backend_url("f", "http://10.0.0.1:8000").has_value());
+  EXPECT_EQ(w->to_string().find("--backend a: 'http://192.0.2.1:8000/v1': "), 0u) << w->to_string();
+  EXPECT_FALSE(lint_backend_url("f", "http://192.0.2.1:8000").has_value());
   EXPECT_FALSE(lint_backend_url("f", "not a url/v1").has_value());  // validate()'s job
 }
 
