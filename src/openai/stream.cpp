@@ -171,6 +171,10 @@ struct StreamInterpreter::Run {
   std::uint64_t est = 0;
   bool any_text = false;
 
+  void set_finish_reason(std::string_view v) {
+    if (self.capture_ids_) self.extra().finish_reason = v;
+  }
+
   void set_id(std::string_view v, bool first_only) {
     if (!self.capture_ids_) return;
     auto& x = self.extra();
@@ -237,7 +241,7 @@ struct StreamInterpreter::Run {
         parse_delta(val);
       } else if (key == "finish_reason") {
         std::string_view s;
-        if (get_str(val, s)) self.extra().finish_reason = s;
+        if (get_str(val, s)) set_finish_reason(s);
       }
     }
   }
@@ -368,7 +372,7 @@ struct StreamInterpreter::Run {
     }
     if (type == "response.completed" || type == "response.incomplete") {
       info.done = true;
-      if (!status.empty()) self.extra().finish_reason = status;
+      if (!status.empty()) set_finish_reason(status);
     } else if (type == "response.failed") {
       info.done = true;
       info.error = true;
@@ -376,7 +380,7 @@ struct StreamInterpreter::Run {
       if (e.message.empty()) e.message = "response.failed";
       if (e.type.empty()) e.type = "response.failed";
       set_error(std::move(e));
-      if (!status.empty()) self.extra().finish_reason = status;
+      if (!status.empty()) set_finish_reason(status);
     } else if (type == "error") {
       info.error = true;
       StreamError e = top_error ? *top_error : event_error;
@@ -404,7 +408,7 @@ struct StreamInterpreter::Run {
         std::string_view s;
         if (get_str(val, s)) set_id(s, /*first_only=*/false);
       } else if (key == "status") {
-        self.extra().finish_reason = scalar_text(val);
+        set_finish_reason(scalar_text(val));
       } else if (key == "usage") {
         if (is_type(val, od::json_type::object)) {
           parse_usage(val, u);

@@ -90,8 +90,8 @@ class StreamInterpreter {
   /// An interpreter with a JSON parser of its own.
   explicit StreamInterpreter(Dialect dialect, bool capture_text = false);
   /// An interpreter that parses with `shared` (which must outlive it; same thread only). Its own
-  /// state is ~150 bytes; it allocates only for what it keeps beyond counts: ids (unless
-  /// `capture_ids` is false), the finish reason, an error, the text.
+  /// state is ~150 bytes; it allocates only for what it keeps beyond counts: ids and the finish
+  /// reason (unless `capture_ids` is false), an error, the text.
   StreamInterpreter(Dialect dialect, JsonScratch& shared, bool capture_text = false,
                     bool capture_ids = true);
   ~StreamInterpreter();

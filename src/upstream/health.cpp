@@ -44,8 +44,11 @@ std::optional<HealthEvent> record_outcome(Backend& b, const Outcome& o, std::int
   const Verdict v = judge(o);
   if (v == Verdict::neutral) return std::nullopt;
   if (v == Verdict::success) {
-    b.failures_in_a_row.store(0, std::memory_order_relaxed);
-    if (b.ejections_in_a_row.exchange(0, std::memory_order_relaxed) > 0)
+    // Loads first: the common case (nothing to reset) writes nothing to the shared line.
+    if (b.failures_in_a_row.load(std::memory_order_relaxed) != 0)
+      b.failures_in_a_row.store(0, std::memory_order_relaxed);
+    if (b.ejections_in_a_row.load(std::memory_order_relaxed) > 0 &&
+        b.ejections_in_a_row.exchange(0, std::memory_order_relaxed) > 0)
       return HealthEvent{HealthEvent::Kind::readmitted,
                          fmt::format("backend {} back in service: a request succeeded after its "
                                      "ejection",
