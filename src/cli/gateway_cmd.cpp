@@ -2,6 +2,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -13,6 +16,7 @@
 #include "config/lint.hpp"
 #include "config/preflight.hpp"
 #include "config/summary.hpp"
+#include "core/signals.hpp"
 #include "gateway/gateway.hpp"
 
 namespace llmux::cli {
@@ -83,6 +87,32 @@ int run_check(const config::GatewayConfig& cfg, const std::vector<config::Config
   return 1;
 }
 
+/// `--reload`: the configuration was checked; SIGHUP to the gateway named by the pid file.
+int send_reload(const config::GatewayConfig& cfg, const std::string& config_path) {
+  if (config_path.empty()) {
+    spdlog::error(
+        "--reload needs --config FILE: a gateway started with --backend has no file to reload");
+    return 2;
+  }
+  if (cfg.pid_file.empty()) {
+    spdlog::error("--reload: no pid file; set pid_file in {} or give --pid-file", config_path);
+    return 2;
+  }
+  std::string err;
+  const pid_t pid = read_pid_file(cfg.pid_file, err);
+  if (pid < 0) {
+    spdlog::error("--reload: {}", err);
+    return 1;
+  }
+  if (::kill(pid, SIGHUP) != 0) {
+    spdlog::error("--reload: cannot signal process {}: {}", pid, std::strerror(errno));
+    return 1;
+  }
+  std::cout << "configuration " << config_path << " is valid; sent SIGHUP to the gateway (pid "
+            << pid << "), which logs what changed\n";
+  return 0;
+}
+
 }  // namespace
 
 Runner add_gateway(CLI::App& app) {
@@ -99,6 +129,8 @@ Runner add_gateway(CLI::App& app) {
     std::string access_log;
     bool check = false;
     bool probe = false;
+    bool reload = false;
+    std::string pid_file;
   };
   auto o = std::make_shared<Opts>();
   sub->add_option("-c,--config", o->config_path,
@@ -119,35 +151,58 @@ Runner add_gateway(CLI::App& app) {
   sub->add_flag("--probe", o->probe,
                 "With --check (implied): also ask each backend GET <health path> and GET "
                 "/v1/models (2 s each); one failing exits 1");
+  sub->add_option("--pid-file", o->pid_file,
+                  "Write the gateway's pid here at start (overrides the config's pid_file); with "
+                  "--reload, the pid file of the gateway to reload");
+  sub->add_flag("--reload", o->reload,
+                "Tell the running gateway to load its configuration again: checks --config "
+                "first (an invalid one is reported here and not sent), then sends SIGHUP to the "
+                "pid in --pid-file or the config's pid_file. The gateway logs what changed");
 
   return [o]() -> int {
-    std::vector<config::ConfigError> errors;
-    config::GatewayConfig cfg;
     if (!o->config_path.empty() && !o->backends.empty()) {
       spdlog::error("give either --config or --backend, not both");
       return 2;
     }
-    if (!o->config_path.empty()) {
-      cfg = config::load_and_validate_file(o->config_path, errors);
-    } else if (!o->backends.empty()) {
-      cfg = config::quick_config(static_cast<std::uint16_t>(o->port), o->backends, errors);
-    } else {
+    if (o->config_path.empty() && o->backends.empty()) {
       spdlog::error("nothing to serve: give --config FILE or at least one --backend NAME=URL");
       return 2;
     }
-    if (o->threads >= 0) cfg.threads = o->threads;
-    if (!o->access_log.empty()) cfg.access_log.target = o->access_log;
-    if (errors.empty()) errors = config::validate(cfg);
-    if (!errors.empty()) {
-      std::cerr << "llmux gateway: invalid configuration (" << errors.size() << " error"
-                << (errors.size() == 1 ? "" : "s") << "):\n";
-      for (const auto& e : errors) std::cerr << "  " << e.to_string() << "\n";
+    // What start-up reads, and a reload reads again: the file (or the quick form) with the
+    // command line's overrides, validated, and its warnings.
+    auto load = [o]() {
+      gateway::LoadedConfig out;
+      if (!o->config_path.empty()) {
+        out.cfg = config::load_and_validate_file(o->config_path, out.errors);
+      } else {
+        out.cfg =
+            config::quick_config(static_cast<std::uint16_t>(o->port), o->backends, out.errors);
+      }
+      if (o->threads >= 0) out.cfg.threads = o->threads;
+      if (!o->access_log.empty()) out.cfg.access_log.target = o->access_log;
+      if (!o->pid_file.empty()) out.cfg.pid_file = o->pid_file;
+      if (out.errors.empty()) out.errors = config::validate(out.cfg);
+      if (out.errors.empty())
+        for (const auto& w : warnings_for(o->config_path, out.cfg))
+          out.warnings.push_back(w.to_string());
+      return out;
+    };
+    gateway::LoadedConfig loaded = load();
+    if (!loaded.errors.empty()) {
+      std::cerr << "llmux gateway: invalid configuration (" << loaded.errors.size() << " error"
+                << (loaded.errors.size() == 1 ? "" : "s") << "):\n";
+      for (const auto& e : loaded.errors) std::cerr << "  " << e.to_string() << "\n";
       return 2;
     }
-    const auto warnings = warnings_for(o->config_path, cfg);
-    if (o->check || o->probe) return run_check(cfg, warnings, o->probe);
-    for (const auto& w : warnings) spdlog::warn("configuration: {}", w.to_string());
-    return gateway::run_gateway(std::move(cfg));
+    if (o->reload) return send_reload(loaded.cfg, o->config_path);
+    if (o->check || o->probe) {
+      std::vector<config::ConfigWarning> warnings = warnings_for(o->config_path, loaded.cfg);
+      return run_check(loaded.cfg, warnings, o->probe);
+    }
+    for (const auto& w : loaded.warnings) spdlog::warn("configuration: {}", w);
+    gateway::ConfigLoader reload;
+    if (!o->config_path.empty()) reload = load;
+    return gateway::run_gateway(std::move(loaded.cfg), std::move(reload));
   };
 }
 

@@ -39,6 +39,7 @@
 //     {max_attempts: 2, backoff: 5ms, request_budget: 10s, budget: 0.2,
 //      min_retries_per_second: 10}
 //   access_log: stdout                         # stdout, off, or a file path
+//   pid_file: /run/llmux.pid                   # written at start ("" = none); `--reload` reads it
 //   health_checks:                             # active checks, per backend (defaults shown)
 //     {enabled: true, path: /health, interval: 2s, timeout: 1s, healthy_threshold: 1,
 //      unhealthy_threshold: 2, jitter: 0.1}
@@ -476,7 +477,7 @@ class Loader {
     for (const auto& [k, v] :
          entries(n, "",
                  {"listen", "threads", "backends", "routes", "timeouts", "limits", "access_log",
-                  "health_checks", "outlier_detection", "retries"})) {
+                  "pid_file", "health_checks", "outlier_detection", "retries"})) {
       if (k == "listen") listen(v, cfg.listeners);
       if (k == "threads") integer(v, "threads", cfg.threads);
       if (k == "backends") {
@@ -499,6 +500,7 @@ class Loader {
       if (k == "timeouts") timeouts(v, cfg.timeouts);
       if (k == "limits") limits(v, cfg.limits);
       if (k == "access_log") access_log(v, cfg.access_log);
+      if (k == "pid_file") string(v, k, cfg.pid_file);
       if (k == "health_checks") {
         HealthChecksOverride o;
         health_checks(v, k, o);

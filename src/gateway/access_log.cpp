@@ -48,6 +48,7 @@ bool AccessLog::open(const std::string& target, std::string& error) {
   if (target == "off") return true;
   if (target == "stdout") {
     file_ = stdout;
+    enabled_ = true;
     return true;
   }
   file_ = std::fopen(target.c_str(), "a");
@@ -56,6 +57,21 @@ bool AccessLog::open(const std::string& target, std::string& error) {
     return false;
   }
   owned_ = true;
+  enabled_ = true;
+  path_ = target;
+  return true;
+}
+
+bool AccessLog::reopen(std::string& error) {
+  if (!owned_) return true;
+  std::FILE* f = std::fopen(path_.c_str(), "a");
+  if (!f) {
+    error = fmt::format("cannot reopen access log '{}': {}", path_, std::strerror(errno));
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::fclose(file_);
+  file_ = f;
   return true;
 }
 
@@ -64,7 +80,7 @@ AccessLog::~AccessLog() {
 }
 
 void AccessLog::write(const AccessRecord& r) {
-  if (!file_) return;
+  if (!enabled_) return;
   fmt::memory_buffer out;
   const auto now = std::chrono::system_clock::now();
   const double ts = std::chrono::duration<double>(now.time_since_epoch()).count();

@@ -26,11 +26,17 @@ class AccessLog {
   /// "stdout", "off", or a file path (appended). Returns false with `error` set on failure.
   bool open(const std::string& target, std::string& error);
   ~AccessLog();
-  bool enabled() const { return file_ != nullptr; }
+  bool enabled() const { return enabled_; }
   void write(const AccessRecord& r);
+  /// A file target is closed and opened again by its path (after log rotation moved it: the
+  /// gateway does this on SIGUSR1). False with `error` set when it cannot be opened; the old
+  /// file is then kept. Nothing to do for stdout or off.
+  bool reopen(std::string& error);
 
  private:
-  std::FILE* file_ = nullptr;
+  std::FILE* file_ = nullptr;  // changed by reopen() only, under mu_
+  std::string path_;
+  bool enabled_ = false;
   bool owned_ = false;
   std::mutex mu_;
 };

@@ -28,8 +28,8 @@ net::awaitable<void> stop_watch(Client& c) {
   return c.watch.peer.stop(c.sock);  // not a coroutine itself: no frame of its own
 }
 
-net::awaitable<bool> write_json(const Shared& s, Client& c, int status, std::string body,
-                                const Request* req, std::string_view request_id) {
+net::awaitable<bool> write_json(Client& c, int status, std::string body, const Request* req,
+                                std::string_view request_id) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status),
                                           req ? req->version() : 11u};
   res.set(bhttp::field::server, "llmux");
@@ -38,17 +38,17 @@ net::awaitable<bool> write_json(const Shared& s, Client& c, int status, std::str
   res.keep_alive(c.keep_alive);
   res.body() = std::move(body);
   res.prepare_payload();
-  c.dl.arm(s.cfg.timeouts.idle);
+  c.dl.arm(c.write_timeout);
   auto [ec, n] = co_await bhttp::async_write(c.sock, res, use_tuple);
   c.dl.disarm();
   if (ec) c.keep_alive = false;
   co_return !ec;
 }
 
-net::awaitable<bool> write_error(const Shared& s, Client& c, int status, std::string_view message,
+net::awaitable<bool> write_error(Client& c, int status, std::string_view message,
                                  const Request* req, bool keep, std::string_view request_id) {
   if (!keep) c.keep_alive = false;
-  co_return co_await write_json(s, c, status, openai_error_json(status, message), req, request_id);
+  co_return co_await write_json(c, status, openai_error_json(status, message), req, request_id);
 }
 
 }  // namespace llmux::gateway

@@ -4,6 +4,7 @@
 // gateway writes itself (JSON, OpenAI-shaped errors).
 //
 // One worker thread; a Client lives in its session's coroutine frame.
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,7 @@ struct Client {
   beast::flat_buffer buf;
   bool keep_alive = true;
   std::string peer;
+  std::chrono::milliseconds write_timeout{120000};  // the gateway's own answers (timeouts.idle)
   http::ScopedDeadline dl;
   ClientWatch watch;  // the current request's watch on this socket
 };
@@ -51,10 +53,10 @@ net::awaitable<void> stop_watch(Client& c);
 
 /// Writes a JSON response (keep-alive as c.keep_alive; Server and X-Request-Id set). False
 /// when the write failed (c.keep_alive is then false).
-net::awaitable<bool> write_json(const Shared& s, Client& c, int status, std::string body,
-                                const Request* req, std::string_view request_id = {});
+net::awaitable<bool> write_json(Client& c, int status, std::string body, const Request* req,
+                                std::string_view request_id = {});
 /// Writes an OpenAI-shaped error; `keep` false also ends the connection after it.
-net::awaitable<bool> write_error(const Shared& s, Client& c, int status, std::string_view message,
+net::awaitable<bool> write_error(Client& c, int status, std::string_view message,
                                  const Request* req, bool keep = true,
                                  std::string_view request_id = {});
 

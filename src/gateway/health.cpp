@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 
@@ -42,23 +43,42 @@ net::awaitable<std::pair<bool, std::string>> check_once(const upstream::Backend&
   co_return std::pair{true, std::string()};
 }
 
-net::awaitable<void> check_loop(upstream::Backend& b, const config::HealthChecks& h,
-                                std::uint64_t seed) {
+}  // namespace
+
+/// One backend's checks: the loop holds it; update() stops it by setting `stopped` and
+/// cancelling its timer (a check in progress runs out its timeout and records nothing).
+struct HealthChecker::Task {
+  std::shared_ptr<upstream::Backend> b;
+  config::HealthChecks h;
+  bool stopped = false;
+  net::steady_timer* timer = nullptr;
+};
+
+namespace {
+
+net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> t, std::uint64_t seed) {
+  const config::HealthChecks& h = t->h;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> spread(-h.jitter, h.jitter);
   net::steady_timer timer(co_await net::this_coro::executor);
+  t->timer = &timer;
+  struct Unhook {
+    HealthChecker::Task& t;
+    ~Unhook() { t.timer = nullptr; }
+  } unhook{*t};
   upstream::CheckCounts counts;
   // The first check comes within one jittered fraction of the interval, so that checks of many
   // backends do not all start at once.
   auto wait = std::chrono::milliseconds(
       static_cast<std::int64_t>(static_cast<double>(h.interval.count()) * std::abs(spread(rng))));
-  for (;;) {
+  while (!t->stopped) {
     timer.expires_after(wait);
     auto [ec] = co_await timer.async_wait(use_tuple);
-    if (ec) co_return;
-    auto [ok, why] = co_await check_once(b, h);
-    if (auto ev =
-            upstream::record_check(b, counts, ok, why, h.healthy_threshold, h.unhealthy_threshold))
+    if (ec || t->stopped) co_return;
+    auto [ok, why] = co_await check_once(*t->b, h);
+    if (t->stopped) co_return;
+    if (auto ev = upstream::record_check(*t->b, counts, ok, why, h.healthy_threshold,
+                                         h.unhealthy_threshold))
       log_health_event(*ev);
     wait = std::chrono::milliseconds(
         static_cast<std::int64_t>(static_cast<double>(h.interval.count()) * (1.0 + spread(rng))));
@@ -75,35 +95,54 @@ void log_health_event(const upstream::HealthEvent& ev) {
     spdlog::info("{}", ev.message);
 }
 
-HealthChecker::HealthChecker(std::vector<upstream::Backend*> backends,
-                             std::vector<const config::HealthChecks*> settings)
-    : backends_(std::move(backends)), settings_(std::move(settings)) {}
+HealthChecker::HealthChecker() : work_(net::make_work_guard(ioc_)) {}
 
 HealthChecker::~HealthChecker() {
   stop();
 }
 
 void HealthChecker::start() {
-  std::random_device rd;
-  bool any = false;
-  for (std::size_t i = 0; i < backends_.size(); ++i) {
-    if (!settings_[i]->enabled) continue;
-    any = true;
-    net::co_spawn(ioc_, check_loop(*backends_[i], *settings_[i], rd()), net::detached);
+  thread_ = std::thread([this] { ioc_.run(); });
+}
+
+void HealthChecker::update(const Fleet& f) {
+  std::vector<std::shared_ptr<Task>> next;
+  for (std::size_t i = 0; i < f.backends.size(); ++i) {
+    auto t = std::make_shared<Task>();
+    t->b = f.backends[i];
+    t->h = f.cfg.backends[i].health;
+    next.push_back(std::move(t));
   }
-  if (any) thread_ = std::thread([this] { ioc_.run(); });
+  net::post(ioc_, [this, next = std::move(next)]() mutable {
+    for (auto& t : tasks_) {
+      t->stopped = true;
+      if (t->timer) t->timer->cancel();
+    }
+    tasks_.clear();
+    std::random_device rd;
+    for (auto& t : next) {
+      if (!t->h.enabled) {
+        // No checks (now): nothing they said before keeps the backend out.
+        t->b->checks_ok.store(true, std::memory_order_relaxed);
+        continue;
+      }
+      net::co_spawn(ioc_, check_loop(t, rd()), net::detached);
+      tasks_.push_back(std::move(t));
+    }
+  });
 }
 
 void HealthChecker::stop() {
+  work_.reset();
   ioc_.stop();
   if (thread_.joinable()) thread_.join();
 }
 
-Readiness readiness(const Shared& s) {
+Readiness readiness(const Fleet& f) {
   const std::int64_t now = mono_ns();
   boost::json::object body;
   boost::json::array backends;
-  for (const auto& b : s.backends) {
+  for (const auto& b : f.backends) {
     boost::json::object o;
     o["name"] = b->name;
     o["state"] = upstream::state_name(*b, now);
@@ -115,13 +154,14 @@ Readiness readiness(const Shared& s) {
   }
   boost::json::array routes;
   bool ready = true;
-  for (const auto& r : s.routes) {
+  for (const auto& r : f.routes) {
     int up = 0;
     for (const auto* b : r.backends) up += b->usable(now) ? 1 : 0;
     if (up == 0) ready = false;
     routes.push_back(boost::json::object{{"name", r.cfg->name}, {"backends_up", up}});
   }
   body["status"] = ready ? "ok" : "unavailable";
+  body["config_generation"] = f.generation;
   body["routes"] = std::move(routes);
   body["backends"] = std::move(backends);
   return Readiness{ready ? 200 : 503, boost::json::serialize(body)};

@@ -4,12 +4,14 @@
 // line of every change of state, and the readiness answer of GET /health.
 //
 // Thread safety: the checker owns its thread and io_context; everything it changes is the
-// backends' atomics. readiness() reads atomics only and may run on any worker.
+// backends' atomics; update() hands it a reloaded fleet's backends. readiness() reads atomics only
+// and may run on any worker.
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include "config/config.hpp"
@@ -18,29 +20,31 @@
 
 namespace llmux::gateway {
 
-struct Shared;
+struct Fleet;
 
 /// One log line per change of a backend's state (warn when it goes out, info when it returns).
 void log_health_event(const upstream::HealthEvent& ev);
 
-/// Runs the active health checks of every backend whose checks are enabled.
+/// Runs the active health checks of the backends in use, on a thread of its own.
 class HealthChecker {
  public:
-  /// `backends[i]` is checked with `settings[i]`; both outlive the checker.
-  HealthChecker(std::vector<upstream::Backend*> backends,
-                std::vector<const config::HealthChecks*> settings);
+  struct Task;
+  HealthChecker();
   ~HealthChecker();  // stops and joins
   HealthChecker(const HealthChecker&) = delete;
   HealthChecker& operator=(const HealthChecker&) = delete;
 
-  /// Starts the thread (no-op when no backend has checks enabled).
+  /// Starts the thread.
   void start();
+  /// From now on checks exactly the backends of `f`, each with its settings (any thread; the
+  /// checks of a backend kept by a reload start again with its new settings, its state kept).
+  void update(const Fleet& f);
   void stop();
 
  private:
-  std::vector<upstream::Backend*> backends_;
-  std::vector<const config::HealthChecks*> settings_;
   boost::asio::io_context ioc_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::vector<std::shared_ptr<Task>> tasks_;  // the checker thread's
   std::thread thread_;
 };
 
@@ -50,6 +54,6 @@ struct Readiness {
   int status = 200;
   std::string body;
 };
-Readiness readiness(const Shared& s);
+Readiness readiness(const Fleet& f);
 
 }  // namespace llmux::gateway

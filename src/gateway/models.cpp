@@ -12,12 +12,12 @@ namespace llmux::gateway {
 
 namespace json = boost::json;
 
-net::awaitable<void> models(Shared& s, Worker& w, Client& c, const Request& req,
+net::awaitable<void> models(const Fleet& f, Worker& w, Client& c, const Request& req,
                             const std::string& request_id) {
   json::array data;
   std::vector<std::string> seen;
   std::vector<std::string> errors;
-  for (auto& bp : s.backends) {
+  for (auto& bp : f.backends) {
     upstream::Backend& b = *bp;
     bhttp::request<bhttp::string_body> mreq{bhttp::verb::get, b.base_path + "/v1/models", 11};
     mreq.set(bhttp::field::host, b.host_header);
@@ -25,7 +25,7 @@ net::awaitable<void> models(Shared& s, Worker& w, Client& c, const Request& req,
     mreq.keep_alive(true);
     bool ok = false;
     for (int round = 0; round < 2 && !ok; ++round) {
-      auto conn = co_await connect(s, w, b, round == 0);
+      auto conn = co_await connect(f, w, b, round == 0);
       if (!conn.up) {
         errors.push_back(conn.fail.message);
         break;
@@ -61,7 +61,7 @@ net::awaitable<void> models(Shared& s, Worker& w, Client& c, const Request& req,
     }
   }
   if (seen.empty() && !errors.empty()) {
-    co_await write_error(s, c, 503,
+    co_await write_error(c, 503,
                          fmt::format("No backend answered /v1/models: {}", fmt::join(errors, "; ")),
                          &req, true, request_id);
     co_return;
@@ -70,7 +70,7 @@ net::awaitable<void> models(Shared& s, Worker& w, Client& c, const Request& req,
   body["object"] = "list";
   body["data"] = std::move(data);
   std::string text = json::serialize(body);
-  co_await write_json(s, c, 200, std::move(text), &req, request_id);
+  co_await write_json(c, 200, std::move(text), &req, request_id);
 }
 
 }  // namespace llmux::gateway

@@ -10,7 +10,7 @@
 
 namespace llmux::gateway {
 
-net::awaitable<void> models(Shared& s, Worker& w, Client& c, const Request& req,
+net::awaitable<void> models(const Fleet& f, Worker& w, Client& c, const Request& req,
                             const std::string& request_id);
 
 }  // namespace llmux::gateway

@@ -19,17 +19,17 @@ namespace llmux::gateway {
 using upstream::Outcome;
 using Kind = upstream::Outcome::Kind;
 
-net::awaitable<Connected> connect(const Shared& s, Worker& w, upstream::Backend& b,
+net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& b,
                                   bool allow_pooled, ClientWatch* watch) {
   if (allow_pooled) {
-    if (auto up = w.pools[b.index]->take()) {
+    if (auto up = w.pool_for(b).take()) {
       if (watch) watch->up = up.get();
       co_return Connected{std::move(up), {}};
     }
   }
   auto up = std::make_shared<upstream::Upstream>(w.ioc.get_executor(), w.deadlines);
   if (watch) watch->up = up.get();
-  up->dl.arm(s.cfg.timeouts.connect);
+  up->dl.arm(f.cfg.timeouts.connect);
   auto [ec, ep] = co_await net::async_connect(up->sock, b.endpoints, use_tuple);
   up->dl.disarm();
   if (ec) {
@@ -45,12 +45,12 @@ net::awaitable<Connected> connect(const Shared& s, Worker& w, upstream::Backend&
 }
 
 void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream> up) {
-  if (up->buf.size() != 0) {
+  if (up->buf.size() != 0 || b.retired.load(std::memory_order_relaxed)) {
     boost::system::error_code ignored;
     up->sock.close(ignored);
     return;
   }
-  w.pools[b.index]->put(std::move(up), b.pool_idle_timeout);
+  w.pool_for(b).put(std::move(up), b.pool_idle_timeout);
 }
 
 namespace {
@@ -67,18 +67,18 @@ Attempt failed(Kind kind, std::string message) {
 /// out closed before a byte of the request was written is replaced by a fresh one (same
 /// backend). Once any byte was written, a failure is final for this request: the backend may
 /// have received it, and a retry could run the generation twice.
-net::awaitable<Attempt> send(const Shared& s, Worker& w, upstream::Backend& b, const Request& req,
+net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
                              const std::string& head, ClientWatch& watch) {
   auto client_gone = [] { return failed(Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
     watch.up = nullptr;
-    auto conn = co_await connect(s, w, b, round == 0, &watch);
+    auto conn = co_await connect(f, w, b, round == 0, &watch);
     if (watch.client_gone) co_return client_gone();
     if (!conn.up) co_return Attempt{nullptr, nullptr, std::move(conn.fail)};
     Attempt a;
     a.up = std::move(conn.up);
     const std::array<net::const_buffer, 2> out{net::buffer(head), net::buffer(req.body())};
-    a.up->dl.arm(s.cfg.timeouts.first_byte);
+    a.up->dl.arm(f.cfg.timeouts.first_byte);
     auto [wec, wn] = co_await net::async_write(a.up->sock, out, use_tuple);
     if (watch.client_gone) co_return client_gone();
     if (wec) {
@@ -121,7 +121,7 @@ net::awaitable<Attempt> send(const Shared& s, Worker& w, upstream::Backend& b, c
       watch.up = nullptr;
       if (a.up->dl.fired)
         co_return failed(Kind::timeout, fmt::format("{} sent no response within {} ms", b.name,
-                                                    s.cfg.timeouts.first_byte.count()));
+                                                    f.cfg.timeouts.first_byte.count()));
       if (nothing)
         co_return failed(Kind::broken,
                          fmt::format("{} closed the connection without a response", b.name));
@@ -165,9 +165,9 @@ upstream::Slot pick(const RouteRt& route, const Request& req, const BodyFields& 
 }
 
 /// Tells the backend's health and the route's policy how an attempt ended.
-void report(const Shared& s, const RouteRt& route, const Request& req, const BodyFields& f,
+void report(const Fleet& fleet, const RouteRt& route, const Request& req, const BodyFields& f,
             std::string_view path, upstream::Backend& b, const Outcome& o) {
-  if (auto ev = upstream::record_outcome(b, o, mono_ns(), s.outlier)) log_health_event(*ev);
+  if (auto ev = upstream::record_outcome(b, o, mono_ns(), fleet.outlier)) log_health_event(*ev);
   const HeaderLookup headers{&req};
   route.policy->on_outcome(context(route, req, f, path, headers), b, o);
 }
@@ -184,7 +184,7 @@ net::awaitable<void> backoff(Worker& w, std::chrono::milliseconds base, int atte
 
 }  // namespace
 
-net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
+net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, const Request& req,
                            const RouteRt& route, const BodyFields& fields,
                            const std::string& request_id) {
   const std::int64_t start = mono_ns();
@@ -234,21 +234,21 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
           {target, b.host_header, b.authorization, c.peer, request_id, req.body().size()});
       w.give_string(std::move(target));
     }
-    Attempt a = co_await send(s, w, b, req, head, c.watch);
+    Attempt a = co_await send(f, w, b, req, head, c.watch);
     w.give_string(std::move(head));
     if (!a.up) {
       c.watch.up = nullptr;
       last = std::move(a.fail);
       last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
-      report(s, route, req, fields, path, b, last);
+      report(f, route, req, fields, path, b, last);
       spdlog::debug("request {}: {}", request_id, last.message);
-      if (upstream::decide_retry(last, attempts, s.cfg.retries.max_attempts) !=
+      if (upstream::decide_retry(last, attempts, f.cfg.retries.max_attempts) !=
           upstream::RetryDecision::try_another_backend)
         break;
       // Never sent: another backend may take it, within the request's time and the route's
       // retry budget, after a short jittered back-off.
       const std::int64_t now = mono_ns();
-      if (now - start > std::chrono::nanoseconds(s.cfg.retries.request_budget).count()) {
+      if (now - start > std::chrono::nanoseconds(f.cfg.retries.request_budget).count()) {
         last.message += " (no time left in the request's retry budget)";
         break;
       }
@@ -256,8 +256,8 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
         last.message += " (the route's retry budget is spent)";
         break;
       }
-      if (s.cfg.retries.backoff.count() > 0) {
-        co_await backoff(w, s.cfg.retries.backoff, attempts);
+      if (f.cfg.retries.backoff.count() > 0) {
+        co_await backoff(w, f.cfg.retries.backoff, attempts);
         if (c.watch.client_gone) {
           last.kind = Kind::client_left;
           break;
@@ -269,11 +269,11 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
     rec.attempts = attempts;
     rec.ttfb_ms = static_cast<double>(mono_ns() - start) / 1e6;
     const auto ttfb = std::chrono::nanoseconds(mono_ns() - attempt_start);
-    co_await relay(s, w, c, req, b, a, rec, last);
+    co_await relay(f, w, c, req, b, a, rec, last);
     co_await stop_watch(c);
     last.ttfb = ttfb;
     last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
-    report(s, route, req, fields, path, b, last);
+    report(f, route, req, fields, path, b, last);
     rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
     s.log.write(rec);
     co_return;
@@ -300,7 +300,7 @@ net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
   rec.attempts = attempts;
   rec.status = answer.status;
   rec.error = answer.message;
-  co_await write_error(s, c, answer.status, answer.message, &req, true, request_id);
+  co_await write_error(c, answer.status, answer.message, &req, true, request_id);
   rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
   s.log.write(rec);
 }

@@ -5,7 +5,7 @@
 // the relay then streams the response. Only what provably never reached a backend is retried
 // (upstream::decide_retry); every attempt's Outcome goes back to the policy.
 //
-// One worker thread per request; Shared is read-only apart from its atomics.
+// One worker thread per request; the Fleet is the configuration the request started with.
 #include <memory>
 #include <string>
 
@@ -26,16 +26,17 @@ struct Connected {
 
 /// A pooled connection to `b` when `allow_pooled` and one is idle, else a new one (connect
 /// timeout). `watch`, when given, learns the connection at once (a client leaving closes it).
-net::awaitable<Connected> connect(const Shared& s, Worker& w, upstream::Backend& b,
+net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& b,
                                   bool allow_pooled, ClientWatch* watch = nullptr);
 
 /// Back to the worker's pool: only a connection whose last response was complete, did not end
-/// by close, and left nothing unread (the caller checks the first two).
+/// by close, and left nothing unread (the caller checks the first two); never one of a backend a
+/// reload removed.
 void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream> up);
 
 /// Serves `req` through `route`: relays the response, or answers the error when no attempt got
 /// one. Writes the access log line.
-net::awaitable<void> proxy(Shared& s, Worker& w, Client& c, const Request& req,
+net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, const Request& req,
                            const RouteRt& route, const BodyFields& fields,
                            const std::string& request_id);
 

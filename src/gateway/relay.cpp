@@ -49,7 +49,7 @@ void set_outcome(upstream::Outcome& out, const AccessRecord& rec, bool client_le
 
 }  // namespace
 
-net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request& req,
+net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& req,
                            upstream::Backend& b, Attempt& a, AccessRecord& rec,
                            upstream::Outcome& out) {
   auto& p = *a.parser;
@@ -80,7 +80,7 @@ net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request&
   std::string upstream_error;
   bool client_failed = false;
   std::uint64_t bytes_out = 0;
-  const auto idle = s.cfg.timeouts.idle;
+  const auto idle = f.cfg.timeouts.idle;
 
   // The header is serialised by Beast into `header_bytes` and goes out with the first piece of
   // the body in one gathered write; the body is framed here (chunk size, data, CRLF), which costs

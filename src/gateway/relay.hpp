@@ -32,7 +32,7 @@ std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_numb
 
 /// Relays the response whose header `a.parser` holds; fills `rec` (status, bytes, usage, error)
 /// and `out`, how the attempt ended (ok, broken_mid_stream or client_left).
-net::awaitable<void> relay(const Shared& s, Worker& w, Client& c, const Request& req,
+net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& req,
                            upstream::Backend& b, Attempt& a, AccessRecord& rec,
                            upstream::Outcome& out);
 

@@ -25,6 +25,8 @@
 #include "config/preflight.hpp"
 #include "core/clock.hpp"
 #include "core/openai_error.hpp"
+#include "core/signals.hpp"
+#include "gateway/fleet.hpp"
 #include "gateway/health.hpp"
 #include "gateway/session.hpp"
 #include "gateway/worker.hpp"
@@ -40,69 +42,30 @@ using net::awaitable;
 
 class Gateway {
  public:
-  explicit Gateway(config::GatewayConfig cfg) { shared_.cfg = std::move(cfg); }
+  Gateway(config::GatewayConfig cfg, ConfigLoader reload)
+      : start_cfg_(std::move(cfg)), reload_(std::move(reload)) {}
 
   int run() {
-    auto& cfg = shared_.cfg;
     std::string err;
-    if (!shared_.log.open(cfg.access_log.target, err)) {
+    if (!shared_.log.open(start_cfg_.access_log.target, err)) {
       spdlog::error("{}", err);
       return 2;
     }
-    // Backends: resolve once at start.
-    net::io_context tmp;
-    tcp::resolver resolver(tmp);
-    for (std::size_t i = 0; i < cfg.backends.size(); ++i) {
-      auto b = std::make_unique<upstream::Backend>();
-      const auto& bc = cfg.backends[i];
-      b->name = bc.name;
-      b->index = static_cast<int>(i);
-      b->weight = bc.weight;
-      b->max_inflight = bc.max_inflight;
-      b->url = bc.url;
-      b->host = bc.host;
-      b->port = bc.port;
-      b->base_path = bc.base_path;
-      b->pool_idle_timeout = bc.pool_idle_timeout;
-      b->host_header = bc.port == 80 ? bc.host : fmt::format("{}:{}", bc.host, bc.port);
-      if (!bc.api_key.empty()) b->authorization = "Bearer " + bc.api_key;
-      boost::system::error_code ec;
-      auto results = resolver.resolve(bc.host, std::to_string(bc.port), ec);
-      if (ec) {
-        spdlog::error("backend {}: cannot resolve '{}': {}", bc.name, bc.host, ec.message());
-        return 2;
-      }
-      for (auto& r : results) b->endpoints.push_back(r.endpoint());
-      shared_.backends.push_back(std::move(b));
+    // Backends (resolved once here; a reload resolves the ones it adds) and routes.
+    auto built = build_fleet(std::move(start_cfg_), nullptr, slots_);
+    if (!built.fleet) {
+      for (const auto& e : built.errors) spdlog::error("{}", e);
+      return 2;
     }
-    const auto& od = cfg.outlier_detection;
-    shared_.outlier = {od.enabled, od.consecutive_failures, od.base_ejection, od.max_ejection};
-    for (const auto& rc : cfg.routes) {
-      RouteRt r;
-      r.cfg = &rc;
-      r.retry_budget = std::make_unique<upstream::RetryBudget>(cfg.retries.budget,
-                                                               cfg.retries.min_retries_per_second);
-      std::string why;
-      r.policy = policy::make_policy(rc.policy, rc.policy_options, &why);
-      if (!r.policy) {
-        spdlog::error("route {}: {}", rc.name, why);
-        return 2;
-      }
-      for (const auto& name : rc.backends) {
-        for (auto& b : shared_.backends) {
-          if (b->name == name) r.backends.push_back(b.get());
-        }
-      }
-      shared_.routes.push_back(std::move(r));
-    }
+    fleet_ = std::move(built.fleet);
+    const auto& cfg = fleet_->cfg;
 
     const int nthreads =
         cfg.threads > 0 ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
     workers_.reserve(nthreads);
     for (int i = 0; i < nthreads; ++i) {
       auto w = std::make_unique<Worker>();
-      for (std::size_t b = 0; b < shared_.backends.size(); ++b)
-        w->pools.push_back(std::make_unique<upstream::Pool>());
+      w->lease = std::make_shared<const FleetLease>(FleetLease{fleet_});
       workers_.push_back(std::move(w));
     }
     // Listeners: every worker gets an SO_REUSEPORT acceptor on every listener's port; the
@@ -143,6 +106,11 @@ class Gateway {
       }
       ports.push_back(port);
     }
+    PidFile pid_file;
+    if (!cfg.pid_file.empty() && !pid_file.write(cfg.pid_file, err)) {
+      spdlog::error("{}", err);
+      return 1;
+    }
 
     for (auto& w : workers_) {
       for (auto& acc : w->acceptors) net::co_spawn(w->ioc, accept_loop(*w, *acc), net::detached);
@@ -152,40 +120,123 @@ class Gateway {
     for (std::size_t i = 1; i < workers_.size(); ++i) {
       threads.emplace_back([w = workers_[i].get()] { w->ioc.run(); });
     }
-    // The main thread runs worker 0 and the signal handling.
-    net::signal_set signals(workers_[0]->ioc, SIGINT, SIGTERM);
-    signals.async_wait([this](auto ec, int sig) {
-      if (!ec) begin_drain(sig);
-    });
-    // SIGHUP would end the process by default; configuration reload does not exist yet.
-    net::signal_set hup(workers_[0]->ioc, SIGHUP);
-    net::co_spawn(workers_[0]->ioc, ignore_hangups(hup), net::detached);
+    // Signals, reloads and the drain run on a control thread of their own (a reload resolves
+    // new backends' hosts, which blocks); the main thread runs worker 0.
+    net::signal_set signals(control_);
+    add_signals(signals);
+    net::co_spawn(control_, signal_loop(signals), net::detached);
+    std::thread control([this] { control_.run(); });
     // Active health checks on a thread of their own.
-    std::vector<upstream::Backend*> checked;
-    std::vector<const config::HealthChecks*> settings;
-    for (std::size_t i = 0; i < shared_.backends.size(); ++i) {
-      checked.push_back(shared_.backends[i].get());
-      settings.push_back(&cfg.backends[i].health);
-    }
-    HealthChecker checker(std::move(checked), std::move(settings));
-    checker.start();
-    spdlog::info("llmux gateway: {} backends, {} routes, {} threads, listening on port(s) {}",
-                 shared_.backends.size(), shared_.routes.size(), nthreads, fmt::join(ports, ","));
+    checker_.start();
+    checker_.update(*fleet_);
+    spdlog::info("llmux gateway: {} backends, {} routes, {} threads, listening on port(s) {}{}",
+                 fleet_->backends.size(), fleet_->routes.size(), nthreads, fmt::join(ports, ","),
+                 cfg.pid_file.empty() ? std::string() : ", pid file " + cfg.pid_file);
     std::cout << fmt::format(R"({{"event":"ready","ports":[{}],"port":{},"pid":{}}})",
                              fmt::join(ports, ","), ports.empty() ? 0 : ports[0], ::getpid())
               << std::endl;
     workers_[0]->ioc.run();
     for (auto& t : threads) t.join();
-    checker.stop();
+    checker_.stop();
+    control_work_.reset();
+    control_.stop();
+    control.join();
     spdlog::info("llmux gateway: stopped");
     return 0;
   }
 
  private:
+  // ---- signals ----
+  /// Every signal whose default would end the process, except the crashes (fatal_signal_report)
+  /// and SIGPIPE (ignored: a write to a closed pipe fails instead).
+  static void add_signals(net::signal_set& set) {
+    for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF,
+                    SIGIO, SIGPWR, SIGSTKFLT, SIGXCPU, SIGXFSZ})
+      set.add(sig);
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) {
+      boost::system::error_code ec;
+      set.add(sig, ec);  // beyond what Asio handles: left as it is
+    }
+  }
+
+  awaitable<void> signal_loop(net::signal_set& set) {
+    for (;;) {
+      auto [ec, sig] = co_await set.async_wait(use_tuple);
+      if (ec) co_return;
+      switch (sig) {
+        case SIGINT:
+        case SIGTERM:
+        case SIGQUIT:
+          if (!shared_.draining.load()) {
+            begin_drain(sig);
+          } else {
+            spdlog::warn("signal {} ({}) while draining: stopping now, {} running requests cut off",
+                         sig, signal_name(sig), shared_.active.load());
+            for (auto& w : workers_) w->ioc.stop();
+          }
+          break;
+        case SIGHUP:
+          reload();
+          break;
+        case SIGUSR1: {
+          std::string err;
+          if (shared_.log.reopen(err))
+            spdlog::info("signal {} (SIGUSR1): access log reopened", sig);
+          else
+            spdlog::error("signal {} (SIGUSR1): {}", sig, err);
+          break;
+        }
+        default:
+          spdlog::warn("signal {} ({}): ignored", sig, signal_name(sig));
+      }
+    }
+  }
+
+  // ---- reload (control thread) ----
+  void reload() {
+    if (!reload_) {
+      spdlog::warn(
+          "SIGHUP: the gateway was started without a config file (--backend): nothing to reload");
+      return;
+    }
+    if (shared_.draining.load()) {
+      spdlog::warn("SIGHUP while draining: no reload");
+      return;
+    }
+    LoadedConfig next = reload_();
+    if (!next.errors.empty()) {
+      spdlog::error(
+          "reload: the new configuration is invalid ({} error{}); still serving configuration "
+          "generation {}",
+          next.errors.size(), next.errors.size() == 1 ? "" : "s", fleet_->generation);
+      for (const auto& e : next.errors) spdlog::error("reload:   {}", e.to_string());
+      return;
+    }
+    for (const auto& w : next.warnings) spdlog::warn("reload: configuration: {}", w);
+    for (const auto& w : keep_restart_only(fleet_->cfg, next.cfg)) spdlog::warn("reload: {}", w);
+    auto built = build_fleet(std::move(next.cfg), fleet_.get(), slots_);
+    if (!built.fleet) {
+      for (const auto& e : built.errors) spdlog::error("reload: {}", e);
+      spdlog::error("reload: failed; still serving configuration generation {}",
+                    fleet_->generation);
+      return;
+    }
+    fleet_ = std::move(built.fleet);
+    for (auto& w : workers_) {
+      net::post(w->ioc, [w = w.get(), lease = std::make_shared<const FleetLease>(FleetLease{
+                                          fleet_})]() mutable { w->set_fleet(std::move(lease)); });
+    }
+    checker_.update(*fleet_);
+    spdlog::info("reload: configuration generation {} in use ({} backends, {} routes){}",
+                 fleet_->generation, fleet_->backends.size(), fleet_->routes.size(),
+                 built.changes.empty() ? "; nothing changed" : ":");
+    for (const auto& c : built.changes) spdlog::info("reload:   {}", c);
+  }
+
   // ---- drain ----
   void begin_drain(int sig) {
-    spdlog::info("signal {}: draining (up to {} ms for {} running requests)", sig,
-                 shared_.cfg.timeouts.drain.count(), shared_.active.load());
+    spdlog::info("signal {} ({}): draining (up to {} ms for {} running requests)", sig,
+                 signal_name(sig), fleet_->cfg.timeouts.drain.count(), shared_.active.load());
     shared_.draining = true;
     for (auto& w : workers_) {
       net::post(w->ioc, [w = w.get()] {
@@ -195,8 +246,8 @@ class Gateway {
         }
       });
     }
-    const auto deadline = MonoClock::now() + shared_.cfg.timeouts.drain;
-    auto timer = std::make_shared<net::steady_timer>(workers_[0]->ioc);
+    const auto deadline = MonoClock::now() + fleet_->cfg.timeouts.drain;
+    auto timer = std::make_shared<net::steady_timer>(control_);
     auto poll = std::make_shared<std::function<void()>>();
     *poll = [this, timer, deadline, poll] {
       if (shared_.active.load() == 0 || MonoClock::now() >= deadline) {
@@ -212,16 +263,6 @@ class Gateway {
       });
     };
     (*poll)();
-  }
-
-  static awaitable<void> ignore_hangups(net::signal_set& hup) {
-    for (;;) {
-      auto [ec, sig] = co_await hup.async_wait(use_tuple);
-      if (ec) co_return;
-      spdlog::warn(
-          "SIGHUP: configuration reload is not supported yet; ignored (restart the "
-          "gateway to apply a new configuration)");
-    }
   }
 
   // ---- timeouts: one ticker per worker fires its expired deadlines ----
@@ -268,7 +309,7 @@ class Gateway {
         continue;
       }
       sock.set_option(tcp::no_delay(true), ec);
-      const int limit = shared_.cfg.limits.max_connections;
+      const int limit = w.fleet().cfg.limits.max_connections;
       const int open = shared_.connections.fetch_add(1, std::memory_order_relaxed) + 1;
       if (limit > 0 && open > limit) {
         shared_.connections.fetch_sub(1, std::memory_order_relaxed);
@@ -279,14 +320,26 @@ class Gateway {
     }
   }
 
+  config::GatewayConfig start_cfg_;  // moved into the first fleet by run()
+  ConfigLoader reload_;
   Shared shared_;
+  std::shared_ptr<BackendSlots> slots_ = std::make_shared<BackendSlots>();
+  std::shared_ptr<const Fleet> fleet_;  // the configuration in use (control thread after start)
   std::vector<std::unique_ptr<Worker>> workers_;
+  HealthChecker checker_;
+  net::io_context control_{1};
+  net::executor_work_guard<net::io_context::executor_type> control_work_{
+      net::make_work_guard(control_)};
 };
 
 }  // namespace
 
-int run_gateway(config::GatewayConfig cfg) {
-  Gateway g(std::move(cfg));
+int run_gateway(config::GatewayConfig cfg, ConfigLoader reload) {
+  // A write to a closed stdout (the access log piped into a program that ended) fails with
+  // EPIPE instead of ending the gateway; sockets never raise it (Asio sends with MSG_NOSIGNAL).
+  ::signal(SIGPIPE, SIG_IGN);
+  install_fatal_signal_report();
+  Gateway g(std::move(cfg), std::move(reload));
   return g.run();
 }
 

@@ -19,34 +19,34 @@ namespace llmux::gateway {
 
 namespace {
 
-net::awaitable<void> handle(Shared& s, Worker& w, Client& c, Request& req) {
+net::awaitable<void> handle(Shared& s, const Fleet& f, Worker& w, Client& c, Request& req) {
   const std::string_view target = req.target();
   const std::string_view path = target.substr(0, target.find('?'));
   std::string request_id(req["x-request-id"]);
   if (request_id.empty() || request_id.size() > 200) request_id = random_id("", 32);
   if (req.method() == bhttp::verb::get && path == "/health") {  // readiness
-    Readiness r = readiness(s);
-    co_await write_json(s, c, r.status, std::move(r.body), &req, request_id);
+    Readiness r = readiness(f);
+    co_await write_json(c, r.status, std::move(r.body), &req, request_id);
     co_return;
   }
   if (req.method() == bhttp::verb::get && path == "/health/live") {  // liveness: the process runs
-    co_await write_json(s, c, 200, R"({"status":"alive"})", &req, request_id);
+    co_await write_json(c, 200, R"({"status":"alive"})", &req, request_id);
     co_return;
   }
   if (req.method() == bhttp::verb::get && path == "/v1/models") {
-    co_await models(s, w, c, req, request_id);
+    co_await models(f, w, c, req, request_id);
     co_return;
   }
   BodyFields fields;
   if (!req.body().empty()) fields = read_body_fields(req.body());
-  const auto route_index = match_route(s.cfg.routes, req.method_string(), path, fields.model);
+  const auto route_index = match_route(f.cfg.routes, req.method_string(), path, fields.model);
   if (!route_index) {
     co_await write_error(
-        s, c, 404, fmt::format("No route for {} {}.", std::string_view(req.method_string()), path),
+        c, 404, fmt::format("No route for {} {}.", std::string_view(req.method_string()), path),
         &req, true, request_id);
     co_return;
   }
-  co_await proxy(s, w, c, req, s.routes[*route_index], fields, request_id);
+  co_await proxy(s, f, w, c, req, f.routes[*route_index], fields, request_id);
 }
 
 }  // namespace
@@ -58,21 +58,24 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock) {
     ~Counted() { n.fetch_sub(1, std::memory_order_relaxed); }
   } counted{s.connections};
   // limits.connection_rate: a token bucket of one second's requests.
-  const double rate = s.cfg.limits.connection_rate;
-  double tokens = rate;
+  double tokens = w.fleet().cfg.limits.connection_rate;
   std::int64_t refilled_ns = mono_ns();
   Client c(std::move(sock), w.deadlines);
   boost::system::error_code pec;
   auto rep = c.sock.remote_endpoint(pec);
   if (!pec) c.peer = rep.address().to_string();
-  const auto& t = s.cfg.timeouts;
   // An error answered while the client may still be sending: close by lingering, or the
   // unread bytes make the kernel reset the connection and the client never reads the answer.
   bool linger = false;
   for (;;) {
+    // This request's settings: the configuration in use now (a reload changes the next ones).
+    const config::Timeouts t = w.fleet().cfg.timeouts;
+    const config::Limits limits = w.fleet().cfg.limits;
+    const double rate = limits.connection_rate;
+    c.write_timeout = t.idle;
     bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(s.cfg.limits.max_header_bytes);
-    parser.body_limit(s.cfg.limits.max_body_bytes);
+    parser.header_limit(limits.max_header_bytes);
+    parser.body_limit(limits.max_body_bytes);
     // Idle keep-alive connections wait up to client_idle for a first byte; once a request
     // has started, its header must be complete within client_header, and no gap between two
     // reads of its body may exceed client_body. The deadline cancels the read instead of
@@ -94,7 +97,7 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock) {
       // whose length cannot be determined is never passed on, and its body never parsed as
       // the next request.
       if (auto bad = check_request_framing(h, h.version())) {
-        co_await write_error(s, c, bad->status, bad->message, nullptr, false);
+        co_await write_error(c, bad->status, bad->message, nullptr, false);
         linger = true;
         break;
       }
@@ -118,7 +121,7 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock) {
         break;
       linger = true;
       if (ec == beast::error::timeout) {
-        co_await write_error(s, c, 408, "Request timeout: the request was not received in time.",
+        co_await write_error(c, 408, "Request timeout: the request was not received in time.",
                              nullptr, false);
         break;
       }
@@ -126,13 +129,12 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock) {
       std::string msg = fmt::format("Bad request: {}", ec.message());
       if (ec == bhttp::error::body_limit) {
         status = 413;
-        msg = fmt::format("Request body too large (limit {} bytes).", s.cfg.limits.max_body_bytes);
+        msg = fmt::format("Request body too large (limit {} bytes).", limits.max_body_bytes);
       } else if (ec == bhttp::error::header_limit) {
         status = 431;
-        msg = fmt::format("Request headers too large (limit {} bytes).",
-                          s.cfg.limits.max_header_bytes);
+        msg = fmt::format("Request headers too large (limit {} bytes).", limits.max_header_bytes);
       }
-      co_await write_error(s, c, status, msg, nullptr, false);
+      co_await write_error(c, status, msg, nullptr, false);
       break;
     }
     Request req = parser.release();
@@ -145,7 +147,7 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock) {
       refilled_ns = now;
       if (tokens < 1) {
         if (!co_await write_error(
-                s, c, 429,
+                c, 429,
                 fmt::format("Too many requests on this connection (limit {} per second).", rate),
                 &req, c.keep_alive))
           break;
@@ -156,7 +158,8 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock) {
     }
     {
       ActiveGuard active(s.active);
-      co_await handle(s, w, c, req);
+      const LeasePtr lease = w.lease;  // the request finishes on the configuration it began on
+      co_await handle(s, *lease->fleet, w, c, req);
     }
     if (!c.keep_alive || s.draining.load(std::memory_order_relaxed)) break;
     // A large request grew the read buffer; do not keep that memory for an idle connection.

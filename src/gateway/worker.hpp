@@ -3,8 +3,10 @@
 //
 // Threads: N workers, each with its own io_context, its own SO_REUSEPORT acceptor per listener
 // and its own keep-alive pool per backend, so a request never leaves the thread that accepted it
-// and the hot path takes no lock. Shared state is the immutable config, backends and routes
-// (their changing parts are atomics) and a few atomics (active requests, draining).
+// and the hot path takes no lock. Shared state is the configuration in use (a Fleet: immutable,
+// its backends' changing parts atomics; a reload swaps it per worker, between requests) and a
+// few atomics (active requests, draining).
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <random>
@@ -19,13 +21,11 @@
 
 #include "config/config.hpp"
 #include "gateway/access_log.hpp"
+#include "gateway/fleet.hpp"
 #include "http/deadline.hpp"
 #include "openai/stream.hpp"
-#include "policy/policy.hpp"
 #include "upstream/backend.hpp"
-#include "upstream/health.hpp"
 #include "upstream/pool.hpp"
-#include "upstream/retry_budget.hpp"
 
 namespace llmux::gateway {
 
@@ -37,25 +37,21 @@ inline constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 using Request = bhttp::request<bhttp::string_body>;
 
-/// One route: its config, its policy (shared by all workers) and its backends, in order.
-struct RouteRt {
-  const config::Route* cfg = nullptr;
-  std::unique_ptr<policy::Policy> policy;
-  std::vector<upstream::Backend*> backends;
-  std::unique_ptr<upstream::RetryBudget> retry_budget;
-};
-
-/// What every worker shares. Immutable once the workers run, except the atomics.
+/// What every worker shares for the process's life. The configuration in use is a Fleet
+/// (gateway/fleet.hpp), which a reload replaces; each worker holds its own lease on it.
 struct Shared {
-  config::GatewayConfig cfg;
-  std::vector<std::unique_ptr<upstream::Backend>> backends;
-  std::vector<RouteRt> routes;
   std::atomic<int> active{0};       // requests in progress (the drain waits for 0)
   std::atomic<int> connections{0};  // client connections open (limits.max_connections)
   std::atomic<bool> draining{false};
   AccessLog log;
-  upstream::OutlierSettings outlier;  // passive ejection (from cfg.outlier_detection)
 };
+
+/// A worker's hold on the fleet in use. Each worker has its own (a request copies the worker's
+/// shared_ptr, so the count it changes is that worker's alone, never a line other cores write).
+struct FleetLease {
+  std::shared_ptr<const Fleet> fleet;
+};
+using LeasePtr = std::shared_ptr<const FleetLease>;
 
 /// RAII count of requests in progress.
 class ActiveGuard {
@@ -78,8 +74,40 @@ struct Worker {
   // One thread per io_context: the reactor needs no locking (posts from other threads, as in
   // the drain, still go through the scheduler's lock).
   net::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
-  std::vector<std::unique_ptr<upstream::Pool>> pools;  // per backend index
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+
+  // The configuration for new requests (a request keeps the lease it started with).
+  LeasePtr lease;
+  const Fleet& fleet() const { return *lease->fleet; }
+  /// Switches to a reloaded configuration, and closes the idle connections of the backends it
+  /// no longer has.
+  void set_fleet(LeasePtr next) {
+    lease = std::move(next);
+    for (auto& e : pools) {
+      if (!e.pool || e.uid == 0) continue;
+      const auto& bs = fleet().backends;
+      if (std::none_of(bs.begin(), bs.end(), [&](const auto& b) { return b->uid == e.uid; }))
+        e.pool->close_all();
+    }
+  }
+
+  // Keep-alive pools, one per backend slot (Backend::index). A slot passes to another backend
+  // only after the last request on the one before ended; its idle connections are closed then.
+  struct PoolEntry {
+    std::uint64_t uid = 0;  // the backend the pool's connections go to
+    std::unique_ptr<upstream::Pool> pool;
+  };
+  std::vector<PoolEntry> pools = std::vector<PoolEntry>(64);
+  upstream::Pool& pool_for(const upstream::Backend& b) {
+    auto& e = pools[static_cast<std::size_t>(b.index)];
+    if (!e.pool) {
+      e.pool = std::make_unique<upstream::Pool>();
+    } else if (e.uid != b.uid) {
+      e.pool->close_all();
+    }
+    e.uid = b.uid;
+    return *e.pool;
+  }
 
   // Relay buffers, reused: a request takes one for its response body and gives it back. An
   // event stream gets a small one (a vLLM event is a few hundred bytes; a larger event goes out

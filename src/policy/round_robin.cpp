@@ -8,7 +8,8 @@ namespace llmux::policy {
 
 namespace {
 int weight_of(const Backend& b) {
-  return b.weight > 0 ? b.weight : 1;
+  const int w = b.weight.load(std::memory_order_relaxed);
+  return w > 0 ? w : 1;
 }
 }  // namespace
 

@@ -5,8 +5,10 @@
 // lives anywhere else.
 //
 // Thread safety: the fixed part is immutable once the gateway runs; the changing part is atomics,
-// read and written from every worker without locks. Backends are owned by the gateway (one
-// snapshot; membership changes will swap a new one) and outlive every request.
+// read and written from every worker without locks. Backends are shared (shared_ptr) by the
+// configuration snapshots that name them (gateway/fleet.hpp) and by the requests running on
+// them, so a backend removed by a reload lives until its last request ends. A reload that keeps
+// a backend (same name and address) keeps the same object: its health and in-flight count go on.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -21,10 +23,9 @@ namespace llmux::upstream {
 struct Backend {
   // ---- fixed ----
   std::string name;
-  int index = 0;  // position in the gateway's backend list (< 64)
-  int weight = 1;
-  int max_inflight = 0;  // 0: unlimited
-  std::string url;       // as configured, for messages
+  int index = 0;          // a slot < 64, unique among the backends alive (upstream pools, TriedSet)
+  std::uint64_t uid = 0;  // unique for the process's life (a slot is reused, a uid never)
+  std::string url;        // as configured, for messages
   std::string host;
   std::uint16_t port = 0;
   std::string base_path;      // prepended to every request target
@@ -34,6 +35,12 @@ struct Backend {
   std::vector<boost::asio::ip::tcp::endpoint> endpoints;  // resolved at start
 
   // ---- changing (atomics) ----
+  // Set from the config; a reload may change them on a backend it keeps.
+  std::atomic<int> weight{1};
+  std::atomic<int> max_inflight{0};  // 0: unlimited
+  // Set once a reload removed the backend: its running requests finish, its connections are
+  // not pooled again.
+  std::atomic<bool> retired{false};
   std::atomic<int> inflight{0};
   // Health (upstream/health.hpp keeps these; everything else only reads them):
   std::atomic<bool> checks_ok{true};              // active checks pass (true when they are off)
@@ -45,17 +52,19 @@ struct Backend {
 
   /// True while under max_inflight (a hint: the slot itself is taken by try_acquire()).
   bool has_capacity() const {
-    return max_inflight <= 0 || inflight.load(std::memory_order_relaxed) < max_inflight;
+    const int max = max_inflight.load(std::memory_order_relaxed);
+    return max <= 0 || inflight.load(std::memory_order_relaxed) < max;
   }
   /// Takes one in-flight slot: false when the backend is at max_inflight. Check and increment
   /// are one atomic step, so workers racing for the last slot never overshoot the limit.
   bool try_acquire() {
-    if (max_inflight <= 0) {
+    const int max = max_inflight.load(std::memory_order_relaxed);
+    if (max <= 0) {
       inflight.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
     int cur = inflight.load(std::memory_order_relaxed);
-    while (cur < max_inflight) {
+    while (cur < max) {
       if (inflight.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed)) return true;
     }
     return false;

@@ -455,18 +455,6 @@ TEST(GatewayContinue, NoInterimResponseForHttp10Clients) {
   gw->expect_clean_exit();
 }
 
-TEST(GatewaySignals, SighupIsIgnoredWithALogLine) {
-  GatedBackend be({GatedBackend::Mode::Echo});
-  auto gw =
-      GatewayServer::with_config(one_route_config(kOneWorker, backend_line("be", be.port()), "be"));
-  ASSERT_EQ(::kill(gw->pid(), SIGHUP), 0);
-  EXPECT_TRUE(poll_until([&] { return gw->stderr_text().find("SIGHUP") != std::string::npos; }, 5s))
-      << gw->stderr_text();
-  EXPECT_TRUE(gw->alive());
-  EXPECT_EQ(HttpClient(gw->port()).get("/v1/after-hup").status, 200);
-  gw->expect_clean_exit();
-}
-
 TEST(GatewayDrain, OpenConnectionsAtExitAreTornDownCleanly) {
   // Idle client connections and pooled backend connections still open when the workers stop:
   // their coroutines are destroyed with the io_context (the sanitizer jobs catch any use of

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -45,19 +46,39 @@ GatewayServer::GatewayServer(std::shared_ptr<TempDir> dir, const std::vector<std
       dir_(std::move(dir)),
       access_log_(dir_->path() + "/access.log") {}
 
-std::unique_ptr<GatewayServer> GatewayServer::with_config(const std::string& yaml,
-                                                          const std::vector<std::string>& extra) {
-  auto dir = std::make_shared<TempDir>();
-  std::string text = yaml;
-  // Health machinery only where a test asks for it (see the header).
+namespace {
+
+/// Health machinery only where a test asks for it (see the header).
+std::string with_health_defaults(std::string text) {
   if (text.find("health_checks:") == std::string::npos)
     text = "health_checks: {enabled: false}\n" + text;
   if (text.find("outlier_detection:") == std::string::npos)
     text = "outlier_detection: {enabled: false}\n" + text;
-  std::vector<std::string> args{"--config", dir->write("gateway.yaml", text)};
+  return text;
+}
+
+}  // namespace
+
+std::unique_ptr<GatewayServer> GatewayServer::with_config(const std::string& yaml,
+                                                          const std::vector<std::string>& extra) {
+  auto dir = std::make_shared<TempDir>();
+  const std::string path = dir->write("gateway.yaml", with_health_defaults(yaml));
+  std::vector<std::string> args{"--config", path};
   args.insert(args.end(), extra.begin(), extra.end());
-  return std::unique_ptr<GatewayServer>(
+  std::unique_ptr<GatewayServer> gw(
       new GatewayServer(std::move(dir), args, std::chrono::seconds(10)));
+  gw->config_path_ = path;
+  return gw;
+}
+
+void GatewayServer::rewrite_config(const std::string& yaml) const {
+  const std::string tmp = dir_->write("gateway.yaml.next", with_health_defaults(yaml));
+  if (std::rename(tmp.c_str(), config_path_.c_str()) != 0)
+    ADD_FAILURE() << "cannot replace " << config_path_;
+}
+
+std::string GatewayServer::dir_path(const std::string& name) const {
+  return dir_->path() + "/" + name;
 }
 
 std::vector<boost::json::object> GatewayServer::access_log(std::vector<std::string>* bad) const {

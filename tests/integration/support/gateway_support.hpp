@@ -42,6 +42,13 @@ class GatewayServer : public ChildProcess {
   ~GatewayServer();
 
   const std::string& access_log_path() const { return access_log_; }
+  /// The config file of a gateway started by with_config() (empty otherwise).
+  const std::string& config_path() const { return config_path_; }
+  /// Replaces that file's text (with with_config()'s health defaults; the file is replaced by a
+  /// rename, so a reload never reads half of it). Nothing is signalled.
+  void rewrite_config(const std::string& yaml) const;
+  /// A file in the gateway's own temporary directory (for a pid file, an access log...).
+  std::string dir_path(const std::string& name) const;
   /// The access log's JSON lines so far. A line that is not a JSON object goes to `bad`, or
   /// fails the calling test when `bad` is null.
   std::vector<boost::json::object> access_log(std::vector<std::string>* bad = nullptr) const;
@@ -58,6 +65,7 @@ class GatewayServer : public ChildProcess {
                 std::chrono::milliseconds ready_timeout);
   std::shared_ptr<TempDir> dir_;
   std::string access_log_;
+  std::string config_path_;
   bool checked_ = false;  // expect_clean_exit() already looked at the exit and stderr
 };
 

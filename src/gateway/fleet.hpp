@@ -1,0 +1,73 @@
+#pragma once
+// One configuration, ready to serve: its backends (resolved), its routes with their policies and
+// retry budgets. A Fleet is immutable once built (its backends' changing parts are atomics); a
+// reload builds a new one and each worker switches to it between requests, while a request that
+// started on the old one finishes on it (it holds a lease: gateway/worker.hpp).
+//
+// A reload keeps a backend that has the same name, URL, API key and pool idle timeout: the same
+// object (its health, ejection and in-flight count go on; weight and max_inflight take the new
+// values). Any other backend is new; one no longer named is retired — it gets no new request and
+// lives until its last running request ends.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "policy/policy.hpp"
+#include "upstream/backend.hpp"
+#include "upstream/health.hpp"
+#include "upstream/retry_budget.hpp"
+
+namespace llmux::gateway {
+
+/// One route: its config, its policy (shared by all workers) and its backends, in order.
+struct RouteRt {
+  const config::Route* cfg = nullptr;
+  std::unique_ptr<policy::Policy> policy;
+  std::vector<upstream::Backend*> backends;
+  std::unique_ptr<upstream::RetryBudget> retry_budget;
+};
+
+struct Fleet {
+  config::GatewayConfig cfg;
+  std::vector<std::shared_ptr<upstream::Backend>> backends;  // cfg.backends' order
+  std::vector<RouteRt> routes;                               // cfg.routes' order
+  upstream::OutlierSettings outlier;
+  std::uint64_t generation = 1;  // 1 at start, +1 per reload that took effect
+};
+
+/// The backend slots (Backend::index < 64) of the backends alive, over all fleets: a slot is
+/// given back when the last reference to its backend goes, so two live backends never share one
+/// (the workers' pools and TriedSet are indexed by it). Thread-safe.
+class BackendSlots {
+ public:
+  /// A free slot, or -1 when 64 backends are alive.
+  int take();
+  void give(int slot);
+
+ private:
+  std::mutex mu_;
+  std::uint64_t used_ = 0;
+};
+
+struct FleetBuild {
+  std::shared_ptr<const Fleet> fleet;  // null when the build failed (see errors)
+  std::vector<std::string> errors;     // a host that does not resolve, a policy that fails
+  std::vector<std::string> changes;    // against `prev`, one line each (empty at start)
+};
+
+/// Builds the fleet of a validated config, reusing `prev`'s backends as described above (prev:
+/// null at start). Resolves the hosts of new backends (blocking: not on a worker thread).
+/// Nothing of `prev` changes unless the build succeeds; then the weight and max_inflight of the
+/// backends it keeps take the new values, and those it drops are marked retired.
+FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
+                       const std::shared_ptr<BackendSlots>& slots);
+
+/// The settings a reload cannot change in a running process (listeners, threads, the access log
+/// target, the pid file): copied from `running` into `next`, one warning each where they differ.
+std::vector<std::string> keep_restart_only(const config::GatewayConfig& running,
+                                           config::GatewayConfig& next);
+
+}  // namespace llmux::gateway
