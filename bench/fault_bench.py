@@ -512,9 +512,24 @@ def analyse_run(run):
             r["gw_backend"] is None and re.search(r"\bA\b", r.get("message") or "") is not None)
         killed = [r for r in recs if on_a(r) and r["s"] < ka <= r["e"] + 0.5
                   and r["outcome"] != "ok"]
-    killed_ids = {r["id"] for r in killed}
+    # streams already running on B when it began stalling: counted apart as well (no gateway can
+    # save a stream whose backend stops producing in its middle; it can only end it clearly)
+    stalled = []
+    if "B" in iv:
+        sb = iv["B"][0]
+        stalled = [r for r in recs if r["gw_backend"] == "B" and r["s"] < sb <= r["e"] + 0.5
+                   and r["outcome"] != "ok"]
+    killed_ids = {r["id"] for r in killed} | {r["id"] for r in stalled}
     failed = [r for r in recs if r["outcome"] != "ok" and r["id"] not in killed_ids]
     failed_healthy = [r for r in failed if healthy_at(r["s"])]
+    # of those: placed on a faulted backend after its fault began and before the gateway's first
+    # log line taking it out (the detection window: nothing had shown the fault yet)
+    first_out = {}
+    for x in run["log"]:
+        if x[2] in ("ejected", "unhealthy") and x[1] in iv and x[0] - t0 >= iv[x[1]][0] - 0.5:
+            first_out.setdefault(x[1], x[0] - t0)
+    in_window = [r for r in failed_healthy if r["gw_backend"] in iv
+                 and iv[r["gw_backend"]][0] <= r["s"] < first_out.get(r["gw_backend"], math.inf)]
     by_kind = {}
     for r in failed_healthy:
         k = f'{r["outcome"]} on {r["gw_backend"]}'
@@ -644,6 +659,11 @@ def analyse_run(run):
                               error_event=sum(1 for r in killed if r["outcome"] == "error_event"),
                               cut=sum(1 for r in killed if r["outcome"] == "cut"),
                               other=sum(1 for r in killed if r["outcome"] not in ("error_event", "cut"))),
+        stalled_midstream=dict(n=len(stalled),
+                               error_event=sum(1 for r in stalled if r["outcome"] == "error_event"),
+                               cut=sum(1 for r in stalled if r["outcome"] == "cut"),
+                               other=sum(1 for r in stalled if r["outcome"] not in ("error_event", "cut"))),
+        failed_in_detection_window=len(in_window),
         failed_with_healthy_backend=len(failed_healthy), failed_with_healthy_by_kind=by_kind,
         failed_with_no_healthy_backend=len(failed) - len(failed_healthy),
         cut_without_error_event=len(cut),
@@ -713,8 +733,12 @@ def cmd_report(a):
     row("**failed although a healthy backend existed**", "0",
         lambda r: f'**{r["failed_with_healthy_backend"]}**')
     row("… by kind", "", lambda r: "<br>".join(f"{k}: {v}" for k, v in sorted(r["failed_with_healthy_by_kind"].items(), key=lambda kv: -kv[1])) or "—")
+    row("… of which placed on a faulted backend before the gateway's first log line about it", "",
+        lambda r: str(r.get("failed_in_detection_window", "—")))
     row("streams running on A when killed: error event / cut / other", "(apart)",
         lambda r: "{error_event} / {cut} / {other}".format(**r["killed_midstream"]))
+    row("streams running on B when it began stalling: error event / cut / other", "(apart)",
+        lambda r: "{error_event} / {cut} / {other}".format(**r["stalled_midstream"]) if "stalled_midstream" in r else "—")
     row("**streams cut without an error event**", "0", lambda r: f'**{r["cut_without_error_event"]}**')
     row("client gave up (no byte for the idle timeout)", "", lambda r: str(r["outcomes"].get("idle_timeout", 0)))
     row("still running at the end of the drain", "", lambda r: str(r["outcomes"].get("unfinished", 0)))

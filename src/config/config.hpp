@@ -46,12 +46,16 @@ void apply(const HealthChecksOverride& o, HealthChecks& base);
 
 /// Passive outlier detection from attempts' outcomes: `consecutive_failures` connect failures,
 /// timeouts or 5xx in a row eject a backend for `base_ejection`, doubled for each ejection in a
-/// row (no success in between), at most `max_ejection`.
+/// row (no success in between), at most `max_ejection`. A backend that stops producing tokens on
+/// the event streams it is in the middle of (upstream/stall.hpp: for half of `stall_timeout` on
+/// every stream that was flowing, or for `stall_timeout` on one with no sign of life from the
+/// backend meanwhile) is ejected at once and its silent streams end with an error event; 0: off.
 struct OutlierDetection {
   bool enabled = true;
   int consecutive_failures = 3;
   Millis base_ejection{5000};
   Millis max_ejection{60000};
+  Millis stall_timeout{3000};
 };
 
 struct Backend {

@@ -86,7 +86,8 @@ class Linter {
       if (k == "health_checks") health_checks(v, k);
       if (k == "outlier_detection")
         each(v, [&](const std::string& o, const YAML::Node& d) {
-          if (o == "base_ejection" || o == "max_ejection") duration(d, child(k, o));
+          if (o == "base_ejection" || o == "max_ejection" || o == "stall_timeout")
+            duration(d, child(k, o));
         });
     });
   }

@@ -44,7 +44,8 @@
 //     {enabled: true, path: /health, interval: 2s, timeout: 1s, healthy_threshold: 1,
 //      unhealthy_threshold: 2, jitter: 0.1}
 //   outlier_detection:                         # passive: ejection on failures in a row
-//     {enabled: true, consecutive_failures: 3, base_ejection: 5s, max_ejection: 60s}
+//     {enabled: true, consecutive_failures: 3, base_ejection: 5s, max_ejection: 60s,
+//      stall_timeout: 3s}                      # streams that stop mid-way (0 = off)
 //
 // Loading is strict: unknown keys (with a "did you mean" for near misses), duplicate keys, wrong
 // types and YAML syntax errors are all reported, with the field path ("routes[1].match.methods[0]")
@@ -372,12 +373,15 @@ class Loader {
   void outlier_detection(const YAML::Node& n, OutlierDetection& o) {
     const std::string field = "outlier_detection";
     for (const auto& [k, v] :
-         entries(n, field, {"enabled", "consecutive_failures", "base_ejection", "max_ejection"})) {
+         entries(n, field,
+                 {"enabled", "consecutive_failures", "base_ejection", "max_ejection",
+                  "stall_timeout"})) {
       const std::string f = child(field, k);
       if (k == "enabled") boolean(v, f, o.enabled);
       if (k == "consecutive_failures") integer(v, f, o.consecutive_failures);
       if (k == "base_ejection") duration(v, f, o.base_ejection);
       if (k == "max_ejection") duration(v, f, o.max_ejection);
+      if (k == "stall_timeout") duration(v, f, o.stall_timeout);
     }
   }
 

@@ -105,6 +105,11 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
         out, "outlier_detection: eject after {} failure{} in a row for {}, doubling up to {}\n",
         od.consecutive_failures, od.consecutive_failures == 1 ? "" : "s",
         format_duration(od.base_ejection), format_duration(od.max_ejection));
+  if (od.enabled && od.stall_timeout.count() > 0)
+    fmt::format_to(out, "stall detection: streams silent for {} (all flowing ones: {})\n",
+                   format_duration(od.stall_timeout), format_duration(od.stall_timeout / 2));
+  else if (od.enabled)
+    fmt::format_to(out, "stall detection: off\n");
   else
     fmt::format_to(out, "outlier_detection: off\n");
   return fmt::to_string(b);

@@ -296,6 +296,9 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   if (od.max_ejection < od.base_ejection)
     add("outlier_detection.max_ejection", format_millis(od.max_ejection),
         fmt::format("must be at least base_ejection ({})", format_millis(od.base_ejection)));
+  if (od.stall_timeout.count() != 0 && od.stall_timeout.count() < 200)
+    add("outlier_detection.stall_timeout", format_millis(od.stall_timeout),
+        "must be 0 (off) or at least 200ms");
 
   // Retries.
   const auto& rt = cfg.retries;

@@ -166,7 +166,8 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
   }
 
   const auto& od = c.outlier_detection;
-  f->outlier = {od.enabled, od.consecutive_failures, od.base_ejection, od.max_ejection};
+  f->outlier = {od.enabled, od.consecutive_failures, od.base_ejection, od.max_ejection,
+                od.stall_timeout};
   for (const auto& rc : c.routes) {
     RouteRt r;
     r.cfg = &rc;

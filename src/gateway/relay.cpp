@@ -7,10 +7,13 @@
 #include <boost/asio/write.hpp>
 #include <boost/json.hpp>
 
+#include "core/clock.hpp"
 #include "core/openai_error.hpp"
+#include "gateway/health.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/proxy.hpp"
 #include "gateway/taps.hpp"
+#include "upstream/stall.hpp"
 
 namespace llmux::gateway {
 
@@ -81,6 +84,9 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   bool client_failed = false;
   std::uint64_t bytes_out = 0;
   const auto idle = f.cfg.timeouts.idle;
+  // An event stream's reads are judged for a stalled backend (upstream/stall.hpp).
+  upstream::StallWatch stall(
+      b, sse && f.outlier.enabled ? f.outlier.stall_timeout : std::chrono::milliseconds(0), idle);
 
   // The header is serialised by Beast into `header_bytes` and goes out with the first piece of
   // the body in one gathered write; the body is framed here (chunk size, data, CRLF), which costs
@@ -122,17 +128,37 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
     if (!done) {
       res.body().data = buf + have;
       res.body().size = buf_size - have;
-      up->dl.arm(idle);
-      auto [ec, n] = co_await bhttp::async_read_some(up->sock, up->buf, p, use_tuple);
-      up->dl.disarm();
-      if (ec == bhttp::error::need_buffer) ec = {};
-      have += (buf_size - have) - res.body().size;
+      boost::system::error_code ec;
+      for (;;) {
+        // A stream being judged for a stall waits in short steps (its deadline cancels the
+        // read, which then goes on); any other read has the idle timeout and is closed by it.
+        const bool judged = stall.active();
+        up->dl.arm(stall.read_wait(), /*close_on_expiry=*/!judged);
+        std::size_t n = 0;
+        std::tie(ec, n) = co_await bhttp::async_read_some(up->sock, up->buf, p, use_tuple);
+        up->dl.disarm();
+        if (ec == bhttp::error::need_buffer) ec = {};
+        if (!judged || !up->dl.fired || c.watch.client_gone || !ec) break;
+        std::string why;
+        const auto verdict = stall.judge(mono_ns(), why);
+        if (verdict == upstream::StallWatch::Verdict::wait) continue;
+        if (verdict == upstream::StallWatch::Verdict::stalled) {
+          upstream_error = fmt::format("{} stalled: {}", b.name, why);
+          if (auto ev = upstream::record_stall(b, mono_ns(), f.outlier, why)) log_health_event(*ev);
+        }
+        break;
+      }
+      const std::size_t got = (buf_size - have) - res.body().size;
+      have += got;
+      if (got > 0 && sse) stall.on_bytes(mono_ns());
       if (ec) {
         upstream_failed = true;
-        upstream_error = c.watch.client_gone ? std::string("client left")
-                         : up->dl.fired
-                             ? fmt::format("{} sent nothing for {} ms", b.name, idle.count())
-                             : fmt::format("{} failed mid-response: {}", b.name, ec.message());
+        if (c.watch.client_gone)
+          upstream_error = "client left";
+        else if (up->dl.fired && upstream_error.empty())
+          upstream_error = fmt::format("{} sent nothing for {} ms", b.name, idle.count());
+        else if (upstream_error.empty())
+          upstream_error = fmt::format("{} failed mid-response: {}", b.name, ec.message());
       }
       done = p.is_done();
     }
@@ -210,6 +236,8 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
     if (ec) client_failed = true;
   }
   if (header_bytes.capacity() > 0) w.give_string(std::move(header_bytes));
+  stall.end();
+  if (p.is_done() && !upstream_failed && rec.status < 500) upstream::note_progress(b, mono_ns());
   res.body().data = nullptr;
   w.give_buf(std::move(relay_buf));
   c.watch.up = nullptr;  // from here on the connection may go back to the pool

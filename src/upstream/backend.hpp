@@ -49,6 +49,9 @@ struct Backend {
   std::atomic<int> ejections_in_a_row{0};         // ejections since the last success
   std::atomic<std::int64_t> last_failure_ns{0};   // when an attempt last failed (0: never)
   std::atomic<bool> trial_taken{false};           // after an ejection: one request at a time
+  // Stall detection (upstream/stall.hpp):
+  std::atomic<int> flowing{0};               // event streams producing for a while, open now
+  std::atomic<std::int64_t> progress_ns{0};  // the backend's latest sign of life
 
   /// True while under max_inflight (a hint: the slot itself is taken by try_acquire()).
   bool has_capacity() const {

@@ -33,6 +33,7 @@ struct OutlierSettings {
   int consecutive_failures = 3;
   std::chrono::milliseconds base_ejection{5000};
   std::chrono::milliseconds max_ejection{60000};
+  std::chrono::milliseconds stall_timeout{3000};  // upstream/stall.hpp; 0: off
 };
 
 /// What an outcome says about the backend.

@@ -236,3 +236,79 @@ TEST(GatewayHealth, HangingConnectsCostOneTimeoutPerEjection) {
 
 }  // namespace
 }  // namespace llmux::test
+
+namespace llmux::test {
+namespace {
+
+/// What one event stream through the gateway brought: its backend, whether it ended with
+/// [DONE], and the error event's text if one came.
+struct StreamEnd {
+  std::string backend;
+  bool done = false;
+  std::string error;
+  ReadStatus end = ReadStatus::Error;
+};
+
+StreamEnd finish(StreamingResponse& s) {
+  StreamEnd out;
+  out.backend = s.header("x-llmux-backend");
+  SseResult r = read_sse(s, SIZE_MAX, 8s, 20s);
+  out.end = r.end;
+  for (const auto& e : r.events) {
+    if (e.data == "[DONE]") out.done = true;
+    if (e.data.find("\"error\"") != std::string::npos) out.error = e.data;
+  }
+  return out;
+}
+
+TEST(GatewayHealth, StallingBackendIsEjectedAndItsStreamsEndWithAnError) {
+  // Both simulators at the seed's pace (~50 tokens/s a stream); b stops every stream after 60
+  // tokens (~1.2 s), as an engine that hangs.
+  SimServer a({"--time-scale", "1"});
+  SimServer b({"--time-scale", "1"});
+  ASSERT_EQ(HttpClient(b.port()).post("/admin/faults", R"({"stall_after": 60})").status, 200);
+  auto gw = GatewayServer::with_config(
+      "listen: \"127.0.0.1:0\"\nthreads: 2\n"
+      "outlier_detection: {consecutive_failures: 3, base_ejection: 10s, stall_timeout: 1s}\n"
+      "backends:\n" +
+      backend_line("a", a.port()) + backend_line("b", b.port()) +
+      "routes:\n  - {name: all, backends: [a, b], policy: round_robin}\n");
+  const std::string body =
+      R"({"messages":[{"role":"user","content":"go"}],"max_tokens":150,"ignore_eos":true,"stream":true})";
+  std::vector<std::unique_ptr<StreamingResponse>> streams;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 4; ++i)
+    streams.push_back(StreamingResponse::open(gw->port(), "POST", "/v1/chat/completions", body));
+  int on_b = 0;
+  for (auto& s : streams) {
+    const StreamEnd e = finish(*s);
+    if (e.backend == "b") {
+      ++on_b;
+      // Cut with an error event in the stream's dialect, long before the idle timeout (120 s).
+      EXPECT_EQ(e.end, ReadStatus::End);
+      EXPECT_NE(e.error.find("b stalled"), std::string::npos) << e.error;
+      EXPECT_TRUE(e.done);
+    } else {
+      EXPECT_EQ(e.backend, "a");
+      EXPECT_TRUE(e.done);
+      EXPECT_EQ(e.error, "") << "a stream on a healthy backend was cut";
+    }
+  }
+  EXPECT_EQ(on_b, 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
+  EXPECT_EQ(state_of(health(gw->port()), "b"), "ejected");
+  EXPECT_NE(gw->stderr_text().find("backend b ejected for 10s: stalled"), std::string::npos)
+      << gw->stderr_text();
+  // New requests go to a only.
+  for (int i = 0; i < 4; ++i) {
+    Response r = HttpClient(gw->port())
+                     .post("/v1/chat/completions",
+                           R"({"messages":[{"role":"user","content":"after"}],"max_tokens":2})");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.header("x-llmux-backend"), "a");
+  }
+  gw->expect_clean_exit();
+}
+
+}  // namespace
+}  // namespace llmux::test
