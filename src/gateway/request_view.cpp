@@ -35,6 +35,10 @@ BodyFields read_body_fields(std::string& body) {
       if (!value.get_string().get(s)) f.previous_response_id = std::string(s);
     } else if (key == "user") {
       if (!value.get_string().get(s)) f.user = std::string(s);
+    } else if (key == "max_tokens" || key == "max_completion_tokens" ||
+               key == "max_output_tokens") {
+      std::int64_t n = 0;
+      if (!value.get_int64().get(n) && n >= 0) f.max_tokens = n;
     }
   }
   return f;

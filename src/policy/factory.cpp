@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include "policy/least_inflight.hpp"
 #include "policy/policy.hpp"
+#include "policy/power_of_two.hpp"
+#include "policy/random.hpp"
 #include "policy/round_robin.hpp"
 
 namespace llmux::policy {
@@ -23,7 +26,7 @@ namespace {
 /// When every backend of the route is out: the least recently failed one that is not tried and
 /// has room, so that requests are tried rather than refused by the gateway alone.
 upstream::Slot last_resort(std::span<Backend* const> candidates, TriedSet& tried,
-                           std::int64_t now_ns) {
+                           std::int64_t now_ns, std::int64_t tokens) {
   for (Backend* b : candidates)  // not every backend is out: no last resort
     if (b->usable(now_ns) && !(b->on_trial() && b->trial_taken.load(std::memory_order_relaxed)))
       return {};
@@ -35,7 +38,7 @@ upstream::Slot last_resort(std::span<Backend* const> candidates, TriedSet& tried
       best = b;
   }
   if (!best || !best->try_acquire()) return {};
-  return upstream::Slot{best};
+  return upstream::Slot{best, false, tokens};
 }
 
 }  // namespace
@@ -51,14 +54,14 @@ upstream::Slot pick_and_acquire(Policy& policy, const PickContext& ctx,
       tried.add(*b);  // full since select() looked: not this one, for this request
       continue;
     }
-    if (!b->on_trial()) return upstream::Slot{b};
+    if (!b->on_trial()) return upstream::Slot{b, false, ctx.tokens};
     bool taken = false;
     if (b->trial_taken.compare_exchange_strong(taken, true, std::memory_order_relaxed))
-      return upstream::Slot{b, /*trial=*/true};
+      return upstream::Slot{b, /*trial=*/true, ctx.tokens};
     b->release();  // another request holds its trial
     tried.add(*b);
   }
-  return last_resort(candidates, tried, now_ns);
+  return last_resort(candidates, tried, now_ns, ctx.tokens);
 }
 
 namespace {
@@ -78,6 +81,13 @@ Factory without_options(std::string_view name) {
   };
 }
 
+struct RandomUniform : Random {
+  RandomUniform() : Random(false) {}
+};
+struct RandomWeighted : Random {
+  RandomWeighted() : Random(true) {}
+};
+
 struct Entry {
   std::string name;
   Factory make;
@@ -87,6 +97,10 @@ const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries{
       {"round_robin", without_options<RoundRobin>("round_robin")},
       {"first", without_options<First>("first")},
+      {"least_inflight", without_options<LeastInflight>("least_inflight")},
+      {"power_of_two", without_options<PowerOfTwo>("power_of_two")},
+      {"random", without_options<RandomUniform>("random")},
+      {"weighted", without_options<RandomWeighted>("weighted")},
   };
   return entries;
 }

@@ -42,6 +42,7 @@ struct Backend {
   // not pooled again.
   std::atomic<bool> retired{false};
   std::atomic<int> inflight{0};
+  std::atomic<std::int64_t> outstanding_tokens{0};  // estimated, of the requests in flight
   // Health (upstream/health.hpp keeps these; everything else only reads them):
   std::atomic<bool> checks_ok{true};              // active checks pass (true when they are off)
   std::atomic<std::int64_t> ejected_until_ns{0};  // passive ejection: no traffic before this
@@ -90,14 +91,22 @@ class Slot {
  public:
   Slot() = default;
   /// `trial`: the slot also holds the backend's one trial request (see Backend::on_trial).
-  explicit Slot(Backend* b, bool trial = false) : b_(b), trial_(trial) {}
+  /// `tokens`: the request's estimated tokens, added to the backend's outstanding_tokens for as
+  /// long as the slot is held.
+  explicit Slot(Backend* b, bool trial = false, std::int64_t tokens = 0)
+      : b_(b), trial_(trial), tokens_(tokens) {
+    if (b_ && tokens_ > 0) b_->outstanding_tokens.fetch_add(tokens_, std::memory_order_relaxed);
+  }
   Slot(Slot&& o) noexcept
-      : b_(std::exchange(o.b_, nullptr)), trial_(std::exchange(o.trial_, false)) {}
+      : b_(std::exchange(o.b_, nullptr)),
+        trial_(std::exchange(o.trial_, false)),
+        tokens_(std::exchange(o.tokens_, 0)) {}
   Slot& operator=(Slot&& o) noexcept {
     if (this != &o) {
       reset();
       b_ = std::exchange(o.b_, nullptr);
       trial_ = std::exchange(o.trial_, false);
+      tokens_ = std::exchange(o.tokens_, 0);
     }
     return *this;
   }
@@ -108,6 +117,8 @@ class Slot {
     if (!b_) return;
     Backend* b = std::exchange(b_, nullptr);
     if (std::exchange(trial_, false)) b->trial_taken.store(false, std::memory_order_relaxed);
+    if (const std::int64_t t = std::exchange(tokens_, 0); t > 0)
+      b->outstanding_tokens.fetch_sub(t, std::memory_order_relaxed);
     b->release();
   }
   Backend* backend() const { return b_; }
@@ -117,6 +128,7 @@ class Slot {
  private:
   Backend* b_ = nullptr;
   bool trial_ = false;
+  std::int64_t tokens_ = 0;
 };
 
 /// Backends already tried for one request (by index; a validated config has at most 64).

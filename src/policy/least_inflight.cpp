@@ -1,0 +1,41 @@
+#include "policy/least_inflight.hpp"
+
+namespace llmux::policy {
+
+namespace {
+
+std::int64_t weight_of(const Backend& b) {
+  const int w = b.weight.load(std::memory_order_relaxed);
+  return w > 0 ? w : 1;
+}
+
+}  // namespace
+
+int compare_load(const Backend& a, const Backend& b) {
+  const std::int64_t wa = weight_of(a), wb = weight_of(b);
+  // a.inflight / wa against b.inflight / wb, without division.
+  const std::int64_t ia = a.inflight.load(std::memory_order_relaxed) * wb;
+  const std::int64_t ib = b.inflight.load(std::memory_order_relaxed) * wa;
+  if (ia != ib) return ia < ib ? -1 : 1;
+  const std::int64_t ta = a.outstanding_tokens.load(std::memory_order_relaxed) * wb;
+  const std::int64_t tb = b.outstanding_tokens.load(std::memory_order_relaxed) * wa;
+  if (ta != tb) return ta < tb ? -1 : 1;
+  return 0;
+}
+
+Backend* LeastInflight::select(const PickContext&, std::span<Backend* const> candidates,
+                               FunctionRef<bool(const Backend&)> accept) {
+  const std::size_t n = candidates.size();
+  if (n == 0) return nullptr;
+  // Ties go to the first one met, starting from a rotating position.
+  const std::size_t start = rotate_.fetch_add(1, std::memory_order_relaxed) % n;
+  Backend* best = nullptr;
+  for (std::size_t k = 0; k < n; ++k) {
+    Backend* b = candidates[(start + k) % n];
+    if (!accept(*b)) continue;
+    if (!best || compare_load(*b, *best) < 0) best = b;
+  }
+  return best;
+}
+
+}  // namespace llmux::policy
