@@ -119,6 +119,14 @@ struct Retries {
   int min_retries_per_second = 10;  // ... but always this many (a quiet route can still retry)
 };
 
+/// Admission control: a request that finds every backend of its route at max_inflight waits in
+/// the route's FIFO queue, at most `size` of them (more: 429) for at most `timeout` (then 503).
+/// `size` 0: no queue (503 at once).
+struct Queue {
+  int size = 256;
+  Millis timeout{60000};
+};
+
 struct AccessLog {
   std::string target = "stdout";  // "stdout", "off", or a file path
 };
@@ -135,6 +143,7 @@ struct GatewayConfig {
   HealthChecks health_checks;  // defaults for every backend
   OutlierDetection outlier_detection;
   Retries retries;
+  Queue queue;
 };
 
 struct ConfigError {

@@ -84,6 +84,10 @@ class Linter {
       if (k == "backends" && v.IsSequence())
         for (std::size_t i = 0; i < v.size(); ++i) backend(v[i], index(k, i));
       if (k == "health_checks") health_checks(v, k);
+      if (k == "queue")
+        each(v, [&](const std::string& o, const YAML::Node& d) {
+          if (o == "timeout") duration(d, child(k, o));
+        });
       if (k == "outlier_detection")
         each(v, [&](const std::string& o, const YAML::Node& d) {
           if (o == "base_ejection" || o == "max_ejection" || o == "stall_timeout")

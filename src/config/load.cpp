@@ -38,6 +38,7 @@
 //   retries:                                   # only what never reached a backend
 //     {max_attempts: 2, backoff: 5ms, request_budget: 10s, budget: 0.2,
 //      min_retries_per_second: 10}
+//   queue: {size: 256, timeout: 60s}            # when every backend is at max_inflight
 //   access_log: stdout                         # stdout, off, or a file path
 //   pid_file: /run/llmux.pid                   # written at start ("" = none); `--reload` reads it
 //   health_checks:                             # active checks, per backend (defaults shown)
@@ -481,7 +482,7 @@ class Loader {
     for (const auto& [k, v] :
          entries(n, "",
                  {"listen", "threads", "backends", "routes", "timeouts", "limits", "access_log",
-                  "pid_file", "health_checks", "outlier_detection", "retries"})) {
+                  "pid_file", "health_checks", "outlier_detection", "retries", "queue"})) {
       if (k == "listen") listen(v, cfg.listeners);
       if (k == "threads") integer(v, "threads", cfg.threads);
       if (k == "backends") {
@@ -512,6 +513,12 @@ class Loader {
       }
       if (k == "outlier_detection") outlier_detection(v, cfg.outlier_detection);
       if (k == "retries") retries(v, cfg.retries);
+      if (k == "queue") {
+        for (const auto& [qk, qv] : entries(v, k, {"size", "timeout"})) {
+          if (qk == "size") integer(qv, child(k, qk), cfg.queue.size);
+          if (qk == "timeout") duration(qv, child(k, qk), cfg.queue.timeout);
+        }
+      }
     }
   }
 

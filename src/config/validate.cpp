@@ -300,6 +300,12 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
     add("outlier_detection.stall_timeout", format_millis(od.stall_timeout),
         "must be 0 (off) or at least 200ms");
 
+  // Admission queue.
+  if (cfg.queue.size < 0 || cfg.queue.size > 1000000)
+    add("queue.size", std::to_string(cfg.queue.size), "must be 0-1000000 (0: no queue)");
+  if (cfg.queue.timeout.count() <= 0)
+    add("queue.timeout", format_millis(cfg.queue.timeout), "must be greater than 0");
+
   // Retries.
   const auto& rt = cfg.retries;
   if (rt.max_attempts < 1 || rt.max_attempts > 10)

@@ -102,6 +102,9 @@ void AccessLog::write(const AccessRecord& r) {
                  ",\"stream\":{},\"status\":{},\"attempts\":{},\"bytes_in\":{},\"bytes_out\":{},"
                  "\"ttfb_ms\":{:.3f},\"total_ms\":{:.3f}",
                  r.stream, r.status, r.attempts, r.bytes_in, r.bytes_out, r.ttfb_ms, r.total_ms);
+  if (r.queue_depth > 0)
+    fmt::format_to(std::back_inserter(out), ",\"queue_depth\":{},\"queue_ms\":{:.3f}",
+                   r.queue_depth, r.queue_ms);
   if (r.prompt_tokens)
     fmt::format_to(std::back_inserter(out), ",\"prompt_tokens\":{}", *r.prompt_tokens);
   if (r.completion_tokens)

@@ -15,6 +15,8 @@ struct AccessRecord {
   std::string error;  // owned: often built while the request unwinds
   int status = 0;
   int attempts = 0;
+  int queue_depth = 0;   // waited in the route's queue: requests waiting when it joined (0: no)
+  double queue_ms = -1;  // how long it waited there
   std::uint64_t bytes_in = 0, bytes_out = 0;
   double ttfb_ms = -1, total_ms = 0;
   bool stream = false;

@@ -29,12 +29,13 @@ net::awaitable<void> stop_watch(Client& c) {
 }
 
 net::awaitable<bool> write_json(Client& c, int status, std::string body, const Request* req,
-                                std::string_view request_id) {
+                                std::string_view request_id, int retry_after_s) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status),
                                           req ? req->version() : 11u};
   res.set(bhttp::field::server, "llmux");
   if (!request_id.empty()) res.set("x-request-id", request_id);
   res.set(bhttp::field::content_type, "application/json");
+  if (retry_after_s > 0) res.set(bhttp::field::retry_after, std::to_string(retry_after_s));
   res.keep_alive(c.keep_alive);
   res.body() = std::move(body);
   res.prepare_payload();
@@ -46,9 +47,11 @@ net::awaitable<bool> write_json(Client& c, int status, std::string body, const R
 }
 
 net::awaitable<bool> write_error(Client& c, int status, std::string_view message,
-                                 const Request* req, bool keep, std::string_view request_id) {
+                                 const Request* req, bool keep, std::string_view request_id,
+                                 int retry_after_s) {
   if (!keep) c.keep_alive = false;
-  co_return co_await write_json(c, status, openai_error_json(status, message), req, request_id);
+  co_return co_await write_json(c, status, openai_error_json(status, message), req, request_id,
+                                retry_after_s);
 }
 
 }  // namespace llmux::gateway

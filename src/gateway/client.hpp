@@ -51,13 +51,13 @@ void start_watch(Client& c);
 /// Ends the watch and waits until its read is gone, so the session may read the socket again.
 net::awaitable<void> stop_watch(Client& c);
 
-/// Writes a JSON response (keep-alive as c.keep_alive; Server and X-Request-Id set). False
-/// when the write failed (c.keep_alive is then false).
+/// Writes a JSON response (keep-alive as c.keep_alive; Server and X-Request-Id set; Retry-After
+/// when `retry_after_s` > 0). False when the write failed (c.keep_alive is then false).
 net::awaitable<bool> write_json(Client& c, int status, std::string body, const Request* req,
-                                std::string_view request_id = {});
+                                std::string_view request_id = {}, int retry_after_s = 0);
 /// Writes an OpenAI-shaped error; `keep` false also ends the connection after it.
 net::awaitable<bool> write_error(Client& c, int status, std::string_view message,
                                  const Request* req, bool keep = true,
-                                 std::string_view request_id = {});
+                                 std::string_view request_id = {}, int retry_after_s = 0);
 
 }  // namespace llmux::gateway

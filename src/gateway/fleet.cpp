@@ -179,9 +179,13 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
       out.errors.push_back(fmt::format("route {}: {}", rc.name, why));
       return out;
     }
+    r.queue = std::make_unique<AdmissionQueue>(c.queue.size, c.queue.timeout);
     for (const auto& name : rc.backends) {
-      for (std::size_t i = 0; i < c.backends.size(); ++i)
-        if (c.backends[i].name == name) r.backends.push_back(f->backends[i].get());
+      for (std::size_t i = 0; i < c.backends.size(); ++i) {
+        if (c.backends[i].name != name) continue;
+        r.backends.push_back(f->backends[i].get());
+        f->queues_by_slot[static_cast<std::size_t>(f->backends[i]->index)].push_back(r.queue.get());
+      }
     }
     f->routes.push_back(std::move(r));
   }

@@ -8,6 +8,7 @@
 // object (its health, ejection and in-flight count go on; weight and max_inflight take the new
 // values). Any other backend is new; one no longer named is retired — it gets no new request and
 // lives until its last running request ends.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "gateway/admission.hpp"
 #include "policy/policy.hpp"
 #include "upstream/backend.hpp"
 #include "upstream/health.hpp"
@@ -28,6 +30,7 @@ struct RouteRt {
   std::unique_ptr<policy::Policy> policy;
   std::vector<upstream::Backend*> backends;
   std::unique_ptr<upstream::RetryBudget> retry_budget;
+  std::unique_ptr<AdmissionQueue> queue;
 };
 
 struct Fleet {
@@ -36,6 +39,9 @@ struct Fleet {
   std::vector<RouteRt> routes;                               // cfg.routes' order
   upstream::OutlierSettings outlier;
   std::uint64_t generation = 1;  // 1 at start, +1 per reload that took effect
+  /// The queues of the routes each backend serves, by backend slot (Backend::index): a request
+  /// that ends on a backend wakes them.
+  std::array<std::vector<AdmissionQueue*>, 64> queues_by_slot;
 };
 
 /// The backend slots (Backend::index < 64) of the backends alive, over all fleets: a slot is

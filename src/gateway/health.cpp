@@ -158,7 +158,8 @@ Readiness readiness(const Fleet& f) {
     int up = 0;
     for (const auto* b : r.backends) up += b->usable(now) ? 1 : 0;
     if (up == 0) ready = false;
-    routes.push_back(boost::json::object{{"name", r.cfg->name}, {"backends_up", up}});
+    routes.push_back(boost::json::object{
+        {"name", r.cfg->name}, {"backends_up", up}, {"queued", r.queue->depth()}});
   }
   body["status"] = ready ? "ok" : "unavailable";
   body["config_generation"] = f.generation;

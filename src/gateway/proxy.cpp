@@ -184,6 +184,62 @@ net::awaitable<void> backoff(Worker& w, std::chrono::milliseconds base, int atte
   co_await t.async_wait(use_tuple);
 }
 
+/// A backend slot that, once given back, wakes the queues of the routes its backend serves (the
+/// head waiter may take it).
+struct HeldSlot {
+  upstream::Slot slot;
+  const Fleet& f;
+  HeldSlot(upstream::Slot s, const Fleet& fleet) : slot(std::move(s)), f(fleet) {}
+  HeldSlot(const HeldSlot&) = delete;
+  HeldSlot& operator=(const HeldSlot&) = delete;
+  ~HeldSlot() {
+    upstream::Backend* b = slot.backend();
+    slot.reset();
+    if (!b) return;
+    for (AdmissionQueue* q : f.queues_by_slot[static_cast<std::size_t>(b->index)])
+      if (q->depth() > 0) q->wake_head();
+  }
+};
+
+enum class Admit { slot, full, timeout, client_left };
+
+/// Waits in the route's queue until, first in line, it takes a slot (`slot`); `depth` is how many
+/// were waiting when it joined, itself included. A coroutine of its own: its frame (and the
+/// ticket) exist only while a request waits.
+net::awaitable<Admit> wait_in_queue(Client& c, const RouteRt& route, const Request& req,
+                                    const BodyFields& fields, std::string_view path,
+                                    upstream::Slot& slot, int& depth) {
+  AdmissionQueue& q = *route.queue;
+  auto t = q.join(co_await net::this_coro::executor);
+  if (!t) co_return Admit::full;
+  depth = t->depth;
+  const auto deadline = std::chrono::steady_clock::now() + q.timeout();
+  for (;;) {
+    if (q.at_head(*t)) {
+      upstream::TriedSet tried;
+      slot = pick(route, req, fields, path, tried);
+      if (slot) {
+        q.leave(t);
+        co_return Admit::slot;
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (c.watch.client_gone || now >= deadline) {
+      q.leave(t);
+      co_return c.watch.client_gone ? Admit::client_left : Admit::timeout;
+    }
+    if (t->woken) {  // woken while it was not waiting: look again at once
+      t->woken = false;
+      continue;
+    }
+    // Woken by a slot coming free, or every 100 ms to see the client and the deadline.
+    t->timer.expires_after(std::min<std::chrono::steady_clock::duration>(
+        deadline - now, std::chrono::milliseconds(100)));
+    co_await t->timer.async_wait(use_tuple);
+    t->woken = false;
+  }
+}
+
 }  // namespace
 
 net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, const Request& req,
@@ -198,6 +254,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
   Outcome last;
   int attempts = 0;
   bool all_full = false;
+  Admit admit = Admit::slot;
   AccessRecord rec;
   rec.request_id = request_id;
   rec.client = c.peer;
@@ -215,13 +272,22 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
   start_watch(c);
 
   for (;;) {
-    // The slot is taken atomically with the choice: a backend at max_inflight is skipped.
-    upstream::Slot slot = pick(route, req, fields, path, tried);
-    if (!slot) {
+    // The slot is taken atomically with the choice: a backend at max_inflight is skipped. While
+    // requests wait in the route's queue, a new one joins them rather than overtaking them.
+    upstream::Slot picked;
+    if (attempts > 0 || route.queue->depth() == 0) picked = pick(route, req, fields, path, tried);
+    if (!picked && attempts == 0 && route.queue->size() > 0) {
+      const std::int64_t queued_at = mono_ns();
+      admit = co_await wait_in_queue(c, route, req, fields, path, picked, rec.queue_depth);
+      rec.queue_ms = static_cast<double>(mono_ns() - queued_at) / 1e6;
+      if (admit == Admit::client_left) last.kind = Kind::client_left;
+    }
+    if (!picked) {
       all_full = attempts == 0;
       break;
     }
-    upstream::Backend& b = *slot.backend();
+    HeldSlot held(std::move(picked), f);
+    upstream::Backend& b = *held.slot.backend();
     tried.add(b);
     ++attempts;
     const std::int64_t attempt_start = mono_ns();
@@ -292,7 +358,22 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
   }
   // Nothing was relayed: answer with the error.
   upstream::ErrorAnswer answer;
-  if (all_full) {
+  int retry_after = 0;
+  if (admit == Admit::full) {
+    answer.status = 429;
+    answer.message = fmt::format(
+        "Too many requests waiting: every backend of this route is at its max_inflight and {} "
+        "requests are queued already (queue.size). Retry later.",
+        route.queue->size());
+    retry_after = 1;
+  } else if (admit == Admit::timeout) {
+    answer.status = 503;
+    answer.message = fmt::format(
+        "Every backend of this route stayed at its max_inflight while this request waited {} ms "
+        "in the queue (queue.timeout). Retry later.",
+        route.queue->timeout().count());
+    retry_after = 2;
+  } else if (all_full) {
     answer.message = "No backend available for this route: every backend is at its max_inflight.";
   } else if (attempts > 0) {
     answer = upstream::error_answer(last);
@@ -302,7 +383,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
   rec.attempts = attempts;
   rec.status = answer.status;
   rec.error = answer.message;
-  co_await write_error(c, answer.status, answer.message, &req, true, request_id);
+  co_await write_error(c, answer.status, answer.message, &req, true, request_id, retry_after);
   rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
   s.log.write(rec);
 }

@@ -65,6 +65,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   strip_hop_by_hop(res);
   res.set("x-llmux-backend", b.name);
   res.set("x-request-id", rec.request_id);
+  if (rec.queue_depth > 0) res.set("x-llmux-queue-depth", std::to_string(rec.queue_depth));
   const bool head = req.method() == bhttp::verb::head;
   const bool has_length = res.has_content_length();
   if (!has_length && !head && !p.is_done() && res.result_int() >= 200 && res.result_int() != 204 &&

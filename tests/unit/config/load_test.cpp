@@ -241,7 +241,7 @@ TEST(LoadErrors, UnknownKeyWithoutNearMissListsKnownKeys) {
   ASSERT_EQ(errors.size(), 1u) << dump(errors);
   EXPECT_EQ(errors[0].reason,
             "unknown key (known: listen, threads, backends, routes, timeouts, limits, "
-            "access_log, pid_file, health_checks, outlier_detection, retries)");
+            "access_log, pid_file, health_checks, outlier_detection, retries, queue)");
 }
 
 TEST(LoadErrors, StrayCommaIsASyntaxErrorNotAHang) {
