@@ -136,5 +136,45 @@ TEST(GatewayAdmission, AClientThatLeavesGivesUpItsPlace) {
   gw->expect_clean_exit();
 }
 
+TEST(GatewayAdmission, ARequestPinnedToOneBackendWaitsForItAloneAndBlocksNoOneElse) {
+  // /v1/responses is pinned to `one` (as the seed pins it to server1); everything else may use
+  // both. With `one` full, a pinned request waits, while a request that may use `two` does not.
+  GatedBackend one({GatedBackend::Mode::GatedSse, 1});
+  GatedBackend two({GatedBackend::Mode::GatedSse, 1});
+  auto gw = GatewayServer::with_config(
+      "listen: \"127.0.0.1:0\"\nthreads: 2\nqueue: {size: 8, timeout: 20s}\nbackends:\n" +
+      backend_line("one", one.port(), ", max_inflight: 1") +
+      backend_line("two", two.port(), ", max_inflight: 1") +
+      "routes:\n"
+      "  - {name: pinned, match: {path_prefix: /v1/responses}, backends: [one]}\n"
+      "  - {name: all, backends: [one, two], policy: first}\n");
+  const int port = gw->port();
+  auto held = StreamingResponse::open(port, "POST", "/v1/responses", kBody, {}, 20s);
+  ASSERT_EQ(held->status(), 200);
+  auto pinned = std::async(std::launch::async, [&] {
+    return StreamingResponse::open(port, "POST", "/v1/responses?n=pinned", kBody, {}, 20s);
+  });
+  ASSERT_TRUE(poll_until(
+      [&] {
+        Response r = HttpClient(port).get("/health");
+        return parse_json(r.body).at("routes").at(0).at("queued").as_int64() == 1;
+      },
+      5s));
+  // Not behind the pinned request: served by `two` at once.
+  auto other = StreamingResponse::open(port, "POST", "/v1/chat/completions", kBody, {}, 5s);
+  EXPECT_EQ(other->status(), 200);
+  EXPECT_EQ(other->header("x-llmux-backend"), "two");
+  EXPECT_EQ(other->header("x-llmux-queue-depth"), "");
+  // `one` frees: the pinned request takes it.
+  finish(one, *held);
+  auto p = pinned.get();
+  EXPECT_EQ(p->status(), 200);
+  EXPECT_EQ(p->header("x-llmux-backend"), "one");
+  EXPECT_EQ(p->header("x-llmux-queue-depth"), "1");
+  finish(one, *p);
+  finish(two, *other);
+  gw->expect_clean_exit();
+}
+
 }  // namespace
 }  // namespace llmux::test
