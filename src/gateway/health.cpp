@@ -168,4 +168,34 @@ Readiness readiness(const Fleet& f) {
   return Readiness{ready ? 200 : 503, boost::json::serialize(body)};
 }
 
+std::string admin_backends(const Fleet& f) {
+  const std::int64_t now = mono_ns();
+  boost::json::array backends;
+  for (std::size_t i = 0; i < f.backends.size(); ++i) {
+    const auto& b = *f.backends[i];
+    boost::json::object o;
+    o["name"] = b.name;
+    o["url"] = b.url;
+    o["state"] = upstream::state_name(b, now);
+    o["inflight"] = b.inflight.load(std::memory_order_relaxed);
+    o["outstanding_tokens"] = b.outstanding_tokens.load(std::memory_order_relaxed);
+    o["weight"] = b.weight.load(std::memory_order_relaxed);
+    o["max_inflight"] = b.max_inflight.load(std::memory_order_relaxed);
+    boost::json::array curve;
+    for (const auto& l : b.curve.levels())
+      curve.push_back(boost::json::object{{"inflight", l.inflight},
+                                          {"tokens_per_s_per_stream", l.tokens_per_s},
+                                          {"samples", l.samples}});
+    o["capacity_curve"] = std::move(curve);
+    if (!b.curve.empty()) {
+      boost::json::object predicted;
+      for (int n : {1, 2, 4, 8, 16, 32}) predicted[std::to_string(n)] = b.curve.rate(n, 0.0) * n;
+      o["predicted_total_tokens_per_s"] = std::move(predicted);
+    }
+    backends.push_back(std::move(o));
+  }
+  return boost::json::serialize(
+      boost::json::object{{"config_generation", f.generation}, {"backends", std::move(backends)}});
+}
+
 }  // namespace llmux::gateway

@@ -56,4 +56,7 @@ struct Readiness {
 };
 Readiness readiness(const Fleet& f);
 
+/// GET /admin/backends: every backend's state, load and learned capacity curve, as JSON.
+std::string admin_backends(const Fleet& f);
+
 }  // namespace llmux::gateway

@@ -151,8 +151,8 @@ policy::PickContext context(const RouteRt& route, const Request& req, const Body
   ctx.user = f.user;
   ctx.previous_response_id = f.previous_response_id;
   ctx.stream = f.stream;
-  ctx.tokens =
-      static_cast<std::int64_t>(req.body().size() / 4) + (f.max_tokens >= 0 ? f.max_tokens : 256);
+  ctx.output_tokens = f.max_tokens >= 0 ? f.max_tokens : 256;
+  ctx.tokens = static_cast<std::int64_t>(req.body().size() / 4) + ctx.output_tokens;
   ctx.header = headers;
   if (route.policy->needs_prompt()) ctx.prompt = req.body();
   return ctx;

@@ -86,6 +86,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   std::uint64_t bytes_out = 0;
   const auto idle = f.cfg.timeouts.idle;
   // An event stream's reads are judged for a stalled backend (upstream/stall.hpp).
+  upstream::RateSampler sampler(b);
   upstream::StallWatch stall(
       b, sse && f.outlier.enabled ? f.outlier.stall_timeout : std::chrono::milliseconds(0), idle);
 
@@ -174,6 +175,8 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
     const bool can_end_cleanly = upstream_failed && sse && chunked;
     const std::string_view piece(buf, cut);
     tap.feed(piece, done);
+    // Its decode rate teaches the backend's capacity curve (upstream/capacity.hpp).
+    if (sse && cut > 0) sampler.on_tokens(tap.reader().content_events(), mono_ns());
     if (can_end_cleanly) {
       tail = mid_stream_error_tail(
           responses_api, tap.next_sequence_number(),

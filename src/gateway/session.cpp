@@ -33,6 +33,20 @@ net::awaitable<void> handle(Shared& s, const Fleet& f, Worker& w, Client& c, Req
     co_await write_json(c, 200, R"({"status":"alive"})", &req, request_id);
     co_return;
   }
+  if (req.method() == bhttp::verb::get && path == "/admin/backends") {
+    // What the gateway knows of its backends (learned curves included): loopback clients only.
+    boost::system::error_code ec;
+    const auto addr = net::ip::make_address(c.peer, ec);
+    if (ec || !(addr.is_loopback() ||
+                (addr.is_v6() && addr.to_v6().is_v4_mapped() &&
+                 net::ip::make_address_v4(net::ip::v4_mapped, addr.to_v6()).is_loopback()))) {
+      co_await write_error(c, 403, "/admin/ paths answer loopback clients only.", &req, true,
+                           request_id);
+      co_return;
+    }
+    co_await write_json(c, 200, admin_backends(f), &req, request_id);
+    co_return;
+  }
   if (req.method() == bhttp::verb::get && path == "/v1/models") {
     co_await models(f, w, c, req, request_id);
     co_return;

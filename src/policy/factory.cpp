@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "policy/adaptive.hpp"
 #include "policy/least_inflight.hpp"
 #include "policy/policy.hpp"
 #include "policy/power_of_two.hpp"
@@ -98,6 +99,7 @@ const std::vector<Entry>& registry() {
       {"round_robin", without_options<RoundRobin>("round_robin")},
       {"first", without_options<First>("first")},
       {"least_inflight", without_options<LeastInflight>("least_inflight")},
+      {"adaptive", without_options<Adaptive>("adaptive")},
       {"power_of_two", without_options<PowerOfTwo>("power_of_two")},
       {"random", without_options<RandomUniform>("random")},
       {"weighted", without_options<RandomWeighted>("weighted")},

@@ -36,6 +36,8 @@ struct PickContext {
   /// Estimated tokens of the request: its prompt (body bytes / 4) plus the output it asks for
   /// (max_tokens and its kin, else 256). Held on the chosen backend while the request runs.
   std::int64_t tokens = 0;
+  /// The output tokens it asks for (max_tokens and its kin), else 256.
+  std::int64_t output_tokens = 0;
   /// A request header's value ("" when absent), by case-insensitive name.
   FunctionRef<std::string_view(std::string_view)> header = no_headers;
   /// The prompt text; filled only for a policy whose needs_prompt() is true.

@@ -18,6 +18,8 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include "upstream/capacity.hpp"
+
 namespace llmux::upstream {
 
 struct Backend {
@@ -53,6 +55,7 @@ struct Backend {
   // Stall detection (upstream/stall.hpp):
   std::atomic<int> flowing{0};               // event streams producing for a while, open now
   std::atomic<std::int64_t> progress_ns{0};  // the backend's latest sign of life
+  CapacityCurve curve;  // decode rate per stream by in-flight count, learned (upstream/capacity.hpp)
 
   /// True while under max_inflight (a hint: the slot itself is taken by try_acquire()).
   bool has_capacity() const {

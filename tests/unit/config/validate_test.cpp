@@ -228,9 +228,10 @@ TEST(Validate, UnknownPolicy) {
   auto e = only_error(cfg);
   EXPECT_EQ(e.field, "routes[0].policy");
   EXPECT_EQ(e.value, "least_conn");
-  EXPECT_EQ(e.reason,
-            "unknown policy. Currently supported ones are: round_robin, first, least_inflight, "
-            "power_of_two, random, weighted");
+  EXPECT_EQ(
+      e.reason,
+      "unknown policy. Currently supported ones are: round_robin, first, least_inflight, adaptive, "
+      "power_of_two, random, weighted");
 }
 
 TEST(Validate, UnknownPolicyNamesComeFromThePolicyFactory) {

@@ -7,6 +7,7 @@
 // on an even fleet they cost nothing.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
@@ -61,9 +62,17 @@ Result run(const std::string& policy_name, const std::vector<Model>& fleet, int 
   Result res;
   res.per_backend.assign(fleet.size(), 0);
   const double dt = 0.01;
-  for (double t = 0; t < seconds; t += dt) {
+  int step_no = 0;
+  for (double t = 0; t < seconds; t += dt, ++step_no) {
     std::vector<int> n(fleet.size(), 0);
     for (auto& r : reqs) ++n[static_cast<std::size_t>(r.slot.backend()->index)];
+    // Once a simulated second, each stream reports its rate, as the gateway's relay does.
+    if (step_no % 100 == 0)
+      for (auto& r : reqs) {
+        Backend& b = *r.slot.backend();
+        const auto i = static_cast<std::size_t>(b.index);
+        b.curve.observe(n[i], per_stream_rate(fleet[i].single_rate, n[i]));
+      }
     for (auto& r : reqs) {
       const auto i = static_cast<std::size_t>(r.slot.backend()->index);
       const double step = std::min(r.left, per_stream_rate(fleet[i].single_rate, n[i]) * dt);
@@ -85,7 +94,7 @@ const std::vector<Model> kEven{{50.0}, {50.0}};
 TEST(FleetModel, LoadAwarePoliciesBeatRoundRobinOnAMixedFleet) {
   const Result rr = run("round_robin", kMixed, 16, 600, 1);
   const Result rnd = run("random", kMixed, 16, 600, 1);
-  for (const char* name : {"least_inflight", "power_of_two"}) {
+  for (const char* name : {"least_inflight", "power_of_two", "adaptive"}) {
     const Result r = run(name, kMixed, 16, 600, 1);
     // Round robin hands the slow machine half the requests, and its clients wait there.
     EXPECT_GT(r.tokens, 1.15 * rr.tokens) << name << " " << r.tokens << " vs " << rr.tokens;
@@ -94,9 +103,23 @@ TEST(FleetModel, LoadAwarePoliciesBeatRoundRobinOnAMixedFleet) {
   }
 }
 
+TEST(FleetModel, AdaptiveLearnsTheMixedFleetAndBeatsLeastInflight) {
+  const Result rr = run("round_robin", kMixed, 16, 600, 3);
+  const Result li = run("least_inflight", kMixed, 16, 600, 3);
+  const Result ad = run("adaptive", kMixed, 16, 600, 3);
+  std::printf(
+      "[model] mixed fleet, 16 clients, 600 s: tokens round_robin %.0f, least_inflight %.0f "
+      "(fast share %.2f), adaptive %.0f (fast share %.2f)\n",
+      rr.tokens, li.tokens, li.per_backend[0] / li.tokens, ad.tokens,
+      ad.per_backend[0] / ad.tokens);
+  EXPECT_GE(ad.tokens, li.tokens) << ad.tokens << " vs " << li.tokens;
+  EXPECT_GT(ad.per_backend[0] / ad.tokens, li.per_backend[0] / li.tokens)
+      << "adaptive sends the fast machine a larger share";
+}
+
 TEST(FleetModel, LoadAwarePoliciesCostNothingOnAnEvenFleet) {
   const Result rr = run("round_robin", kEven, 16, 600, 2);
-  for (const char* name : {"least_inflight", "power_of_two"}) {
+  for (const char* name : {"least_inflight", "power_of_two", "adaptive"}) {
     const Result r = run(name, kEven, 16, 600, 2);
     EXPECT_GT(r.tokens, 0.98 * rr.tokens) << name;
     EXPECT_NEAR(r.per_backend[0] / r.tokens, 0.5, 0.03) << name;

@@ -1,0 +1,69 @@
+#pragma once
+// What a backend can do, learned from the streams the gateway relays: its decode rate per stream
+// as a function of how many requests it has in flight (vLLM's continuous batching: one stream
+// alone runs fastest, and each further one slows every stream a little while the machine's total
+// grows). No scraping and no config: each relayed event stream reports a sample every second of
+// decoding (RateSampler). The adaptive policy reads the curve to predict where a request would
+// finish soonest; GET /admin/backends shows it.
+//
+// Thread safety: relaxed atomics, written by every worker (a learner, not an accounting: two
+// samples landing at once may lose one).
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+namespace llmux::upstream {
+
+struct Backend;
+
+class CapacityCurve {
+ public:
+  static constexpr int kMax = 64;  // in-flight counts above it share its bucket
+  /// The shape used where no sample exists yet (the seed's Spark: 8 streams give 6x one), from
+  /// the nearest level that has one.
+  static double shape(int n);
+
+  /// One sample: a stream decoded at `tokens_per_s` while the backend had `n` in flight.
+  void observe(int n, double tokens_per_s);
+  /// The expected per-stream rate with `n` in flight: the level's own average when it has
+  /// samples, else the nearest level's scaled by shape(), else `prior_single` × shape(n).
+  double rate(int n, double prior_single) const;
+  /// The rate of one stream alone, as the curve suggests (0 when it has no sample).
+  double single_rate() const;
+  bool empty() const { return levels_.load(std::memory_order_relaxed) == 0; }
+
+  struct Level {
+    int inflight;
+    double tokens_per_s;
+    std::uint32_t samples;
+  };
+  /// The levels that have samples, in order.
+  std::vector<Level> levels() const;
+
+ private:
+  static int clamp(int n) { return n < 1 ? 1 : (n > kMax ? kMax : n); }
+  std::array<std::atomic<float>, kMax + 1> rate_{};
+  std::array<std::atomic<std::uint32_t>, kMax + 1> samples_{};
+  std::atomic<int> levels_{0};  // levels with samples
+};
+
+/// One event stream's sampler: every `window` of decoding, the tokens it got per second and the
+/// backend's in-flight count (the mean of the window's two ends) go to the backend's curve.
+class RateSampler {
+ public:
+  explicit RateSampler(Backend& b, std::int64_t window_ns = 1'000'000'000)
+      : b_(b), window_ns_(window_ns) {}
+  /// `tokens`: content tokens the stream has carried so far (a running count).
+  void on_tokens(std::uint64_t tokens, std::int64_t now_ns);
+
+ private:
+  Backend& b_;
+  std::int64_t window_ns_;
+  std::int64_t start_ns_ = 0;
+  std::uint64_t start_tokens_ = 0;
+  int start_inflight_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace llmux::upstream

@@ -1,0 +1,91 @@
+// Load-aware routing end to end (issue 10): `adaptive` learns, from the streams it relays, that
+// one of two simulated machines is three times slower (its step costs tripled), shows the learned
+// curves at GET /admin/backends, and sends the fast machine most of the work.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/gateway_support.hpp"
+#include "support/http_client.hpp"
+#include "support/process.hpp"
+#include "support/test_util.hpp"
+
+namespace llmux::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+double predicted_single(const boost::json::object& backend) {
+  const auto* p = backend.if_contains("predicted_total_tokens_per_s");
+  return p ? p->at("1").to_number<double>() : 0.0;
+}
+
+TEST(GatewayPolicy, AdaptiveLearnsAMixedFleetAndFavoursTheFastMachine) {
+  SimServer fast({"--time-scale", "1"});
+  // The seed's Spark model with every step cost tripled.
+  SimServer slow({"--time-scale", "1", "--t0", "0.0594", "--m", "0.00264", "--c", "0.00855"});
+  auto gw = GatewayServer::with_config(
+      "listen: \"127.0.0.1:0\"\nthreads: 2\nbackends:\n" + backend_line("fast", fast.port()) +
+      backend_line("slow", slow.port()) +
+      "routes:\n  - {name: all, backends: [fast, slow], policy: adaptive}\n");
+  const std::string body =
+      R"({"messages":[{"role":"user","content":"go"}],"max_tokens":60,"ignore_eos":true,"stream":true})";
+  std::mutex mu;
+  std::vector<std::pair<double, std::string>> served;  // (start, backend)
+  const auto t0 = Clock::now();
+  const auto end = t0 + 8s;
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.emplace_back([&] {
+      while (Clock::now() < end) {
+        const double at = std::chrono::duration<double>(Clock::now() - t0).count();
+        auto s = StreamingResponse::open(gw->port(), "POST", "/v1/chat/completions", body);
+        const std::string backend = s->header("x-llmux-backend");
+        const SseResult r = read_sse(*s, SIZE_MAX, 5s, 20s);
+        std::lock_guard lock(mu);
+        if (r.end == ReadStatus::End) served.emplace_back(at, backend);
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+
+  Response admin = HttpClient(gw->port()).get("/admin/backends");
+  ASSERT_EQ(admin.status, 200) << admin.body;
+  const auto backends = parse_json(admin.body).at("backends").as_array();
+  ASSERT_EQ(backends.size(), 2u);
+  const double f = predicted_single(backends[0].as_object());
+  const double s = predicted_single(backends[1].as_object());
+  EXPECT_GT(f, 2.0 * s) << admin.body;
+  EXPECT_FALSE(backends[1].at("capacity_curve").as_array().empty()) << "the slow one was tried";
+  // The second half, once learned: most requests to the fast machine (round robin: half).
+  int late = 0, late_fast = 0;
+  for (const auto& [at, backend] : served) {
+    if (at < 4.0) continue;
+    ++late;
+    late_fast += backend == "fast";
+  }
+  ASSERT_GT(late, 10);
+  EXPECT_GT(static_cast<double>(late_fast) / late, 0.65) << late_fast << " of " << late;
+  gw->expect_clean_exit();
+}
+
+TEST(GatewayPolicy, AdminBackendsAnswersLoopbackClients) {
+  SimServer sim({"--time-scale", "100"});
+  auto gw = GatewayServer::with_config(one_route_config(1, backend_line("sim", sim.port()), "sim"));
+  Response r = HttpClient(gw->port()).get("/admin/backends");
+  EXPECT_EQ(r.status, 200);
+  const auto b = parse_json(r.body).at("backends").at(0).as_object();
+  EXPECT_EQ(b.at("name"), "sim");
+  EXPECT_EQ(b.at("state"), "up");
+  EXPECT_TRUE(b.at("capacity_curve").as_array().empty());
+  gw->expect_clean_exit();
+}
+
+}  // namespace
+}  // namespace llmux::test

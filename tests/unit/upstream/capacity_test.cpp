@@ -1,0 +1,65 @@
+// CapacityCurve and RateSampler: a backend's decode rate per stream by in-flight count, learned
+// from samples; levels without samples follow the nearest one by vLLM's shape.
+#include "upstream/capacity.hpp"
+
+#include <gtest/gtest.h>
+
+#include "upstream/backend.hpp"
+
+namespace llmux::upstream {
+namespace {
+
+TEST(CapacityCurve, EmptyFollowsThePrior) {
+  CapacityCurve c;
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(c.single_rate(), 0.0);
+  EXPECT_DOUBLE_EQ(c.rate(1, 40.0), 40.0);
+  EXPECT_DOUBLE_EQ(c.rate(8, 40.0), 40.0 * CapacityCurve::shape(8));
+  EXPECT_NEAR(8 * CapacityCurve::shape(8), 6.0, 1e-9) << "eight streams give six times one";
+}
+
+TEST(CapacityCurve, ALevelAveragesItsSamplesAndOthersScaleFromTheNearest) {
+  CapacityCurve c;
+  c.observe(4, 30.0);
+  c.observe(4, 40.0);
+  EXPECT_DOUBLE_EQ(c.rate(4, 999), 35.0);
+  // Level 5 has none: from level 4 by the shape; level 1 likewise.
+  EXPECT_NEAR(c.rate(5, 999), 35.0 * CapacityCurve::shape(5) / CapacityCurve::shape(4), 1e-4);
+  EXPECT_NEAR(c.single_rate(), 35.0 / CapacityCurve::shape(4), 1e-4);
+  c.observe(1, 20.0);  // a level of its own now
+  EXPECT_DOUBLE_EQ(c.rate(1, 999), 20.0);
+  EXPECT_NEAR(c.rate(2, 999), 20.0 * CapacityCurve::shape(2), 1e-4) << "nearest: level 1";
+  const auto levels = c.levels();
+  ASSERT_EQ(levels.size(), 2u);
+  EXPECT_EQ(levels[0].inflight, 1);
+  EXPECT_EQ(levels[1].inflight, 4);
+  EXPECT_EQ(levels[1].samples, 2u);
+}
+
+TEST(CapacityCurve, FollowsAMachineThatChanges) {
+  CapacityCurve c;
+  for (int i = 0; i < 50; ++i) c.observe(2, 40.0);
+  for (int i = 0; i < 40; ++i) c.observe(2, 10.0);
+  EXPECT_LT(c.rate(2, 0), 11.0);
+  c.observe(3, -1.0);  // nonsense is ignored
+  c.observe(3, 0.0);
+  EXPECT_EQ(c.levels().size(), 1u);
+}
+
+TEST(RateSampler, OneSamplePerWindowOfDecodingAtTheMeanInFlight) {
+  Backend b;
+  RateSampler s(b, 1'000'000'000);
+  b.inflight = 3;
+  s.on_tokens(0, 0);               // prefill: not decoding yet
+  s.on_tokens(1, 500'000'000);     // first token: the window starts
+  s.on_tokens(20, 1'000'000'000);  // half a second: nothing yet
+  EXPECT_TRUE(b.curve.empty());
+  b.inflight = 5;
+  s.on_tokens(41, 1'500'000'000);  // 40 tokens in 1 s, in flight 3 then 5
+  ASSERT_EQ(b.curve.levels().size(), 1u);
+  EXPECT_EQ(b.curve.levels()[0].inflight, 4);
+  EXPECT_DOUBLE_EQ(b.curve.rate(4, 0), 40.0);
+}
+
+}  // namespace
+}  // namespace llmux::upstream
