@@ -884,6 +884,15 @@ def cmd_report(a):
                               f"{fmt(x)} s vs {fmt(y)} s" + (f" ({x / y:.2f}×)" if x and y else "")
                               + (f" — over 1% of these requests failed in both runs ({100 * fx:.0f}% and {100 * fy:.0f}%), "
                                  "so a p99 of all outcomes is set by the failure tail (client timeouts, held requests), not by the latency of served requests" if capped else "")))
+    if f:
+        # time to take each faulted backend out and back: within two check intervals of the
+        # defaults (health_checks.interval 2 s), by the gateway's log lines
+        for b, t in sorted(f["transitions"].items()):
+            out_s, back_s = t.get("out_log_s"), t.get("back_log_s")
+            goals.append((f"{b} ({t['fault']}): taken out within 4 s of the fault (defaults)",
+                          out_s is not None and out_s <= 4.0, "never" if out_s is None else f"{out_s} s"))
+            goals.append((f"{b} ({t['fault']}): back within 4 s of the fault's end (defaults)",
+                          back_s is not None and back_s <= 4.0, "never" if back_s is None else f"{back_s} s"))
     if soak:
         goals.append(("soak: RSS at the end within 10% of RSS after the warm-up",
                       soak["ratio"] is not None and soak["ratio"] <= 1.10,

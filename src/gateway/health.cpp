@@ -14,6 +14,7 @@
 #include "core/clock.hpp"
 #include "gateway/worker.hpp"
 #include "http/client.hpp"
+#include "upstream/stall.hpp"
 
 namespace llmux::gateway {
 namespace {
@@ -50,11 +51,70 @@ net::awaitable<std::pair<bool, std::string>> check_once(const upstream::Backend&
 struct HealthChecker::Task {
   std::shared_ptr<upstream::Backend> b;
   config::HealthChecks h;
+  std::string model;  // for probe generations: the backend's first model, asked once
   bool stopped = false;
   net::steady_timer* timer = nullptr;
 };
 
 namespace {
+
+constexpr auto kProbeTimeout = std::chrono::seconds(2);
+constexpr int kProbeTokens = 16;
+
+/// A short generation on a stalled backend (upstream/stall.hpp): 16 tokens, whatever the model
+/// says, within 2 s. A hung engine fails it however healthy its /health looks.
+net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Task& t) {
+  const upstream::Backend& b = *t.b;
+  http::Url url;
+  url.host = b.host;
+  url.port = b.port;
+  url.path = b.base_path;
+  http::ClientOptions opt;
+  opt.mode = http::ConnectionMode::fresh;
+  opt.timeouts.connect = kProbeTimeout;
+  opt.timeouts.idle = kProbeTimeout;
+  opt.timeouts.total = kProbeTimeout;
+  std::vector<http::Header> headers;
+  if (!b.authorization.empty()) headers.push_back({"Authorization", b.authorization});
+  const auto ex = co_await net::this_coro::executor;
+  if (t.model.empty()) {
+    http::Connection conn(ex, url, opt);
+    http::RequestSpec req;
+    req.method = "GET";
+    req.target = "/v1/models";
+    req.content_type = {};
+    req.headers = headers;
+    http::SimpleResponse r = co_await http::fetch(conn, req);
+    boost::system::error_code ec;
+    const auto v = boost::json::parse(r.body, ec);
+    if (!ec && r.r.failure == http::Failure::none && r.r.status == 200 && v.is_object()) {
+      const auto* data = v.as_object().if_contains("data");
+      if (data && data->is_array() && !data->as_array().empty() && data->as_array()[0].is_object())
+        if (const auto* id = data->as_array()[0].as_object().if_contains("id");
+            id && id->is_string())
+          t.model = std::string(id->as_string());
+    }
+    if (t.model.empty()) co_return std::pair{false, std::string("GET /v1/models named no model")};
+  }
+  http::Connection conn(ex, url, opt);
+  const std::string body = boost::json::serialize(boost::json::object{{"model", t.model},
+                                                                      {"prompt", "ping"},
+                                                                      {"max_tokens", kProbeTokens},
+                                                                      {"ignore_eos", true},
+                                                                      {"temperature", 0}});
+  http::RequestSpec req;
+  req.target = "/v1/completions";
+  req.body = body;
+  req.headers = headers;
+  const std::int64_t start = mono_ns();
+  http::SimpleResponse r = co_await http::fetch(conn, req);
+  if (r.r.failure != http::Failure::none)
+    co_return std::pair{false, fmt::format("{}: {}", http::to_string(r.r.failure), r.r.message)};
+  if (r.r.status < 200 || r.r.status > 299)
+    co_return std::pair{false, fmt::format("POST /v1/completions answered {}", r.r.status)};
+  co_return std::pair{
+      true, fmt::format("{} tokens in {} ms", kProbeTokens, (mono_ns() - start) / 1'000'000)};
+}
 
 net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> t, std::uint64_t seed) {
   const config::HealthChecks& h = t->h;
@@ -80,8 +140,24 @@ net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> t, std::uin
     if (auto ev = upstream::record_check(*t->b, counts, ok, why, h.healthy_threshold,
                                          h.unhealthy_threshold))
       log_health_event(*ev);
-    wait = std::chrono::milliseconds(
-        static_cast<std::int64_t>(static_cast<double>(h.interval.count()) * (1.0 + spread(rng))));
+    if (ok && t->b->stalled.load(std::memory_order_relaxed)) {
+      // Out for the probe's time at least (its ejection may run out meanwhile): no trial request
+      // goes to a backend whose probe has not passed.
+      upstream::record_probe(*t->b, false, mono_ns(), 2 * h.interval + kProbeTimeout, {});
+      auto [passed, pwhy] = co_await probe_generation(*t);
+      if (t->stopped) co_return;
+      if (auto ev = upstream::record_probe(*t->b, passed, mono_ns(), 2 * h.interval + kProbeTimeout,
+                                           pwhy))
+        log_health_event(*ev);
+    }
+    // A stalled backend is probed twice as often: it is back as soon as it generates again. A
+    // failed check that has not yet taken the backend out is confirmed sooner (a quarter of the
+    // interval), so a dead machine is out within about one interval plus two timeouts.
+    double factor = 1.0;
+    if (t->b->stalled.load(std::memory_order_relaxed)) factor = 0.5;
+    if (!ok && counts.fails < h.unhealthy_threshold) factor = 0.25;
+    const double interval = static_cast<double>(h.interval.count()) * factor;
+    wait = std::chrono::milliseconds(static_cast<std::int64_t>(interval * (1.0 + spread(rng))));
   }
 }
 

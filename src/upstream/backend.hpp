@@ -54,6 +54,7 @@ struct Backend {
   std::atomic<bool> trial_taken{false};           // after an ejection: one request at a time
   // Stall detection (upstream/stall.hpp):
   std::atomic<int> flowing{0};               // event streams producing for a while, open now
+  std::atomic<bool> stalled{false};          // ejected for a stall; a probe generation clears it
   std::atomic<std::int64_t> progress_ns{0};  // the backend's latest sign of life
   CapacityCurve curve;  // decode rate per stream by in-flight count, learned (upstream/capacity.hpp)
 

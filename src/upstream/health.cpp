@@ -47,6 +47,8 @@ std::optional<HealthEvent> record_outcome(Backend& b, const Outcome& o, std::int
     // Loads first: the common case (nothing to reset) writes nothing to the shared line.
     if (b.failures_in_a_row.load(std::memory_order_relaxed) != 0)
       b.failures_in_a_row.store(0, std::memory_order_relaxed);
+    if (b.stalled.load(std::memory_order_relaxed))
+      b.stalled.store(false, std::memory_order_relaxed);
     if (b.ejections_in_a_row.load(std::memory_order_relaxed) > 0 &&
         b.ejections_in_a_row.exchange(0, std::memory_order_relaxed) > 0)
       return HealthEvent{HealthEvent::Kind::readmitted,
@@ -103,7 +105,8 @@ std::optional<HealthEvent> record_check(Backend& b, CheckCounts& counts, bool ok
 
 std::string_view state_name(const Backend& b, std::int64_t now_ns) {
   if (!b.checks_ok.load(std::memory_order_relaxed)) return "unhealthy";
-  if (now_ns < b.ejected_until_ns.load(std::memory_order_relaxed)) return "ejected";
+  if (now_ns < b.ejected_until_ns.load(std::memory_order_relaxed))
+    return b.stalled.load(std::memory_order_relaxed) ? "stalled" : "ejected";
   if (b.on_trial()) return "trial";
   return "up";
 }

@@ -65,7 +65,8 @@ std::optional<HealthEvent> record_check(Backend& b, CheckCounts& counts, bool ok
                                         std::string_view why, int healthy_threshold,
                                         int unhealthy_threshold);
 
-/// "up", "trial" (back after an ejection, one request at a time), "ejected" or "unhealthy".
+/// "up", "trial" (back after an ejection, one request at a time), "ejected", "stalled" (ejected
+/// for a stall, upstream/stall.hpp) or "unhealthy".
 std::string_view state_name(const Backend& b, std::int64_t now_ns);
 
 }  // namespace llmux::upstream

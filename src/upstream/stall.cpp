@@ -81,10 +81,30 @@ std::optional<HealthEvent> record_stall(Backend& b, std::int64_t now_ns, const O
     return std::nullopt;
   b.failures_in_a_row.store(0, std::memory_order_relaxed);
   b.ejections_in_a_row.fetch_add(1, std::memory_order_relaxed);
+  b.stalled.store(true, std::memory_order_relaxed);
   const auto secs =
       d.count() % 1000 == 0 ? fmt::format("{}s", d.count() / 1000) : fmt::format("{}ms", d.count());
   return HealthEvent{HealthEvent::Kind::ejected,
                      fmt::format("backend {} ejected for {}: stalled ({})", b.name, secs, why)};
+}
+
+std::optional<HealthEvent> record_probe(Backend& b, bool passed, std::int64_t now_ns,
+                                        std::chrono::milliseconds hold, const std::string& why) {
+  if (!b.stalled.load(std::memory_order_relaxed)) return std::nullopt;
+  if (!passed) {
+    const std::int64_t until = now_ns + ns(hold);
+    if (b.ejected_until_ns.load(std::memory_order_relaxed) < until)
+      b.ejected_until_ns.store(until, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  b.stalled.store(false, std::memory_order_relaxed);
+  b.ejected_until_ns.store(0, std::memory_order_relaxed);
+  b.ejections_in_a_row.store(0, std::memory_order_relaxed);
+  b.failures_in_a_row.store(0, std::memory_order_relaxed);
+  b.progress_ns.store(now_ns, std::memory_order_relaxed);
+  return HealthEvent{
+      HealthEvent::Kind::readmitted,
+      fmt::format("backend {} back in service: a probe generation completed ({})", b.name, why)};
 }
 
 }  // namespace llmux::upstream

@@ -67,8 +67,16 @@ class StallWatch {
 void note_progress(Backend& b, std::int64_t now_ns);
 
 /// Ejects `b` at once for a stall (outlier detection on, not ejected already): the back-off of
-/// record_outcome, one caller wins. The event names the backend and `why`.
+/// record_outcome, one caller wins; marks it stalled. The event names the backend and `why`.
+/// While stalled, a backend with active checks is probed with a short generation at each check
+/// and stays out until one completes (record_probe); without checks, the back-off runs out into
+/// a trial request as after any ejection.
 std::optional<HealthEvent> record_stall(Backend& b, std::int64_t now_ns, const OutlierSettings& s,
                                         const std::string& why);
+
+/// A probe generation of a stalled backend: passed → back in service at once (ejection cleared);
+/// failed → kept out for `hold` more (no trial request is risked on it meanwhile).
+std::optional<HealthEvent> record_probe(Backend& b, bool passed, std::int64_t now_ns,
+                                        std::chrono::milliseconds hold, const std::string& why);
 
 }  // namespace llmux::upstream

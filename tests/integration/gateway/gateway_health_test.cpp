@@ -296,7 +296,7 @@ TEST(GatewayHealth, StallingBackendIsEjectedAndItsStreamsEndWithAnError) {
   }
   EXPECT_EQ(on_b, 2);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
-  EXPECT_EQ(state_of(health(gw->port()), "b"), "ejected");
+  EXPECT_EQ(state_of(health(gw->port()), "b"), "stalled");
   EXPECT_NE(gw->stderr_text().find("backend b ejected for 10s: stalled"), std::string::npos)
       << gw->stderr_text();
   // New requests go to a only.
@@ -307,6 +307,44 @@ TEST(GatewayHealth, StallingBackendIsEjectedAndItsStreamsEndWithAnError) {
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.header("x-llmux-backend"), "a");
   }
+  gw->expect_clean_exit();
+}
+
+TEST(GatewayHealth, AStalledBackendReturnsWhenAProbeGenerationCompletes) {
+  // b stops every stream after 10 tokens: the probe (16 tokens) stalls too, so b stays out until
+  // the fault is cleared; then the next probe brings it back, with no client request risked.
+  SimServer a({"--time-scale", "1"});
+  SimServer b({"--time-scale", "1"});
+  ASSERT_EQ(HttpClient(b.port()).post("/admin/faults", R"({"stall_after": 10})").status, 200);
+  auto gw = GatewayServer::with_config(
+      "listen: \"127.0.0.1:0\"\nthreads: 2\n"
+      "health_checks: {interval: 200ms, timeout: 150ms, jitter: 0}\n"
+      "outlier_detection: {base_ejection: 1s, stall_timeout: 1s}\n"
+      "backends:\n" +
+      backend_line("a", a.port()) + backend_line("b", b.port()) +
+      "routes:\n  - {name: all, backends: [b, a], policy: first}\n");
+  auto s = StreamingResponse::open(
+      gw->port(), "POST", "/v1/chat/completions",
+      R"({"messages":[{"role":"user","content":"go"}],"max_tokens":100,"ignore_eos":true,"stream":true})");
+  const StreamEnd e = finish(*s);
+  EXPECT_EQ(e.backend, "b");
+  EXPECT_NE(e.error.find("b stalled"), std::string::npos) << e.error;
+  ASSERT_TRUE(wait_state(gw->port(), "b", "stalled", 2s)) << gw->stderr_text();
+  // Its ejection (1 s) runs out, but failing probes keep it out.
+  std::this_thread::sleep_for(2s);  // longer than the 1 s ejection: what keeps b out is the probe
+  EXPECT_EQ(state_of(health(gw->port()), "b"), "stalled") << gw->stderr_text();
+  const auto before = gw->access_log().size();
+  ASSERT_EQ(HttpClient(b.port()).post("/admin/faults", "{}").status, 200);
+  const auto back = wait_state(gw->port(), "b", "up", 5s);
+  ASSERT_TRUE(back) << gw->stderr_text();
+  EXPECT_LT(*back, 3s);
+  EXPECT_NE(gw->stderr_text().find("backend b back in service: a probe generation completed"),
+            std::string::npos);
+  EXPECT_EQ(gw->access_log().size(), before) << "no client request was sent to b meanwhile";
+  Response r = HttpClient(gw->port())
+                   .post("/v1/chat/completions",
+                         R"({"messages":[{"role":"user","content":"again"}],"max_tokens":2})");
+  EXPECT_EQ(r.header("x-llmux-backend"), "b");
   gw->expect_clean_exit();
 }
 

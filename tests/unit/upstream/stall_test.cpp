@@ -102,5 +102,22 @@ TEST_F(StallTest, AStallEjectsOnceAndNotWhenOutlierDetectionIsOff) {
   EXPECT_TRUE(c.usable(1000 * kMs));
 }
 
+TEST_F(StallTest, AProbeBringsAStalledBackendBackOrKeepsItOut) {
+  ASSERT_TRUE(record_stall(b, 1000 * kMs, s, "no token"));
+  EXPECT_TRUE(b.stalled.load());
+  EXPECT_EQ(state_name(b, 1001 * kMs), "stalled");
+  // A failed probe keeps it out past its back-off (5 s), so no trial request is risked on it.
+  EXPECT_FALSE(record_probe(b, false, 5900 * kMs, 3000ms, "timeout"));
+  EXPECT_FALSE(b.usable(6100 * kMs));
+  auto ev = record_probe(b, true, 7000 * kMs, 3000ms, "16 tokens in 300 ms");
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->kind, HealthEvent::Kind::readmitted);
+  EXPECT_NE(ev->message.find("a probe generation completed"), std::string::npos);
+  EXPECT_FALSE(b.stalled.load());
+  EXPECT_TRUE(b.usable(7000 * kMs));
+  EXPECT_FALSE(b.on_trial()) << "a passed probe is as good as a trial";
+  EXPECT_FALSE(record_probe(b, true, 8000 * kMs, 3000ms, "again")) << "not stalled any more";
+}
+
 }  // namespace
 }  // namespace llmux::upstream
