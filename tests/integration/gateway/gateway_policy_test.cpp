@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -84,6 +85,37 @@ TEST(GatewayPolicy, AdminBackendsAnswersLoopbackClients) {
   EXPECT_EQ(b.at("name"), "sim");
   EXPECT_EQ(b.at("state"), "up");
   EXPECT_TRUE(b.at("capacity_curve").as_array().empty());
+  gw->expect_clean_exit();
+}
+
+TEST(GatewayPolicy, TheFleetExampleUsesBothMachinesAndKeepsResponsesOnServer1) {
+  SimServer s1({"--time-scale", "20"});
+  SimServer s2({"--time-scale", "20"});
+  const std::string yaml = example_config("fleet.yaml", s1.port(), s2.port());
+  TempDir dir;
+  const RunResult check = run_gateway({"--check", "--config", dir.write("fleet.yaml", yaml)});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  auto gw = GatewayServer::with_config(yaml);
+  // Concurrent chat streams: a load-aware policy spreads them over both machines.
+  const std::string body =
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":40,"ignore_eos":true,"stream":true})";
+  std::vector<std::unique_ptr<StreamingResponse>> streams;
+  for (int i = 0; i < 8; ++i)
+    streams.push_back(StreamingResponse::open(gw->port(), "POST", "/v1/chat/completions", body));
+  std::map<std::string, int> by_backend;
+  for (auto& st : streams) {
+    ++by_backend[st->header("x-llmux-backend")];
+    EXPECT_EQ(read_sse(*st).end, ReadStatus::End);
+  }
+  EXPECT_EQ(by_backend["server1"], 4);
+  EXPECT_EQ(by_backend["server2"], 4);
+  // The Responses API stays where its store is.
+  for (int i = 0; i < 3; ++i) {
+    Response r =
+        HttpClient(gw->port()).post("/v1/responses", R"({"input":"hi","max_output_tokens":2})");
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.header("x-llmux-backend"), "server1");
+  }
   gw->expect_clean_exit();
 }
 

@@ -143,11 +143,15 @@ GatewayServer::~GatewayServer() {
 }
 
 std::string seed_config(int port1, int port2, int threads) {
-  std::string text = read_text_file(source_dir() + "/examples/seed.yaml");
+  return example_config("seed.yaml", port1, port2, threads);
+}
+
+std::string example_config(const std::string& name, int port1, int port2, int threads) {
+  std::string text = read_text_file(source_dir() + "/examples/" + name);
   auto replace = [&](const std::string& from, const std::string& to) {
     const auto pos = text.find(from);
     if (pos == std::string::npos)
-      throw std::runtime_error("examples/seed.yaml no longer contains '" + from + "'");
+      throw std::runtime_error("examples/" + name + " no longer contains '" + from + "'");
     text.replace(pos, from.size(), to);
   };
   // Every backend URL of the example (the seed's LAN machines), in order, becomes a loopback
@@ -157,7 +161,7 @@ std::string seed_config(int port1, int port2, int threads) {
   for (int port : ports) {
     const auto at = text.find("url: http://", from);
     if (at == std::string::npos)
-      throw std::runtime_error("examples/seed.yaml no longer has two backend urls");
+      throw std::runtime_error("examples/" + name + " no longer has two backend urls");
     const auto start = at + 5;
     const auto end = text.find_first_of(" \n#", start);
     const std::string url = "http://127.0.0.1:" + std::to_string(port);

@@ -72,6 +72,8 @@ class GatewayServer : public ChildProcess {
 /// examples/seed.yaml with server1/server2 at 127.0.0.1:port1/port2, listening on
 /// 127.0.0.1:0, `threads` worker threads and the access log left to the command line.
 std::string seed_config(int port1, int port2, int threads = 2);
+/// The same for another file of examples/ with two backends (e.g. "fleet.yaml").
+std::string example_config(const std::string& name, int port1, int port2, int threads = 2);
 
 /// One entry of a config's `backends:` list, newline included:
 /// `  - {name: NAME, url: "http://127.0.0.1:PORT"EXTRA}`. `extra` continues the flow mapping and

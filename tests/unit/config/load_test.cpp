@@ -87,6 +87,30 @@ TEST(Examples, QuickStartLoadsAndValidates) {
   EXPECT_EQ(cfg.listeners[0].address, "127.0.0.1");
 }
 
+TEST(Examples, FleetLoadsAndBalancesEveryRouteThatCanUseBothMachines) {
+  std::vector<ConfigError> errors;
+  GatewayConfig cfg = load_and_validate_file(example("fleet.yaml"), errors);
+  ASSERT_TRUE(errors.empty()) << dump(errors);
+  GatewayConfig seed = load_and_validate_file(example("seed.yaml"), errors);
+  ASSERT_TRUE(errors.empty()) << dump(errors);
+  // The seed's machines, as the seed's file names them.
+  ASSERT_EQ(cfg.backends.size(), seed.backends.size());
+  for (std::size_t i = 0; i < cfg.backends.size(); ++i) {
+    EXPECT_EQ(cfg.backends[i].name, seed.backends[i].name);
+    EXPECT_EQ(cfg.backends[i].url, seed.backends[i].url);
+  }
+  EXPECT_EQ(cfg.listeners[0].port, seed.listeners[0].port);
+  for (const auto& r : cfg.routes) {
+    if (r.name == "responses") {  // pinned to its store until Routing II
+      EXPECT_EQ(r.backends, std::vector<std::string>{"server1"});
+      continue;
+    }
+    EXPECT_EQ(r.backends.size(), 2u) << r.name;
+    EXPECT_TRUE(r.policy == "adaptive" || r.policy == "least_inflight")
+        << r.name << ": " << r.policy;
+  }
+}
+
 TEST(Load, FullSchema) {
   std::vector<ConfigError> errors;
   GatewayConfig cfg = load_yaml(R"(
