@@ -6,7 +6,9 @@
 # closed-loop streams for DURATION seconds through `llmux gateway` (round_robin over A, B, C) and
 # this timeline, written for a 90 s run and scaled by DURATION/90:
 #   A: SIGKILL at 20 s, restarted on the same port at 44 s
-#   B: POST /admin/faults {"stall_after": N} at 35 s, {} at 65 s        (streams stall after N tokens)
+#   B: POST /admin/faults {"freeze": true} at 35 s, {} at 65 s          (its engine stops: every
+#      stream stops where it is, new ones get their header and no token; --b-fault stall-after:
+#      {"stall_after": N} instead, new streams stop after N tokens while running ones finish)
 #   C: POST /admin/faults {"hang": true} at 45 s, {} at 75 s              (accepts, never answers)
 # The issue asked for A back at ~50 s; with C out from 45 s and B stalling until 65 s that would
 # leave no healthy backend during 45-50 s, so A comes back at 44 s (override with --timeline).
@@ -24,7 +26,8 @@
 #
 # Usage: bench/fault_bench.sh [--duration 90] [--streams 100] [--soak-minutes 10]
 #          [--soak-streams 32] [--soak-warmup 60] [--time-scale 2] [--max-tokens 64]
-#          [--stall-after 4] [--idle-timeout 10] [--drain IDLE_TIMEOUT+15]
+#          [--b-fault freeze|stall-after] [--stall-after 4] [--idle-timeout 10]
+#          [--drain IDLE_TIMEOUT+15]
 #          [--timeline a_kill=20,a_back=44,b_stall=35,b_clear=65,c_hang=45,c_clear=75]
 #          [--runs faults,faults_no_health,reference_no_c,soak] [--out bench/results/fault_bench]
 #        bench/fault_bench.sh --report-from DIR [--out ...]: only the report, again, from the raw
@@ -38,7 +41,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY=/usr/bin/python3
 HELPER=$ROOT/bench/fault_bench.py
 DURATION=90 STREAMS=100 SOAK_MIN=10 SOAK_STREAMS=32 SOAK_WARMUP='' TIME_SCALE=2 MAX_TOKENS=64
-STALL_AFTER=4 IDLE_TIMEOUT=10 DRAIN=
+STALL_AFTER=4 IDLE_TIMEOUT=10 DRAIN= B_FAULT=freeze
 TIMELINE=a_kill=20,a_back=44,b_stall=35,b_clear=65,c_hang=45,c_clear=75
 RUNS=faults,faults_no_health,reference_no_c,soak
 OUT=$ROOT/bench/results/fault_bench
@@ -54,6 +57,7 @@ while [ $# -gt 0 ]; do
     --time-scale) TIME_SCALE=$2; shift 2 ;;
     --max-tokens) MAX_TOKENS=$2; shift 2 ;;
     --stall-after) STALL_AFTER=$2; shift 2 ;;
+    --b-fault) B_FAULT=$2; shift 2 ;;
     --idle-timeout) IDLE_TIMEOUT=$2; shift 2 ;;
     --drain) DRAIN=$2; shift 2 ;;
     --timeline) TIMELINE=$2; shift 2 ;;
@@ -64,6 +68,11 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+case $B_FAULT in
+  freeze) B_FAULT_BODY='{"freeze": true}' ;;
+  stall-after) B_FAULT_BODY="{\"stall_after\": $STALL_AFTER}" ;;
+  *) echo "--b-fault: freeze or stall-after, not '$B_FAULT'" >&2; exit 2 ;;
+esac
 for t in curl taskset; do command -v $t >/dev/null || { echo "missing $t" >&2; exit 1; }; done
 [ -x $PY ] || { echo "missing $PY" >&2; exit 1; }
 
@@ -228,7 +237,7 @@ fault_run() {  # fault_run NAME HEALTH WITH_C
       a_back) echo "a_back_cmd $(now)" >>"$d/events.txt"
               start_sim A "$d" "${SIM_PORT[A]}" 2
               echo "a_back $(now)" >>"$d/events.txt" ;;
-      b_stall) t=$(now); echo "b_stall $t $(admin "${SIM_PORT[B]}" "{\"stall_after\": $STALL_AFTER}")" >>"$d/events.txt" ;;
+      b_stall) t=$(now); echo "b_stall $t $(admin "${SIM_PORT[B]}" "$B_FAULT_BODY")" >>"$d/events.txt" ;;
       b_clear) t=$(now); echo "b_clear $t $(admin "${SIM_PORT[B]}" '{}')" >>"$d/events.txt" ;;
       c_hang) t=$(now); echo "c_hang $t $(admin "${SIM_PORT[C]}" '{"hang": true}')" >>"$d/events.txt" ;;
       c_clear) t=$(now); echo "c_clear $t $(admin "${SIM_PORT[C]}" '{}')" >>"$d/events.txt" ;;
@@ -302,7 +311,7 @@ meta = dict(
     binary="$LLMUX_SRC", binary_mtime="$LLMUX_MTIME",
     binary_sha256=hashlib.sha256(open("$LLMUX", "rb").read()).hexdigest(), git_head="$GIT_HEAD",
     duration_s=$DURATION, streams=$STREAMS, time_scale=$TIME_SCALE, max_tokens=$MAX_TOKENS,
-    stall_after=$STALL_AFTER, idle_timeout_s=$IDLE_TIMEOUT, drain_s=$DRAIN, timeline=tl,
+    stall_after=$STALL_AFTER, b_fault="$B_FAULT", idle_timeout_s=$IDLE_TIMEOUT, drain_s=$DRAIN, timeline=tl,
     timeline_spec="$TIMELINE",
     c_window=[tl["c_hang"], tl["c_clear"]],
     c_solo_window=[max(tl["a_back"], tl["b_clear"]), tl["c_clear"]],
@@ -312,13 +321,14 @@ meta = dict(
         f"Requests: streaming \`POST /v1/chat/completions\`, a ~15-token prompt, max_tokens $MAX_TOKENS with ignore_eos (exactly $MAX_TOKENS tokens), include_usage; ~3 s each at ~33 streams per backend.",
         f"Load: bench/fault_bench.py, $STREAMS closed-loop streams (a stream sends its next request when one ends) on kept-alive connections for $DURATION s, then up to $DRAIN s for the running ones; the client gives up on a request after $IDLE_TIMEOUT s without a byte (counted as 'client gave up'). Why a client timeout at all: the gateway's own timeouts (first_byte 300 s, idle 120 s) are longer than the run, and in a closed loop every stalled or held stream keeps its client slot for as long as the client waits, taking load away from the healthy backends; $IDLE_TIMEOUT s is ~3x a whole request and ~200x the normal gap between tokens, so it only fires on a stream that has stopped. A longer one (--idle-timeout) shrinks the load for longer; it changes nothing in what the gateway does.",
         "Gateway: \`llmux gateway --config\` with \`listen: 127.0.0.1:0\`, backends A, B, C, one route \`round_robin\` over them, access log to a file, every other key at its default (health_checks every 2 s, timeout 1 s, unhealthy after 2 failures, healthy after 1 pass; outlier_detection after 3 failures, 5 s doubling to 60 s; retries max_attempts 2; timeouts first_byte 300 s, idle 120 s). The comparison run adds \`health_checks: {enabled: false}\` and \`outlier_detection: {enabled: false}\`; the reference run lists only A and B.",
-        f"B stalls with \`POST /admin/faults {{\"stall_after\": $STALL_AFTER}}\`: every request arriving at B from then on stops after $STALL_AFTER tokens and its connection stays open; requests already running finish. \`{{}}\` clears it for new requests; a stream already stalled stays stalled (the simulator dropped it from its engine) until the client or the gateway leaves.",
+        (f"B stalls with \`POST /admin/faults {{\"freeze\": true}}\`: its engine stops, as a vLLM engine that hangs while its HTTP server goes on — every running stream stops where it is (connection open), new requests are accepted and get their response header but no token, \`/health\` stays 200. \`{{}}\` lets everything go on from where it stood." if "$B_FAULT" == "freeze" else
+         f"B stalls with \`POST /admin/faults {{\"stall_after\": $STALL_AFTER}}\`: every request arriving at B from then on stops after $STALL_AFTER tokens and its connection stays open; requests already running finish. \`{{}}\` clears it for new requests; a stream already stalled stays stalled (the simulator dropped it from its engine) until the client or the gateway leaves."),
         "C 'unreachable' is \`POST /admin/faults {\"hang\": true}\`: C still accepts connections, and every request read from then on (\`/health\` included, on new and kept-alive connections) is held unanswered; requests already running go on. This is the most faithful option without root: truly hanging connects (SYNs dropped) need a firewall rule (root) or a blackhole address the gateway's fixed backend URL cannot point to; \`refuse_new\` gives an immediate ECONNREFUSED, which is a different and easier failure (the gateway retries a refused connect on another backend); SIGSTOP of the simulator would also freeze the running streams, but connects would still complete in the kernel's 4096-deep accept queue, so it is no closer for new requests. Held requests are served when the hang is cleared (unlike a real partition).",
         "A is killed with SIGKILL (its running streams are cut by the kernel's close) and restarted on the same port with the same flags.",
         "Time to take a backend out / bring it back: from the gateway's log lines (their millisecond timestamps) and from GET /health polled every 100 ms through the gateway (each backend's state: up, trial, ejected, unhealthy).",
     ],
     timeline_rows=[("A", "SIGKILL / restarted on its port", f(tl["a_kill"]), f(tl["a_back"])),
-                   ("B", f"stall_after {$STALL_AFTER} / cleared", f(tl["b_stall"]), f(tl["b_clear"])),
+                   ("B", ("freeze" if "$B_FAULT" == "freeze" else f"stall_after {$STALL_AFTER}") + " / cleared", f(tl["b_stall"]), f(tl["b_clear"])),
                    ("C", "hang (unreachable) / cleared", f(tl["c_hang"]), f(tl["c_clear"]))],
     timeline_notes=[
         "The issue's timeline restarts A at ~50 s. With C unreachable from 45 s and B stalling until 65 s, that leaves no healthy backend from 45 to 50 s, against the issue's own rule (at every moment at least one backend healthy); A is therefore restarted at 44 s (all times scale with --duration: x × duration / 90).",

@@ -151,11 +151,11 @@ net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> t, std::uin
         log_health_event(*ev);
     }
     // A stalled backend is probed twice as often: it is back as soon as it generates again. A
-    // failed check that has not yet taken the backend out is confirmed sooner (a quarter of the
-    // interval), so a dead machine is out within about one interval plus two timeouts.
+    // failed check that has not yet taken the backend out is confirmed at once, so a dead or
+    // hung machine is out within one interval plus `unhealthy_threshold` timeouts.
     double factor = 1.0;
     if (t->b->stalled.load(std::memory_order_relaxed)) factor = 0.5;
-    if (!ok && counts.fails < h.unhealthy_threshold) factor = 0.25;
+    if (!ok && counts.fails < h.unhealthy_threshold) factor = 0.0;
     const double interval = static_cast<double>(h.interval.count()) * factor;
     wait = std::chrono::milliseconds(static_cast<std::int64_t>(interval * (1.0 + spread(rng))));
   }

@@ -150,7 +150,9 @@ std::string FaultControl::install(const RuntimeFaults& f) {
     return fmt::format("Cannot listen again on port {}: {}", listener_.port(), ec.message());
   }
   const bool unhang = set_.hang && !f.hang;
+  const bool freeze_changed = set_.freeze != f.freeze;
   set_ = f;
+  if (freeze_changed && on_freeze_) on_freeze_(f.freeze);
   const std::int64_t now = mono_ns();
   not_ready_until_ns_ = f.not_ready_for ? ns_from_now(now, *f.not_ready_for) : 0;
   crash_left_ = f.crash_after_requests.value_or(0);

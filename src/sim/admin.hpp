@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
 
 #include <cstdint>
 #include <random>
@@ -60,6 +61,9 @@ class FaultControl {
   bool not_ready() const;
   /// Requests other than admin ones are held unanswered.
   bool hung() const { return set_.hang; }
+  /// Called with true when `freeze` is posted and false when it is cleared (the engine driver
+  /// stops and resumes its clock).
+  void on_freeze(std::function<void(bool)> f) { on_freeze_ = std::move(f); }
   /// Holds the request just read on `c` while hung, watching the client. True when the hang
   /// ended (serve the request); false when the client left first (close the connection).
   boost::asio::awaitable<bool> hold_while_hung(Conn& c);
@@ -81,6 +85,7 @@ class FaultControl {
   boost::asio::steady_timer crash_timer_;
   std::uint64_t crash_generation_ = 0;  // a timer armed for an older set does nothing
   boost::asio::steady_timer unhang_;    // never expires: cancel() wakes held requests
+  std::function<void(bool)> on_freeze_;
 };
 
 }  // namespace llmux::sim

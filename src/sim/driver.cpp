@@ -24,7 +24,22 @@ EngineDriver::EngineDriver(const SimConfig& cfg, net::io_context& ioc, SimMetric
       base_ns_(mono_ns()) {}
 
 double EngineDriver::model_now() const {
-  return static_cast<double>(mono_ns() - base_ns_) * 1e-9 * cfg_.time_scale;
+  const std::int64_t now = frozen_ ? frozen_at_ns_ : mono_ns();
+  return static_cast<double>(now - base_ns_) * 1e-9 * cfg_.time_scale;
+}
+
+void EngineDriver::freeze(bool on) {
+  if (on == frozen_) return;
+  if (on) {
+    frozen_ = true;
+    frozen_at_ns_ = mono_ns();
+    step_timer_.cancel();
+    return;
+  }
+  // The model clock goes on from where it stood: every deadline moves by the frozen time.
+  base_ns_ += mono_ns() - frozen_at_ns_;
+  frozen_ = false;
+  arm();
 }
 
 std::int64_t EngineDriver::wall_ns(double model_s) const {
@@ -41,7 +56,7 @@ bool EngineDriver::submit(const std::shared_ptr<Job>& job, SeqRequest sr) {
 }
 
 void EngineDriver::arm() {
-  if (timer_armed_) return;
+  if (timer_armed_ || frozen_) return;
   auto dl = engine_.deadline();
   if (!dl) return;
   timer_armed_ = true;
@@ -53,6 +68,7 @@ void EngineDriver::arm() {
 }
 
 void EngineDriver::on_step() {
+  if (frozen_) return;
   auto dl = engine_.deadline();
   if (!dl) return;
   const std::int64_t due = wall_ns(*dl);

@@ -36,6 +36,9 @@ class EngineDriver {
   void drop(Job& job, std::string_view outcome);
   /// Whether the driver still tracks the job of sequence `seq` (submitted, not finished/dropped).
   bool tracks(std::uint64_t seq) const { return jobs_.count(seq) != 0; }
+  /// Stops the engine (no step runs, the model clock stands still: every running stream stops
+  /// where it is, new requests wait) or lets it go on from where it stood.
+  void freeze(bool on);
 
  private:
   std::int64_t wall_ns(double model_s) const;
@@ -51,6 +54,8 @@ class EngineDriver {
   boost::asio::steady_timer step_timer_;
   bool timer_armed_ = false;
   std::int64_t base_ns_;
+  bool frozen_ = false;  // freeze(): no step runs, model time stands still
+  std::int64_t frozen_at_ns_ = 0;
   std::uint64_t next_seq_ = 1;
   std::unordered_map<std::uint64_t, std::shared_ptr<Job>> jobs_;
 };

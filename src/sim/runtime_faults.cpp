@@ -71,6 +71,7 @@ std::optional<FaultsError> read_field(RuntimeFaults& f, std::string_view k, cons
   if (k == "crash_after_requests") return set(f.crash_after_requests, integer(v, k, 1));
   if (k == "crash_at") return set(f.crash_at, number(v, k, 0, kMaxSeconds));
   if (k == "hang") return set(f.hang, boolean(v, k));
+  if (k == "freeze") return set(f.freeze, boolean(v, k));
   if (k == "stall_after") return set(f.stall_after, integer(v, k, 0));
   if (k == "stall_rate") return set(f.stall_rate, number(v, k, 0, 1));
   if (k == "close_after") return set(f.close_after, integer(v, k, 0));
@@ -135,6 +136,7 @@ json::object runtime_faults_json(const RuntimeFaults& f) {
   if (f.crash_after_requests) o["crash_after_requests"] = *f.crash_after_requests;
   if (f.crash_at) o["crash_at"] = num(*f.crash_at);
   if (f.hang) o["hang"] = true;
+  if (f.freeze) o["freeze"] = true;
   if (f.stall_after) o["stall_after"] = *f.stall_after;
   if (f.stall_rate) o["stall_rate"] = num(*f.stall_rate);
   if (f.close_after) o["close_after"] = *f.close_after;

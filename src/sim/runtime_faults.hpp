@@ -28,6 +28,7 @@ struct RuntimeFaults {
   std::optional<std::int64_t> crash_after_requests;  // >= 1 generation requests
   std::optional<double> crash_at;                    // seconds from now (wall), >= 0
   bool hang = false;
+  bool freeze = false;  // the engine stops: no running stream gets another token until cleared
   std::optional<std::int64_t> stall_after;  // output tokens, >= 0
   std::optional<double> stall_rate;         // [0, 1]; needs stall_after (default 1)
   std::optional<std::int64_t> close_after;  // output tokens, >= 0

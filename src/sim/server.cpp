@@ -59,7 +59,9 @@ class Server {
         store_(cfg_.response_store_max),
         timings_(cfg_.debug_timings_max),
         driver_(cfg_, ioc_, metrics_, store_),
-        dispatcher_(cfg_, ioc_, driver_, metrics_, store_, timings_, control_) {}
+        dispatcher_(cfg_, ioc_, driver_, metrics_, store_, timings_, control_) {
+    control_.on_freeze([this](bool on) { driver_.freeze(on); });
+  }
 
   int run() {
     boost::system::error_code ec;

@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "support/http_client.hpp"
 #include "support/process.hpp"
@@ -41,7 +42,7 @@ bool is_json(std::string_view text) {
   return !ec;
 }
 
-double running(HttpClient& c) {
+double running_count(HttpClient& c) {
   return metric_value(c.get("/metrics").body, "vllm:num_requests_running").value_or(-1);
 }
 
@@ -207,6 +208,37 @@ TEST_F(SimRuntime, StallAfterStopsStreamsMidwayUntilCleared) {
   EXPECT_EQ(full.events.size(), 102u);
 }
 
+TEST_F(SimRuntime, FreezeStopsEveryRunningStreamAndClearingLetsThemFinish) {
+  // 400 tokens at this time scale take ~0.4 s: the stream is running when the engine stops.
+  auto running = StreamingResponse::open(port(), "POST", "/v1/chat/completions", chat(400, true));
+  ASSERT_EQ(running->status(), 200);
+  SseResult first = read_sse(*running, 5, 5s, 10s);
+  ASSERT_EQ(first.events.size(), 5u) << first.raw();
+  set(R"({"freeze":true})");
+  // No token is generated while frozen (the engine's own counter stands still), a new request
+  // gets its header, and /health still says 200.
+  auto generated = [&] {
+    return metric_value(admin_->get("/metrics").body, "vllm:generation_tokens_total").value_or(-1);
+  };
+  const double before = generated();
+  auto fresh = StreamingResponse::open(port(), "POST", "/v1/chat/completions", chat(10, true));
+  EXPECT_EQ(fresh->status(), 200);
+  std::this_thread::sleep_for(300ms);  // a span in which ~300 tokens would come unfrozen
+  EXPECT_EQ(generated(), before);
+  EXPECT_EQ(running_count(*admin_), 1);  // the new one waits: no step schedules it
+  EXPECT_EQ(metric_value(admin_->get("/metrics").body, "vllm:num_requests_waiting"), 1.0);
+  EXPECT_EQ(admin_->get("/health").status, 200);
+  EXPECT_EQ(get().at("freeze"), true);
+  // Cleared: both go on to their ends, whole.
+  set("{}");
+  SseResult rest = read_sse(*running, SIZE_MAX, 5s, 10s);
+  EXPECT_EQ(rest.end, ReadStatus::End);
+  EXPECT_EQ(first.events.size() + rest.events.size(), 402u);  // role + 400 tokens + [DONE]
+  SseResult done = read_sse(*fresh, SIZE_MAX, 5s, 10s);
+  EXPECT_EQ(done.end, ReadStatus::End);
+  EXPECT_EQ(done.events.size(), 12u) << done.raw();  // role + 10 tokens + [DONE]
+}
+
 TEST_F(SimRuntime, LatencyDelaysEveryRequestUntilCleared) {
   set(R"({"latency_ms":300})");
   HttpClient c(port());
@@ -300,7 +332,7 @@ TEST_F(SimRuntime, HangHoldsRequestsUntilClearedButAnswersAdmin) {
   EXPECT_EQ(r.status, 200);
   HttpClient c(port());
   EXPECT_EQ(c.post("/v1/completions", kOneToken).status, 200);
-  EXPECT_EQ(running(c), 0);  // the request whose client left never reached the engine
+  EXPECT_EQ(running_count(c), 0);  // the request whose client left never reached the engine
 }
 
 TEST_F(SimRuntime, RefuseNewThenListenAgainWhileAStreamFinishes) {
@@ -318,7 +350,7 @@ TEST_F(SimRuntime, RefuseNewThenListenAgainWhileAStreamFinishes) {
   bool closed = false;
   idle.read_until_close(5s, &closed);
   EXPECT_TRUE(closed) << "an idle keep-alive connection stays open while refusing";
-  EXPECT_EQ(running(*admin_), 1);  // the admin connection is kept; the stream still runs
+  EXPECT_EQ(running_count(*admin_), 1);  // the admin connection is kept; the stream still runs
   EXPECT_EQ(get(), parse_json(R"({"refuse_new":true})").as_object());
 
   SseResult rest = read_sse(*s, SIZE_MAX, 5s, 15s);

@@ -60,6 +60,8 @@ TEST(SimRuntimeFaults, EveryField) {
   EXPECT_TRUE(f.refuse_new);
   EXPECT_EQ(ok(R"({"malformed":"json"})").malformed, Malformed::json);
   EXPECT_FALSE(ok(R"({"hang":false,"refuse_new":false})").hang);
+  EXPECT_TRUE(ok(R"({"freeze":true})").freeze);
+  EXPECT_FALSE(ok(R"({"freeze":false})").freeze);
 }
 
 TEST(SimRuntimeFaults, ErrorRateAloneMeans500) {
@@ -69,7 +71,7 @@ TEST(SimRuntimeFaults, ErrorRateAloneMeans500) {
 TEST(SimRuntimeFaults, WritesBackWhatItReads) {
   for (const char* body :
        {R"({"error_rate":0.25,"error_statuses":[503]})", R"({"crash_after_requests":7})",
-        R"({"crash_at":0.5,"not_ready_for":3})", R"({"hang":true})",
+        R"({"crash_at":0.5,"not_ready_for":3})", R"({"hang":true})", R"({"freeze":true})",
         R"({"stall_after":1,"stall_rate":0.5,"close_after":4})", R"({"malformed":"json"})",
         R"({"latency_ms":40,"refuse_new":true})"}) {
     SCOPED_TRACE(body);
