@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,6 +60,9 @@ struct LevelResult {
 };
 
 Table summary_table(const RunCommand& c, const std::vector<LevelResult>& levels);
+/// Where a gateway sent the measured requests of each level (X-Llmux-Backend): requests, ok,
+/// output tokens, tok/s and share; nullopt when no response named a backend.
+std::optional<Table> backend_table(const std::vector<LevelResult>& levels);
 /// Latency distribution of one level: mean, p50, p90, p99, the extra percentiles and max.
 Table detail_table(const Aggregate& a, const std::vector<double>& extra);
 /// With an output directory: run.json, requests.csv, summary.csv, summary.md and (for sweeps,

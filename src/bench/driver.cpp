@@ -129,6 +129,7 @@ class Runner {
     req.target = target_;
     req.body = bodies_[rec.prompt];
     req.headers = s.headers;
+    req.capture_header = "X-Llmux-Backend";
     ++in_flight_;
     max_in_flight_ = std::max(max_in_flight_, in_flight_);
     http::Response r = co_await s.conn.request(req, s.on_head, s.on_body);
@@ -137,6 +138,7 @@ class Runner {
     t.start_ns = r.start_ns;
     if (r.first_byte_ns) t.first_byte_ns = r.first_byte_ns;
     t.end_ns = r.end_ns;
+    t.backend = std::move(r.captured);
     if (!s.sse_mode && !s.body.empty()) {
       const EventInfo info = s.interp.on_body(s.body);
       if (r.status >= 200 && r.status < 300 && !s.interp.usage().completion_tokens && info.tokens)

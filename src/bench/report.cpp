@@ -217,6 +217,7 @@ json::object to_json(const RequestTiming& t) {
   o["error"] = to_string(t.error);
   if (t.http_status) o["http_status"] = t.http_status;
   if (!t.error_message.empty()) o["error_message"] = t.error_message;
+  if (!t.backend.empty()) o["backend"] = t.backend;
   json::array events;
   events.reserve(t.events.size());
   for (const TokenEvent& e : t.events) {

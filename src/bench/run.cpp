@@ -13,6 +13,7 @@
 namespace llmux::bench {
 namespace json = boost::json;
 
+using detail::backend_table;
 using detail::detail_table;
 using detail::error_summary;
 using detail::first_error;
@@ -135,6 +136,12 @@ int bench_run(const RunCommand& c, std::ostream& md) {
       notes.push_back(
           fmt::format("Peak: {} tok/s at {} {:g}.", fmt_num(points[*knee.peak_index].tok_s),
                       open ? "rate" : "concurrency", points[*knee.peak_index].concurrency));
+  }
+  if (auto bt = backend_table(levels)) {
+    md << "\n";
+    md << to_markdown(*bt, MarkdownOptions{.title = "Where the gateway sent them (X-Llmux-Backend)",
+                                           .heading_level = 4,
+                                           .notes = {}});
   }
   const LevelResult& last = levels.back();
   if (levels.size() == 1) {

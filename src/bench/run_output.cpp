@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -59,7 +60,7 @@ std::vector<std::string> request_csv_header() {
           "error",         "http_status",   "start_ns",
           "ttfb_ms",       "ttft_ms",       "tpot_ms",
           "e2e_ms",        "output_tokens", "output_tokens_estimated",
-          "prompt_tokens", "token_events"};
+          "prompt_tokens", "token_events",  "backend"};
 }
 
 std::string opt_ms(const std::optional<double>& v) {
@@ -84,7 +85,8 @@ std::string request_csv_row(const Record& r, const std::string& level) {
                              std::to_string(m.output_tokens),
                              m.output_tokens_estimated ? "1" : "0",
                              r.t.prompt_tokens ? std::to_string(*r.t.prompt_tokens) : "",
-                             std::to_string(r.t.events.size())};
+                             std::to_string(r.t.events.size()),
+                             r.t.backend};
   return csv_record(f);
 }
 
@@ -167,6 +169,39 @@ Table summary_table(const RunCommand& c, const std::vector<LevelResult>& levels)
     if (!c.slo.empty()) row.push_back(fmt_num(a.goodput_req_s, 2));
     t.add_row(row);
   }
+  return t;
+}
+
+std::optional<Table> backend_table(const std::vector<LevelResult>& levels) {
+  Table t({"Level", "Backend", "Requests", "OK", "Output tokens", "tok/s", "Share of tokens"});
+  bool any = false;
+  for (const auto& l : levels) {
+    struct Row {
+      std::size_t requests = 0, ok = 0;
+      std::uint64_t tokens = 0;
+    };
+    std::map<std::string, Row> rows;
+    std::uint64_t total = 0;
+    for (const Record& r : l.run.records) {
+      if (r.warmup) continue;
+      any = any || !r.t.backend.empty();
+      Row& row = rows[r.t.backend.empty() ? "(none)" : r.t.backend];
+      ++row.requests;
+      if (!r.t.ok()) continue;
+      ++row.ok;
+      const std::uint64_t n = derive(r.t).output_tokens;
+      row.tokens += n;
+      total += n;
+    }
+    for (const auto& [name, row] : rows)
+      t.add_row({l.label, name, std::to_string(row.requests), std::to_string(row.ok),
+                 std::to_string(row.tokens),
+                 fmt_num(l.run.wall_s > 0 ? static_cast<double>(row.tokens) / l.run.wall_s : 0, 1),
+                 total ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(row.tokens) /
+                                                    static_cast<double>(total))
+                       : "-"});
+  }
+  if (!any) return std::nullopt;
   return t;
 }
 

@@ -90,6 +90,7 @@ struct RequestTiming {
   ErrorKind error = ErrorKind::none;
   int http_status = 0;
   std::string error_message;
+  std::string backend;  ///< X-Llmux-Backend of the response: which backend a gateway chose
 
   bool ok() const { return error == ErrorKind::none; }
 };

@@ -39,10 +39,19 @@ std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_
   const double hi = std::max(lo, std::ceil(spec.output_tokens * (1.0 + spec.output_spread)));
   std::uniform_int_distribution<std::uint32_t> out_len(static_cast<std::uint32_t>(lo),
                                                        static_cast<std::uint32_t>(hi));
+  const double in = static_cast<double>(spec.input_tokens);
+  // (A hair of slack, so that 200 × (1 - 0.9) is 20, not 19.999… floored to 19.)
+  const double in_lo = std::max(1.0, std::floor(in * (1.0 - spec.input_spread) + 1e-9));
+  const double in_hi = std::max(in_lo, std::ceil(in * (1.0 + spec.input_spread) - 1e-9));
+  // A generator of its own, so that adding an input spread leaves the output lengths as they were.
+  std::mt19937_64 in_rng(spec.seed ^ 0x9e3779b97f4a7c15ull);
+  std::uniform_int_distribution<std::size_t> in_len(static_cast<std::size_t>(in_lo),
+                                                    static_cast<std::size_t>(in_hi));
   for (std::size_t i = 0; i < n; ++i) {
     PromptItem p;
-    p.text = synthetic_prompt(spec.input_tokens, spec.seed * 1'000'003ull + i);
-    p.prompt_tokens = spec.input_tokens;
+    const std::size_t tokens = spec.input_spread > 0 ? in_len(in_rng) : spec.input_tokens;
+    p.text = synthetic_prompt(tokens, spec.seed * 1'000'003ull + i);
+    p.prompt_tokens = tokens;
     p.max_tokens =
         spec.output_spread > 0 ? out_len(rng) : static_cast<std::uint32_t>(spec.output_tokens);
     out.push_back(std::move(p));

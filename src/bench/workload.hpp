@@ -47,6 +47,8 @@ struct SyntheticSpec {
   std::size_t output_tokens = 128;
   /// Output lengths are drawn uniformly from [out*(1-spread), out*(1+spread)] (at least 1).
   double output_spread = 0.0;
+  /// Prompt lengths likewise from [in*(1-spread), in*(1+spread)] (at least 1 token).
+  double input_spread = 0.0;
   std::uint64_t seed = 1;
 };
 

@@ -98,6 +98,7 @@ struct RunFlags {
   std::size_t knee_patience = 1;
   std::size_t input_len = 256, output_len = 128;
   double output_spread = 0;
+  double input_spread = 0;
   std::uint64_t seed = 1;
   std::string dataset;
   std::size_t max_prompts = 0;
@@ -189,6 +190,11 @@ Runner add_run(CLI::App* bench) {
       ->group(wl);
   sub->add_option("--output-len", f->output_len, "max_tokens of synthetic requests")
       ->capture_default_str()
+      ->group(wl);
+  sub->add_option("--input-spread", f->input_spread,
+                  "Spread of prompt lengths: drawn uniformly in input-len*(1±spread)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0))
       ->group(wl);
   sub->add_option("--output-spread", f->output_spread,
                   "Spread of output lengths: max_tokens drawn uniformly in len*(1±spread)")
@@ -326,15 +332,17 @@ Runner add_run(CLI::App* bench) {
         s.input_tokens = f->input_len;
         s.output_tokens = f->output_len;
         s.output_spread = f->output_spread;
+        s.input_spread = f->input_spread;
         s.seed = f->seed;
         const std::size_t n =
             std::clamp<std::size_t>(c.load.num_requests + c.load.warmup_requests, 1, 1024);
         c.prompts = synthetic_workload(s, n);
-        c.workload_desc = f->output_spread > 0
-                              ? fmt::format("synthetic, {} prompt tokens, {} output tokens ±{:g}%",
-                                            f->input_len, f->output_len, f->output_spread * 100)
-                              : fmt::format("synthetic, {} prompt tokens, max_tokens {}",
-                                            f->input_len, f->output_len);
+        const auto spread = [](double s) {
+          return s > 0 ? fmt::format(" ±{:g}%", s * 100) : std::string();
+        };
+        c.workload_desc =
+            fmt::format("synthetic, {} prompt tokens{}, max_tokens {}{}", f->input_len,
+                        spread(f->input_spread), f->output_len, spread(f->output_spread));
       }
       return bench_run(c, std::cout);
     });

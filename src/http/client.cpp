@@ -25,8 +25,9 @@ constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 /// read that brought them.
 class ResponseParser final : public bhttp::basic_parser<false> {
  public:
-  ResponseParser(Response& r, const HeadCallback& on_head, const BodyCallback& on_body)
-      : r_(r), on_head_(on_head), on_body_(on_body) {
+  ResponseParser(Response& r, const HeadCallback& on_head, const BodyCallback& on_body,
+                 std::string_view capture)
+      : r_(r), on_head_(on_head), on_body_(on_body), capture_(capture) {
     eager(true);
     header_limit(64 * 1024);
     body_limit(boost::none);
@@ -39,9 +40,11 @@ class ResponseParser final : public bhttp::basic_parser<false> {
   void on_response_impl(int code, beast::string_view, int, beast::error_code&) override {
     r_.status = code;
   }
-  void on_field_impl(bhttp::field name, beast::string_view, beast::string_view value,
+  void on_field_impl(bhttp::field name, beast::string_view name_text, beast::string_view value,
                      beast::error_code&) override {
     if (name == bhttp::field::content_type) r_.content_type.assign(value.data(), value.size());
+    if (!capture_.empty() && beast::iequals(name_text, capture_))
+      r_.captured.assign(value.data(), value.size());
   }
   void on_header_impl(beast::error_code&) override {
     if (on_head_) on_head_(r_.status, r_.content_type);
@@ -69,6 +72,7 @@ class ResponseParser final : public bhttp::basic_parser<false> {
   Response& r_;
   const HeadCallback& on_head_;
   const BodyCallback& on_body_;
+  std::string_view capture_;
 };
 
 }  // namespace
@@ -240,7 +244,7 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
         r.message = fmt::format("send: {}", timed_out ? "timed out" : wec.message());
         break;
       }
-      const bool retry = co_await read_response(r, on_head, on_body);
+      const bool retry = co_await read_response(r, on_head, on_body, req.capture_header);
       if (retry && reused && !timed_out) continue;
       break;
     }
@@ -254,8 +258,8 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
   /// Reads one response. Returns true when the connection failed before any byte arrived
   /// (a stale kept-alive socket: the caller may retry).
   net::awaitable<bool> read_response(Response& r, const HeadCallback& on_head,
-                                     const BodyCallback& on_body) {
-    ResponseParser p(r, on_head, on_body);
+                                     const BodyCallback& on_body, std::string_view capture) {
+    ResponseParser p(r, on_head, on_body, capture);
     bool any = buf.size() > 0;
     p.t_ns = mono_ns();
     for (;;) {

@@ -50,6 +50,8 @@ struct RequestSpec {
   std::string_view body;
   std::string_view content_type = "application/json";
   std::span<const Header> headers;  ///< extra headers
+  /// A response header whose value to keep (Response::captured), e.g. "X-Llmux-Backend".
+  std::string_view capture_header;
 };
 
 /// How a request failed at the transport level (HTTP statuses are not failures here).
@@ -75,6 +77,7 @@ struct Response {
   std::int64_t end_ns = 0;         ///< response complete or failure noticed
   std::uint64_t body_bytes = 0;
   std::string content_type;
+  std::string captured;  ///< the value of RequestSpec::capture_header ("" when absent)
 };
 
 struct Timeouts {

@@ -119,5 +119,60 @@ TEST(GatewayPolicy, TheFleetExampleUsesBothMachinesAndKeepsResponsesOnServer1) {
   gw->expect_clean_exit();
 }
 
+TEST(GatewayPolicy, BenchThroughTheGatewayReportsWhereEachRequestWent) {
+  SimServer s1({"--time-scale", "20"});
+  SimServer s2({"--time-scale", "20"});
+  auto gw = GatewayServer::with_config(
+      "listen: \"127.0.0.1:0\"\nthreads: 2\nbackends:\n" + backend_line("s1", s1.port()) +
+      backend_line("s2", s2.port()) +
+      "routes:\n  - {name: all, backends: [s1, s2], policy: least_inflight}\n");
+  TempDir out;
+  // The varied workload: prompt lengths ±90%, output caps 32-512, natural stops.
+  const RunResult r = run_to_completion({llmux_binary(),
+                                         "bench",
+                                         "run",
+                                         "--url",
+                                         "http://127.0.0.1:" + std::to_string(gw->port()),
+                                         "--endpoint",
+                                         "chat",
+                                         "--concurrency",
+                                         "8",
+                                         "--num-requests",
+                                         "32",
+                                         "--input-len",
+                                         "200",
+                                         "--input-spread",
+                                         "0.9",
+                                         "--output-len",
+                                         "272",
+                                         "--output-spread",
+                                         "0.88",
+                                         "--out",
+                                         out.path(),
+                                         "--no-progress"},
+                                        std::chrono::seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("Where the gateway sent them"), std::string::npos) << r.out;
+  const std::string csv = read_text_file(out.path() + "/requests.csv");
+  ASSERT_NE(csv.find(",backend"), std::string::npos) << csv.substr(0, 300);
+  int on_s1 = 0, on_s2 = 0;
+  std::size_t at = 0;
+  while ((at = csv.find('\n', at)) != std::string::npos) {
+    ++at;
+    const std::size_t end = csv.find('\n', at);
+    std::string line = csv.substr(at, end == std::string::npos ? end : end - at);
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CSV records end in CRLF
+    if (line.ends_with(",s1")) ++on_s1;
+    if (line.ends_with(",s2")) ++on_s2;
+  }
+  EXPECT_EQ(on_s1 + on_s2, 32);
+  EXPECT_GT(on_s1, 4);
+  EXPECT_GT(on_s2, 4);
+  const auto doc = parse_json(read_text_file(out.path() + "/run.json"));
+  const auto& first = doc.at("levels").at(0).at("requests").at(0).as_object();
+  EXPECT_TRUE(first.at("backend") == "s1" || first.at("backend") == "s2") << first;
+  gw->expect_clean_exit();
+}
+
 }  // namespace
 }  // namespace llmux::test

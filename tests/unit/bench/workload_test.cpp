@@ -45,6 +45,29 @@ TEST(Workload, OutputSpreadStaysInRange) {
   for (const auto& p : synthetic_workload(s, 5)) EXPECT_EQ(p.max_tokens, 100u);
 }
 
+TEST(Workload, InputSpreadVariesPromptLengthsAndLeavesOutputLengthsAlone) {
+  SyntheticSpec s;
+  s.input_tokens = 200;
+  s.output_tokens = 100;
+  s.output_spread = 0.5;
+  const auto plain = synthetic_workload(s, 100);
+  s.input_spread = 0.9;
+  const auto varied = synthetic_workload(s, 100);
+  std::set<std::size_t> lengths;
+  for (std::size_t i = 0; i < varied.size(); ++i) {
+    const auto& p = varied[i];
+    EXPECT_GE(p.prompt_tokens, 20u);
+    EXPECT_LE(p.prompt_tokens, 380u);
+    EXPECT_EQ(Tokenizer::count(p.text), p.prompt_tokens);
+    EXPECT_EQ(p.max_tokens, plain[i].max_tokens) << "the output lengths do not move";
+    lengths.insert(p.prompt_tokens);
+  }
+  EXPECT_GT(lengths.size(), 30u);
+  // Seeded: the same spec gives the same workload.
+  const auto again = synthetic_workload(s, 100);
+  for (std::size_t i = 0; i < varied.size(); ++i) EXPECT_EQ(again[i].text, varied[i].text);
+}
+
 TEST(Workload, DatasetPlainShareGptAndStrings) {
   const std::string jsonl =
       R"({"prompt": "hello there", "max_tokens": 7})"
