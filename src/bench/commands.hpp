@@ -25,8 +25,18 @@ struct OutputOptions {
   bool plots = true;                ///< PNG plots when gnuplot is on PATH
 };
 
+/// One target of a fixed split: `clients` of the closed loop's clients send straight to `url`.
+struct SplitTarget {
+  std::string name;  ///< as given (the URL), the `backend` of its requests
+  http::Url url;
+  std::size_t clients = 1;
+};
+
 struct RunCommand {
   RunOptions run;
+  /// A fixed split (closed loop, one level): the clients divided over these targets, each with
+  /// its own connections, all at once; empty = every request to run.url.
+  std::vector<SplitTarget> split;
   LoadSpec load;
   std::vector<std::size_t> sweep;  ///< concurrency levels; empty = one run at load.concurrency
   KneeOptions knee;

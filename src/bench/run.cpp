@@ -3,9 +3,12 @@
 // against the simulator's ground truth. The output files are run_output.cpp's.
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bench/commands_internal.hpp"
 #include "core/clock.hpp"
@@ -61,6 +64,53 @@ json::object ground_truth(const RunCommand& c, const std::vector<LevelResult>& l
   return gt_json;
 }
 
+/// One level over a fixed split: a load per target, all at once (one thread each), merged in
+/// start order; a request no gateway named a backend for is named after its target.
+RunResult run_split(const RunCommand& c, const RunOptions& ro, const LoadSpec& spec) {
+  std::size_t clients = 0;
+  for (const auto& t : c.split) clients += t.clients;
+  std::vector<RunResult> parts(c.split.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < c.split.size(); ++i) {
+    threads.emplace_back([&, i] {
+      RunOptions o = ro;
+      o.url = c.split[i].url;
+      o.progress = false;
+      o.request_id_prefix = fmt::format("{}-t{}", ro.request_id_prefix, i);
+      LoadSpec s = spec;
+      s.concurrency = c.split[i].clients;
+      // A request count is shared out in proportion to the clients (at least one each).
+      if (spec.num_requests)
+        s.num_requests = std::max<std::size_t>(1, spec.num_requests * c.split[i].clients / clients);
+      if (spec.warmup_requests)
+        s.warmup_requests = spec.warmup_requests * c.split[i].clients / clients;
+      parts[i] = run_load(o, s, c.prompts);
+    });
+  }
+  for (auto& t : threads) t.join();
+  RunResult out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    out.connections += parts[i].connections;
+    out.max_in_flight += parts[i].max_in_flight;
+    for (auto& r : parts[i].records) {
+      if (r.t.backend.empty()) r.t.backend = c.split[i].name;
+      out.records.push_back(std::move(r));
+    }
+  }
+  std::stable_sort(out.records.begin(), out.records.end(),
+                   [](const Record& a, const Record& b) { return a.t.start_ns < b.t.start_ns; });
+  std::int64_t first = 0, last = 0;
+  for (std::size_t i = 0; i < out.records.size(); ++i) {
+    auto& r = out.records[i];
+    r.index = i;
+    if (r.warmup) continue;
+    if (first == 0 || r.t.start_ns < first) first = r.t.start_ns;
+    last = std::max(last, r.t.end_ns);
+  }
+  out.wall_s = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;
+  return out;
+}
+
 }  // namespace
 
 int bench_run(const RunCommand& c, std::ostream& md) {
@@ -83,7 +133,7 @@ int bench_run(const RunCommand& c, std::ostream& md) {
     ro.progress = c.out.progress;
     ro.request_id_prefix =
         fmt::format("{}-{}-{}", c.run.request_id_prefix, mono_ns() % 1000000, l.label);
-    l.run = run_load(ro, spec, c.prompts);
+    l.run = c.split.empty() ? run_load(ro, spec, c.prompts) : run_split(c, ro, spec);
     const auto measured = l.run.measured();
     aopt.wall_s = l.run.wall_s;
     l.agg = aggregate(measured, aopt);
@@ -94,8 +144,14 @@ int bench_run(const RunCommand& c, std::ostream& md) {
 
   // Markdown.
   const auto& b = c.run.body;
-  md << fmt::format("### llmux bench run: {} {} ({})\n\n", c.run.url.str(),
-                    endpoint_path(b.dialect), b.model);
+  std::string where = c.run.url.str();
+  if (!c.split.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& t : c.split) parts.push_back(fmt::format("{} ×{}", t.url.str(), t.clients));
+    where = fmt::format("split {}", fmt::join(parts, ", "));
+  }
+  md << fmt::format("### llmux bench run: {} {} ({})\n\n", where, endpoint_path(b.dialect),
+                    b.model);
   std::string load;
   if (open)
     load = fmt::format(

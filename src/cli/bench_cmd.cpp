@@ -86,6 +86,7 @@ struct SeedFlags {
 
 struct RunFlags {
   std::string url = "http://127.0.0.1:30000";
+  std::vector<std::string> split;
   std::string endpoint = "completions";
   std::string model;
   std::size_t concurrency = 1;
@@ -133,6 +134,11 @@ Runner add_run(CLI::App* bench) {
   auto* tg = "Target";
   sub->add_option("--url", f->url, "Base URL of the OpenAI-compatible server (http only)")
       ->capture_default_str()
+      ->group(tg);
+  sub->add_option("--split", f->split,
+                  "A fixed split instead of --url: URL=N sends N of the closed loop's clients "
+                  "straight to URL (repeat for each target; the concurrency is their sum); each "
+                  "request's backend is its target. The baseline a gateway is compared with")
       ->group(tg);
   sub->add_option("--endpoint", f->endpoint,
                   "completions (/v1/completions), chat (/v1/chat/completions) or responses "
@@ -264,6 +270,25 @@ Runner add_run(CLI::App* bench) {
     return guarded([&]() -> int {
       RunCommand c;
       c.run.url = parse_url_or_throw(f->url, "--url");
+      std::size_t split_clients = 0;
+      for (const auto& s : f->split) {
+        const auto eq = s.rfind('=');
+        std::size_t n = 0, pos = 0;
+        if (eq != std::string::npos && eq + 1 < s.size()) {
+          try {
+            n = std::stoul(s.substr(eq + 1), &pos);
+          } catch (const std::exception&) {
+            pos = 0;
+          }
+        }
+        if (eq == std::string::npos || n == 0 || pos != s.size() - eq - 1)
+          throw std::invalid_argument(
+              fmt::format("--split '{}': expected URL=N with N ≥ 1 clients", s));
+        const std::string u = s.substr(0, eq);
+        c.split.push_back(SplitTarget{u, parse_url_or_throw(u, "--split"), n});
+        split_clients += n;
+      }
+      if (!c.split.empty()) c.run.url = c.split.front().url;  // the model is asked there
       c.run.body.dialect = *parse_dialect(f->endpoint);
       c.run.body.model = f->model;
       if (c.run.body.model.empty()) {
@@ -293,6 +318,13 @@ Runner add_run(CLI::App* bench) {
       c.load.mode = f->rate > 0 ? LoadSpec::Mode::open : LoadSpec::Mode::closed;
       c.load.request_rate = f->rate;
       c.load.concurrency = f->concurrency;
+      if (!c.split.empty()) {
+        if (c.load.mode == LoadSpec::Mode::open || !f->sweep.empty() || f->sim_ground_truth)
+          throw std::invalid_argument(
+              "--split is one closed-loop level: not with --request-rate, --sweep or "
+              "--sim-ground-truth");
+        c.load.concurrency = split_clients;
+      }
       if (c.load.mode == LoadSpec::Mode::closed && c.load.concurrency == 0)
         throw std::invalid_argument("--concurrency must be at least 1 in a closed loop");
       c.load.num_requests = f->num_requests;

@@ -84,6 +84,35 @@ TEST(BenchErrors, FaultsAreCountedByKindWithoutStoppingTheRun) {
   }
 }
 
+TEST(BenchSplit, AFixedSplitSendsEachTargetItsShareOfClientsAndRequests) {
+  SimServer a({"--time-scale", "20"});
+  SimServer b({"--time-scale", "20"});
+  TempDir out;
+  RunResult r =
+      bench({"run", "--split", url(a) + "=3", "--split", url(b) + "=1", "--endpoint", "chat",
+             "--num-requests", "40", "--output-len", "8", "--out", out.path(), "--no-progress"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("split " + url(a) + " ×3, " + url(b) + " ×1"), std::string::npos) << r.out;
+  const json::value doc = parse_json(read_text_file(out.path() + "/run.json"));
+  const auto& lv = level0(doc);
+  EXPECT_EQ(lv.at("aggregate").at("requests").as_int64(), 40);
+  EXPECT_EQ(lv.at("aggregate").at("ok").as_int64(), 40);
+  int on_a = 0, on_b = 0;
+  for (const auto& q : lv.at("requests").as_array()) {
+    on_a += q.at("backend") == url(a).c_str();
+    on_b += q.at("backend") == url(b).c_str();
+  }
+  EXPECT_EQ(on_a, 30);  // 40 requests shared 3:1 like the clients
+  EXPECT_EQ(on_b, 10);
+  EXPECT_LE(lv.at("max_in_flight").as_int64(), 4);
+  RunResult bad = bench({"run", "--split", url(a) + "=2", "--sweep", "1,2"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--split"), std::string::npos) << bad.err;
+  RunResult malformed = bench({"run", "--split", url(a)});
+  EXPECT_NE(malformed.exit_code, 0);
+  EXPECT_NE(malformed.err.find("URL=N"), std::string::npos) << malformed.err;
+}
+
 TEST(BenchErrors, RandomServerErrorsLeaveTheRestMeasured) {
   SimServer sim({"--time-scale", "20", "--fault-error-rate", "0.5", "--fault-error-status", "503"});
   TempDir out;
