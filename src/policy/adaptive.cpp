@@ -1,17 +1,20 @@
 #include "policy/adaptive.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "policy/least_inflight.hpp"
 
 namespace llmux::policy {
 
-double Adaptive::predicted_seconds(const Backend& b, std::int64_t output_tokens,
-                                   double prior_single) {
-  const int n = b.inflight.load(std::memory_order_relaxed) + 1;
-  const double rate = b.curve.rate(n, prior_single);
-  return static_cast<double>(output_tokens > 0 ? output_tokens : 1) / (rate > 0 ? rate : 1e-9);
+double Adaptive::marginal_gain(const Backend& b, double prior_single) {
+  const int n = b.inflight.load(std::memory_order_relaxed);
+  const double after = (n + 1) * b.curve.rate(n + 1, prior_single);
+  const double now = n > 0 ? n * b.curve.rate(n, prior_single) : 0.0;
+  return after - now;
 }
 
-Backend* Adaptive::select(const PickContext& ctx, std::span<Backend* const> candidates,
+Backend* Adaptive::select(const PickContext&, std::span<Backend* const> candidates,
                           FunctionRef<bool(const Backend&)> accept) {
   const std::size_t n = candidates.size();
   if (n == 0) return nullptr;
@@ -26,18 +29,18 @@ Backend* Adaptive::select(const PickContext& ctx, std::span<Backend* const> cand
     }
   }
   const double prior = with > 0 ? sum / with : 50.0;
-  const std::int64_t out = ctx.output_tokens > 0 ? ctx.output_tokens : 256;
   const std::size_t start = rotate_.fetch_add(1, std::memory_order_relaxed) % n;
   Backend* best = nullptr;
-  double best_s = 0;
+  double best_gain = 0;
   for (std::size_t k = 0; k < n; ++k) {
     Backend* b = candidates[(start + k) % n];
     if (!accept(*b)) continue;
-    const double s = predicted_seconds(*b, out, prior);
+    const double g = marginal_gain(*b, prior);
     // Within 1% counts as a tie (samples are noisy): then the less loaded.
-    if (!best || s < best_s * 0.99 || (s <= best_s * 1.01 && compare_load(*b, *best) < 0)) {
+    const double tol = 0.01 * std::max(std::abs(g), std::abs(best_gain));
+    if (!best || g > best_gain + tol || (g >= best_gain - tol && compare_load(*b, *best) < 0)) {
       best = b;
-      best_s = s;
+      best_gain = g;
     }
   }
   return best;

@@ -26,23 +26,32 @@ TEST(Adaptive, WithoutSamplesItIsLeastInflight) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(p.pick(request(), pool.all(), {}), &pool[1]);
 }
 
-TEST(Adaptive, AFastMachineTakesRequestsUntilTheSlowOneWouldFinishFirst) {
+TEST(Adaptive, AFastMachineTakesRequestsUntilOneMoreThereAddsLessThanOneOnTheSlowOne) {
   Pool pool({1, 1});
   learn(pool[0], 60.0);  // fast
   learn(pool[1], 20.0);  // three times slower
   Adaptive p;
   // Idle: the fast one.
   EXPECT_EQ(p.pick(request(), pool.all(), {}), &pool[0]);
-  // The fast one with n in flight gives 60·shape(n+1) a stream; the slow one idle 20. The fast
-  // one stays ahead while 60·shape(n+1) > 20, i.e. while 1+β·n < 3.
-  for (int n = 1; n <= 60; ++n) {
+  // With n in flight on the fast one, one more adds 60·((n+1)·shape(n+1) − n·shape(n)) tokens/s
+  // to its total; one stream on the idle slow one adds 20. The fast one keeps taking requests
+  // while it adds more, and the slow one gets the next once it adds less.
+  using upstream::CapacityCurve;
+  int switched_at = 0;
+  for (int n = 1; n <= 60 && !switched_at; ++n) {
     pool[0].inflight = n;
-    const bool fast_ahead = 60.0 * upstream::CapacityCurve::shape(n + 1) > 20.0 * 1.01;
-    const bool slow_ahead = 60.0 * upstream::CapacityCurve::shape(n + 1) * 1.01 < 20.0;
-    Backend* got = p.pick(request(), pool.all(), {});
-    if (fast_ahead) EXPECT_EQ(got, &pool[0]) << n;
-    if (slow_ahead) EXPECT_EQ(got, &pool[1]) << n;
+    if (p.pick(request(), pool.all(), {}) == &pool[1]) switched_at = n;
   }
+  ASSERT_GT(switched_at, 1);
+  const auto gain = [](int n) {
+    return 60.0 * ((n + 1) * CapacityCurve::shape(n + 1) - n * CapacityCurve::shape(n));
+  };
+  EXPECT_LT(gain(switched_at), 20.0 * 1.01) << switched_at;
+  EXPECT_GT(gain(switched_at - 1), 20.0 * 0.99) << switched_at;
+  // A busy slow machine is left alone again: its second stream adds less than the fast one's.
+  pool[0].inflight = switched_at;
+  pool[1].inflight = 1;
+  EXPECT_EQ(p.pick(request(), pool.all(), {}), &pool[0]);
 }
 
 TEST(Adaptive, ABackendWithoutSamplesIsAssumedLikeTheOthers) {
