@@ -62,16 +62,18 @@ def fifo_inversions(recs):
 
 
 def max_running(path):
-    out = {}
+    """The most running on each simulator, and how many samples were read."""
+    out, samples = {}, 0
     try:
         with open(os.path.join(path, "running.txt")) as f:
             for line in f:
                 _, n, v = line.split()
                 if v != "nan":
                     out[n] = max(out.get(n, 0), float(v))
+                    samples += 1
     except OSError:
         pass
-    return out
+    return out, samples
 
 
 def main():
@@ -172,14 +174,17 @@ def main():
             st = {}
             for x in recs:
                 st[x["status"]] = st.get(x["status"], 0) + 1
-            mr = max_running(d)
+            mr, nsamples = max_running(d)
             nq, inv = fifo_inversions(recs)
-            res["admission"][q] = dict(run=r, statuses=st, max_running=mr, queued=nq, inversions=inv)
+            res["admission"][q] = dict(run=r, statuses=st, max_running=mr, samples=nsamples,
+                                       queued=nq, inversions=inv)
             W(f"| {q} | {r['tok_s']:.0f} | {r['ok']}/{r['requests']} | "
               + ", ".join(f"{k}: {v}" for k, v in sorted(st.items())) + " | "
-              + ", ".join(f"{k} {v:g}" for k, v in sorted(mr.items())) + f" | {nq} | {inv} |")
+              + ", ".join(f"{k} {v:g}" for k, v in sorted(mr.items())) + f" ({nsamples} samples) | {nq} | {inv} |")
+            enough = nsamples >= 2 * 5 * o.duration  # two simulators, at least 5 samples a second
             goals.append((f"admission (queue {q}): no simulator above 8 running",
-                          bool(mr) and max(mr.values()) <= 8, ", ".join(f"{k} {v:g}" for k, v in sorted(mr.items()))))
+                          enough and max(mr.values()) <= 8,
+                          ", ".join(f"{k} {v:g}" for k, v in sorted(mr.items())) + f" ({nsamples} samples)"))
             goals.append((f"admission (queue {q}): queued requests admitted in arrival order", inv == 0,
                           f"{inv} of {nq}"))
             if q == 256:

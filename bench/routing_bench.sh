@@ -94,8 +94,9 @@ sample_running() {
   local end=$(( $(date +%s) + DURATION + WARMUP + 60 )) n v
   while [ ! -e "$d/stop" ] && [ "$(date +%s)" -lt "$end" ]; do
     for n in "$@"; do
+      # (a sample that times out is skipped, never the end of the sampling: set -e)
       v=$(curl -s --max-time 1 "http://127.0.0.1:${PORT[$n]}/metrics" |
-          awk '/^vllm:num_requests_running/ {print $2; exit}')
+          awk '/^vllm:num_requests_running/ {print $2; exit}' || true)
       echo "$(now) $n ${v:-nan}" >>"$d/running.txt"
     done
     sleep 0.1
