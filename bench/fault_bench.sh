@@ -38,6 +38,7 @@
 # stopped by pid on exit; every wait is bounded.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 PY=/usr/bin/python3
 HELPER=$ROOT/bench/fault_bench.py
 DURATION=90 STREAMS=100 SOAK_MIN=10 SOAK_STREAMS=32 SOAK_WARMUP='' TIME_SCALE=2 MAX_TOKENS=64
@@ -139,34 +140,10 @@ trap 'exit 130' INT TERM
 ulimit -n 8192 2>/dev/null || true
 T_START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
-log() { echo "[$(date +%T)] $*" >&2; }
-now() { date +%s.%N; }
 # sleep_until EPOCH (bounded: at most 600 s)
 sleep_until() {
   local d; d=$(awk -v t="$1" -v n="$(now)" 'BEGIN {d = t - n; if (d < 0) d = 0; if (d > 600) d = 600; printf "%.3f", d}')
   sleep "$d"
-}
-stop_pid() {
-  local p=$1 i
-  kill "$p" 2>/dev/null || return 0
-  for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$p" 2>/dev/null || true
-  wait "$p" 2>/dev/null || true
-}
-# wait_ready FILE: the JSON ready line of an llmux process (up to 10 s); prints its port.
-wait_ready() {
-  local f=$1 i
-  for i in $(seq 200); do grep -q '"event":"ready"' "$f" 2>/dev/null && break; sleep 0.05; done
-  grep '"event":"ready"' "$f" | head -1 | grep -o '"port":[0-9]*' | cut -d: -f2
-}
-wait_http() {
-  local i c
-  for i in $(seq 100); do
-    c=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" || true)
-    case $c in 2??) return 0 ;; esac
-    sleep 0.1
-  done
-  return 1
 }
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' /proc/$1/stat 2>/dev/null || echo null; }
 admin() {  # admin PORT JSON: POST /admin/faults, prints the answer

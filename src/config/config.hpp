@@ -139,7 +139,7 @@ struct GatewayConfig {
   Timeouts timeouts;
   Limits limits;
   AccessLog access_log;
-  std::string pid_file;  // the gateway's pid, for `llmux gateway --reload` ("": none)
+  std::string pid_file;        // the gateway's pid, for `llmux gateway --reload` ("": none)
   HealthChecks health_checks;  // defaults for every backend
   OutlierDetection outlier_detection;
   Retries retries;

@@ -373,10 +373,9 @@ class Loader {
 
   void outlier_detection(const YAML::Node& n, OutlierDetection& o) {
     const std::string field = "outlier_detection";
-    for (const auto& [k, v] :
-         entries(n, field,
-                 {"enabled", "consecutive_failures", "base_ejection", "max_ejection",
-                  "stall_timeout"})) {
+    for (const auto& [k, v] : entries(n, field,
+                                      {"enabled", "consecutive_failures", "base_ejection",
+                                       "max_ejection", "stall_timeout"})) {
       const std::string f = child(field, k);
       if (k == "enabled") boolean(v, f, o.enabled);
       if (k == "consecutive_failures") integer(v, f, o.consecutive_failures);

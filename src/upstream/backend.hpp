@@ -56,7 +56,8 @@ struct Backend {
   std::atomic<int> flowing{0};               // event streams producing for a while, open now
   std::atomic<bool> stalled{false};          // ejected for a stall; a probe generation clears it
   std::atomic<std::int64_t> progress_ns{0};  // the backend's latest sign of life
-  CapacityCurve curve;  // decode rate per stream by in-flight count, learned (upstream/capacity.hpp)
+  CapacityCurve
+      curve;  // decode rate per stream by in-flight count, learned (upstream/capacity.hpp)
 
   /// True while under max_inflight (a hint: the slot itself is taken by try_acquire()).
   bool has_capacity() const {
