@@ -32,6 +32,7 @@
 # bounded; only processes this script started are stopped (by pid).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 PEERS=$ROOT/bench/peers
 PY=/usr/bin/python3
 ROUNDS=3 SECTIONS=abcd SERIAL_REQS=5 SERIAL_TOKENS=128 WRK_DUR=5 WRK_CONN=64
@@ -135,33 +136,9 @@ trap 'exit 130' INT TERM
 ulimit -n 20000 2>/dev/null || true
 T_START=$(date +%s)
 note() { echo "$*" | tee -a "$NOTES" >&2; }
-log() { echo "[$(date +%T)] $*" >&2; }
 
 free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-# stop PID: SIGTERM, wait up to 5 s, then SIGKILL. Only pids we started.
-stop_pid() {
-  local p=$1 i
-  kill "$p" 2>/dev/null || return 0
-  for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$p" 2>/dev/null || true
-  wait "$p" 2>/dev/null || true
-}
-# wait_ready FILE: the JSON ready line of an llmux process; prints its port.
-wait_ready() {
-  local f=$1 i
-  for i in $(seq 100); do grep -q '"event":"ready"' "$f" 2>/dev/null && break; sleep 0.05; done
-  grep '"event":"ready"' "$f" | head -1 | grep -o '"port":[0-9]*' | cut -d: -f2
-}
-# wait_http URL: up to 10 s for a 2xx.
-wait_http() {
-  local i c
-  for i in $(seq 100); do
-    c=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" || true)
-    case $c in 2??) return 0 ;; esac
-    sleep 0.1
-  done
-  return 1
-}
+# stop_pid, wait_ready, wait_http: bench/lib.sh
 rss_kib() { local s=0 p v; for p in "$@"; do v=$(awk '/^VmRSS/ {print $2}' /proc/$p/status 2>/dev/null || echo 0); s=$((s + ${v:-0})); done; echo $s; }
 cpu_ticks() { local s=0 p v; for p in "$@"; do v=$(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0); s=$((s + ${v:-0})); done; echo $s; }
 CLK_TCK=$(getconf CLK_TCK)
