@@ -43,8 +43,10 @@ struct RunCommand {
   Slo slo;
   OutputOptions out;
   std::vector<PromptItem> prompts;
-  std::string workload_desc;      ///< e.g. "synthetic 256 in / 128 out" or "dataset x.jsonl"
-  bool sim_ground_truth = false;  ///< compare timings with llmux sim's /debug/requests
+  std::string workload_desc;        ///< e.g. "synthetic 256 in / 128 out" or "dataset x.jsonl"
+  std::size_t shared_prefixes = 0;  ///< --shared-prefix: distinct system prompts (0 = none)
+  std::size_t prefix_tokens = 0;    ///< --prefix-len: tokens of each
+  bool sim_ground_truth = false;    ///< compare timings with llmux sim's /debug/requests
 };
 int bench_run(const RunCommand& cmd, std::ostream& md);
 

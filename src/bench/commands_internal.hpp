@@ -52,17 +52,34 @@ void write_outputs(const OutputOptions& out, const std::string& stem, boost::jso
 // ---------------------------------------------------------------------------------------------
 // bench_run's results and output files (run_output.cpp)
 
+/// A level's conversations (bench run --conversation-turns).
+struct ConversationStats {
+  std::size_t users = 0;                     ///< conversations begun
+  std::size_t turns_sent = 0, turns_ok = 0;  ///< measured turns (warm-up excluded)
+  std::size_t not_found = 0;  ///< measured turns answered 404 "not found" (is_not_found)
+  /// Conversations whose every turn was sent and succeeded (warm-up turns included).
+  std::size_t completed = 0;
+};
+
 struct LevelResult {
   std::string label;  // "c8" / "r10"
   double load = 0;    // concurrency or rate
   RunResult run;
   Aggregate agg;
+  ConversationStats conv;  // with --conversation-turns
 };
+
+/// The conversations of `r`, whose users were to send `turns` turns each.
+ConversationStats conversation_stats(const RunResult& r, std::size_t turns);
+boost::json::object to_json(const ConversationStats& s);
+/// Per level: users, turns sent and completed, conversations completed, not found.
+Table conversation_table(const std::vector<LevelResult>& levels);
 
 Table summary_table(const RunCommand& c, const std::vector<LevelResult>& levels);
 /// Where a gateway sent the measured requests of each level (X-Llmux-Backend): requests, ok,
-/// output tokens, tok/s and share; nullopt when no response named a backend.
-std::optional<Table> backend_table(const std::vector<LevelResult>& levels);
+/// output tokens, tok/s, share, prompt tokens and the share served from the prefix cache, and
+/// (conversations) the not-found answers; nullopt when no response named a backend.
+std::optional<Table> backend_table(const RunCommand& c, const std::vector<LevelResult>& levels);
 /// Latency distribution of one level: mean, p50, p90, p99, the extra percentiles and max.
 Table detail_table(const Aggregate& a, const std::vector<double>& extra);
 /// With an output directory: run.json, requests.csv, summary.csv, summary.md and (for sweeps,

@@ -48,6 +48,11 @@ json::object record_json(const Record& r, const std::string& level) {
   o["response_id"] = r.response_id;
   o["warmup"] = r.warmup;
   o["prompt"] = r.prompt;
+  if (r.turn) {
+    o["user"] = r.user;
+    o["turn"] = r.turn;
+    o["session"] = r.session;
+  }
   json::object t = to_json(r.t);
   for (auto& kv : t) o[kv.key()] = kv.value();
   return o;

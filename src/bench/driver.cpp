@@ -25,7 +25,15 @@ constexpr std::size_t kMaxErrorBody = 64 * 1024;
 /// Per in-flight request state, reused from one request to the next.
 struct Slot {
   Slot(net::any_io_executor ex, const RunOptions& opt)
-      : conn(ex, opt.url, opt.client), interp(opt.body.dialect), headers(opt.headers) {
+      : conn(ex, opt.url, opt.client),
+        // A replayed conversation sends the assistant's replies back: keep their text.
+        interp(opt.body.dialect,
+               opt.conversation.enabled() && opt.conversation.mode == ConversationMode::replay),
+        headers(opt.headers) {
+    if (opt.conversation.enabled()) {
+      session_header = headers.size();
+      headers.push_back(http::Header{"X-Session-ID", ""});
+    }
     headers.push_back(http::Header{"X-Request-Id", ""});
     on_head = [this](int status, std::string_view ct) {
       sse_mode =
@@ -52,14 +60,17 @@ struct Slot {
   http::BodyCallback on_body;
   RequestTiming* cur = nullptr;
   bool sse_mode = false;
+  std::size_t session_header = 0;  ///< index of X-Session-ID in `headers` (conversations)
 };
 
 class Runner {
  public:
   Runner(const RunOptions& opt, const LoadSpec& spec, std::span<const PromptItem> prompts)
       : opt_(opt), spec_(spec), prompts_(prompts), slot_free_(ioc_), progress_timer_(ioc_) {
-    bodies_.reserve(prompts.size());
-    for (const auto& p : prompts) bodies_.push_back(build_body(p, opt.body));
+    if (!opt.conversation.enabled()) {
+      bodies_.reserve(prompts.size());
+      for (const auto& p : prompts) bodies_.push_back(build_body(p, opt.body));
+    }
     target_ = std::string(endpoint_path(opt.body.dialect));
     limit_ = spec.num_requests ? spec.num_requests + spec.warmup_requests : 0;
     if (spec.burst) limit_ = spec.concurrency;
@@ -72,15 +83,20 @@ class Runner {
     stop_ns_ = spec_.duration_s > 0
                    ? t0_ + static_cast<std::int64_t>((warm_s + spec_.duration_s) * 1e9)
                    : 0;
-    if (spec_.mode == LoadSpec::Mode::open && spec_.request_rate > 0) {
+    if (spec_.mode == LoadSpec::Mode::open && spec_.request_rate > 0 &&
+        !opt_.conversation.enabled()) {
       net::co_spawn(ioc_, generator(), net::detached);
     } else {
       const std::size_t n = std::max<std::size_t>(1, spec_.concurrency);
       workers_ = n;
       for (std::size_t i = 0; i < n; ++i) {
         slots_.push_back(std::make_unique<Slot>(ioc_.get_executor(), opt_));
-        net::co_spawn(ioc_, worker(*slots_.back()), net::detached);
+        if (opt_.conversation.enabled())
+          net::co_spawn(ioc_, conversation(*slots_.back(), i), net::detached);
+        else
+          net::co_spawn(ioc_, worker(*slots_.back()), net::detached);
       }
+      if (opt_.conversation.enabled()) conversation_total_ = n * opt_.conversation.turns;
     }
     if (opt_.progress) net::co_spawn(ioc_, progress(), net::detached);
     ioc_.run();
@@ -108,15 +124,18 @@ class Runner {
   bool may_start() const {
     if (limit_ && started_ >= limit_) return false;
     if (stop_ns_ && mono_ns() >= stop_ns_) return false;
-    if (!limit_ && !stop_ns_ && started_ >= std::max<std::size_t>(1, spec_.concurrency))
-      return false;  // no bound given: one round
+    if (!limit_ && !stop_ns_ && !opt_.conversation.enabled() &&
+        started_ >= std::max<std::size_t>(1, spec_.concurrency))
+      return false;  // no bound given: one round (a conversation is bounded by its turns)
     return true;
   }
 
-  net::awaitable<void> one(Slot& s, std::size_t idx) {
+  /// Sends `body` (prompt `prompt`'s) as request `idx` and records it.
+  net::awaitable<Record*> one(Slot& s, std::size_t idx, std::size_t prompt,
+                              const std::string& body) {
     Record& rec = records_.emplace_back();
     rec.index = idx;
-    rec.prompt = idx % prompts_.size();
+    rec.prompt = prompt;
     rec.request_id = fmt::format("{}-{}", opt_.request_id_prefix, idx);
     s.headers.back().value = rec.request_id;
     s.sse.reset();
@@ -127,7 +146,7 @@ class Runner {
     http::RequestSpec req;
     req.method = "POST";
     req.target = target_;
-    req.body = bodies_[rec.prompt];
+    req.body = body;
     req.headers = s.headers;
     req.capture_header = "X-Llmux-Backend";
     ++in_flight_;
@@ -154,15 +173,46 @@ class Runner {
       ++failed_;
     }
     s.cur = nullptr;
+    co_return &rec;
+  }
+
+  net::awaitable<void> one_of_prompts(Slot& s, std::size_t idx) {
+    const std::size_t p = idx % prompts_.size();
+    co_await one(s, idx, p, bodies_[p]);
   }
 
   net::awaitable<void> worker(Slot& s) {
-    while (may_start()) co_await one(s, started_++);
+    while (may_start()) co_await one_of_prompts(s, started_++);
+    if (--workers_ == 0) finish();
+  }
+
+  /// User `user`'s conversation: its turns one after the other.
+  net::awaitable<void> conversation(Slot& s, std::size_t user) {
+    const ConversationSpec& cs = opt_.conversation;
+    Conversation c;
+    c.key = fmt::format("{}-{}", cs.key_prefix, user);
+    s.headers[s.session_header].value = c.key;
+    for (std::size_t k = 0; k < cs.turns && may_start(); ++k) {
+      const std::size_t p = (user * cs.turns + k) % prompts_.size();
+      const PromptItem& item = prompts_[p];
+      if (k == 0) c.system = item.system;
+      const std::string body = build_turn_body(c, item, cs.mode, opt_.body);
+      Record& rec = *co_await one(s, started_++, p, body);
+      rec.user = user;
+      rec.turn = k + 1;
+      rec.session = c.key;
+      std::string reply;
+      if (rec.t.ok() && cs.mode == ConversationMode::replay) {
+        reply = s.interp.text();
+        if (reply.empty()) reply = stand_in_reply(derive(rec.t).output_tokens, user * cs.turns + k);
+      }
+      finish_turn(c, item, rec.t.ok(), rec.response_id, std::move(reply));
+    }
     if (--workers_ == 0) finish();
   }
 
   net::awaitable<void> open_one(std::unique_ptr<Slot> s, std::size_t idx) {
-    co_await one(*s, idx);
+    co_await one_of_prompts(*s, idx);
     free_.push_back(std::move(s));
     slot_free_.cancel();
     if (generator_done_ && in_flight_ == 0) finish();
@@ -208,7 +258,10 @@ class Runner {
       co_await progress_timer_.async_wait(net::as_tuple(net::use_awaitable));
       if (done_) break;
       const double el = static_cast<double>(mono_ns() - t0_) * 1e-9;
-      std::string total = limit_ ? fmt::format("/{}", limit_) : "";
+      const std::size_t bound = limit_ && conversation_total_
+                                    ? std::min(limit_, conversation_total_)
+                                    : std::max(limit_, conversation_total_);
+      std::string total = bound ? fmt::format("/{}", bound) : "";
       std::fprintf(stderr, "\r\033[K%s %zu%s done, %zu in flight, %zu failed, %.1fs, %.0f tok/s",
                    opt_.label.c_str(), ok_ + failed_, total.c_str(), in_flight_, failed_, el,
                    el > 0 ? tokens_ / el : 0.0);
@@ -226,7 +279,7 @@ class Runner {
   std::vector<std::unique_ptr<Slot>> slots_, free_;
   net::steady_timer slot_free_, progress_timer_;
   std::size_t limit_ = 0, started_ = 0, in_flight_ = 0, max_in_flight_ = 0, workers_ = 0;
-  std::size_t ok_ = 0, failed_ = 0;
+  std::size_t ok_ = 0, failed_ = 0, conversation_total_ = 0;
   std::uint64_t tokens_ = 0;
   std::int64_t t0_ = 0, warmup_end_ns_ = 0, stop_ns_ = 0;
   bool generator_done_ = false, done_ = false;

@@ -2,9 +2,10 @@
 // The load drivers of `llmux bench`: closed loop (fixed concurrency, a new request when one
 // ends; with `burst`, exactly N requests started together as the seed's scripts do) and open
 // loop (Poisson arrivals at a rate), bounded by a request count and/or a duration, with a
-// warm-up that is excluded from the figures. Each request's timings are taken at the socket by
-// llmux::http::Connection and interpreted with the pure core (SSE parser, OpenAI stream
-// interpreter) into a RequestTiming.
+// warm-up that is excluded from the figures. With RunOptions::conversation, each closed-loop
+// client is a user holding a multi-turn /v1/responses conversation (bench/conversation.hpp). Each
+// request's timings are taken at the socket by llmux::http::Connection and interpreted with the
+// pure core (SSE parser, OpenAI stream interpreter) into a RequestTiming.
 //
 // One run uses one single-threaded io_context on the calling thread: no locks, no atomics, and
 // one core drives tens of thousands of requests per second (bench/bench_client_ceiling.sh).
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/conversation.hpp"
 #include "bench/stats.hpp"
 #include "bench/workload.hpp"
 #include "http/client.hpp"
@@ -44,6 +46,13 @@ struct RunOptions {
   std::string request_id_prefix = "bench";  ///< X-Request-Id = prefix-index
   bool progress = false;                    ///< a progress line on stderr
   std::string label;                        ///< shown on the progress line
+  /// Multi-turn conversations (closed loop, /v1/responses): client u is user u and sends the
+  /// turns of one conversation, turn k's user message being prompts[(u * turns + k) %
+  /// prompts.size()] (the conversation's system prompt: that of its first turn's prompt), each
+  /// turn with `X-Session-ID: <key_prefix>-<u>`. The run ends when every user has sent its
+  /// turns, or earlier by the LoadSpec's count or duration. Off when turns is 0. Closed loop
+  /// only: an open-loop spec then runs closed at its concurrency (at least 1).
+  ConversationSpec conversation;
 };
 
 /// One request as the driver saw it.
@@ -54,6 +63,10 @@ struct Record {
   bool warmup = false;      ///< excluded from the figures
   std::string request_id;   ///< the X-Request-Id sent
   std::string response_id;  ///< the id the server gave (cmpl-…, chatcmpl-…, resp_…)
+  // Conversations only:
+  std::size_t user = 0;  ///< the user (closed-loop client) whose conversation it belongs to
+  std::size_t turn = 0;  ///< its turn, from 1; 0 = not a conversation turn
+  std::string session;   ///< the conversation key (X-Session-ID)
 };
 
 struct RunResult {

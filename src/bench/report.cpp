@@ -243,6 +243,10 @@ json::object to_json(const Aggregate& a) {
   o["requests_per_s"] = json_number(a.requests_per_s);
   o["good"] = a.good;
   o["goodput_req_s"] = json_number(a.goodput_req_s);
+  o["cached_prompt_tokens"] = a.cached_tokens;
+  o["cached_reported_requests"] = a.cached_reported;
+  o["cached_share"] = json_number(a.cached_share);
+  o["not_found"] = a.not_found;
   o["ttfb_ms"] = to_json(a.ttfb, 1e3);
   o["ttft_ms"] = to_json(a.ttft, 1e3);
   o["tpot_ms"] = to_json(a.tpot, 1e3);
@@ -387,7 +391,8 @@ Direction guess_direction(std::string_view metric) {
   const std::size_t dot = m.rfind('.');
   const std::string_view leaf = dot == std::string_view::npos ? m : m.substr(dot + 1);
   if (leaf == "count") return Direction::neutral;
-  if (contains_any(m, {"error", "failed", "timeout"})) return Direction::lower_is_better;
+  if (contains_any(m, {"error", "failed", "timeout", "not_found"}))
+    return Direction::lower_is_better;
   if (contains_any(m, {"tok_s", "tok/s", "per_s", "req_s", "goodput", "throughput", "ratio"})) {
     return Direction::higher_is_better;
   }

@@ -17,6 +17,8 @@ namespace llmux::bench {
 namespace json = boost::json;
 
 using detail::backend_table;
+using detail::conversation_stats;
+using detail::conversation_table;
 using detail::detail_table;
 using detail::error_summary;
 using detail::first_error;
@@ -77,6 +79,7 @@ RunResult run_split(const RunCommand& c, const RunOptions& ro, const LoadSpec& s
       o.url = c.split[i].url;
       o.progress = false;
       o.request_id_prefix = fmt::format("{}-t{}", ro.request_id_prefix, i);
+      o.conversation.key_prefix = fmt::format("{}-t{}", ro.conversation.key_prefix, i);
       LoadSpec s = spec;
       s.concurrency = c.split[i].clients;
       // A request count is shared out in proportion to the clients (at least one each).
@@ -133,10 +136,13 @@ int bench_run(const RunCommand& c, std::ostream& md) {
     ro.progress = c.out.progress;
     ro.request_id_prefix =
         fmt::format("{}-{}-{}", c.run.request_id_prefix, mono_ns() % 1000000, l.label);
+    // Each level's users hold conversations of their own.
+    if (!c.sweep.empty()) ro.conversation.key_prefix += "-" + l.label;
     l.run = c.split.empty() ? run_load(ro, spec, c.prompts) : run_split(c, ro, spec);
     const auto measured = l.run.measured();
     aopt.wall_s = l.run.wall_s;
     l.agg = aggregate(measured, aopt);
+    if (ro.conversation.enabled()) l.conv = conversation_stats(l.run, ro.conversation.turns);
     points.push_back(SweepPoint{l.load, l.agg.output_tok_s});
     levels.push_back(std::move(l));
     if (!c.sweep.empty() && sweep_should_stop(points, c.knee)) break;
@@ -161,11 +167,19 @@ int bench_run(const RunCommand& c, std::ostream& md) {
     load = "closed loop, concurrency sweep";
   else
     load = fmt::format("closed loop, concurrency {}", c.load.concurrency);
+  const ConversationSpec& cs = c.run.conversation;
+  if (cs.enabled())
+    load += fmt::format(
+        "; each client a user holding a conversation of {} turns ({}: {})", cs.turns,
+        to_string(cs.mode),
+        cs.mode == ConversationMode::previous
+            ? "previous_response_id, store true"
+            : "the whole history replayed, store false, prompt_cache_key per conversation");
   std::string bound;
   if (c.load.num_requests) bound = fmt::format("{} requests", c.load.num_requests);
   if (c.load.duration_s > 0)
     bound += fmt::format("{}{:g} s", bound.empty() ? "" : ", at most ", c.load.duration_s);
-  if (bound.empty()) bound = "one round";
+  if (bound.empty()) bound = cs.enabled() ? "all turns" : "one round";
   std::string warm;
   if (c.load.warmup_requests)
     warm = fmt::format(", warm-up {} requests excluded", c.load.warmup_requests);
@@ -193,7 +207,12 @@ int bench_run(const RunCommand& c, std::ostream& md) {
           fmt::format("Peak: {} tok/s at {} {:g}.", fmt_num(points[*knee.peak_index].tok_s),
                       open ? "rate" : "concurrency", points[*knee.peak_index].concurrency));
   }
-  if (auto bt = backend_table(levels)) {
+  if (cs.enabled()) {
+    md << "\n";
+    md << to_markdown(conversation_table(levels),
+                      MarkdownOptions{.title = "Conversations", .heading_level = 4, .notes = {}});
+  }
+  if (auto bt = backend_table(c, levels)) {
     md << "\n";
     md << to_markdown(*bt, MarkdownOptions{.title = "Where the gateway sent them (X-Llmux-Backend)",
                                            .heading_level = 4,
@@ -220,6 +239,20 @@ int bench_run(const RunCommand& c, std::ostream& md) {
                                     "requests (the server sent no usage); the rest from usage.",
                                     est, okn)
                       : "Output tokens: from the server's usage.");
+  std::size_t cached_reported = 0;
+  for (const auto& l : levels) cached_reported += l.agg.cached_reported;
+  notes.push_back(
+      cached_reported
+          ? "Cached prompt tokens: usage.prompt_tokens_details.cached_tokens (Responses: "
+            "input_tokens_details), the prompt tokens the server served from its prefix cache; "
+            "Cached % = cached / prompt tokens of the successful requests."
+          : "Cached prompt tokens: the server reported none (vLLM reports "
+            "usage.prompt_tokens_details on completions and chat only when started with "
+            "--enable-prompt-tokens-details).");
+  if (cs.enabled() && cs.mode == ConversationMode::previous)
+    notes.push_back(
+        "Not found: turns answered 404 \"not found\" (the server did not hold the "
+        "previous_response_id: another backend, or a server without a response store).");
   for (const auto& l : levels) {
     if (l.agg.failed) {
       auto ts = l.run.measured();

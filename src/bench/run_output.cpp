@@ -43,6 +43,16 @@ json::object settings_json(const RunCommand& c) {
   s["sweep"] = json::value_from(c.sweep);
   s["workload"] = c.workload_desc;
   s["prompts"] = c.prompts.size();
+  s["shared_prefixes"] = c.shared_prefixes;
+  s["prefix_tokens"] = c.prefix_tokens;
+  const ConversationSpec& cs = c.run.conversation;
+  if (cs.enabled()) {
+    s["conversation_turns"] = cs.turns;
+    s["conversation_mode"] = to_string(cs.mode);
+    s["conversation_key_prefix"] = cs.key_prefix;
+  } else {
+    s["conversation_turns"] = 0;
+  }
   s["timeout_idle_ms"] = c.run.client.timeouts.idle.count();
   s["timeout_total_ms"] = c.run.client.timeouts.total.count();
   json::object slo;
@@ -60,7 +70,8 @@ std::vector<std::string> request_csv_header() {
           "error",         "http_status",   "start_ns",
           "ttfb_ms",       "ttft_ms",       "tpot_ms",
           "e2e_ms",        "output_tokens", "output_tokens_estimated",
-          "prompt_tokens", "token_events",  "backend"};
+          "prompt_tokens", "cached_tokens", "user",
+          "turn",          "token_events",  "backend"};
 }
 
 std::string opt_ms(const std::optional<double>& v) {
@@ -85,6 +96,9 @@ std::string request_csv_row(const Record& r, const std::string& level) {
                              std::to_string(m.output_tokens),
                              m.output_tokens_estimated ? "1" : "0",
                              r.t.prompt_tokens ? std::to_string(*r.t.prompt_tokens) : "",
+                             r.t.cached_tokens ? std::to_string(*r.t.cached_tokens) : "",
+                             r.turn ? std::to_string(r.user) : "",
+                             r.turn ? std::to_string(r.turn) : "",
                              std::to_string(r.t.events.size()),
                              r.t.backend};
   return csv_record(f);
@@ -149,7 +163,9 @@ Table summary_table(const RunCommand& c, const std::vector<LevelResult>& levels)
                              "ITL p50 ms",
                              "ITL p99 ms",
                              "TPOT p50 ms",
-                             "E2E p50 ms"};
+                             "E2E p50 ms",
+                             "Cached prompt tokens",
+                             "Cached %"};
   if (!c.slo.empty()) h.push_back("Goodput req/s");
   Table t(h);
   for (const auto& l : levels) {
@@ -165,20 +181,34 @@ Table summary_table(const RunCommand& c, const std::vector<LevelResult>& levels)
                                  ms(a.itl.p50),
                                  ms(a.itl.p99),
                                  ms(a.tpot.p50),
-                                 ms(a.e2e.p50)};
+                                 ms(a.e2e.p50),
+                                 std::to_string(a.cached_tokens),
+                                 fmt_num(a.cached_share * 100, 1)};
     if (!c.slo.empty()) row.push_back(fmt_num(a.goodput_req_s, 2));
     t.add_row(row);
   }
   return t;
 }
 
-std::optional<Table> backend_table(const std::vector<LevelResult>& levels) {
-  Table t({"Level", "Backend", "Requests", "OK", "Output tokens", "tok/s", "Share of tokens"});
+std::optional<Table> backend_table(const RunCommand& c, const std::vector<LevelResult>& levels) {
+  const bool conv = c.run.conversation.enabled();
+  std::vector<std::string> h{"Level",
+                             "Backend",
+                             "Requests",
+                             "OK",
+                             "Output tokens",
+                             "tok/s",
+                             "Share of tokens",
+                             "Prompt tokens",
+                             "Cached prompt tokens",
+                             "Cached %"};
+  if (conv) h.push_back("Not found");
+  Table t(h);
   bool any = false;
   for (const auto& l : levels) {
     struct Row {
-      std::size_t requests = 0, ok = 0;
-      std::uint64_t tokens = 0;
+      std::size_t requests = 0, ok = 0, not_found = 0, cached_reported = 0;
+      std::uint64_t tokens = 0, prompt = 0, cached = 0;
     };
     std::map<std::string, Row> rows;
     std::uint64_t total = 0;
@@ -187,21 +217,84 @@ std::optional<Table> backend_table(const std::vector<LevelResult>& levels) {
       any = any || !r.t.backend.empty();
       Row& row = rows[r.t.backend.empty() ? "(none)" : r.t.backend];
       ++row.requests;
-      if (!r.t.ok()) continue;
+      if (!r.t.ok()) {
+        row.not_found += is_not_found(r.t);
+        continue;
+      }
       ++row.ok;
       const std::uint64_t n = derive(r.t).output_tokens;
       row.tokens += n;
       total += n;
+      row.prompt += r.t.prompt_tokens.value_or(0);
+      if (r.t.cached_tokens) {
+        row.cached += *r.t.cached_tokens;
+        ++row.cached_reported;
+      }
     }
-    for (const auto& [name, row] : rows)
-      t.add_row({l.label, name, std::to_string(row.requests), std::to_string(row.ok),
-                 std::to_string(row.tokens),
-                 fmt_num(l.run.wall_s > 0 ? static_cast<double>(row.tokens) / l.run.wall_s : 0, 1),
-                 total ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(row.tokens) /
-                                                    static_cast<double>(total))
-                       : "-"});
+    for (const auto& [name, row] : rows) {
+      const double cached_pct =
+          row.cached_reported && row.prompt
+              ? 100.0 * static_cast<double>(row.cached) / static_cast<double>(row.prompt)
+              : NAN;
+      std::vector<std::string> cells{
+          l.label,
+          name,
+          std::to_string(row.requests),
+          std::to_string(row.ok),
+          std::to_string(row.tokens),
+          fmt_num(l.run.wall_s > 0 ? static_cast<double>(row.tokens) / l.run.wall_s : 0, 1),
+          total ? fmt::format("{:.1f}%",
+                              100.0 * static_cast<double>(row.tokens) / static_cast<double>(total))
+                : "-",
+          std::to_string(row.prompt),
+          std::to_string(row.cached),
+          fmt_num(cached_pct, 1)};
+      if (conv) cells.push_back(std::to_string(row.not_found));
+      t.add_row(cells);
+    }
   }
   if (!any) return std::nullopt;
+  return t;
+}
+
+ConversationStats conversation_stats(const RunResult& r, std::size_t turns) {
+  ConversationStats s;
+  struct Conv {
+    std::size_t sent = 0, ok = 0;
+  };
+  std::map<std::string, Conv> convs;
+  for (const Record& rec : r.records) {
+    if (rec.turn == 0) continue;
+    Conv& cv = convs[rec.session];
+    ++cv.sent;
+    cv.ok += rec.t.ok();
+    if (rec.warmup) continue;
+    ++s.turns_sent;
+    s.turns_ok += rec.t.ok();
+    s.not_found += !rec.t.ok() && is_not_found(rec.t);
+  }
+  s.users = convs.size();
+  for (const auto& [key, cv] : convs) s.completed += cv.sent == turns && cv.ok == turns;
+  return s;
+}
+
+json::object to_json(const ConversationStats& s) {
+  json::object o;
+  o["users"] = s.users;
+  o["turns_sent"] = s.turns_sent;
+  o["turns_completed"] = s.turns_ok;
+  o["conversations_completed"] = s.completed;
+  o["not_found"] = s.not_found;
+  return o;
+}
+
+Table conversation_table(const std::vector<LevelResult>& levels) {
+  Table t(
+      {"Level", "Users", "Turns sent", "Turns completed", "Conversations completed", "Not found"});
+  for (const auto& l : levels)
+    t.add_row({l.label, std::to_string(l.conv.users), std::to_string(l.conv.turns_sent),
+               std::to_string(l.conv.turns_ok), std::to_string(l.conv.completed),
+               std::to_string(l.conv.not_found)});
   return t;
 }
 
@@ -237,8 +330,13 @@ void write_run_files(const RunCommand& c, const std::vector<LevelResult>& levels
   doc["version"] = kVersion;
   doc["created_unix"] = unix_seconds();
   doc["settings"] = settings_json(c);
+  const bool conv = c.run.conversation.enabled();
   json::object summary;
-  for (const auto& l : levels) summary[l.label] = to_json(l.agg);
+  for (const auto& l : levels) {
+    json::object o = to_json(l.agg);
+    if (conv) o["conversation"] = to_json(l.conv);
+    summary[l.label] = std::move(o);
+  }
   doc["summary"] = std::move(summary);
   if (levels.size() > 1) {
     json::object k;
@@ -258,6 +356,7 @@ void write_run_files(const RunCommand& c, const std::vector<LevelResult>& levels
     o["connections"] = l.run.connections;
     o["max_in_flight"] = l.run.max_in_flight;
     o["aggregate"] = to_json(l.agg);
+    if (conv) o["conversation"] = to_json(l.conv);
     json::array reqs;
     for (const auto& r : l.run.records) {
       reqs.push_back(record_json(r, l.label));

@@ -1,9 +1,11 @@
 #include "bench/stats.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
 
 namespace llmux::bench {
 namespace {
@@ -133,6 +135,13 @@ RequestMetrics derive(const RequestTiming& t) {
   return m;
 }
 
+bool is_not_found(const RequestTiming& t) {
+  if (t.http_status != 404) return false;
+  std::string lower(t.error_message);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("not found") != std::string::npos;
+}
+
 bool meets(const RequestMetrics& m, const Slo& slo) {
   if (!m.ok) return false;
   if (slo.ttft_s && !(m.ttft_s && *m.ttft_s <= *slo.ttft_s)) return false;
@@ -153,12 +162,17 @@ Aggregate aggregate(std::span<const RequestTiming> requests, const AggregateOpti
     if (!t.ok()) {
       ++a.failed;
       ++a.errors[t.error];
+      if (is_not_found(t)) ++a.not_found;
       continue;
     }
     ++a.ok;
     RequestMetrics m = derive(t);
     a.output_tokens += m.output_tokens;
     if (t.prompt_tokens) a.prompt_tokens += *t.prompt_tokens;
+    if (t.cached_tokens) {
+      a.cached_tokens += *t.cached_tokens;
+      ++a.cached_reported;
+    }
     if (m.output_tokens_estimated) ++a.estimated_requests;
     if (meets(m, opt.slo)) ++a.good;
     e2e.push_back(m.e2e_s);
@@ -178,6 +192,9 @@ Aggregate aggregate(std::span<const RequestTiming> requests, const AggregateOpti
     a.requests_per_s = static_cast<double>(a.ok) / a.wall_s;
     a.goodput_req_s = static_cast<double>(a.good) / a.wall_s;
   }
+  a.cached_share = a.cached_reported && a.prompt_tokens
+                       ? static_cast<double>(a.cached_tokens) / static_cast<double>(a.prompt_tokens)
+                       : kNaN;
   const auto& ex = opt.extra_percentiles;
   a.ttfb = summarize(ttfb, ex);
   a.ttft = summarize(ttft, ex);

@@ -115,6 +115,10 @@ struct RequestMetrics {
 
 RequestMetrics derive(const RequestTiming& t);
 
+/// A request the server answered 404 with an error saying "not found" (any case): a
+/// previous_response_id it does not hold (vLLM: "Response with id '…' not found.").
+bool is_not_found(const RequestTiming& t);
+
 /// Appends `t`'s per-token inter-token latencies (seconds) to `out`.
 void append_itl(const RequestTiming& t, std::vector<double>& out);
 
@@ -152,6 +156,14 @@ struct Aggregate {
   double requests_per_s = 0;           ///< ok requests / wall time
   std::size_t good = 0;                ///< ok requests meeting the SLO (all ok when none set)
   double goodput_req_s = 0;            ///< good / wall time
+  /// Prompt tokens served from the server's prefix cache (usage.prompt_tokens_details /
+  /// input_tokens_details.cached_tokens), summed over the ok requests.
+  std::uint64_t cached_tokens = 0;
+  std::size_t cached_reported = 0;  ///< ok requests whose usage carried cached_tokens
+  /// cached_tokens / prompt_tokens; NaN when no request reported cached tokens (vLLM reports
+  /// them on completions and chat only with --enable-prompt-tokens-details).
+  double cached_share = 0;
+  std::size_t not_found = 0;  ///< failed requests that were is_not_found()
   Summary ttfb, ttft, tpot, itl, e2e, decode_tok_s;
 };
 

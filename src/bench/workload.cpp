@@ -59,6 +59,30 @@ std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_
   return out;
 }
 
+std::vector<std::string> shared_prefixes(std::size_t count, std::size_t tokens,
+                                         std::uint64_t seed) {
+  std::vector<std::string> out;
+  out.reserve(count);
+  // Seeds of their own: synthetic_workload uses seed * 1'000'003 + i.
+  for (std::size_t k = 0; k < count; ++k)
+    out.push_back(synthetic_prompt(tokens, (seed ^ 0x5AFE5EED0000ull) * 7'368'787ull + k));
+  return out;
+}
+
+void apply_shared_prefixes(std::vector<PromptItem>& items, std::span<const std::string> prefixes,
+                           std::size_t group, std::uint64_t seed) {
+  if (prefixes.empty()) return;
+  group = std::max<std::size_t>(group, 1);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::size_t> draw(0, prefixes.size() - 1);
+  std::size_t current = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i % group == 0) current = seed == 0 ? (i / group) % prefixes.size() : draw(rng);
+    items[i].system = prefixes[current];
+    items[i].prompt_tokens += Tokenizer::count(items[i].system);
+  }
+}
+
 namespace {
 
 std::string_view str_field(const json::object& o, std::initializer_list<std::string_view> keys) {
@@ -171,24 +195,34 @@ std::string build_body(const PromptItem& item, const BodyOptions& opt) {
   o["model"] = opt.model;
   const std::optional<std::uint32_t> max_tokens =
       item.max_tokens ? item.max_tokens : opt.max_tokens;
+  auto messages = [&] {
+    json::array msgs;
+    if (!item.system.empty())
+      msgs.push_back(json::object{{"role", "system"}, {"content", item.system}});
+    if (item.messages.empty()) {
+      msgs.push_back(json::object{{"role", "user"}, {"content", item.text}});
+    } else {
+      for (const auto& m : item.messages)
+        msgs.push_back(json::object{{"role", m.role}, {"content", m.content}});
+    }
+    return msgs;
+  };
   switch (opt.dialect) {
     case Dialect::completions:
-      o["prompt"] = item.text;
+      // A synthetic text starts with a space and follows the system prompt directly.
+      if (item.system.empty() || item.text.empty() || item.text.front() == ' ' ||
+          item.text.front() == '\n')
+        o["prompt"] = item.system + item.text;
+      else
+        o["prompt"] = item.system + "\n\n" + item.text;
       if (max_tokens) o["max_tokens"] = *max_tokens;
       break;
-    case Dialect::chat: {
-      json::array msgs;
-      if (item.messages.empty()) {
-        msgs.push_back(json::object{{"role", "user"}, {"content", item.text}});
-      } else {
-        for (const auto& m : item.messages)
-          msgs.push_back(json::object{{"role", m.role}, {"content", m.content}});
-      }
-      o["messages"] = std::move(msgs);
+    case Dialect::chat:
+      o["messages"] = messages();
       if (max_tokens) o["max_tokens"] = *max_tokens;
       break;
-    }
     case Dialect::responses:
+      if (!item.system.empty()) o["instructions"] = item.system;
       if (item.messages.empty()) {
         o["input"] = item.text;
       } else {

@@ -1,12 +1,13 @@
 #pragma once
 // What `llmux bench` sends: prompts (synthetic ones sized with the project's tokenizer, or a JSONL
-// dataset of plain prompts or ShareGPT conversations), output lengths, and the JSON request
-// bodies of the three endpoints.
+// dataset of plain prompts or ShareGPT conversations), shared system prompts, output lengths,
+// and the JSON request bodies of the three endpoints (multi-turn conversations: conversation.hpp).
 //
 // Thread safety: pure functions and plain values.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +33,10 @@ struct ChatMessage {
 
 /// One prompt of a workload.
 struct PromptItem {
-  std::string text;                         ///< the prompt (completions) / last user message
+  std::string text;  ///< the prompt (completions) / last user message
+  /// A system prompt sent before it (chat: a system message; completions: prepended to the
+  /// prompt; responses: `instructions`); empty = none.
+  std::string system;
   std::vector<ChatMessage> messages;        ///< full conversation for chat; empty = one user turn
   std::optional<std::uint32_t> max_tokens;  ///< per-prompt output length (dataset or spread)
   std::size_t prompt_tokens = 0;            ///< Tokenizer::count of the text (an estimate)
@@ -54,6 +58,20 @@ struct SyntheticSpec {
 
 /// `n` distinct prompts (n >= 1).
 std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_t n);
+
+/// `count` distinct system prompts of exactly `tokens` tokens each (synthetic, deterministic in
+/// `seed`, none a prefix of another or of a synthetic_workload prompt of the same seed).
+std::vector<std::string> shared_prefixes(std::size_t count, std::size_t tokens, std::uint64_t seed);
+
+/// Gives each group of `group` consecutive items (1: every item; a conversation's T turns: one
+/// prefix per conversation) one system prompt of `prefixes` — adding its tokens to
+/// prompt_tokens — so that each prefix is shared by many requests. Nothing when `prefixes` is
+/// empty.
+/// `seed` 0: prefixes in turn; otherwise each group draws one at random (uniformly, by `seed`),
+/// so that which prefix comes next says nothing about which came before (a gateway's round robin
+/// would otherwise partition the prefixes over two backends by accident).
+void apply_shared_prefixes(std::vector<PromptItem>& items, std::span<const std::string> prefixes,
+                           std::size_t group = 1, std::uint64_t seed = 0);
 
 /// Loads a JSONL file. Each line is one of:
 ///   {"prompt": "..."} or {"text": "..."} (optional "max_tokens" / "output_tokens")
@@ -78,8 +96,9 @@ struct BodyOptions {
   bool ignore_eos = false;                  ///< vLLM extension: generate exactly max_tokens
 };
 
-/// The JSON body for `item` on the dialect's endpoint: `prompt` (completions), `messages`
-/// (chat) or `input` (responses, `max_output_tokens`, store false).
+/// The JSON body for `item` on the dialect's endpoint: `prompt` (completions: the system prompt
+/// then the text), `messages` (chat: a system message first when there is a system prompt) or
+/// `input` (responses: `instructions` = the system prompt, `max_output_tokens`, store false).
 std::string build_body(const PromptItem& item, const BodyOptions& opt);
 
 /// The seed's three prompt sizes (the same texts as bench/sim_calibration.py).

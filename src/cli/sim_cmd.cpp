@@ -125,6 +125,13 @@ Runner add_sim(CLI::App& app) {
        sub, "--no-enable-prefix-caching", [](C & c) -> auto& { return c.no_prefix_caching; },
        "Turn prefix caching off (vLLM has it on by default)")
       ->group(sched);
+  f->flag(
+       sub, "--enable-prompt-tokens-details",
+       [](C & c) -> auto& { return c.enable_prompt_tokens_details; },
+       "Report prefix-cache hits in usage.prompt_tokens_details.cached_tokens of "
+       "/v1/completions and /v1/chat/completions, as vLLM does with this flag (without it: "
+       "null; /v1/responses always reports input_tokens_details)")
+      ->group(sched);
 
   auto* mem = "Memory budget (derives the KV capacity)";
   f->add(

@@ -379,18 +379,24 @@ std::string json_quote(std::string_view s) {
   return json::serialize(json::string_view(s));
 }
 
-std::string usage_json(const Usage& u) {
-  return fmt::format(
-      R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{},"prompt_tokens_details":{{"cached_tokens":{}}}}})",
-      u.prompt_tokens, u.prompt_tokens + u.completion_tokens, u.completion_tokens, u.cached_tokens);
+std::string usage_json(const Usage& u, bool null_details) {
+  std::string details;
+  if (u.prompt_tokens_details && u.cached_tokens > 0)
+    details = fmt::format(R"(,"prompt_tokens_details":{{"cached_tokens":{}}})", u.cached_tokens);
+  else if (null_details)
+    details = R"(,"prompt_tokens_details":null)";
+  return fmt::format(R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}{}}})",
+                     u.prompt_tokens, u.prompt_tokens + u.completion_tokens, u.completion_tokens,
+                     details);
 }
 
 namespace {
 std::string finish_json(std::string_view fr) {
   return fr.empty() ? "null" : fmt::format("\"{}\"", fr);
 }
+// A chat chunk's continuous usage: vLLM writes chat chunks with exclude_unset (no details).
 std::string usage_tail(const std::optional<Usage>& u) {
-  return u ? fmt::format(",\"usage\":{}", usage_json(*u)) : std::string();
+  return u ? fmt::format(",\"usage\":{}", usage_json(*u, false)) : std::string();
 }
 }  // namespace
 
@@ -443,7 +449,7 @@ std::string usage_frame(const ResponseMeta& m, const Usage& u) {
   return fmt::format(
       "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[],"
       "\"usage\":{}}}\n\n",
-      m.id, object, m.created, json_quote(m.model), usage_json(u));
+      m.id, object, m.created, json_quote(m.model), usage_json(u, false));
 }
 
 std::string done_frame() {

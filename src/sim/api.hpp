@@ -80,6 +80,10 @@ struct Usage {
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
   std::int64_t cached_tokens = 0;
+  /// --enable-prompt-tokens-details: completions and chat report `prompt_tokens_details`
+  /// (`{"cached_tokens": N}`, when N > 0, as vLLM 0.11 does). The Responses API always reports
+  /// `input_tokens_details`.
+  bool prompt_tokens_details = false;
 };
 
 /// Everything the body builders need about one finished or running request.
@@ -101,7 +105,10 @@ boost::json::object response_object(const ResponseMeta& m, const GenRequest& req
                                     const std::optional<Usage>& u);
 
 // ---- streaming frames (each a complete `data: …\n\n` or `event: …\ndata: …\n\n`) ----
-std::string usage_json(const Usage& u);
+/// `usage` of completions and chat as vLLM writes it: `prompt_tokens_details` is
+/// `{"cached_tokens": N}` when the details are on and N > 0, else null — or, with
+/// `null_details` false, left out (vLLM's streamed usage, written with exclude_none).
+std::string usage_json(const Usage& u, bool null_details = true);
 /// First chat chunk: role only.
 std::string chat_role_frame(const ResponseMeta& m, const std::optional<Usage>& continuous);
 std::string completion_token_frame(const ResponseMeta& m, std::string_view text,

@@ -53,6 +53,9 @@ struct SimConfig {
   std::int64_t max_body_bytes = 32 << 20;
   bool zero_cost = false;          // --zero-cost: every model cost is 0
   bool no_prefix_caching = false;  // --no-enable-prefix-caching
+  /// --enable-prompt-tokens-details: usage.prompt_tokens_details.cached_tokens on completions and
+  /// chat (vLLM leaves it null without the flag)
+  bool enable_prompt_tokens_details = false;
   bool print_ready_json = true;
   std::string admin_token;  // --admin-token: /admin/faults needs `Authorization: Bearer <it>`
 

@@ -189,6 +189,7 @@ awaitable<void> Dispatcher::handle_generate(Conn& c, Request& req, Endpoint ep) 
                                              : random_id("resp_");
   job->meta.item_id = random_id("msg_");
   job->usage.prompt_tokens = static_cast<std::int64_t>(g.prompt_ids.size());
+  job->usage.prompt_tokens_details = cfg_.enable_prompt_tokens_details;
   job->req = std::move(g);
   auto& tm = *(job->timing = std::make_shared<Timing>());
   tm.id = job->meta.id;

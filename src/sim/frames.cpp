@@ -14,17 +14,19 @@ namespace {
 
 namespace json = boost::json;
 
+// vLLM's continuous usage carries the counts only, never prompt_tokens_details.
 std::optional<Usage> continuous(const Job& job) {
   if (!job.req.continuous_usage) return std::nullopt;
-  return job.usage;
+  Usage u = job.usage;
+  u.prompt_tokens_details = false;
+  return u;
 }
 
 }  // namespace
 
 void append_opening_frames(Job& job) {
   if (job.req.endpoint == Endpoint::Chat) {
-    job.out += chat_role_frame(
-        job.meta, job.req.continuous_usage ? std::optional<Usage>(job.usage) : std::nullopt);
+    job.out += chat_role_frame(job.meta, continuous(job));
   } else if (job.req.endpoint == Endpoint::Responses) {
     json::object initial = response_object(job.meta, job.req, "in_progress", "", std::nullopt);
     job.out += responses_event("response.created", {{"response", initial}}, job.seq_number++);

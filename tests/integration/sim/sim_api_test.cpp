@@ -52,7 +52,8 @@ void expect_usage(const json::object& o, std::size_t prompt_tokens, const std::s
 
 class SimInfo : public SimSuite {
  protected:
-  static void SetUpTestSuite() { start({"--time-scale", "50"}); }
+  // The flag: MetricsCountersMoveAfterRequests reads the cache hit from prompt_tokens_details.
+  static void SetUpTestSuite() { start({"--time-scale", "50", "--enable-prompt-tokens-details"}); }
 };
 
 TEST_F(SimInfo, HealthIsEmpty200) {

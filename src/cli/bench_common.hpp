@@ -1,0 +1,22 @@
+#pragma once
+// What the `llmux bench` subcommands' wiring shares: bench_cmd.cpp (throughput, compare, report
+// and the `bench` command itself) and bench_run_cmd.cpp (`bench run`).
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "http/client.hpp"
+
+namespace llmux::cli::bench_cli {
+
+/// The URL, or std::invalid_argument naming the flag.
+http::Url parse_url_or_throw(const std::string& s, const std::string& flag);
+std::chrono::milliseconds secs(double s);
+/// Runs `f`; an exception is logged and becomes exit status 2.
+int guarded(const std::function<int()>& f);
+
+/// Registers `bench run` on `bench` (bench_run_cmd.cpp).
+Runner add_run(CLI::App* bench);
+
+}  // namespace llmux::cli::bench_cli
