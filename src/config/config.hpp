@@ -127,6 +127,28 @@ struct Queue {
   Millis timeout{60000};
 };
 
+/// Response affinity (gateway/affinity.hpp): the backend that returned a response id gets every
+/// later request naming it (previous_response_id, /v1/responses/{id}...). The table keeps at
+/// most `max_entries` ids, each for `ttl` after it was last used; an id it does not know is
+/// looked for by asking the route's backends, each within `lookup_timeout`.
+struct Affinity {
+  bool enabled = true;
+  std::int64_t max_entries = 1000000;
+  Millis ttl{std::chrono::hours(24)};
+  Millis lookup_timeout{2000};
+};
+
+/// Load signals from the backends themselves: their Prometheus `path` (vLLM's /metrics) read
+/// every `interval` (each read within `timeout`, off the request path); a reading older than
+/// `stale_after` no longer counts. For the least_load policy.
+struct BackendMetrics {
+  bool enabled = false;
+  std::string path = "/metrics";
+  Millis interval{1000};
+  Millis timeout{1000};
+  Millis stale_after{3000};
+};
+
 struct AccessLog {
   std::string target = "stdout";  // "stdout", "off", or a file path
 };
@@ -144,6 +166,8 @@ struct GatewayConfig {
   OutlierDetection outlier_detection;
   Retries retries;
   Queue queue;
+  Affinity affinity;
+  BackendMetrics backend_metrics;
 };
 
 struct ConfigError {

@@ -10,6 +10,7 @@
 //   address.cpp   listen strings ("[::1]:8080") and backend URLs
 //   units.cpp     parse_duration(), parse_size(), format_millis()
 //   text.cpp      string helpers: join, case, "did you mean", field paths
+//   yaml_guard.cpp  parser_would_loop(): yaml-cpp 0.7's endless loop, caught before loading
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,5 +55,11 @@ std::string host_port(const Listener& l);  // "127.0.0.1:8080", "[::1]:8080"
 /// Fills b's scheme/host/port/base_path from b.url (clearing them first); each problem with the
 /// URL is appended to `errs` under `field`.
 void parse_backend_url(Backend& b, const std::string& field, std::vector<ConfigError>& errs);
+
+// --- yaml_guard.cpp
+
+/// True when yaml-cpp 0.7 would loop forever in LoadAll() on `text` (yaml-cpp#1040); throws
+/// YAML::Exception on a syntax error.
+bool parser_would_loop(const std::string& text);
 
 }  // namespace llmux::config::detail

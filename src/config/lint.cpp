@@ -88,6 +88,12 @@ class Linter {
         each(v, [&](const std::string& o, const YAML::Node& d) {
           if (o == "timeout") duration(d, child(k, o));
         });
+      if (k == "affinity" || k == "backend_metrics")
+        each(v, [&](const std::string& o, const YAML::Node& d) {
+          if (o == "ttl" || o == "lookup_timeout" || o == "interval" || o == "timeout" ||
+              o == "stale_after")
+            duration(d, child(k, o));
+        });
       if (k == "outlier_detection")
         each(v, [&](const std::string& o, const YAML::Node& d) {
           if (o == "base_ejection" || o == "max_ejection" || o == "stall_timeout")

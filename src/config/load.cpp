@@ -39,6 +39,10 @@
 //     {max_attempts: 2, backoff: 5ms, request_budget: 10s, budget: 0.2,
 //      min_retries_per_second: 10}
 //   queue: {size: 256, timeout: 60s}            # when every backend is at max_inflight
+//   affinity:                                  # response id -> the backend that holds it
+//     {enabled: true, max_entries: 1000000, ttl: 24h, lookup_timeout: 2s}
+//   backend_metrics:                           # backends' own load (least_load), off the path
+//     {enabled: false, path: /metrics, interval: 1s, timeout: 1s, stale_after: 3s}
 //   access_log: stdout                         # stdout, off, or a file path
 //   pid_file: /run/llmux.pid                   # written at start ("" = none); `--reload` reads it
 //   health_checks:                             # active checks, per backend (defaults shown)
@@ -54,8 +58,6 @@
 // reports every problem at once; a route after one that matches everything it matches is an error
 // (unreachable), never silently ignored.
 #include <fmt/format.h>
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -63,7 +65,6 @@
 #include <cmath>
 #include <limits>
 #include <set>
-#include <sstream>
 #include <string_view>
 #include <utility>
 
@@ -78,6 +79,7 @@ using detail::join;
 using detail::lower;
 using detail::parse_listen_string;
 using detail::parse_uint;
+using detail::parser_would_loop;
 using detail::suggest;
 
 std::string child(const std::string& field, std::string_view key) {
@@ -481,7 +483,8 @@ class Loader {
     for (const auto& [k, v] :
          entries(n, "",
                  {"listen", "threads", "backends", "routes", "timeouts", "limits", "access_log",
-                  "pid_file", "health_checks", "outlier_detection", "retries", "queue"})) {
+                  "pid_file", "health_checks", "outlier_detection", "retries", "queue", "affinity",
+                  "backend_metrics"})) {
       if (k == "listen") listen(v, cfg.listeners);
       if (k == "threads") integer(v, "threads", cfg.threads);
       if (k == "backends") {
@@ -518,45 +521,33 @@ class Loader {
           if (qk == "timeout") duration(qv, child(k, qk), cfg.queue.timeout);
         }
       }
+      if (k == "affinity") {
+        auto& a = cfg.affinity;
+        for (const auto& [ak, av] :
+             entries(v, k, {"enabled", "max_entries", "ttl", "lookup_timeout"})) {
+          if (ak == "enabled") boolean(av, child(k, ak), a.enabled);
+          if (ak == "max_entries") integer(av, child(k, ak), a.max_entries);
+          if (ak == "ttl") duration(av, child(k, ak), a.ttl);
+          if (ak == "lookup_timeout") duration(av, child(k, ak), a.lookup_timeout);
+        }
+      }
+      if (k == "backend_metrics") {
+        auto& m = cfg.backend_metrics;
+        for (const auto& [mk, mv] :
+             entries(v, k, {"enabled", "path", "interval", "timeout", "stale_after"})) {
+          if (mk == "enabled") boolean(mv, child(k, mk), m.enabled);
+          if (mk == "path") string(mv, child(k, mk), m.path);
+          if (mk == "interval") duration(mv, child(k, mk), m.interval);
+          if (mk == "timeout") duration(mv, child(k, mk), m.timeout);
+          if (mk == "stale_after") duration(mv, child(k, mk), m.stale_after);
+        }
+      }
     }
   }
 
  private:
   std::vector<ConfigError>& errors_;
 };
-
-}  // namespace
-
-namespace {
-
-/// Ignores every parse event: only the number of documents matters.
-struct NullHandler : YAML::EventHandler {
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-};
-
-/// True when yaml-cpp 0.7 would loop forever in LoadAll() on `text`, allocating until memory
-/// runs out (yaml-cpp#1040, fixed after 0.8.0): on a stray ',' where a node should start, the
-/// parser keeps reporting documents without consuming input. A real document takes at least one
-/// byte, so more documents than bytes means that loop. Throws YAML::Exception on a syntax error.
-bool parser_would_loop(const std::string& text) {
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  NullHandler handler;
-  for (std::size_t docs = 0; parser.HandleNextDocument(handler);)
-    if (++docs > text.size() + 1) return true;
-  return false;
-}
 
 }  // namespace
 

@@ -112,6 +112,18 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
     fmt::format_to(out, "stall detection: off\n");
   else
     fmt::format_to(out, "outlier_detection: off\n");
+  if (cfg.affinity.enabled)
+    fmt::format_to(out,
+                   "affinity: response ids pinned to their backend (up to {} ids, {} each; "
+                   "unknown ids asked for within {})\n",
+                   cfg.affinity.max_entries, format_duration(cfg.affinity.ttl),
+                   format_duration(cfg.affinity.lookup_timeout));
+  else
+    fmt::format_to(out, "affinity: off\n");
+  if (cfg.backend_metrics.enabled)
+    fmt::format_to(out, "backend_metrics: {} every {} (stale after {})\n", cfg.backend_metrics.path,
+                   format_duration(cfg.backend_metrics.interval),
+                   format_duration(cfg.backend_metrics.stale_after));
   return fmt::to_string(b);
 }
 

@@ -306,6 +306,26 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   if (cfg.queue.timeout.count() <= 0)
     add("queue.timeout", format_millis(cfg.queue.timeout), "must be greater than 0");
 
+  // Response affinity.
+  const auto& af = cfg.affinity;
+  if (af.max_entries < 1 || af.max_entries > 100000000)
+    add("affinity.max_entries", std::to_string(af.max_entries), "must be 1-100000000");
+  if (af.ttl.count() <= 0) add("affinity.ttl", format_millis(af.ttl), "must be greater than 0");
+  if (af.lookup_timeout.count() <= 0)
+    add("affinity.lookup_timeout", format_millis(af.lookup_timeout), "must be greater than 0");
+
+  // Backend metrics.
+  const auto& bm = cfg.backend_metrics;
+  if (bm.path.empty() || bm.path[0] != '/')
+    add("backend_metrics.path", bm.path, "must be a path starting with '/'");
+  if (bm.interval.count() < 100)
+    add("backend_metrics.interval", format_millis(bm.interval), "must be at least 100ms");
+  if (bm.timeout.count() <= 0)
+    add("backend_metrics.timeout", format_millis(bm.timeout), "must be greater than 0");
+  if (bm.stale_after < bm.interval)
+    add("backend_metrics.stale_after", format_millis(bm.stale_after),
+        fmt::format("must be at least the interval ({})", format_millis(bm.interval)));
+
   // Retries.
   const auto& rt = cfg.retries;
   if (rt.max_attempts < 1 || rt.max_attempts > 10)

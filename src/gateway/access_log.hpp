@@ -12,6 +12,9 @@ namespace llmux::gateway {
 
 struct AccessRecord {
   std::string_view request_id, client, method, path, route, backend, model;
+  // Response affinity (gateway/affinity.hpp): "known" (the table said), "found" (by asking the
+  // backends), "not_found", "unavailable" (owner down or silent); "" when the request named none.
+  std::string_view affinity;
   std::string error;  // owned: often built while the request unwinds
   int status = 0;
   int attempts = 0;

@@ -189,12 +189,22 @@ void HealthChecker::update(const Fleet& f) {
     t->h = f.cfg.backends[i].health;
     next.push_back(std::move(t));
   }
-  net::post(ioc_, [this, next = std::move(next)]() mutable {
+  std::vector<std::shared_ptr<ScrapeTask>> scrapes;
+  if (f.cfg.backend_metrics.enabled)
+    for (const auto& b : f.backends)
+      scrapes.push_back(std::make_shared<ScrapeTask>(ScrapeTask{b, f.cfg.backend_metrics}));
+  net::post(ioc_, [this, next = std::move(next), scrapes = std::move(scrapes)]() mutable {
     for (auto& t : tasks_) {
       t->stopped = true;
       if (t->timer) t->timer->cancel();
     }
     tasks_.clear();
+    for (auto& t : scrapes_) {
+      t->stopped = true;
+      if (t->timer) t->timer->cancel();
+    }
+    scrapes_ = std::move(scrapes);
+    for (auto& t : scrapes_) net::co_spawn(ioc_, scrape_loop(t), net::detached);
     std::random_device rd;
     for (auto& t : next) {
       if (!t->h.enabled) {

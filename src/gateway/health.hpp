@@ -1,6 +1,7 @@
 #pragma once
 // The gateway's view of its backends' health: the active checker (one thread of its own that
-// GETs each backend's health path on its interval and feeds upstream::record_check), the log
+// GETs each backend's health path on its interval and feeds upstream::record_check, and reads
+// their load reports when backend_metrics is on: gateway/scrape.hpp), the log
 // line of every change of state, and the readiness answer of GET /health.
 //
 // Thread safety: the checker owns its thread and io_context; everything it changes is the
@@ -15,6 +16,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "config/config.hpp"
+#include "gateway/scrape.hpp"
 #include "upstream/backend.hpp"
 #include "upstream/health.hpp"
 
@@ -44,7 +46,8 @@ class HealthChecker {
  private:
   boost::asio::io_context ioc_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-  std::vector<std::shared_ptr<Task>> tasks_;  // the checker thread's
+  std::vector<std::shared_ptr<Task>> tasks_;          // the checker thread's
+  std::vector<std::shared_ptr<ScrapeTask>> scrapes_;  // likewise
   std::thread thread_;
 };
 

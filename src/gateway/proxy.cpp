@@ -10,6 +10,8 @@
 #include <boost/asio/write.hpp>
 
 #include "core/clock.hpp"
+#include "core/openai_error.hpp"
+#include "gateway/affinity.hpp"
 #include "gateway/health.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/relay.hpp"
@@ -142,7 +144,8 @@ struct HeaderLookup {
 /// The policy's view of the request. Built by the plain functions below, on their own stack:
 /// a coroutine keeps every local in its frame, and a held-open stream should cost little.
 policy::PickContext context(const RouteRt& route, const Request& req, const BodyFields& f,
-                            std::string_view path, const HeaderLookup& headers) {
+                            std::string_view path, const HeaderLookup& headers,
+                            bool with_prompt = false) {
   policy::PickContext ctx;
   ctx.route = route.cfg->name;
   ctx.method = req.method_string();
@@ -150,20 +153,33 @@ policy::PickContext context(const RouteRt& route, const Request& req, const Body
   ctx.model = f.model;
   ctx.user = f.user;
   ctx.previous_response_id = f.previous_response_id;
+  ctx.prompt_cache_key = f.prompt_cache_key;
   ctx.stream = f.stream;
   ctx.output_tokens = f.max_tokens >= 0 ? f.max_tokens : 256;
   ctx.tokens = static_cast<std::int64_t>(req.body().size() / 4) + ctx.output_tokens;
   ctx.header = headers;
-  if (route.policy->needs_prompt()) ctx.prompt = req.body();
+  if (with_prompt && route.policy->needs_prompt()) {
+    // The worker's scratch text: valid until the next request's pick on this thread.
+    thread_local std::string text;
+    text.clear();
+    read_prompt_text(req.body(), text);
+    ctx.prompt = text;
+  }
   return ctx;
 }
 
 /// The policy's choice with its in-flight slot, taken atomically (a full backend is skipped).
+/// `pinned`: the backend that holds the response the request names (gateway/affinity.hpp), the
+/// only candidate then.
 upstream::Slot pick(const RouteRt& route, const Request& req, const BodyFields& f,
-                    std::string_view path, upstream::TriedSet& tried) {
+                    std::string_view path, upstream::TriedSet& tried,
+                    upstream::Backend* const* pinned) {
   const HeaderLookup headers{&req};
-  return policy::pick_and_acquire(*route.policy, context(route, req, f, path, headers),
-                                  route.backends, tried);
+  const std::span<upstream::Backend* const> candidates =
+      *pinned ? std::span<upstream::Backend* const>(pinned, 1)
+              : std::span<upstream::Backend* const>(route.backends);
+  return policy::pick_and_acquire(*route.policy, context(route, req, f, path, headers, true),
+                                  candidates, tried);
 }
 
 /// Tells the backend's health and the route's policy how an attempt ended.
@@ -208,7 +224,8 @@ enum class Admit { slot, full, timeout, client_left };
 /// ticket) exist only while a request waits.
 net::awaitable<Admit> wait_in_queue(Client& c, const RouteRt& route, const Request& req,
                                     const BodyFields& fields, std::string_view path,
-                                    upstream::Slot& slot, int& depth) {
+                                    upstream::Backend* const* pinned, upstream::Slot& slot,
+                                    int& depth) {
   AdmissionQueue& q = *route.queue;
   auto t = q.join(co_await net::this_coro::executor);
   if (!t) co_return Admit::full;
@@ -217,7 +234,7 @@ net::awaitable<Admit> wait_in_queue(Client& c, const RouteRt& route, const Reque
   for (;;) {
     if (q.at_head(*t)) {
       upstream::TriedSet tried;
-      slot = pick(route, req, fields, path, tried);
+      slot = pick(route, req, fields, path, tried, pinned);
       if (slot) {
         q.leave(t);
         co_return Admit::slot;
@@ -238,6 +255,29 @@ net::awaitable<Admit> wait_in_queue(Client& c, const RouteRt& route, const Reque
     co_await t->timer.async_wait(use_tuple);
     t->woken = false;
   }
+}
+
+/// Response affinity: the owner of the response the request names, in `pinned`; false when the
+/// request was answered here instead (owner down, id nowhere). A coroutine of its own, so the
+/// lookup's state is not kept in every proxy frame.
+net::awaitable<bool> pin_owner(Shared& s, const Fleet& f, Client& c, const Request& req,
+                               const RouteRt& route, const BodyFields& fields,
+                               std::string_view path, const std::string& request_id,
+                               AccessRecord& rec, upstream::Backend*& pinned) {
+  const std::string_view id = named_response_id(path, fields);
+  if (id.empty() || !s.responses) co_return true;
+  Pin pin = co_await find_owner(*s.responses, f, route, id);
+  if (pin.how != Pin::How::error) {
+    pinned = pin.backend;
+    rec.affinity = pin.how == Pin::How::known ? "known" : "found";
+    co_return true;
+  }
+  rec.affinity = pin.status == 404 ? "not_found" : "unavailable";
+  rec.status = pin.status;
+  rec.error = pin.message;
+  co_await write_json(c, pin.status, openai_error_json(pin.status, pin.message, pin.type), &req,
+                      request_id, pin.retry_after);
+  co_return false;
 }
 
 }  // namespace
@@ -267,6 +307,17 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
 
   route.retry_budget->on_request(start);
 
+  upstream::Backend* pinned = nullptr;
+  // Affinity matters where a route has a choice; a route of one backend sends it everything.
+  if (f.cfg.affinity.enabled && route.backends.size() > 1 &&
+      !co_await pin_owner(s, f, c, req, route, fields, path, request_id, rec, pinned)) {
+    rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
+    s.log.write(rec);
+    co_return;
+  }
+  state::ResponseStore* learn =
+      f.cfg.affinity.enabled && learns_response_id(method, path, fields) ? s.responses : nullptr;
+
   // Watch the client from now on: a client that leaves while its request waits for the first
   // response byte aborts the upstream request as surely as one that leaves mid-stream.
   start_watch(c);
@@ -275,10 +326,11 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
     // The slot is taken atomically with the choice: a backend at max_inflight is skipped. While
     // requests wait in the route's queue, a new one joins them rather than overtaking them.
     upstream::Slot picked;
-    if (attempts > 0 || route.queue->depth() == 0) picked = pick(route, req, fields, path, tried);
+    if (attempts > 0 || route.queue->depth() == 0)
+      picked = pick(route, req, fields, path, tried, &pinned);
     if (!picked && attempts == 0 && route.queue->size() > 0) {
       const std::int64_t queued_at = mono_ns();
-      admit = co_await wait_in_queue(c, route, req, fields, path, picked, rec.queue_depth);
+      admit = co_await wait_in_queue(c, route, req, fields, path, &pinned, picked, rec.queue_depth);
       rec.queue_ms = static_cast<double>(mono_ns() - queued_at) / 1e6;
       if (admit == Admit::client_left) last.kind = Kind::client_left;
     }
@@ -337,7 +389,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
     rec.attempts = attempts;
     rec.ttfb_ms = static_cast<double>(mono_ns() - start) / 1e6;
     const auto ttfb = std::chrono::nanoseconds(mono_ns() - attempt_start);
-    co_await relay(f, w, c, req, b, a, rec, last);
+    co_await relay(f, w, c, req, b, a, rec, last, learn);
     co_await stop_watch(c);
     last.ttfb = ttfb;
     last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
@@ -375,6 +427,15 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
     retry_after = 2;
   } else if (all_full) {
     answer.message = "No backend available for this route: every backend is at its max_inflight.";
+  } else if (attempts > 0 && pinned) {
+    // The one backend that holds the conversation failed: no other may be asked.
+    answer.status = 503;
+    answer.message = fmt::format(
+        "Response '{}' is stored on backend '{}', which failed: {}. No other backend has it; "
+        "retry when '{}' is back.",
+        named_response_id(path, fields), pinned->name, last.message, pinned->name);
+    retry_after = 5;
+    rec.affinity = "unavailable";
   } else if (attempts > 0) {
     answer = upstream::error_answer(last);
   } else {

@@ -54,13 +54,14 @@ void set_outcome(upstream::Outcome& out, const AccessRecord& rec, bool client_le
 
 net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& req,
                            upstream::Backend& b, Attempt& a, AccessRecord& rec,
-                           upstream::Outcome& out) {
+                           upstream::Outcome& out, state::ResponseStore* learn) {
   auto& p = *a.parser;
   auto& res = p.get();
   ResponseTap tap(dialect_of(rec.path), res[bhttp::field::content_type], w.json);
   const bool sse = tap.kind() == ResponseTap::Kind::sse;
   const bool responses_api = rec.path.starts_with("/v1/responses");
   rec.status = res.result_int();
+  if (rec.status < 200 || rec.status > 299) learn = nullptr;
   // Client-facing header.
   strip_hop_by_hop(res);
   res.set("x-llmux-backend", b.name);
@@ -217,6 +218,10 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
         break;
       }
       bytes_out += cut + tail.size();
+      if (learn && !tap.reader().id().empty()) {
+        learn->learn(tap.reader().id(), b.name);
+        learn = nullptr;
+      }
       if (!header_bytes.empty()) {
         header_bytes.clear();
         w.give_string(std::move(header_bytes));

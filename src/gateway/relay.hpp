@@ -13,6 +13,7 @@
 #include "gateway/access_log.hpp"
 #include "gateway/client.hpp"
 #include "gateway/worker.hpp"
+#include "state/response_store.hpp"
 #include "upstream/outcome.hpp"
 
 namespace llmux::gateway {
@@ -31,9 +32,11 @@ std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_numb
                                   const std::string& message);
 
 /// Relays the response whose header `a.parser` holds; fills `rec` (status, bytes, usage, error)
-/// and `out`, how the attempt ended (ok, broken_mid_stream or client_left).
+/// and `out`, how the attempt ended (ok, broken_mid_stream or client_left). `learn`, when given:
+/// the response id of a 2xx answer (a JSON body's, a stream's `response.created`) goes there as
+/// held by `b`, as soon as it has gone out to the client.
 net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& req,
                            upstream::Backend& b, Attempt& a, AccessRecord& rec,
-                           upstream::Outcome& out);
+                           upstream::Outcome& out, state::ResponseStore* learn = nullptr);
 
 }  // namespace llmux::gateway

@@ -11,13 +11,24 @@ struct BodyFields {
   std::string model;
   std::string previous_response_id;
   std::string user;
+  std::string prompt_cache_key;  // the Responses API's cache hint (Codex sends one per session)
   bool stream = false;
+  bool store_false = false;      // `store: false`: the backend keeps no copy of the response
   std::int64_t max_tokens = -1;  // max_tokens, max_completion_tokens or max_output_tokens; -1: none
   bool parsed = false;           // false: not JSON (the backend will say so)
 };
 
-/// Reads top-level `model`, `stream`, `previous_response_id`, `user` and the output cap. `body`
-/// must stay valid; it is padded in place if its capacity is short (the only copy, and a rare one).
+/// Reads top-level `model`, `stream`, `previous_response_id`, `user`, `prompt_cache_key`,
+/// `store` and the output cap. `body` must stay valid; it is padded in place if its capacity is
+/// short (the only copy, and a rare one).
 BodyFields read_body_fields(std::string& body);
+
+/// The prompt of an OpenAI request body as one text, in the order the model reads it: the
+/// Responses API's `instructions` and `input` (a string, or items: message text, function call
+/// arguments and outputs), chat `messages` (role and text of each), or a completion's `prompt`.
+/// Each part on its own line, roles included, so two requests share a prefix of this text exactly
+/// when their prompts start the same. Appends to `out`; nothing for a body that is not JSON. A
+/// body read by read_body_fields() is parsed in place; another is copied first.
+void read_prompt_text(const std::string& body, std::string& out);
 
 }  // namespace llmux::gateway

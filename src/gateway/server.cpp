@@ -59,6 +59,9 @@ class Gateway {
     }
     fleet_ = std::move(built.fleet);
     const auto& cfg = fleet_->cfg;
+    shared_.responses_memory = std::make_unique<state::MemoryResponseStore>(
+        static_cast<std::size_t>(cfg.affinity.max_entries), cfg.affinity.ttl);
+    shared_.responses = shared_.responses_memory.get();
 
     const int nthreads =
         cfg.threads > 0 ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -222,6 +225,8 @@ class Gateway {
       return;
     }
     fleet_ = std::move(built.fleet);
+    shared_.responses_memory->set_limits(static_cast<std::size_t>(fleet_->cfg.affinity.max_entries),
+                                         fleet_->cfg.affinity.ttl);
     for (auto& w : workers_) {
       net::post(w->ioc, [w = w.get(), lease = std::make_shared<const FleetLease>(FleetLease{
                                           fleet_})]() mutable { w->set_fleet(std::move(lease)); });

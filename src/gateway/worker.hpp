@@ -24,6 +24,7 @@
 #include "gateway/fleet.hpp"
 #include "http/deadline.hpp"
 #include "openai/stream.hpp"
+#include "state/response_store.hpp"
 #include "upstream/backend.hpp"
 #include "upstream/pool.hpp"
 
@@ -44,6 +45,10 @@ struct Shared {
   std::atomic<int> connections{0};  // client connections open (limits.max_connections)
   std::atomic<bool> draining{false};
   AccessLog log;
+  // Response id -> backend (gateway/affinity.hpp), for the process's life (reloads keep it and
+  // its contents; affinity.enabled is the fleet's to say).
+  std::unique_ptr<state::MemoryResponseStore> responses_memory;
+  state::ResponseStore* responses = nullptr;
 };
 
 /// A worker's hold on the fleet in use. Each worker has its own (a request copies the worker's

@@ -1,12 +1,18 @@
 // The policy registry and what every policy shares (available, pick, pick_and_acquire).
+#include <algorithm>
+#include <charconv>
 #include <functional>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "policy/adaptive.hpp"
+#include "policy/consistent_hash.hpp"
 #include "policy/least_inflight.hpp"
+#include "policy/least_load.hpp"
 #include "policy/policy.hpp"
 #include "policy/power_of_two.hpp"
+#include "policy/prefix_aware.hpp"
 #include "policy/random.hpp"
 #include "policy/round_robin.hpp"
 
@@ -82,6 +88,96 @@ Factory without_options(std::string_view name) {
   };
 }
 
+/// Reads the options a policy knows into its settings; any other option, or a value that does
+/// not read, is an error.
+class OptionReader {
+ public:
+  OptionReader(std::string_view policy, const Options& options, std::string* error)
+      : policy_(policy), options_(options), error_(error) {}
+
+  template <typename T>
+  void number(const char* key, T& out, double lo, double hi) {
+    auto it = options_.find(key);
+    if (it == options_.end()) return;
+    seen_++;
+    double v = 0;
+    const std::string& s = it->second;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || !(v >= lo && v <= hi) ||
+        (std::is_integral_v<T> && v != static_cast<double>(static_cast<long long>(v)))) {
+      fail(fmt::format("policy '{}': option {} must be {} {}-{} (got '{}')", policy_, key,
+                       std::is_integral_v<T> ? "a whole number" : "a number", lo, hi, s));
+      return;
+    }
+    out = static_cast<T>(v);
+  }
+  void string(const char* key, std::string& out) {
+    auto it = options_.find(key);
+    if (it == options_.end()) return;
+    seen_++;
+    out = it->second;
+  }
+  void fail(std::string why) {
+    if (ok_ && error_) *error_ = std::move(why);
+    ok_ = false;
+  }
+  /// True when every option was known and read.
+  bool done() {
+    if (ok_ && seen_ != options_.size()) {
+      for (const auto& [k, v] : options_)
+        if (!known(k)) {
+          fail(fmt::format("policy '{}' has no option '{}'", policy_, k));
+          break;
+        }
+    }
+    return ok_;
+  }
+  void know(std::initializer_list<std::string_view> keys) { known_ = keys; }
+
+ private:
+  bool known(const std::string& k) const {
+    return std::find(known_.begin(), known_.end(), k) != known_.end();
+  }
+  std::string_view policy_;
+  const Options& options_;
+  std::string* error_;
+  std::vector<std::string_view> known_;
+  std::size_t seen_ = 0;
+  bool ok_ = true;
+};
+
+std::unique_ptr<Policy> make_consistent_hash(const Options& options, std::string* error) {
+  ConsistentHash::Settings s;
+  OptionReader r("consistent_hash", options, error);
+  r.know({"key", "load_factor", "replicas"});
+  r.string("key", s.key);
+  r.number("load_factor", s.load_factor, 0, 100);
+  r.number("replicas", s.replicas, 1, 10000);
+  if (s.load_factor > 0 && s.load_factor < 1)
+    r.fail("policy 'consistent_hash': option load_factor must be 0 (no bound) or at least 1");
+  if (s.key != "auto" && s.key != "prompt_cache_key" && s.key != "user" &&
+      !(s.key.starts_with("header:") && s.key.size() > 7))
+    r.fail(fmt::format(
+        "policy 'consistent_hash': option key must be auto, header:NAME, prompt_cache_key or "
+        "user (got '{}')",
+        s.key));
+  if (!r.done()) return nullptr;
+  return std::make_unique<ConsistentHash>(std::move(s));
+}
+
+std::unique_ptr<Policy> make_prefix_aware(const Options& options, std::string* error) {
+  PrefixAware::Settings s;
+  OptionReader r("prefix_aware", options, error);
+  r.know({"block_chars", "table_blocks", "min_match", "balance_abs", "balance_rel"});
+  r.number("block_chars", s.block_chars, 8, 65536);
+  r.number("table_blocks", s.table_blocks, 64, 1 << 26);
+  r.number("min_match", s.min_match, 0, 1);
+  r.number("balance_abs", s.balance_abs, 0, 1000000);
+  r.number("balance_rel", s.balance_rel, 1, 1000);
+  if (!r.done()) return nullptr;
+  return std::make_unique<PrefixAware>(s);
+}
+
 struct RandomUniform : Random {
   RandomUniform() : Random(false) {}
 };
@@ -103,6 +199,9 @@ const std::vector<Entry>& registry() {
       {"power_of_two", without_options<PowerOfTwo>("power_of_two")},
       {"random", without_options<RandomUniform>("random")},
       {"weighted", without_options<RandomWeighted>("weighted")},
+      {"consistent_hash", make_consistent_hash},
+      {"prefix_aware", make_prefix_aware},
+      {"least_load", without_options<LeastLoad>("least_load")},
   };
   return entries;
 }

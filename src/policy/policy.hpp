@@ -32,6 +32,7 @@ inline constexpr auto no_headers = [](std::string_view) { return std::string_vie
 struct PickContext {
   std::string_view route;  // the route's name
   std::string_view method, path, model, user, previous_response_id;
+  std::string_view prompt_cache_key;  // the body's (a Responses API cache hint)
   bool stream = false;
   /// Estimated tokens of the request: its prompt (body bytes / 4) plus the output it asks for
   /// (max_tokens and its kin, else 256). Held on the chosen backend while the request runs.
@@ -40,7 +41,8 @@ struct PickContext {
   std::int64_t output_tokens = 0;
   /// A request header's value ("" when absent), by case-insensitive name.
   FunctionRef<std::string_view(std::string_view)> header = no_headers;
-  /// The prompt text; filled only for a policy whose needs_prompt() is true.
+  /// The prompt text (gateway/request_view.hpp: read_prompt_text); filled only for a policy
+  /// whose needs_prompt() is true.
   std::string_view prompt;
 };
 

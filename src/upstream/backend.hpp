@@ -19,6 +19,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "upstream/capacity.hpp"
+#include "upstream/prefix_table.hpp"
 
 namespace llmux::upstream {
 
@@ -58,6 +59,20 @@ struct Backend {
   std::atomic<std::int64_t> progress_ns{0};  // the backend's latest sign of life
   CapacityCurve
       curve;  // decode rate per stream by in-flight count, learned (upstream/capacity.hpp)
+  // Load the backend reports itself (its /metrics, read by gateway/scrape.hpp), counted until
+  // reported_until_ns (0: never read). KV cache usage in thousandths.
+  std::atomic<std::int32_t> reported_running{0};
+  std::atomic<std::int32_t> reported_waiting{0};
+  std::atomic<std::int32_t> reported_kv_permille{0};
+  std::atomic<std::int64_t> reported_until_ns{0};
+  // The prompt blocks it has likely cached (upstream/prefix_table.hpp), made by the first
+  // prefix_aware policy that routes a request to it; kept across reloads with the backend.
+  std::atomic<PrefixTable*> prefix{nullptr};
+
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+  ~Backend() { delete prefix.load(std::memory_order_relaxed); }
 
   /// True while under max_inflight (a hint: the slot itself is taken by try_acquire()).
   bool has_capacity() const {

@@ -88,7 +88,7 @@ TEST(GatewayPolicy, AdminBackendsAnswersLoopbackClients) {
   gw->expect_clean_exit();
 }
 
-TEST(GatewayPolicy, TheFleetExampleUsesBothMachinesAndKeepsResponsesOnServer1) {
+TEST(GatewayPolicy, TheFleetExampleUsesBothMachinesForEveryRoute) {
   SimServer s1({"--time-scale", "20"});
   SimServer s2({"--time-scale", "20"});
   const std::string yaml = example_config("fleet.yaml", s1.port(), s2.port());
@@ -109,13 +109,26 @@ TEST(GatewayPolicy, TheFleetExampleUsesBothMachinesAndKeepsResponsesOnServer1) {
   }
   EXPECT_EQ(by_backend["server1"], 4);
   EXPECT_EQ(by_backend["server2"], 4);
-  // The Responses API stays where its store is.
-  for (int i = 0; i < 3; ++i) {
+  // The Responses API: new conversations on either machine, each continued where it lives.
+  std::map<std::string, int> conversations;
+  for (int i = 0; i < 6; ++i) {
+    HttpClient http(gw->port());
     Response r =
-        HttpClient(gw->port()).post("/v1/responses", R"({"input":"hi","max_output_tokens":2})");
-    EXPECT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(r.header("x-llmux-backend"), "server1");
+        http.post("/v1/responses", R"({"input":"conversation )" + std::to_string(i) +
+                                       R"( starts with its own words","max_output_tokens":2})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string home = r.header("x-llmux-backend");
+    ++conversations[home];
+    const std::string id(parse_json(r.body).at("id").as_string());
+    for (int k = 0; k < 2; ++k) {
+      Response next = http.post("/v1/responses", R"({"input":"more","max_output_tokens":2,)"
+                                                 R"("previous_response_id":")" +
+                                                     id + R"("})");
+      EXPECT_EQ(next.status, 200) << next.body;
+      EXPECT_EQ(next.header("x-llmux-backend"), home);
+    }
   }
+  EXPECT_EQ(conversations.size(), 2u) << "new conversations start on both machines";
   gw->expect_clean_exit();
 }
 

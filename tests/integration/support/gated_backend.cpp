@@ -231,6 +231,11 @@ bool GatedBackend::wait_gate() {
   return true;
 }
 
+void GatedBackend::set_metrics(std::string text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_ = std::move(text);
+}
+
 void GatedBackend::serve(int fd, int connection) {
   std::string buf;
   for (int answered = 0;; ++answered) {
@@ -238,6 +243,20 @@ void GatedBackend::serve(int fd, int connection) {
     if (!read_request(fd, buf, req)) break;
     req.connection = connection;
     const bool client_close = lower(req.header("connection")).find("close") != std::string::npos;
+    if (req.method == "GET" && req.target == "/metrics") {
+      std::string metrics;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        metrics = metrics_;
+      }
+      const bool sent =
+          metrics.empty()
+              ? send_all(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+              : send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+                                 std::to_string(metrics.size()) + "\r\n\r\n" + metrics);
+      if (!sent || client_close) break;
+      continue;
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       requests_.push_back(req);

@@ -81,6 +81,9 @@ class GatedBackend {
   int events_sent() const;
   /// Waits up to `timeout` until events_sent() >= n.
   bool wait_events_sent(int n, std::chrono::milliseconds timeout) const;
+  /// What GET /metrics answers from now on: `text` as Prometheus text (200), or 404 when empty
+  /// (the default). Such requests are not recorded in requests().
+  void set_metrics(std::string text);
   int connections_accepted() const;
   int connections_closed() const;
   /// Requests completely read so far.
@@ -105,6 +108,7 @@ class GatedBackend {
   std::vector<std::thread> conn_threads_;
   std::vector<int> conn_fds_;
   std::vector<ReceivedRequest> requests_;
+  std::string metrics_;
   int released_ = 0;
   int sent_ = 0;
   int accepted_ = 0;

@@ -100,12 +100,13 @@ TEST(Examples, FleetLoadsAndBalancesEveryRouteThatCanUseBothMachines) {
     EXPECT_EQ(cfg.backends[i].url, seed.backends[i].url);
   }
   EXPECT_EQ(cfg.listeners[0].port, seed.listeners[0].port);
+  EXPECT_TRUE(cfg.affinity.enabled) << "the Responses API over both machines needs affinity";
   for (const auto& r : cfg.routes) {
-    if (r.name == "responses") {  // pinned to its store until Routing II
-      EXPECT_EQ(r.backends, std::vector<std::string>{"server1"});
+    EXPECT_EQ(r.backends.size(), 2u) << r.name;
+    if (r.name == "responses") {  // conversations by affinity, new turns where cached
+      EXPECT_EQ(r.policy, "prefix_aware");
       continue;
     }
-    EXPECT_EQ(r.backends.size(), 2u) << r.name;
     EXPECT_TRUE(r.policy == "adaptive" || r.policy == "least_inflight")
         << r.name << ": " << r.policy;
   }
@@ -265,7 +266,8 @@ TEST(LoadErrors, UnknownKeyWithoutNearMissListsKnownKeys) {
   ASSERT_EQ(errors.size(), 1u) << dump(errors);
   EXPECT_EQ(errors[0].reason,
             "unknown key (known: listen, threads, backends, routes, timeouts, limits, "
-            "access_log, pid_file, health_checks, outlier_detection, retries, queue)");
+            "access_log, pid_file, health_checks, outlier_detection, retries, queue, affinity, "
+            "backend_metrics)");
 }
 
 TEST(LoadErrors, StrayCommaIsASyntaxErrorNotAHang) {

@@ -231,7 +231,7 @@ TEST(Validate, UnknownPolicy) {
   EXPECT_EQ(
       e.reason,
       "unknown policy. Currently supported ones are: round_robin, first, least_inflight, adaptive, "
-      "power_of_two, random, weighted");
+      "power_of_two, random, weighted, consistent_hash, prefix_aware, least_load");
 }
 
 TEST(Validate, UnknownPolicyNamesComeFromThePolicyFactory) {
@@ -593,6 +593,40 @@ TEST(HealthConfig, TypesAreChecked) {
             errors);
   EXPECT_EQ(on(errors, "health_checks.enabled").size(), 1u) << dump(errors);
   EXPECT_EQ(on(errors, "health_checks.jitter").size(), 1u) << dump(errors);
+}
+
+TEST(AffinityConfig, DefaultsLoadedValuesAndBadOnesNamed) {
+  std::vector<ConfigError> errors;
+  GatewayConfig cfg = load_and_validate(std::string(kBackends) + kRoute, errors);
+  ASSERT_TRUE(errors.empty()) << dump(errors);
+  EXPECT_TRUE(cfg.affinity.enabled);
+  EXPECT_EQ(cfg.affinity.max_entries, 1000000);
+  EXPECT_FALSE(cfg.backend_metrics.enabled);
+  cfg = load_and_validate(std::string(R"(
+affinity: {enabled: false, max_entries: 500, ttl: 2h, lookup_timeout: 750ms}
+backend_metrics: {enabled: true, path: /m, interval: 250ms, timeout: 200ms, stale_after: 1s}
+)") + kBackends + kRoute,
+                          errors);
+  ASSERT_TRUE(errors.empty()) << dump(errors);
+  EXPECT_FALSE(cfg.affinity.enabled);
+  EXPECT_EQ(cfg.affinity.max_entries, 500);
+  EXPECT_EQ(cfg.affinity.ttl, std::chrono::hours(2));
+  EXPECT_EQ(cfg.affinity.lookup_timeout.count(), 750);
+  EXPECT_TRUE(cfg.backend_metrics.enabled);
+  EXPECT_EQ(cfg.backend_metrics.path, "/m");
+  EXPECT_EQ(cfg.backend_metrics.interval.count(), 250);
+  EXPECT_EQ(cfg.backend_metrics.stale_after.count(), 1000);
+
+  errors.clear();
+  load_and_validate(std::string(R"(
+affinity: {max_entries: 0, ttl: 0s, lookup_timeout: 0}
+backend_metrics: {path: metrics, interval: 10ms, timeout: 0, stale_after: 5ms, scrape: yes}
+)") + kBackends + kRoute,
+                    errors);
+  for (const char* f :
+       {"affinity.max_entries", "affinity.ttl", "affinity.lookup_timeout", "backend_metrics.path",
+        "backend_metrics.interval", "backend_metrics.timeout", "backend_metrics.scrape"})
+    EXPECT_EQ(on(errors, f).size(), 1u) << f << "\n" << dump(errors);
 }
 
 }  // namespace

@@ -1,0 +1,27 @@
+#pragma once
+// The backends' own load reports: each backend's Prometheus metrics (vLLM's /metrics) read on an
+// interval by the health checker's thread — never on a request's path — into the Backend's
+// reported_* atomics (upstream/load_report.hpp), which the least_load policy reads. A report
+// counts for backend_metrics.stale_after; a backend that stops answering goes stale by itself.
+#include <memory>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "config/config.hpp"
+#include "upstream/backend.hpp"
+
+namespace llmux::gateway {
+
+struct ScrapeTask {
+  std::shared_ptr<upstream::Backend> b;
+  config::BackendMetrics m;
+  bool stopped = false;
+  boost::asio::steady_timer* timer = nullptr;  // while the loop waits
+};
+
+/// Reads `t->b`'s metrics every interval until t->stopped; logs when reading starts failing and
+/// when it works again.
+boost::asio::awaitable<void> scrape_loop(std::shared_ptr<ScrapeTask> t);
+
+}  // namespace llmux::gateway

@@ -1,0 +1,52 @@
+#pragma once
+// prefix_aware: a request goes to the backend that has most likely cached the start of its
+// prompt (vLLM's automatic prefix caching then skips that part of the prefill), unless the fleet
+// is out of balance, when load wins.
+//
+// Each backend has an approximate index of the prompt blocks sent to it (upstream/
+// prefix_table.hpp: `block_chars` characters a block — vLLM's 16-token blocks are about 64 —
+// `table_blocks` entries, oldest replaced first). A request's prompt (its text, read from the
+// body: gateway/request_view.hpp) is matched block by block against each candidate:
+//   * imbalanced — the busiest candidate has more than `balance_abs` requests in flight and more
+//     than `balance_rel` times the least busy one's: least_inflight (SGLang's router guard);
+//   * the best match covers at least `min_match` of the prompt (or the backend holds the
+//     request's `prompt_cache_key`): that backend (ties: the less loaded);
+//   * otherwise: least_inflight — a new prefix starts where there is room.
+// The chosen backend then records the prompt's blocks (and its prompt_cache_key).
+#include <atomic>
+#include <cstddef>
+
+#include "policy/least_inflight.hpp"
+#include "policy/policy.hpp"
+
+namespace llmux::policy {
+
+class PrefixAware final : public Policy {
+ public:
+  struct Settings {
+    std::size_t block_chars = 64;
+    std::size_t table_blocks = 1 << 18;
+    std::size_t max_blocks = 4096;  // of one prompt (256 Ki characters by default)
+    double min_match = 0.5;
+    int balance_abs = 16;
+    double balance_rel = 1.5;
+  };
+  explicit PrefixAware(Settings s) : s_(s) {}
+  std::string_view name() const override { return "prefix_aware"; }
+  bool needs_prompt() const override { return true; }
+  Backend* select(const PickContext& ctx, std::span<Backend* const> candidates,
+                  FunctionRef<bool(const Backend&)> accept) override;
+
+  /// How the last choices were made (tests, /admin): by prefix, by load (no match), by the guard.
+  struct Counts {
+    std::atomic<std::uint64_t> by_prefix{0}, by_load{0}, by_guard{0};
+  };
+  const Counts& counts() const { return counts_; }
+
+ private:
+  Settings s_;
+  LeastInflight least_;
+  Counts counts_;
+};
+
+}  // namespace llmux::policy

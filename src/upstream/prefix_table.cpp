@@ -1,0 +1,80 @@
+#include "upstream/prefix_table.hpp"
+
+#include <xxhash.h>
+
+#include <bit>
+
+namespace llmux::upstream {
+
+void prefix_hashes(std::string_view text, std::size_t block_chars, std::size_t max_blocks,
+                   std::vector<std::uint64_t>& out) {
+  if (block_chars == 0) return;
+  std::uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (std::size_t at = 0, n = 0; at + block_chars <= text.size() && n < max_blocks;
+       at += block_chars, ++n) {
+    h = XXH3_64bits_withSeed(text.data() + at, block_chars, h);
+    out.push_back(h);
+  }
+}
+
+std::uint64_t hint_hash(std::string_view key) {
+  return XXH3_64bits_withSeed(key.data(), key.size(), 0x6b43a9b5d1e3f027ull);
+}
+
+PrefixTable::PrefixTable(std::size_t blocks)
+    : mask_(std::bit_ceil(std::max<std::size_t>(blocks, 64)) - 1),
+      slots_(new std::atomic<std::uint64_t>[mask_ + 1]) {
+  for (std::size_t i = 0; i <= mask_; ++i) slots_[i].store(0, std::memory_order_relaxed);
+}
+
+bool PrefixTable::contains(std::uint64_t h) const {
+  const std::size_t set = set_of(h);
+  const std::uint64_t tag = tag_of(h);
+  for (int w = 0; w < kWays; ++w)
+    if ((slots_[set + w].load(std::memory_order_relaxed) & ~kAgeMask) == tag) return true;
+  return false;
+}
+
+std::size_t PrefixTable::match(std::span<const std::uint64_t> hashes) const {
+  std::size_t n = 0;
+  while (n < hashes.size() && contains(hashes[n])) ++n;
+  return n;
+}
+
+void PrefixTable::insert(std::span<const std::uint64_t> hashes) {
+  for (const std::uint64_t h : hashes) {
+    const std::uint64_t now = clock_.fetch_add(1, std::memory_order_relaxed) & kAgeMask;
+    const std::size_t set = set_of(h);
+    const std::uint64_t tag = tag_of(h);
+    int victim = 0;
+    std::uint64_t oldest = 0;
+    bool found = false;
+    for (int w = 0; w < kWays; ++w) {
+      const std::uint64_t e = slots_[set + w].load(std::memory_order_relaxed);
+      if ((e & ~kAgeMask) == tag) {
+        victim = w;
+        found = true;
+        break;
+      }
+      // Age in stamps (mod 2^24); an empty slot is the oldest of all.
+      const std::uint64_t age = e == 0 ? kAgeMask + 1 : ((now - (e & kAgeMask)) & kAgeMask);
+      if (age > oldest || w == 0) {
+        oldest = age;
+        victim = w;
+      }
+    }
+    (void)found;
+    slots_[set + victim].store(tag | now, std::memory_order_relaxed);
+  }
+}
+
+PrefixTable& prefix_table(std::atomic<PrefixTable*>& slot, std::size_t blocks) {
+  if (PrefixTable* t = slot.load(std::memory_order_acquire)) return *t;
+  auto made = std::make_unique<PrefixTable>(blocks);
+  PrefixTable* expected = nullptr;
+  if (slot.compare_exchange_strong(expected, made.get(), std::memory_order_acq_rel))
+    return *made.release();
+  return *expected;
+}
+
+}  // namespace llmux::upstream
