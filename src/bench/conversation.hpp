@@ -34,6 +34,9 @@ struct ConversationSpec {
   std::size_t turns = 0;  ///< turns per user; 0 = no conversations (one request per prompt)
   ConversationMode mode = ConversationMode::previous;
   std::string key_prefix = "conv";  ///< user u's conversation key is "<key_prefix>-<u>"
+  /// After a turn that failed, the user waits this long before its next turn (a client that
+  /// pauses when the server is away, instead of spending every turn in a burst of errors).
+  double error_pause_s = 0;
   bool enabled() const { return turns > 0; }
 };
 

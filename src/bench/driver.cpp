@@ -206,7 +206,13 @@ class Runner {
         reply = s.interp.text();
         if (reply.empty()) reply = stand_in_reply(derive(rec.t).output_tokens, user * cs.turns + k);
       }
-      finish_turn(c, item, rec.t.ok(), rec.response_id, std::move(reply));
+      const bool ok = rec.t.ok();
+      finish_turn(c, item, ok, rec.response_id, std::move(reply));
+      if (!ok && cs.error_pause_s > 0) {
+        net::steady_timer pause(ioc_, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::duration<double>(cs.error_pause_s)));
+        co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+      }
     }
     if (--workers_ == 0) finish();
   }

@@ -47,6 +47,7 @@ struct RunFlags {
   std::string request_id_prefix = "bench";
   std::size_t conversation_turns = 0;
   std::string conversation_mode = "previous";
+  double error_pause_ms = 0;
   std::size_t shared_prefix = 0, prefix_len = 1024;
 };
 
@@ -171,6 +172,12 @@ Runner add_run(CLI::App* bench) {
       ->check(CLI::IsMember({"previous", "replay"}))
       ->needs(turns_opt)
       ->group(cv);
+  sub->add_option("--error-pause", f->error_pause_ms,
+                  "Milliseconds a user waits after a failed turn before its next one (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 600000.0))
+      ->needs(turns_opt)
+      ->group(cv);
   sub->add_option("--shared-prefix", f->shared_prefix,
                   "N distinct synthetic system prompts of --prefix-len tokens, each request (each "
                   "conversation) drawing one at random by --seed: chat sends a system message, "
@@ -287,6 +294,7 @@ Runner add_run(CLI::App* bench) {
       ConversationSpec& conv = c.run.conversation;
       conv.turns = f->conversation_turns;
       conv.mode = *parse_conversation_mode(f->conversation_mode);
+      conv.error_pause_s = f->error_pause_ms / 1000.0;
       conv.key_prefix = fmt::format("conv-{}", f->seed);
       if (conv.enabled()) {
         if (c.run.body.dialect != Dialect::responses)

@@ -1,10 +1,17 @@
 #include "policy/prefix_aware.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "upstream/prefix_table.hpp"
 
 namespace llmux::policy {
+
+namespace {
+/// How many requests more than the least loaded a backend may hold and still take a new prefix.
+constexpr int kNewPrefixSlack = 4;
+}  // namespace
 
 Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> candidates,
                              FunctionRef<bool(const Backend&)> accept) {
@@ -53,7 +60,22 @@ Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> c
       chosen = best;
       counts_.by_prefix.fetch_add(1, std::memory_order_relaxed);
     } else {
-      chosen = least_.select(ctx, candidates, accept);
+      // A new prefix: of the backends within a few requests of the least loaded, the one given
+      // the fewest distinct prefixes so far — new prefixes spread evenly, so each backend's cache
+      // holds its share (SGLang's router takes the smallest tree likewise).
+      auto starts = [](const Backend* b) -> std::uint64_t {
+        const upstream::PrefixTable* t = b ? b->prefix.load(std::memory_order_acquire) : nullptr;
+        return t ? t->starts() : 0;
+      };
+      auto eligible = [&](const Backend& b) {
+        return accept(b) && b.inflight.load(std::memory_order_relaxed) <= lo + kNewPrefixSlack;
+      };
+      std::uint64_t fewest = UINT64_MAX;
+      for (const Backend* b : candidates)
+        if (eligible(*b)) fewest = std::min(fewest, starts(b));
+      // Ties as least_inflight breaks them (load, then in turn).
+      chosen = least_.select(ctx, candidates,
+                             [&](const Backend& b) { return eligible(b) && starts(&b) == fewest; });
       counts_.by_load.fetch_add(1, std::memory_order_relaxed);
     }
   }

@@ -11,7 +11,8 @@
 //     than `balance_rel` times the least busy one's: least_inflight (SGLang's router guard);
 //   * the best match covers at least `min_match` of the prompt (or the backend holds the
 //     request's `prompt_cache_key`): that backend (ties: the less loaded);
-//   * otherwise: least_inflight — a new prefix starts where there is room.
+//   * otherwise (a new prefix): of the backends within four requests of the least loaded, the
+//     one given the fewest distinct prefixes so far — new prefixes spread evenly over the caches.
 // The chosen backend then records the prompt's blocks (and its prompt_cache_key).
 #include <atomic>
 #include <cstddef>

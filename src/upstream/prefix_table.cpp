@@ -42,6 +42,7 @@ std::size_t PrefixTable::match(std::span<const std::uint64_t> hashes) const {
 }
 
 void PrefixTable::insert(std::span<const std::uint64_t> hashes) {
+  if (!hashes.empty() && !contains(hashes[0])) starts_.fetch_add(1, std::memory_order_relaxed);
   for (const std::uint64_t h : hashes) {
     const std::uint64_t now = clock_.fetch_add(1, std::memory_order_relaxed) & kAgeMask;
     const std::size_t set = set_of(h);

@@ -38,6 +38,9 @@ class PrefixTable {
   /// Records `hashes` as cached (again: refreshes their age).
   void insert(std::span<const std::uint64_t> hashes);
   std::size_t capacity() const { return mask_ + 1; }
+  /// Prompts inserted whose first block was not there yet, since the table was made: how many
+  /// distinct prefixes were placed on this backend (a policy spreads new prefixes by it).
+  std::uint64_t starts() const { return starts_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr int kWays = 4;
@@ -49,6 +52,7 @@ class PrefixTable {
   std::size_t mask_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> slots_;
   mutable std::atomic<std::uint64_t> clock_{1};
+  std::atomic<std::uint64_t> starts_{0};
 };
 
 /// The backend's table, made with room for `blocks` by the first caller (later ones get it as

@@ -74,7 +74,7 @@ TEST(PrefixAware, TheLoadGuardBeatsTheCacheWhenTheFleetIsOutOfBalance) {
   auto p = make({{"balance_abs", "8"}, {"balance_rel", "1.5"}});
   Backend* home = send(*p, pool, system_prompt(3) + " q");
   Backend* away = home == &pool[0] ? &pool[1] : &pool[0];
-  away->inflight = 1;  // a second prefix starts on `home` too (the less loaded)
+  away->inflight = 5;  // a second prefix starts on `home` too (`away` is over four busier)
   ASSERT_EQ(send(*p, pool, system_prompt(5) + " q"), home);
   home->inflight = 8;
   away->inflight = 0;
@@ -88,6 +88,25 @@ TEST(PrefixAware, TheLoadGuardBeatsTheCacheWhenTheFleetIsOutOfBalance) {
   EXPECT_EQ(send(*p, pool, system_prompt(3) + " q5"), away);
   home->inflight = 0;
   away->inflight = 0;
+}
+
+TEST(PrefixAware, NewPrefixesSpreadEvenlyOverTheCaches) {
+  Pool pool({1, 1, 1});
+  auto p = make();
+  std::map<Backend*, int> homes;
+  for (int i = 0; i < 12; ++i) ++homes[send(*p, pool, system_prompt(200 + i) + " q")];
+  ASSERT_EQ(homes.size(), 3u);
+  for (const auto& [b, n] : homes) EXPECT_EQ(n, 4) << b->name;
+  // Within four requests of the least loaded, the fewest prefixes; beyond, load first.
+  pool[0].inflight = 1;
+  pool[1].inflight = 4;
+  pool[2].inflight = 9;
+  Backend* b = send(*p, pool, system_prompt(300) + " q");
+  EXPECT_TRUE(b == &pool[0] || b == &pool[1]) << "pool[2] is over four busier";
+  Backend* c = send(*p, pool, system_prompt(301) + " q");
+  EXPECT_NE(c, b) << "the other of the two now has fewer prefixes";
+  EXPECT_NE(c, &pool[2]);
+  for (std::size_t i = 0; i < 3; ++i) pool[i].inflight = 0;
 }
 
 TEST(PrefixAware, RefusedBackendsAreNotPicked) {
