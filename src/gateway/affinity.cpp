@@ -66,6 +66,28 @@ net::awaitable<void> ask_one(std::shared_ptr<Ask> ask, int index, std::string na
   if (--ask->pending == 0 || ask->found >= 0) ask->done.cancel();
 }
 
+constexpr std::size_t kMaxIdBytes = 512;
+
+/// `id` as one path segment: unreserved characters as they are, every other byte %XX (an id
+/// from a request body may hold anything, CR and LF included).
+std::string percent_encode(std::string_view id) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(id.size());
+  for (const char ch : id) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
+        c == '_' || c == '.' || c == '~') {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
 Pin error(int status, std::string message, std::string type = {}, int retry_after = 0) {
   Pin p;
   p.status = status;
@@ -110,9 +132,13 @@ net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f, cons
     // Its owner is no longer one of this route's backends (a reload): ask those there are.
     store.forget(id);
   }
+  // vLLM's ids are short ("resp_" and 32 hex digits); a very long one is nowhere.
+  if (id.size() > kMaxIdBytes)
+    co_return error(404, fmt::format("Response with id '{}...' not found.", id.substr(0, 64)),
+                    "invalid_request_error");
   const auto ex = co_await net::this_coro::executor;
   auto ask = std::make_shared<Ask>(ex);
-  const std::string target = fmt::format("/v1/responses/{}", id);
+  const std::string target = "/v1/responses/" + percent_encode(id);
   for (std::size_t i = 0; i < route.backends.size(); ++i) {
     const upstream::Backend& b = *route.backends[i];
     if (b.retired.load(std::memory_order_relaxed)) continue;

@@ -1,0 +1,43 @@
+// What the gateway reads from a request body and from a backend's metrics: the routing fields
+// (read_body_fields), the prompt text prefix_aware hashes (read_prompt_text, then its block
+// hashes), and a Prometheus text load report. Must never crash; the prompt text is made of the
+// body's own strings and a few separators, so it stays within a bound of the body's size; block
+// hashes are one per full block.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gateway/request_view.hpp"
+#include "upstream/load_report.hpp"
+#include "upstream/prefix_table.hpp"
+
+namespace {
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string input(reinterpret_cast<const char*>(data), size);
+  std::string body = input;
+  const auto fields = llmux::gateway::read_body_fields(body);
+  check(body == input);  // padded in place, never changed
+  check(fields.model.size() <= size && fields.previous_response_id.size() <= size);
+  std::string text;
+  llmux::gateway::read_prompt_text(body, text);
+  // Each part is a string of the body (unescaping only shortens) plus at most "role: " style
+  // separators of the body's own keys and a newline; "instructions: " is the one label added.
+  check(text.size() <= 3 * size + 16);
+  std::string unpadded;
+  llmux::gateway::read_prompt_text(std::string(input), unpadded);
+  check(unpadded == text);
+  std::vector<std::uint64_t> hashes;
+  llmux::upstream::prefix_hashes(text, 64, 1 << 20, hashes);
+  check(hashes.size() == text.size() / 64);
+  if (auto r = llmux::upstream::parse_load_report(input)) {
+    check(r->running == r->running && r->waiting == r->waiting && r->kv_usage == r->kv_usage);
+  }
+  return 0;
+}
