@@ -21,8 +21,9 @@ namespace llmux::bench {
 struct OutputOptions {
   std::string out_dir;              ///< "" = Markdown on stdout only
   std::vector<double> percentiles;  ///< besides p50/p90/p95/p99
-  bool progress = false;            ///< progress line on stderr
-  bool plots = true;                ///< PNG plots when gnuplot is on PATH
+  bool progress = false;            ///< progress line on stderr (the CLI: only on a terminal)
+  bool plots = true;                ///< SVG and PNG charts when gnuplot is on PATH
+  bool fail_on_reject = false;      ///< a 429 (rejection) fails the run like an error
 };
 
 /// One target of a fixed split: `clients` of the closed loop's clients send straight to `url`.

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "bench/commands.hpp"
+#include "bench/html_report.hpp"
 #include "bench/report.hpp"
 
 namespace llmux::bench::detail {
@@ -43,11 +45,43 @@ std::string first_error(std::span<const RequestTiming> ts);
 /// One request's record (its level, ids and timings) as a JSON object.
 boost::json::object record_json(const Record& r, const std::string& level);
 boost::json::array records_json(const std::vector<Record>& rs, const std::string& level);
-/// With an output directory: writes <stem>.json and <stem>_<name>.csv per table, and adds a
-/// "Written: ..." note.
+/// A CSV cell: the number with `d` decimals, or empty when it is not finite (no figure).
+std::string csv_num(double v, int d = 3);
+/// A Markdown cell for a figure of `requests` requests of which `failed` failed: the number,
+/// or "error (all N failed)" when there is no figure because every request failed, else "-".
+std::string figure_cell(double v, std::size_t failed, std::size_t requests, int d = 1);
+
+/// How a command ends: exit status 1 when a request failed (transport errors, timeouts, broken
+/// streams, error statuses other than 429), or when one was rejected (429) and the options say
+/// rejections fail the run; the outcome as one sentence.
+struct Outcome {
+  int status = 0;
+  std::string line;
+};
+Outcome outcome(std::size_t requests, std::size_t failed, std::size_t rejected,
+                const std::string& kinds, const OutputOptions& out);
+/// Writes the outcome's sentence to `md`, and to stderr as an error when the run failed.
+void report_outcome(const Outcome& o, std::ostream& md, const std::string& command);
+
+/// Requests measured together (a level, a path, a target) and shown as one series.
+struct TimingGroup {
+  std::string name;
+  std::vector<RequestTiming> ts;
+};
+/// CDF charts (ms) of TTFT, ITL and E2E with a series per group, named <stem>_ttft etc.;
+/// `what` ends each title (e.g. "at N=8: server1, server2"). Charts without data are empty.
+std::vector<Chart> distribution_charts(std::span<const TimingGroup> groups, const std::string& stem,
+                                       const std::string& what);
+/// Output tok/s over time with a series per group; x from `t0_ns`, or from each group's first
+/// request start when t0_ns is 0.
+Chart tok_s_time_chart(std::span<const TimingGroup> groups, std::int64_t t0_ns,
+                       const std::string& title);
+
+/// With an output directory: writes <stem>.json, <stem>_<name>.csv per table, the charts and
+/// index.html (write_report), and adds notes on what was written.
 void write_outputs(const OutputOptions& out, const std::string& stem, boost::json::object doc,
-                   const std::vector<std::pair<std::string, Table>>& tables,
-                   std::vector<std::string>& notes);
+                   const std::vector<std::pair<std::string, Table>>& csv_tables, HtmlReport html,
+                   std::span<const Chart> charts, std::vector<std::string>& notes);
 
 // ---------------------------------------------------------------------------------------------
 // bench_run's results and output files (run_output.cpp)
@@ -82,20 +116,22 @@ Table summary_table(const RunCommand& c, const std::vector<LevelResult>& levels)
 std::optional<Table> backend_table(const RunCommand& c, const std::vector<LevelResult>& levels);
 /// Latency distribution of one level: mean, p50, p90, p99, the extra percentiles and max.
 Table detail_table(const Aggregate& a, const std::vector<double>& extra);
-/// With an output directory: run.json, requests.csv, summary.csv, summary.md and (for sweeps,
-/// with gnuplot) the plots; adds notes on what was written.
+/// With an output directory: run.json, requests.csv, summary.csv, summary.md, the charts and
+/// index.html (`html` completed with the files and charts; `where` names the target in the
+/// charts' titles); adds notes on what was written.
 void write_run_files(const RunCommand& c, const std::vector<LevelResult>& levels,
                      const KneeResult& knee, const boost::json::object& ground_truth,
-                     std::vector<std::string>& notes);
+                     HtmlReport html, const std::string& where, std::vector<std::string>& notes);
 
 // ---------------------------------------------------------------------------------------------
 // The seed's scripts: throughput and compare (seed.cpp)
 
 struct Measured {
   std::vector<double> tok_s;  // per request (serial) or one aggregate
-  double mean = 0;
+  double mean = 0;            // NaN when no request succeeded
   std::size_t prompt_tokens = 0;
-  std::size_t failed = 0;
+  std::size_t requests = 0, failed = 0, rejected = 0;
+  Aggregate agg;  // the measured requests' figures (E2E latencies, errors by kind)
   std::string first_error;
   std::vector<Record> records;
   double wall_s = 0;
@@ -105,10 +141,50 @@ struct Measured {
 /// Non-streaming, temperature 0 requests of `max_tokens` to target `t`, as the seed sends them.
 RunOptions seed_options(const NamedUrl& t, const std::string& model, std::uint32_t max_tokens,
                         const http::ClientOptions& client, const std::string& id);
+/// Sums the requests, failures and rejections of measurements, with the errors by kind.
+struct Tally {
+  std::size_t requests = 0, failed = 0, rejected = 0;
+  std::map<ErrorKind, std::size_t> errors;
+  void add(const Measured& m);
+  std::string kinds() const;  ///< "2 timeout, 1 http_status"
+};
+/// The progress label of step `step` of `steps`: "[3/10] server1 serial long".
+std::string step_label(const std::string& command, std::size_t step, std::size_t steps,
+                       const std::string& what);
 /// `repeat` requests one after the other; tok/s = completion tokens / request time, per request.
 Measured serial(const RunOptions& ro, std::string_view prompt, std::size_t repeat);
 /// `n` requests started together; tok/s = all tokens / wall time until the last ends.
 Measured burst(const RunOptions& ro, std::string_view prompt, std::size_t n);
+// ---------------------------------------------------------------------------------------------
+// bench compare: a gateway path against the direct path of the same endpoint
+// (compare_gateway.cpp)
+
+/// What a path measured: the serial run and each burst level.
+struct PathMeasured {
+  Measured serial;
+  std::map<std::size_t, Measured> levels;
+};
+
+/// One gateway path at one level against the direct path. The tok/s ratio compares the same
+/// level; when the gateway spread a burst over several machines (X-Llmux-Backend), the ratio is
+/// scale-out, not overhead, and the added latency compares each machine's share with the direct
+/// path's level of that size (when it was measured); serially it is always overhead.
+struct GatewayRow {
+  std::string path, baseline;  ///< the gateway path and the direct path it is compared with
+  std::size_t level = 0;       ///< 0 = serial, else N requests started together
+  std::map<std::string, std::size_t> backends;  ///< measured requests per X-Llmux-Backend
+  bool scale_out = false;
+  double tok_s_ratio = 0;                     ///< gateway / direct tok/s, same level (NaN: none)
+  double added_p50_ms = 0, added_p99_ms = 0;  ///< gateway E2E - direct E2E (NaN: not compared)
+  std::optional<std::size_t> latency_level;   ///< direct level compared with (0 = serial)
+  double per_machine = 0;  ///< scale-out: gateway tok/s / (machines x direct tok/s at the share)
+  std::string reading;     ///< one sentence: overhead or scale-out, and against what
+};
+GatewayRow gateway_row(const std::string& path, const std::string& baseline,
+                       const PathMeasured& gateway, const PathMeasured& direct, std::size_t level);
+/// "server1 4, server2 4"; "unknown" when no response named a backend.
+std::string backends_cell(const std::map<std::string, std::size_t>& b);
+
 /// `given`, or else the first model of the URL's /v1/models; throws std::runtime_error.
 std::string resolve_model(const std::string& given, const http::Url& url);
 

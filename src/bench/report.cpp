@@ -232,6 +232,7 @@ json::object to_json(const Aggregate& a) {
   o["requests"] = a.requests;
   o["ok"] = a.ok;
   o["failed"] = a.failed;
+  o["rejected"] = a.rejected;
   json::object errors;
   for (const auto& [kind, n] : a.errors) errors[to_string(kind)] = n;
   o["errors"] = std::move(errors);

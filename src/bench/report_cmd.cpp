@@ -26,6 +26,21 @@ int bench_report(const std::string& a_path, const std::string& b_path, double th
     return v;
   };
   const json::value a = load(a_path), b = load(b_path);
+  // Results of different kinds share no figure: comparing them would flag everything.
+  auto kind = [](const json::value& v) -> std::string {
+    const json::value* t = v.get_object().if_contains("tool");
+    return t && t->is_string() ? std::string(t->get_string()) : std::string();
+  };
+  const std::string ka = kind(a), kb = kind(b);
+  if (ka != kb) {
+    auto name = [](const std::string& k) {
+      return k.empty() ? std::string("not a result of llmux bench") : "a `" + k + "` result";
+    };
+    throw std::runtime_error(fmt::format(
+        "cannot compare {} ({}) with {} ({}): `llmux bench report` compares two results of the "
+        "same kind (two run.json, two throughput.json or two compare.json)",
+        a_path, name(ka), b_path, name(kb)));
+  }
   auto summary = [](const json::value& v) -> const json::value& {
     const json::value* s = v.get_object().if_contains("summary");
     return s ? *s : v;

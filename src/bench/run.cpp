@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <thread>
 
 #include <fmt/format.h>
@@ -77,7 +78,9 @@ RunResult run_split(const RunCommand& c, const RunOptions& ro, const LoadSpec& s
     threads.emplace_back([&, i] {
       RunOptions o = ro;
       o.url = c.split[i].url;
-      o.progress = false;
+      // One progress line: the first target's (threads would overwrite each other's).
+      o.progress = ro.progress && i == 0;
+      o.label = fmt::format("{} {} (1st of {} targets)", ro.label, c.split[i].name, c.split.size());
       o.request_id_prefix = fmt::format("{}-t{}", ro.request_id_prefix, i);
       o.conversation.key_prefix = fmt::format("{}-t{}", ro.conversation.key_prefix, i);
       LoadSpec s = spec;
@@ -184,11 +187,15 @@ int bench_run(const RunCommand& c, std::ostream& md) {
   if (c.load.warmup_requests)
     warm = fmt::format(", warm-up {} requests excluded", c.load.warmup_requests);
   if (c.load.warmup_s > 0) warm = fmt::format(", warm-up {:g} s excluded", c.load.warmup_s);
-  md << fmt::format("Load: {} ({} per level{}). Workload: {}. {}; {} connections.\n\n", load, bound,
-                    warm, c.workload_desc,
-                    b.stream ? "Streaming with stream_options.include_usage" : "Non-streaming",
-                    to_string(c.run.client.mode));
+  HtmlReport html;
+  html.title = fmt::format("llmux bench run: {} {} ({})", where, endpoint_path(b.dialect), b.model);
+  html.intro = fmt::format(
+      "Load: {} ({} per level{}). Workload: {}. {}; {} connections.", load, bound, warm,
+      c.workload_desc, b.stream ? "Streaming with stream_options.include_usage" : "Non-streaming",
+      to_string(c.run.client.mode));
+  md << html.intro << "\n\n";
   md << to_markdown(summary_table(c, levels));
+  html.sections.push_back({"Summary", summary_table(c, levels), {}});
 
   std::vector<std::string> notes;
   KneeResult knee;
@@ -211,12 +218,14 @@ int bench_run(const RunCommand& c, std::ostream& md) {
     md << "\n";
     md << to_markdown(conversation_table(levels),
                       MarkdownOptions{.title = "Conversations", .heading_level = 4, .notes = {}});
+    html.sections.push_back({"Conversations", conversation_table(levels), {}});
   }
   if (auto bt = backend_table(c, levels)) {
     md << "\n";
     md << to_markdown(*bt, MarkdownOptions{.title = "Where the gateway sent them (X-Llmux-Backend)",
                                            .heading_level = 4,
                                            .notes = {}});
+    html.sections.push_back({"Where the gateway sent them (X-Llmux-Backend)", *bt, {}});
   }
   const LevelResult& last = levels.back();
   if (levels.size() == 1) {
@@ -224,6 +233,8 @@ int bench_run(const RunCommand& c, std::ostream& md) {
     md << to_markdown(
         detail_table(last.agg, c.out.percentiles),
         MarkdownOptions{.title = "Latency distribution", .heading_level = 4, .notes = {}});
+    html.sections.push_back(
+        {"Latency distribution", detail_table(last.agg, c.out.percentiles), {}});
   }
   notes.push_back(
       "TTFT = request start to the first content token (a chat stream's role-only first chunk "
@@ -271,10 +282,28 @@ int bench_run(const RunCommand& c, std::ostream& md) {
   json::object gt_json;
   if (c.sim_ground_truth) gt_json = ground_truth(c, levels, md);
 
-  detail::write_run_files(c, levels, knee, gt_json, notes);
+  std::size_t requests = 0, failed = 0, rejected = 0;
+  std::map<ErrorKind, std::size_t> kinds;
+  for (const auto& l : levels) {
+    requests += l.agg.requests;
+    failed += l.agg.failed;
+    rejected += l.agg.rejected;
+    for (const auto& [k, n] : l.agg.errors) kinds[k] += n;
+  }
+  std::string kinds_s;
+  for (auto [k, n] : kinds) {
+    if (k == ErrorKind::http_status) n -= std::min(n, rejected);  // the 429s are apart
+    if (n) kinds_s += fmt::format("{}{} {}", kinds_s.empty() ? "" : ", ", n, to_string(k));
+  }
+  const detail::Outcome oc = detail::outcome(requests, failed, rejected, kinds_s, c.out);
+  html.status.push_back(oc.line);
+  html.failed = oc.status != 0;
+  html.notes = notes;
+  detail::write_run_files(c, levels, knee, gt_json, std::move(html), where, notes);
   md << "\n";
+  detail::report_outcome(oc, md, "bench run");
   for (const auto& n : notes) md << n << "\n\n";
-  return 0;
+  return oc.status;
 }
 
 }  // namespace llmux::bench

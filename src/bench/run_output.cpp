@@ -1,9 +1,8 @@
 // bench_run's tables and output files: run.json (settings and every request), requests.csv,
-// summary.csv, summary.md and, for sweeps with gnuplot on PATH, the PNG plots.
+// summary.csv, summary.md, index.html and the charts (SVG and PNG, with gnuplot on PATH).
 #include <boost/json.hpp>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -18,10 +17,6 @@ namespace json = boost::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool have_gnuplot() {
-  return std::system("command -v gnuplot >/dev/null 2>&1") == 0;
-}
 
 json::object settings_json(const RunCommand& c) {
   json::object s;
@@ -109,44 +104,78 @@ std::string load_cell(const RunCommand& c, const LevelResult& l) {
   return fmt::format("{:g}", l.load);
 }
 
-void write_plots(const fs::path& dir, const RunCommand& c, const std::vector<LevelResult>& levels,
-                 std::vector<std::string>& notes) {
-  if (levels.size() < 2 || !c.out.plots) return;
-  if (!have_gnuplot()) {
-    notes.push_back("No plots: gnuplot is not installed.");
-    return;
-  }
-  std::string dat =
-      "# load output_tok_s req_s ttft_p50_ms ttft_p90_ms ttft_p99_ms itl_p50_ms "
-      "itl_p90_ms itl_p99_ms\n";
+/// summary.csv: numbers only, units in the headers (empty where there is no figure).
+Table summary_csv(const RunCommand& c, const std::vector<LevelResult>& levels) {
+  const bool open = c.load.mode == LoadSpec::Mode::open;
+  std::vector<std::string> h{open ? "rate_req_s" : "concurrency",
+                             "requests",
+                             "ok",
+                             "failed",
+                             "rejected",
+                             "req_s",
+                             "output_tok_s",
+                             "per_stream_tok_s_p50",
+                             "ttft_p50_ms",
+                             "ttft_p99_ms",
+                             "itl_p50_ms",
+                             "itl_p99_ms",
+                             "tpot_p50_ms",
+                             "e2e_p50_ms",
+                             "e2e_p99_ms",
+                             "cached_prompt_tokens",
+                             "cached_pct"};
+  if (!c.slo.empty()) h.push_back("goodput_req_s");
+  Table t(h);
   for (const auto& l : levels) {
     const Aggregate& a = l.agg;
-    dat += fmt::format("{:g} {:.3f} {:.3f} {:.4f} {:.4f} {:.4f} {:.4f} {:.4f} {:.4f}\n", l.load,
-                       a.output_tok_s, a.requests_per_s, a.ttft.p50 * 1e3, a.ttft.p90 * 1e3,
-                       a.ttft.p99 * 1e3, a.itl.p50 * 1e3, a.itl.p90 * 1e3, a.itl.p99 * 1e3);
+    std::vector<std::string> row{fmt::format("{:g}", l.load),
+                                 std::to_string(a.requests),
+                                 std::to_string(a.ok),
+                                 std::to_string(a.failed),
+                                 std::to_string(a.rejected),
+                                 csv_num(a.requests_per_s),
+                                 csv_num(a.ok ? a.output_tok_s : NAN),
+                                 csv_num(a.decode_tok_s.p50),
+                                 csv_num(a.ttft.p50 * 1e3),
+                                 csv_num(a.ttft.p99 * 1e3),
+                                 csv_num(a.itl.p50 * 1e3),
+                                 csv_num(a.itl.p99 * 1e3),
+                                 csv_num(a.tpot.p50 * 1e3),
+                                 csv_num(a.e2e.p50 * 1e3),
+                                 csv_num(a.e2e.p99 * 1e3),
+                                 std::to_string(a.cached_tokens),
+                                 csv_num(a.cached_share * 100)};
+    if (!c.slo.empty()) row.push_back(csv_num(a.goodput_req_s));
+    t.add_row(row);
   }
-  write_file(dir / "sweep.dat", dat);
-  const std::string xl =
-      c.load.mode == LoadSpec::Mode::open ? "request rate (req/s)" : "concurrency";
-  const std::string gp = fmt::format(
-      "set terminal png size 900,540\n"
-      "set grid\nset key left top\nset logscale x 2\nset xlabel '{0}'\n"
-      "set output '{1}/throughput.png'\n"
-      "set title 'Output throughput vs {0}'\nset ylabel 'output tok/s'\n"
-      "plot '{1}/sweep.dat' using 1:2 with linespoints lw 2 pt 7 title 'aggregate tok/s'\n"
-      "set output '{1}/latency.png'\nset key left top\n"
-      "set title 'TTFT and ITL percentiles vs {0}'\nset ylabel 'ms'\nset logscale y\n"
-      "plot '{1}/sweep.dat' using 1:4 with linespoints lw 2 pt 7 title 'TTFT p50', "
-      "'' using 1:6 with linespoints lw 2 pt 5 title 'TTFT p99', "
-      "'' using 1:7 with linespoints lw 2 pt 9 title 'ITL p50', "
-      "'' using 1:9 with linespoints lw 2 pt 11 title 'ITL p99'\n",
-      xl, dir.string());
-  write_file(dir / "plots.gp", gp);
-  const std::string cmd = fmt::format("gnuplot '{}' 2>/dev/null", (dir / "plots.gp").string());
-  if (std::system(cmd.c_str()) == 0)
-    notes.push_back(fmt::format("Plots: {0}/throughput.png, {0}/latency.png.", dir.string()));
-  else
-    notes.push_back("gnuplot failed; sweep.dat and plots.gp are in the output directory.");
+  return t;
+}
+
+std::vector<Chart> run_charts(const RunCommand& c, const std::vector<LevelResult>& levels,
+                              const std::string& where) {
+  const bool open = c.load.mode == LoadSpec::Mode::open;
+  std::vector<Chart> charts;
+  Chart scale{
+      .name = "tok_s_vs_concurrency",
+      .title = fmt::format("Output tok/s vs {}\n{}", open ? "request rate" : "concurrency", where),
+      .xlabel = open ? "request rate (req/s)" : "concurrency",
+      .ylabel = "output tok/s",
+      .kind = ChartKind::lines,
+      .logx = !open,
+      .series = {}};
+  ChartSeries cs{where, {}};
+  std::vector<TimingGroup> groups;
+  for (const auto& l : levels) {
+    if (l.agg.ok) cs.points.emplace_back(l.load, l.agg.output_tok_s);
+    groups.push_back({open ? fmt::format("{:g} req/s", l.load) : fmt::format("N={:g}", l.load),
+                      l.run.measured()});
+  }
+  scale.series.push_back(std::move(cs));
+  charts.push_back(std::move(scale));
+  for (auto& ch : distribution_charts(groups, "latency", "per level\n" + where))
+    charts.push_back(std::move(ch));
+  charts.push_back(tok_s_time_chart(groups, 0, "Output tok/s over time, per level\n" + where));
+  return charts;
 }
 
 }  // namespace
@@ -174,7 +203,7 @@ Table summary_table(const RunCommand& c, const std::vector<LevelResult>& levels)
                                  std::to_string(a.requests),
                                  error_summary(a),
                                  fmt_num(a.requests_per_s, 2),
-                                 fmt_num(a.output_tok_s, 1),
+                                 figure_cell(a.ok ? a.output_tok_s : NAN, a.failed, a.requests),
                                  fmt_num(a.decode_tok_s.p50, 1),
                                  ms(a.ttft.p50),
                                  ms(a.ttft.p99),
@@ -320,8 +349,8 @@ Table detail_table(const Aggregate& a, const std::vector<double>& extra) {
 }
 
 void write_run_files(const RunCommand& c, const std::vector<LevelResult>& levels,
-                     const KneeResult& knee, const json::object& gt_json,
-                     std::vector<std::string>& notes) {
+                     const KneeResult& knee, const json::object& gt_json, HtmlReport html,
+                     const std::string& where, std::vector<std::string>& notes) {
   if (c.out.out_dir.empty()) return;
   const fs::path dir(c.out.out_dir);
   fs::create_directories(dir);
@@ -368,13 +397,18 @@ void write_run_files(const RunCommand& c, const std::vector<LevelResult>& levels
   doc["levels"] = std::move(lv);
   write_file(dir / "run.json", pretty_json(doc));
   write_file(dir / "requests.csv", csv);
-  write_file(dir / "summary.csv", to_csv(summary_table(c, levels)));
+  write_file(dir / "summary.csv", to_csv(summary_csv(c, levels)));
   write_file(dir / "summary.md", to_markdown(summary_table(c, levels)));
-  write_plots(dir, c, levels, notes);
+  html.files.emplace_back("run.json", "the settings, the summary and every request's timings");
+  html.files.emplace_back("requests.csv", "one row per request, units in the headers");
+  html.files.emplace_back("summary.csv", "one row per level, units in the headers");
+  const std::vector<Chart> charts = run_charts(c, levels, where);
+  const ReportFiles rf = write_report(dir.string(), std::move(html), charts, c.out.plots);
   notes.push_back(
       fmt::format("Written: {0}/run.json (settings and every request's timings), "
-                  "{0}/requests.csv, {0}/summary.csv.",
+                  "{0}/requests.csv, {0}/summary.csv, {0}/index.html.",
                   dir.string()));
+  notes.push_back(rf.note);
 }
 
 }  // namespace llmux::bench::detail

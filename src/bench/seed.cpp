@@ -1,5 +1,6 @@
 // The measurements of the seed's two scripts (qwen36-throughput.py, qwen36-gateway-vs-direct.py):
 // serial runs and bursts of non-streaming, temperature 0 requests.
+#include <algorithm>
 #include <cmath>
 #include <span>
 #include <stdexcept>
@@ -37,11 +38,14 @@ Measured serial(const RunOptions& ro, std::string_view prompt, std::size_t repea
     if (rec.t.ok() && rm.e2e_tok_s) {
       m.tok_s.push_back(*rm.e2e_tok_s);
       m.prompt_tokens = rec.t.prompt_tokens.value_or(0);
-    } else if (!rec.t.ok()) {
-      ++m.failed;
-      if (m.first_error.empty()) m.first_error = rec.t.error_message;
     }
   }
+  const auto ts = r.measured();
+  m.agg = aggregate(ts);
+  m.requests = m.agg.requests;
+  m.failed = m.agg.failed;
+  m.rejected = m.agg.rejected;
+  m.first_error = first_error(ts);
   double sum = 0;
   for (double v : m.tok_s) sum += v;
   m.mean = m.tok_s.empty() ? NAN : sum / m.tok_s.size();
@@ -61,12 +65,36 @@ Measured burst(const RunOptions& ro, std::string_view prompt, std::size_t n) {
   Aggregate a = aggregate(ts);
   m.mean = a.ok ? a.output_tok_s : NAN;
   m.tok_s.push_back(m.mean);
+  m.requests = a.requests;
   m.failed = a.failed;
+  m.rejected = a.rejected;
   m.first_error = first_error(ts);
   m.wall_s = a.wall_s;
   m.tokens = a.output_tokens;
   m.records = std::move(r.records);
+  m.agg = std::move(a);
   return m;
+}
+
+void Tally::add(const Measured& m) {
+  requests += m.requests;
+  failed += m.failed;
+  rejected += m.rejected;
+  for (const auto& [k, n] : m.agg.errors) errors[k] += n;
+}
+
+std::string Tally::kinds() const {
+  std::string s;
+  for (auto [k, n] : errors) {
+    if (k == ErrorKind::http_status) n -= std::min(n, rejected);  // the 429s are apart
+    if (n) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", n, to_string(k));
+  }
+  return s;
+}
+
+std::string step_label(const std::string& command, std::size_t step, std::size_t steps,
+                       const std::string& what) {
+  return fmt::format("llmux bench {} [{}/{}] {}:", command, step, steps, what);
 }
 
 std::string resolve_model(const std::string& given, const http::Url& url) {

@@ -142,6 +142,10 @@ bool is_not_found(const RequestTiming& t) {
   return lower.find("not found") != std::string::npos;
 }
 
+bool is_rejected(const RequestTiming& t) {
+  return t.error == ErrorKind::http_status && t.http_status == 429;
+}
+
 bool meets(const RequestMetrics& m, const Slo& slo) {
   if (!m.ok) return false;
   if (slo.ttft_s && !(m.ttft_s && *m.ttft_s <= *slo.ttft_s)) return false;
@@ -163,6 +167,7 @@ Aggregate aggregate(std::span<const RequestTiming> requests, const AggregateOpti
       ++a.failed;
       ++a.errors[t.error];
       if (is_not_found(t)) ++a.not_found;
+      if (is_rejected(t)) ++a.rejected;
       continue;
     }
     ++a.ok;

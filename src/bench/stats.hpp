@@ -119,6 +119,10 @@ RequestMetrics derive(const RequestTiming& t);
 /// previous_response_id it does not hold (vLLM: "Response with id '…' not found.").
 bool is_not_found(const RequestTiming& t);
 
+/// A request the server turned away with 429 Too Many Requests (admission control, a full
+/// queue): a rejection, counted apart from the failures (see Aggregate::rejected).
+bool is_rejected(const RequestTiming& t);
+
 /// Appends `t`'s per-token inter-token latencies (seconds) to `out`.
 void append_itl(const RequestTiming& t, std::vector<double>& out);
 
@@ -164,6 +168,8 @@ struct Aggregate {
   /// them on completions and chat only with --enable-prompt-tokens-details).
   double cached_share = 0;
   std::size_t not_found = 0;  ///< failed requests that were is_not_found()
+  /// Failed requests that were is_rejected() (429s); `failed` includes them.
+  std::size_t rejected = 0;
   Summary ttfb, ttft, tpot, itl, e2e, decode_tok_s;
 };
 

@@ -71,6 +71,7 @@ struct SeedFlags {
   std::string connection = "fresh";
   double timeout = 300;
   std::string out;
+  bool no_progress = false, no_plots = false, fail_on_reject = false;
   void add(CLI::App* sub, const std::string& default_levels) {
     levels = default_levels;
     sub->add_option("--model", model,
@@ -92,7 +93,22 @@ struct SeedFlags {
     sub->add_option("--timeout", timeout, "Seconds a request may take in all (the seed: 300)")
         ->capture_default_str();
     sub->add_option("--out", out,
-                    "Directory for the JSON (settings and every request's timings) and CSV files");
+                    "Directory for the JSON (settings and every request's timings), CSV files, "
+                    "SVG and PNG charts (gnuplot) and index.html");
+    sub->add_flag("--no-progress", no_progress,
+                  "No progress line on stderr (shown only on a terminal)");
+    sub->add_flag("--no-plots", no_plots, "With --out: do not run gnuplot");
+    sub->add_flag("--fail-on-reject", fail_on_reject,
+                  "Exit status 1 also when requests were rejected with 429 (otherwise only "
+                  "failures do: transport errors, timeouts, other error statuses)");
+  }
+  OutputOptions output() const {
+    OutputOptions o;
+    o.out_dir = out;
+    o.progress = !no_progress && ::isatty(2);
+    o.plots = !no_plots;
+    o.fail_on_reject = fail_on_reject;
+    return o;
   }
   http::ClientOptions client() const {
     http::ClientOptions c;
@@ -143,7 +159,7 @@ Runner add_throughput(CLI::App* bench) {
       c.max_tokens = f->seed.max_tokens;
       c.agree = parse_percent(f->agree, "--agree");
       c.client = f->seed.client();
-      c.out.out_dir = f->seed.out;
+      c.out = f->seed.output();
       return bench_throughput(c, std::cout);
     });
   };
@@ -202,7 +218,7 @@ Runner add_compare(CLI::App* bench) {
       c.max_tokens = f->seed.max_tokens;
       c.prompt = f->prompt;
       c.client = f->seed.client();
-      c.out.out_dir = f->seed.out;
+      c.out = f->seed.output();
       return bench_compare(c, std::cout);
     });
   };
@@ -213,7 +229,8 @@ Runner add_report(CLI::App* bench) {
       "report",
       "Compare two results written with --out (before and after a deployment change): every "
       "figure of their summaries, flagging changes beyond a threshold. Exit status 1 when "
-      "something changed.");
+      "something changed. Both files must be of the same kind (two run.json, two throughput.json "
+      "or two compare.json); otherwise exit status 2.");
   struct F {
     std::string a, b, threshold = "5";
     bool all = false;
@@ -240,7 +257,8 @@ Runner add_bench(CLI::App& app) {
       "bench",
       "Benchmark OpenAI-compatible servers (vLLM, llmux gateway, llmux sim): `run` for load "
       "tests and sweeps, `throughput` and `compare` for the seed's two scripts, `report` to "
-      "compare two results. Markdown on stdout; --out DIR adds JSON and CSV.");
+      "compare two results. Markdown on stdout, a progress line on stderr when it is a terminal; "
+      "--out DIR adds JSON, CSV, charts and index.html. Exit status 1 when requests failed.");
   bench->require_subcommand(1);
   auto runners = std::make_shared<std::vector<std::pair<CLI::App*, Runner>>>();
   for (auto* add : {&bench_cli::add_run, &add_throughput, &add_compare, &add_report}) {

@@ -36,6 +36,7 @@ struct RunFlags {
   std::string dataset;
   std::size_t max_prompts = 0;
   bool no_stream = false, ignore_eos = false, no_progress = false, no_plots = false;
+  bool fail_on_reject = false;
   double temperature = 0;
   std::string connection = "keep-alive";
   double timeout = 600, idle_timeout = 60, connect_timeout = 10;
@@ -216,12 +217,17 @@ Runner add_run(CLI::App* bench) {
       ->group(rp);
   sub->add_option("--out", f->out,
                   "Directory for run.json (settings + every request's timings), requests.csv, "
-                  "summary.csv and, for sweeps with gnuplot, throughput.png and latency.png")
+                  "summary.csv, index.html and SVG/PNG charts (with gnuplot): tok/s vs "
+                  "concurrency, TTFT/ITL/E2E distributions, tok/s over time")
+      ->group(rp);
+  sub->add_flag("--fail-on-reject", f->fail_on_reject,
+                "Exit status 1 also when requests were rejected with 429 (otherwise only "
+                "failures do: transport errors, timeouts, other error statuses)")
       ->group(rp);
   sub->add_flag("--no-progress", f->no_progress,
                 "No progress line on stderr (shown only on a terminal)")
       ->group(rp);
-  sub->add_flag("--no-plots", f->no_plots, "Do not run gnuplot")->group(rp);
+  sub->add_flag("--no-plots", f->no_plots, "With --out: do not run gnuplot")->group(rp);
   sub->add_flag("--sim-ground-truth", f->sim_ground_truth,
                 "Target is `llmux sim`: compare TTFT/ITL with its /debug/requests ground truth")
       ->group(rp);
@@ -333,6 +339,7 @@ Runner add_run(CLI::App* bench) {
       c.out.out_dir = f->out;
       c.out.progress = !f->no_progress && ::isatty(2);
       c.out.plots = !f->no_plots;
+      c.out.fail_on_reject = f->fail_on_reject;
       c.sim_ground_truth = f->sim_ground_truth;
       if (!f->dataset.empty()) {
         c.prompts = load_dataset(f->dataset, f->max_prompts);

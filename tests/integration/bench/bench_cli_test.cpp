@@ -75,7 +75,10 @@ TEST(BenchErrors, FaultsAreCountedByKindWithoutStoppingTheRun) {
         bench({"run", "--url", url(sim), "--endpoint", "chat", "--concurrency", "2",
                "--num-requests", "4", "--output-len", "16", "--ignore-eos", "--idle-timeout", "0.5",
                "--header", std::string("X-Llmux-Fault: ") + c.fault, "--out", out.path()});
-    ASSERT_EQ(r.exit_code, 0) << c.fault << r.err;
+    // Every request failed: the run fails, and says so on stderr.
+    EXPECT_EQ(r.exit_code, 1) << c.fault << r.err;
+    EXPECT_NE(r.err.find("error: Result: FAILED: 4 of 4 requests failed"), std::string::npos)
+        << c.fault << r.err;
     const json::value doc = parse_json(read_text_file(out.path() + "/run.json"));
     const auto& agg = level0(doc).at("aggregate").as_object();
     EXPECT_EQ(agg.at("failed").as_int64(), 4) << c.fault;
@@ -118,7 +121,7 @@ TEST(BenchErrors, RandomServerErrorsLeaveTheRestMeasured) {
   TempDir out;
   RunResult r = bench({"run", "--url", url(sim), "--concurrency", "4", "--num-requests", "40",
                        "--output-len", "4", "--out", out.path()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // some failed: 5xx fail the run
   const json::value doc = parse_json(read_text_file(out.path() + "/run.json"));
   const auto& agg = level0(doc).at("aggregate").as_object();
   EXPECT_EQ(agg.at("requests").as_int64(), 40);
@@ -187,20 +190,34 @@ TEST(BenchSeedScripts, ThroughputAndCompareReportsAreComplete) {
                        "--concurrency", "2", "--connection", "keep-alive", "--out", out.path()});
   ASSERT_EQ(c.exit_code, 0) << c.err << c.out;
   for (const char* s : {"direct completions", "gateway completions", "direct chat", "gateway chat",
-                        "Ratio to the direct path", "N=2"})
+                        "Gateway vs direct: tok/s ratio and the latency the gateway adds",
+                        "Added latency p50 ms", "N=2"})
     EXPECT_NE(c.out.find(s), std::string::npos) << s << "\n" << c.out;
   const json::value cdoc = parse_json(read_text_file(out.path() + "/compare.json"));
   EXPECT_EQ(cdoc.at("summary").as_object().size(), 4u);
 
-  // report: a result against itself changes nothing; throughput vs compare shares nothing.
+  // Each gateway path has its ratio and added latency per level in the JSON.
+  const auto& vs = cdoc.at("summary").at("gateway chat").at("vs_direct").as_object();
+  EXPECT_TRUE(vs.at("serial").at("added_latency_p50_ms").is_number()) << vs;
+  EXPECT_TRUE(vs.at("n2").at("tok_s_ratio").is_number()) << vs;
+  EXPECT_FALSE(cdoc.at("summary").as_object().contains("direct chat") &&
+               cdoc.at("summary").at("direct chat").as_object().contains("vs_direct"));
+
+  // report: a result against itself changes nothing; a throughput result against a compare
+  // result is refused with a clear message (exit status 2), not compared.
   RunResult same =
       bench({"report", out.path() + "/throughput.json", out.path() + "/throughput.json"});
   EXPECT_EQ(same.exit_code, 0) << same.out;
   EXPECT_NE(same.out.find("0 changed"), std::string::npos) << same.out;
   RunResult diff = bench({"report", out.path() + "/throughput.json", out.path() + "/compare.json",
                           "--threshold", "5%"});
-  EXPECT_EQ(diff.exit_code, 1) << diff.out;
-  EXPECT_NE(diff.out.find("| Metric"), std::string::npos) << diff.out;
+  EXPECT_EQ(diff.exit_code, 2) << diff.out;
+  EXPECT_EQ(diff.out.find("| Metric"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.err.find("a `llmux bench throughput` result"), std::string::npos) << diff.err;
+  EXPECT_NE(diff.err.find("a `llmux bench compare` result"), std::string::npos) << diff.err;
+  EXPECT_NE(diff.err.find("same kind"), std::string::npos) << diff.err;
+  RunResult same_c = bench({"report", out.path() + "/compare.json", out.path() + "/compare.json"});
+  EXPECT_EQ(same_c.exit_code, 0) << same_c.err;
 }
 
 TEST(BenchCli, HelpExplainsEveryFlag) {
@@ -250,13 +267,16 @@ TEST(BenchCli, HelpExplainsEveryFlag) {
                             "--conversation-turns",
                             "--conversation-mode",
                             "--shared-prefix",
-                            "--prefix-len"}},
+                            "--prefix-len",
+                            "--fail-on-reject"}},
                        Sub{"throughput",
                            {"--target", "--agree", "--model", "--repeat", "--concurrency",
-                            "--max-tokens", "--connection", "--timeout", "--out"}},
+                            "--max-tokens", "--connection", "--timeout", "--out", "--no-progress",
+                            "--no-plots", "--fail-on-reject"}},
                        Sub{"compare",
                            {"--direct", "--gateway", "--path", "--prompt", "--model", "--repeat",
-                            "--concurrency", "--max-tokens", "--connection", "--timeout", "--out"}},
+                            "--concurrency", "--max-tokens", "--connection", "--timeout", "--out",
+                            "--no-progress", "--no-plots", "--fail-on-reject"}},
                        Sub{"report", {"--threshold", "--all"}}}) {
     RunResult r = bench({s.name, "--help"});
     EXPECT_EQ(r.exit_code, 0) << s.name;

@@ -114,7 +114,9 @@ TEST(BenchConversation, NotFoundAnswersAreCounted) {
   SimServer sim({"--time-scale", "20", "--response-store-max", "1"});
   TempDir out;
   RunResult r = bench(conversation_args(sim, "previous", out.path()));
-  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  // Turns answered 404 failed: the run fails (exit status 1) and says so.
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.out.find("Result: FAILED"), std::string::npos) << r.out;
   const json::value doc = parse_json(read_text_file(out.path() + "/run.json"));
   const auto& conv = doc.at("summary").at("c3").at("conversation").as_object();
   EXPECT_GT(num(conv.at("not_found")), 0) << r.out;
@@ -187,7 +189,7 @@ TEST(BenchSharedPrefix, SharedSystemPromptsHitTheCacheOnEveryBackend) {
   EXPECT_NE(r.out.find("| Cached prompt tokens"), std::string::npos) << r.out;
   // CSV cells stay plain numbers.
   const std::string csv = read_text_file(out.path() + "/summary.csv");
-  EXPECT_NE(csv.find("Cached prompt tokens,Cached %"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("cached_prompt_tokens,cached_pct"), std::string::npos) << csv;
   EXPECT_EQ(csv.find('%', csv.find('\n')), std::string::npos) << csv;
 }
 

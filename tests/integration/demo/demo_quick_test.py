@@ -1,9 +1,14 @@
 #!/usr/bin/python3
 """End-to-end: `llmux demo --quick` runs the seed's whole experiment and prints a complete report
-whose figures are plausible (loose bounds; the tight figures belong to the benchmarks)."""
+whose figures are plausible (loose bounds; the tight figures belong to the benchmarks), explains
+the rows that differ from the seed, and removes its temporary directory; with --out DIR it writes
+index.html and the benchmarks' charts there."""
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 llmux = sys.argv[1]
 proc = subprocess.run([llmux, "demo", "--quick"], capture_output=True, text=True, timeout=240)
@@ -15,10 +20,17 @@ if proc.returncode != 0:
 rows = {}
 for line in out.splitlines():
     cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    if len(cells) == 4 and cells[0] and not cells[0].startswith("---") and cells[0] != "Figure":
+    if len(cells) == 5 and cells[0] and not cells[0].startswith("---") and cells[0] != "Figure":
         rows[cells[0]] = cells
 
 failures = []
+
+# Its temporary directory (named on stderr) is gone.
+m = re.search(r"logs in (\S+) \(removed at the end\)", proc.stderr)
+if not m:
+    failures.append(f"stderr does not name the temporary directory: {proc.stderr!r}")
+elif os.path.exists(m.group(1)):
+    failures.append(f"the temporary directory {m.group(1)} is still there")
 
 
 def first_number(text):
@@ -48,6 +60,60 @@ check("N=16 direct to server1, chat", 250, 420, 0)
 for needle in ("# llmux demo", "Seed (two real Sparks)", "round robin"):
     if needle not in out:
         failures.append(f"report lacks '{needle}'")
+
+
+def explained(row, *needles):
+    """The row refers to a note "[k] <row>: ..." below the table holding every needle."""
+    if row not in rows:
+        return
+    ref = rows[row][4]
+    if not re.fullmatch(r"\[\d+\]", ref):
+        failures.append(f"{row}: no note explains why it differs from the seed ({rows[row]})")
+        return
+    note = next((l for l in out.splitlines() if l.startswith(f"{ref} {row}: ")), None)
+    if note is None:
+        failures.append(f"{row}: note {ref} is missing")
+        return
+    for n in needles:
+        if n not in note:
+            failures.append(f"{row}: note lacks '{n}': {note}")
+
+
+# N=8 through the gateway is above one machine's N=8 because it spans two machines; N=16 is near
+# 100% of both machines where the seed had 81%.
+explained("N=8 via gateway, chat (4 + 4)", "spans two", "scale-out")
+explained("N=16 via gateway, chat, vs both machines' N=8 sum", "8 + 8", "81%")
+# A row that matches the seed needs no note.
+if rows.get("Single stream, server1 (medium prompt)", [""] * 5)[3] == "yes" and \
+        rows["Single stream, server1 (medium prompt)"][4]:
+    failures.append("a matching row carries a note")
+
+# --out DIR: the report and the charts stay there.
+keep = tempfile.mkdtemp(prefix="llmux-demo-test-")
+try:
+    p2 = subprocess.run([llmux, "demo", "--quick", "--out", keep], capture_output=True, text=True,
+                        timeout=240)
+    if p2.returncode != 0:
+        failures.append(f"demo --out exited {p2.returncode}: {p2.stderr[-2000:]}")
+    index = os.path.join(keep, "index.html")
+    if not os.path.exists(index):
+        failures.append("demo --out wrote no index.html")
+    else:
+        html = open(index, encoding="utf-8").read()
+        for needle in ("Why it differs from the seed", "spans two", "throughput/index.html",
+                       "compare/index.html"):
+            if needle not in html:
+                failures.append(f"index.html lacks '{needle}'")
+        if shutil.which("gnuplot") and "compare/charts/tok_s_vs_concurrency.svg" not in html:
+            failures.append("index.html shows no chart although gnuplot is installed")
+    for sub in ("throughput", "compare"):
+        if not os.path.exists(os.path.join(keep, sub, "index.html")):
+            failures.append(f"demo --out wrote no {sub}/index.html")
+        if shutil.which("gnuplot") and not os.path.exists(
+                os.path.join(keep, sub, "charts", "tok_s_vs_concurrency.png")):
+            failures.append(f"demo --out drew no {sub} chart")
+finally:
+    shutil.rmtree(keep, ignore_errors=True)
 if failures:
     print(out)
     for f in failures:

@@ -1,0 +1,289 @@
+#include "bench/html_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace llmux::bench {
+namespace fs = std::filesystem;
+
+bool Chart::empty() const {
+  return std::all_of(series.begin(), series.end(),
+                     [](const ChartSeries& s) { return s.points.empty(); });
+}
+
+ChartPoints cdf_points(std::vector<double> values, std::size_t max_points) {
+  std::erase_if(values, [](double v) { return !std::isfinite(v); });
+  std::sort(values.begin(), values.end());
+  ChartPoints out;
+  const std::size_t n = values.size();
+  if (n == 0) return out;
+  const std::size_t step =
+      std::max<std::size_t>(1, (n + max_points - 1) / std::max<std::size_t>(1, max_points));
+  for (std::size_t i = 0; i < n; i += step)
+    out.emplace_back(values[i], static_cast<double>(i + 1) / static_cast<double>(n));
+  if (out.back().second < 1.0) out.emplace_back(values.back(), 1.0);
+  return out;
+}
+
+ChartPoints tok_s_over_time(std::span<const RequestTiming> ts, std::int64_t t0_ns,
+                            double bucket_s) {
+  ChartPoints out;
+  if (!(bucket_s > 0)) return out;
+  std::map<std::int64_t, std::uint64_t> buckets;
+  for (const RequestTiming& t : ts) {
+    if (!t.ok()) continue;
+    auto add = [&](std::int64_t at_ns, std::uint64_t tokens) {
+      const double s = static_cast<double>(at_ns - t0_ns) * 1e-9;
+      buckets[static_cast<std::int64_t>(std::floor(s / bucket_s))] += tokens;
+    };
+    if (!t.events.empty()) {
+      for (const TokenEvent& e : t.events) add(e.time_ns, e.tokens);
+    } else if (t.output_tokens) {
+      add(t.end_ns, *t.output_tokens);
+    }
+  }
+  if (buckets.empty()) return out;
+  const std::int64_t first = buckets.begin()->first, last = buckets.rbegin()->first;
+  for (std::int64_t b = first; b <= last; ++b) {
+    const auto it = buckets.find(b);
+    const double tokens = it == buckets.end() ? 0.0 : static_cast<double>(it->second);
+    out.emplace_back(static_cast<double>(b) * bucket_s, tokens / bucket_s);
+  }
+  return out;
+}
+
+double bucket_for(double span_s, std::size_t buckets) {
+  const double b = span_s / static_cast<double>(std::max<std::size_t>(1, buckets));
+  return std::max(0.25, std::isfinite(b) ? b : 0.25);
+}
+
+std::string chart_data(const Chart& c) {
+  std::string out = fmt::format("# {}\n# x: {}; y: {}\n", c.title, c.xlabel, c.ylabel);
+  bool first = true;
+  for (const ChartSeries& s : c.series) {
+    if (s.points.empty()) continue;
+    if (!first) out += "\n\n";
+    first = false;
+    out += fmt::format("# {}\n", s.name);
+    for (const auto& [x, y] : s.points) out += fmt::format("{:.6g} {:.6g}\n", x, y);
+  }
+  return out;
+}
+
+namespace {
+
+/// A gnuplot double-quoted string.
+std::string gp_quote(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '\n') {
+      out += "\\n";  // a line break in a double-quoted gnuplot string
+      continue;
+    }
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (ch == '\r') ch = ' ';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (char ch : s) {
+    if (ch == '\'')
+      out += "'\\''";
+    else
+      out += ch;
+  }
+  return out + "'";
+}
+
+bool have_gnuplot() {
+  return std::system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+std::string png_terminal() {
+  return std::system("gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1") == 0 ? "pngcairo"
+                                                                                : "png";
+}
+
+void write(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  if (!f) throw std::runtime_error(fmt::format("cannot write {}", p.string()));
+  f << text;
+}
+
+}  // namespace
+
+std::string gnuplot_script(std::span<const Chart> charts, std::string_view png_terminal) {
+  std::string out =
+      "# Redraw the charts: gnuplot plots.gp (in this directory). Written by llmux bench.\n";
+  for (const Chart& c : charts) {
+    if (c.empty()) continue;
+    out += fmt::format(
+        "\nreset\nset grid\nset key outside right top noenhanced\nset title {} noenhanced\n"
+        "set xlabel {} noenhanced\nset ylabel {} noenhanced\n",
+        gp_quote(c.title), gp_quote(c.xlabel), gp_quote(c.ylabel));
+    if (c.logx) out += "set logscale x 2\n";
+    if (c.kind == ChartKind::cdf) out += "set yrange [0:1]\n";
+    if (c.kind != ChartKind::cdf) out += "set yrange [0:*]\n";
+    const char* style = c.kind == ChartKind::lines ? "linespoints lw 2 pt 7"
+                        : c.kind == ChartKind::cdf ? "steps lw 2"
+                                                   : "lines lw 2";
+    std::string plot = "plot ";
+    std::size_t index = 0;
+    for (const ChartSeries& s : c.series) {
+      if (s.points.empty()) continue;
+      plot += fmt::format("{}{} index {} using 1:2 with {} title {}", index ? ", " : "",
+                          index ? "''" : gp_quote(c.name + ".dat"), index, style, gp_quote(s.name));
+      ++index;
+    }
+    out += fmt::format(
+        "set terminal svg size 1100,620 dynamic noenhanced background rgb 'white'\n"
+        "set output {}\n{}\n"
+        "set terminal {} size 1100,620 noenhanced\nset output {}\nreplot\nunset output\n",
+        gp_quote(c.name + ".svg"), plot, png_terminal, gp_quote(c.name + ".png"));
+  }
+  return out;
+}
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+std::string to_html(const Table& t) {
+  std::string out = "<table>\n<thead><tr>";
+  for (std::size_t c = 0; c < t.columns(); ++c)
+    out += fmt::format("<th{}>{}</th>", t.align()[c] == Align::right ? " class=\"num\"" : "",
+                       html_escape(t.headers()[c]));
+  out += "</tr></thead>\n<tbody>\n";
+  for (const auto& row : t.rows()) {
+    out += "<tr>";
+    for (std::size_t c = 0; c < t.columns(); ++c)
+      out += fmt::format("<td{}>{}</td>", t.align()[c] == Align::right ? " class=\"num\"" : "",
+                         html_escape(row[c]));
+    out += "</tr>\n";
+  }
+  return out + "</tbody>\n</table>\n";
+}
+
+std::string to_html(const HtmlReport& r) {
+  std::string out = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<title>{0}</title>\n<style>\n"
+      "body{{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;"
+      "color:#222}}\n"
+      "table{{border-collapse:collapse;margin:1em 0}}\n"
+      "th,td{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}\n"
+      "th{{background:#f3f3f3}}\n.num{{text-align:right;font-variant-numeric:tabular-nums}}\n"
+      ".status{{padding:.6em 1em;border-radius:4px;background:#e8f5e9;border:1px solid #81c784}}\n"
+      ".status.failed{{background:#ffebee;border-color:#e57373}}\n"
+      "figure{{margin:1.5em 0}} img{{max-width:100%;border:1px solid #ddd}}\n"
+      "</style>\n</head>\n<body>\n<h1>{0}</h1>\n",
+      html_escape(r.title));
+  if (!r.intro.empty()) out += fmt::format("<p>{}</p>\n", html_escape(r.intro));
+  if (!r.status.empty()) {
+    out += fmt::format("<div class=\"status{}\">\n", r.failed ? " failed" : "");
+    for (const auto& s : r.status) out += fmt::format("<p>{}</p>\n", html_escape(s));
+    out += "</div>\n";
+  }
+  for (const HtmlSection& s : r.sections) {
+    if (!s.title.empty()) out += fmt::format("<h2>{}</h2>\n", html_escape(s.title));
+    out += to_html(s.table);
+    for (const auto& n : s.notes) out += fmt::format("<p>{}</p>\n", html_escape(n));
+  }
+  if (!r.charts.empty()) {
+    out += "<h2>Charts</h2>\n";
+    for (const auto& svg : r.charts) {
+      std::string png = svg;
+      if (png.size() > 4 && png.ends_with(".svg")) png.replace(png.size() - 4, 4, ".png");
+      out += fmt::format(
+          "<figure><img src=\"{0}\" alt=\"{0}\"><figcaption><a href=\"{0}\">SVG</a> · "
+          "<a href=\"{1}\">PNG</a></figcaption></figure>\n",
+          html_escape(svg), html_escape(png));
+    }
+  }
+  for (const auto& n : r.notes) out += fmt::format("<p>{}</p>\n", html_escape(n));
+  if (!r.files.empty()) {
+    out += "<h2>Files</h2>\n<ul>\n";
+    for (const auto& [href, what] : r.files)
+      out += fmt::format("<li><a href=\"{0}\">{0}</a>: {1}</li>\n", html_escape(href),
+                         html_escape(what));
+    out += "</ul>\n";
+  }
+  return out + "</body>\n</html>\n";
+}
+
+ReportFiles write_report(const std::string& dir, HtmlReport report, std::span<const Chart> charts,
+                         bool draw) {
+  ReportFiles rf;
+  const fs::path root(dir), cdir = root / "charts";
+  fs::create_directories(cdir);
+  std::vector<std::string> names;
+  for (const Chart& c : charts) {
+    if (c.empty()) continue;
+    write(cdir / (c.name + ".dat"), chart_data(c));
+    names.push_back(c.name);
+  }
+  const bool gp = draw && !names.empty() && have_gnuplot();
+  write(cdir / "plots.gp", gnuplot_script(charts, gp ? png_terminal() : "pngcairo"));
+  if (names.empty()) {
+    rf.note = "No charts: nothing to draw.";
+  } else if (!draw) {
+    rf.note = fmt::format("Charts not drawn (--no-plots): their data and plots.gp are in {}.",
+                          cdir.string());
+  } else if (!gp) {
+    rf.note = fmt::format(
+        "Charts skipped: gnuplot is not installed (apt-get install gnuplot-nox); their data and "
+        "plots.gp are in {} (run gnuplot plots.gp there).",
+        cdir.string());
+  } else {
+    const std::string cmd =
+        fmt::format("cd {} && gnuplot plots.gp >gnuplot.log 2>&1", shell_quote(cdir.string()));
+    const int st = std::system(cmd.c_str());
+    for (const auto& n : names)
+      if (fs::exists(cdir / (n + ".svg"))) rf.charts.push_back("charts/" + n + ".svg");
+    rf.gnuplot = st == 0 && rf.charts.size() == names.size();
+    rf.note = rf.gnuplot
+                  ? fmt::format("Charts: {} SVG and PNG in {}.", names.size(), cdir.string())
+                  : fmt::format("gnuplot failed (see {}); the charts' data and plots.gp are there.",
+                                (cdir / "gnuplot.log").string());
+  }
+  report.charts = rf.charts;
+  if (!rf.gnuplot) report.notes.push_back(rf.note);
+  report.files.emplace_back("charts/plots.gp", "the gnuplot script that draws the charts");
+  write(root / "index.html", to_html(report));
+  return rf;
+}
+
+}  // namespace llmux::bench
