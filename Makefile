@@ -3,17 +3,21 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
+RELEASE_BUILD ?= build-release
+# make install: where to (DESTDIR=... stages it under another root, as packagers do).
+PREFIX ?= /usr/local
 # make fuzz: seconds per target, and which targets (default: every one in tests/fuzz).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
+FUZZ_CLANG ?= $(shell scripts/setup --clang-version)
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # ccache: hash paths relative to the checkout, so a fresh clone elsewhere (CI) hits the cache.
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all setup configure build test demo asan-test tsan-test fuzz fuzz-build fuzz-one format \
-	format-check clean
+.PHONY: all setup configure build test demo install asan-test tsan-test fuzz fuzz-build fuzz-one \
+	format format-check clean
 
 all: build
 
@@ -36,6 +40,14 @@ test: build
 demo: build
 	$(BUILD)/llmux demo $(DEMO_FLAGS)
 
+# A stripped Release build of llmux in its own directory, installed by CMake: $(PREFIX)/bin/llmux,
+# and the systemd unit, environment file, Grafana dashboard and example configs under
+# $(PREFIX)/share/llmux (deploy/README.md). As root, or with PREFIX=~/.local.
+install: setup
+	cmake -S . -B $(RELEASE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF
+	cmake --build $(RELEASE_BUILD) -j $(JOBS) --target llmux
+	DESTDIR="$(DESTDIR)" cmake --install $(RELEASE_BUILD) --strip --prefix "$(PREFIX)"
+
 # ASan + UBSan build of the unit tests and a small integration subset (CI runs this).
 asan-test: setup
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLLMUX_SANITIZE=ON
@@ -54,14 +66,15 @@ tsan-test: setup
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="$(TSAN_OPTIONS_CI) $(TSAN_OPTIONS)" \
 	  ctest --output-on-failure -j $(JOBS) --timeout 600 -L gateway
 
-# libFuzzer targets (tests/fuzz), built with clang-16 (scripts/setup --fuzz installs it). Each
+# libFuzzer targets (tests/fuzz), built with the distribution's clang that scripts/setup --fuzz
+# installs (clang-16 on Debian 12; FUZZ_CLANG=N picks another installed clang-N). Each
 # runs FUZZ_SECONDS on a copy of its committed corpus; a finding fails the job and its input is
 # kept under $(FUZZ_BUILD)/fuzz/artifacts/ (docs/testing.md: reproducing a finding).
 #   make fuzz FUZZ_SECONDS=600 FUZZ_TARGETS="sse config"      make fuzz-one T=sse
 fuzz-build:
 	@scripts/setup --fuzz
-	CC=clang-16 CXX=clang++-16 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-	  -DCMAKE_CXX_COMPILER=clang++-16 -DLLMUX_FUZZ=ON
+	CC=clang-$(FUZZ_CLANG) CXX=clang++-$(FUZZ_CLANG) cmake -S . -B $(FUZZ_BUILD) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++-$(FUZZ_CLANG) -DLLMUX_FUZZ=ON
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 
 fuzz: fuzz-build
@@ -78,4 +91,4 @@ format-check:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(RELEASE_BUILD)

@@ -16,6 +16,7 @@
 #include "config/lint.hpp"
 #include "config/preflight.hpp"
 #include "config/summary.hpp"
+#include "core/logging.hpp"
 #include "core/signals.hpp"
 #include "gateway/gateway.hpp"
 
@@ -131,6 +132,7 @@ Runner add_gateway(CLI::App& app) {
     bool probe = false;
     bool reload = false;
     std::string pid_file;
+    std::string log_format;
   };
   auto o = std::make_shared<Opts>();
   sub->add_option("-c,--config", o->config_path,
@@ -159,7 +161,13 @@ Runner add_gateway(CLI::App& app) {
                 "first (an invalid one is reported here and not sent), then sends SIGHUP to the "
                 "pid in --pid-file or the config's pid_file. The gateway logs what changed");
 
+  sub->add_option("--log-format", o->log_format,
+                  "Log lines on stderr: json (one JSON object per line), text (readable), or "
+                  "auto (text on a terminal, json otherwise; the default, or LLMUX_LOG_FORMAT)")
+      ->check(CLI::IsMember({"auto", "text", "json"}));
+
   return [o]() -> int {
+    if (!o->log_format.empty()) logging::apply(*logging::parse_format(o->log_format));
     if (!o->config_path.empty() && !o->backends.empty()) {
       spdlog::error("give either --config or --backend, not both");
       return 2;

@@ -4,10 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "core/logging.hpp"
 
 int main(int argc, char** argv) {
-  // Logs go to stderr; stdout is for machine-readable output (ready lines, reports).
+  // Logs go to stderr; stdout is for machine-readable output (ready lines, reports). Readable
+  // lines on a terminal, JSON lines otherwise (LLMUX_LOG_FORMAT, `gateway --log-format`).
   spdlog::set_default_logger(spdlog::stderr_color_mt("llmux"));
+  llmux::logging::apply_from_env();
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug
 
   CLI::App app{"llmux: an OpenAI-compatible LLM gateway, a serving benchmark and a vLLM simulator"};

@@ -127,4 +127,15 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
   return fmt::to_string(b);
 }
 
+std::string listen_addresses(const std::vector<Listener>& listeners,
+                             const std::vector<std::uint16_t>& ports) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < listeners.size(); ++i) {
+    Listener l = listeners[i];
+    if (i < ports.size()) l.port = ports[i];
+    out.push_back(host_port(l));
+  }
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
 }  // namespace llmux::config

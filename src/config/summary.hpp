@@ -5,6 +5,7 @@
 // Pure functions of their arguments; thread-safe.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 
@@ -34,5 +35,10 @@ std::string format_size(std::uint64_t bytes);
 ///
 /// `cores` is what `threads: 0` means on this machine.
 std::string describe(const GatewayConfig& cfg, unsigned cores);
+
+/// The addresses the listeners were bound to, `ports[i]` being listener i's actual port (a
+/// port 0 resolved): "127.0.0.1:8080, [::1]:8080". For the gateway's start-up log line.
+std::string listen_addresses(const std::vector<Listener>& listeners,
+                             const std::vector<std::uint16_t>& ports);
 
 }  // namespace llmux::config

@@ -24,11 +24,11 @@ if [[ ${#targets[@]} -eq 0 ]]; then
   mapfile -t targets < <(grep -v '^$' "$bin_dir/targets.txt")
 fi
 
-# Symbolized stack traces (llvm-16, from scripts/setup --fuzz), for UBSan too; libFuzzer's own
+# Symbolized stack traces (llvm-N, from scripts/setup --fuzz), for UBSan too; libFuzzer's own
 # options come on the command line.
 symbolizer=""
-[[ -x /usr/lib/llvm-16/bin/llvm-symbolizer ]] &&
-  symbolizer=":external_symbolizer_path=/usr/lib/llvm-16/bin/llvm-symbolizer"
+llvm=/usr/lib/llvm-$("$(dirname "$0")/../../scripts/setup" --clang-version)/bin/llvm-symbolizer
+[[ -x $llvm ]] && symbolizer=":external_symbolizer_path=$llvm"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1$symbolizer}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1$symbolizer}"
 

@@ -1,0 +1,191 @@
+#include "core/logging.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+
+#include <fmt/format.h>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/spdlog.h>
+
+namespace llmux::logging {
+namespace {
+
+/// The length of the valid UTF-8 sequence at the start of `s`, or 0 when it is not one
+/// (overlong forms, surrogates and code points past U+10FFFF are not).
+std::size_t utf8_sequence(std::string_view s) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s.size() < n || b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t i = 2; i < n; ++i)
+    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
+  return n;
+}
+
+std::string_view level_name(spdlog::level::level_enum l) {
+  switch (l) {
+    case spdlog::level::trace:
+      return "trace";
+    case spdlog::level::debug:
+      return "debug";
+    case spdlog::level::info:
+      return "info";
+    case spdlog::level::warn:
+      return "warn";
+    case spdlog::level::err:
+      return "error";
+    case spdlog::level::critical:
+      return "critical";
+    default:
+      return "off";
+  }
+}
+
+/// The word after `prefix` at the start of `s`, ended by one of the characters `ends` or by the
+/// end of `s`; empty when `s` does not start so.
+std::string_view word_after(std::string_view s, std::string_view prefix, std::string_view ends) {
+  if (!s.starts_with(prefix)) return {};
+  s.remove_prefix(prefix.size());
+  return s.substr(0, s.find_first_of(ends));
+}
+
+}  // namespace
+
+std::optional<Format> parse_format(std::string_view s) {
+  if (s == "auto") return Format::automatic;
+  if (s == "text") return Format::text;
+  if (s == "json") return Format::json;
+  return std::nullopt;
+}
+
+Format resolve(Format f, bool terminal) {
+  if (f != Format::automatic) return f;
+  return terminal ? Format::text : Format::json;
+}
+
+void apply(Format f) {
+  if (resolve(f, ::isatty(STDERR_FILENO) == 1) == Format::json)
+    spdlog::set_formatter(std::make_unique<JsonFormatter>());
+  else
+    spdlog::set_formatter(std::make_unique<spdlog::pattern_formatter>());
+}
+
+void apply_from_env() {
+  const char* v = std::getenv("LLMUX_LOG_FORMAT");
+  const std::string_view value = v ? v : "";
+  const auto f = value.empty() ? std::optional<Format>(Format::automatic) : parse_format(value);
+  apply(f.value_or(Format::automatic));
+  if (!f) spdlog::warn("LLMUX_LOG_FORMAT='{}' is not one of auto, text, json: using auto", value);
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const std::size_t n = utf8_sequence(s.substr(i));
+      if (n == 0) {
+        out.append("\\ufffd");
+        ++i;
+      } else {
+        out.append(s.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f)
+          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+        else
+          out.push_back(static_cast<char>(c));
+    }
+    ++i;
+  }
+  out.push_back('"');
+}
+
+Fields lift_fields(std::string_view msg) {
+  Fields f;
+  std::string_view rest = msg;
+  if (msg.starts_with("request ")) {
+    const std::size_t colon = msg.find(": ", 8);
+    const std::string_view id =
+        colon == std::string_view::npos ? std::string_view() : msg.substr(8, colon - 8);
+    if (!id.empty() && id.find_first_of(" \t") == std::string_view::npos) {
+      f.request_id = id;
+      rest.remove_prefix(colon + 2);
+    }
+  }
+  f.backend = word_after(rest, "backend ", " :,;()");
+  return f;
+}
+
+void JsonFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
+  const std::string_view text(msg.payload.data(), msg.payload.size());
+  const auto since_epoch = msg.time.time_since_epoch();
+  const std::time_t secs = static_cast<std::time_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(since_epoch).count());
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch).count() % 1000;
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  std::string line;
+  line.reserve(96 + text.size());
+  fmt::format_to(std::back_inserter(line),
+                 R"({{"ts":"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z","level":"{}")",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 static_cast<int>(millis), level_name(msg.level));
+  const Fields f = lift_fields(text);
+  if (!f.request_id.empty()) {
+    line.append(R"(,"request_id":)");
+    append_json_string(line, f.request_id);
+  }
+  if (!f.backend.empty()) {
+    line.append(R"(,"backend":)");
+    append_json_string(line, f.backend);
+  }
+  line.append(R"(,"msg":)");
+  append_json_string(line, text);
+  line.append("}\n");
+  dest.append(line.data(), line.data() + line.size());
+}
+
+std::unique_ptr<spdlog::formatter> JsonFormatter::clone() const {
+  return std::make_unique<JsonFormatter>();
+}
+
+}  // namespace llmux::logging
