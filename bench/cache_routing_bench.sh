@@ -93,7 +93,11 @@ start_gateway() {
 }
 bench_into() {  # bench_into DIR ARGS...
   local d=$1; shift
-  "$LLMUX" bench run --url "http://127.0.0.1:$GW_PORT" --out "$d" "$@" >"$d/bench.md" 2>"$d/bench.err"
+  "$LLMUX" bench run --url "http://127.0.0.1:$GW_PORT" --out "$d" "$@" >"$d/bench.md" 2>"$d/bench.err" || {
+    # Exit 1: some requests failed (counted in the report: 404s of round_robin's lost
+    # conversations, 503s past a queue's bounds); anything else is the bench failing.
+    local rc=$?; [ "$rc" -eq 1 ] || { cat "$d/bench.err" >&2; return "$rc"; }
+  }
 }
 # run_one CASE NAME SCALE POLICY BACKENDS AFFINITY SIM_FLAGS -- BENCH_ARGS...
 run_one() {

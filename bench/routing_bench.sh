@@ -61,12 +61,14 @@ start_sim() {  # start_sim NAME DIR [FLAGS...]
   [ -n "${PORT[$n]}" ] || { cat "$d/sim-$n.err" >&2; echo "sim $n did not start" >&2; exit 1; }
 }
 GW_PORT=''
+ADMIN_TOKEN=routing-bench-admin-token  # GET /admin/backends: the learned capacity curves
 start_gateway() {  # start_gateway DIR POLICY EXTRA_BACKEND_KEYS EXTRA_TOP_LEVEL NAMES...
   local d=$1 policy=$2 bextra=$3 top=$4; shift 4
   {
     echo 'listen: "127.0.0.1:0"'
     echo "threads: 1"
     echo "access_log: $d/access.log"
+    echo "admin: {token: $ADMIN_TOKEN}"
     [ -z "$top" ] || echo "$top"
     echo 'backends:'
     for n in "$@"; do echo "  - {name: $n, url: \"http://127.0.0.1:${PORT[$n]}\"$bextra}"; done
@@ -85,7 +87,11 @@ bench_into() {
   local d=$1 c=$2; shift 2
   mkdir -p "$d"
   "$LLMUX" bench run "${WORKLOAD[@]}" --concurrency "$c" --duration "$DURATION" \
-    --warmup "${WARMUP}s" --out "$d" "$@" >"$d/bench.md" 2>"$d/bench.err"
+    --warmup "${WARMUP}s" --out "$d" "$@" >"$d/bench.md" 2>"$d/bench.err" || {
+    # Exit 1: some requests failed (counted in the report: 404s of round_robin's lost
+    # conversations, 503s past a queue's bounds); anything else is the bench failing.
+    local rc=$?; [ "$rc" -eq 1 ] || { cat "$d/bench.err" >&2; return "$rc"; }
+  }
 }
 # sample_running DIR NAMES...: every 100 ms, each simulator's vllm:num_requests_running, until
 # the file DIR/stop exists (bounded by the run's length)
@@ -114,7 +120,7 @@ run_case_seed() {
     mkdir -p "$d/$p"
     start_gateway "$d/$p" "$p" "" "" A B
     bench_into "$d/$p" 16 --url "http://127.0.0.1:$GW_PORT"
-    curl -s "http://127.0.0.1:$GW_PORT/admin/backends" >"$d/$p/admin_backends.json" || true
+    curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "http://127.0.0.1:$GW_PORT/admin/backends" >"$d/$p/admin_backends.json" || true
     stop_pid "${STARTED[-1]}"; unset 'STARTED[-1]'
   done
   stop_started
@@ -133,7 +139,7 @@ run_case_mixed() {
     mkdir -p "$d/$p"
     start_gateway "$d/$p" "$p" "" "" F S
     bench_into "$d/$p" 16 --url "http://127.0.0.1:$GW_PORT"
-    curl -s "http://127.0.0.1:$GW_PORT/admin/backends" >"$d/$p/admin_backends.json" || true
+    curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "http://127.0.0.1:$GW_PORT/admin/backends" >"$d/$p/admin_backends.json" || true
     stop_pid "${STARTED[-1]}"; unset 'STARTED[-1]'
   done
   stop_started

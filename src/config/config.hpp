@@ -153,6 +153,23 @@ struct AccessLog {
   std::string target = "stdout";  // "stdout", "off", or a file path
 };
 
+/// The gateway's own metrics (GET /metrics, Prometheus text) and dashboard (GET /dashboard).
+/// `listen` set: served on that address only (not on the main listeners). `stream_usage`: a
+/// streaming chat/completions request whose client did not ask for usage is sent asking for it,
+/// and the extra usage chunk removed before the client sees it, so every stream's tokens count.
+struct Metrics {
+  bool enabled = true;
+  std::vector<Listener> listen;  // at most one
+  bool stream_usage = true;
+};
+
+/// The admin API (/admin/...): off unless a token is set (`token`, or the first line of
+/// `token_file`); every call then needs `Authorization: Bearer <token>`.
+struct Admin {
+  std::string token;
+  std::string token_file;
+};
+
 struct GatewayConfig {
   std::vector<Listener> listeners{Listener{}};
   int threads = 0;  // 0: one per core
@@ -168,6 +185,8 @@ struct GatewayConfig {
   Queue queue;
   Affinity affinity;
   BackendMetrics backend_metrics;
+  Metrics metrics;
+  Admin admin;
 };
 
 struct ConfigError {

@@ -43,6 +43,7 @@
 //     {enabled: true, max_entries: 1000000, ttl: 24h, lookup_timeout: 2s}
 //   backend_metrics:                           # backends' own load (least_load), off the path
 //     {enabled: false, path: /metrics, interval: 1s, timeout: 1s, stale_after: 3s}
+//   metrics: {enabled: true, listen: "", stream_usage: true}   admin: {token: "", token_file: ""}
 //   access_log: stdout                         # stdout, off, or a file path
 //   pid_file: /run/llmux.pid                   # written at start ("" = none); `--reload` reads it
 //   health_checks:                             # active checks, per backend (defaults shown)
@@ -484,7 +485,7 @@ class Loader {
          entries(n, "",
                  {"listen", "threads", "backends", "routes", "timeouts", "limits", "access_log",
                   "pid_file", "health_checks", "outlier_detection", "retries", "queue", "affinity",
-                  "backend_metrics"})) {
+                  "backend_metrics", "metrics", "admin"})) {
       if (k == "listen") listen(v, cfg.listeners);
       if (k == "threads") integer(v, "threads", cfg.threads);
       if (k == "backends") {
@@ -542,6 +543,17 @@ class Loader {
           if (mk == "stale_after") duration(mv, child(k, mk), m.stale_after);
         }
       }
+      if (k == "metrics")
+        for (const auto& [mk, mv] : entries(v, k, {"enabled", "listen", "stream_usage"})) {
+          if (mk == "enabled") boolean(mv, child(k, mk), cfg.metrics.enabled);
+          if (mk == "listen") listener(mv, child(k, mk), cfg.metrics.listen);
+          if (mk == "stream_usage") boolean(mv, child(k, mk), cfg.metrics.stream_usage);
+        }
+      if (k == "admin")
+        for (const auto& [ak, av] : entries(v, k, {"token", "token_file"})) {
+          if (ak == "token") string(av, child(k, ak), cfg.admin.token);
+          if (ak == "token_file") string(av, child(k, ak), cfg.admin.token_file);
+        }
     }
   }
 

@@ -2,6 +2,8 @@
 // problem at once, and fills the derived fields (backend scheme/host/port/base_path, route names).
 // A route after one that matches everything it matches is an error (unreachable), never silently
 // ignored.
+#include <fstream>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -325,6 +327,35 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   if (bm.stale_after < bm.interval)
     add("backend_metrics.stale_after", format_millis(bm.stale_after),
         fmt::format("must be at least the interval ({})", format_millis(bm.interval)));
+
+  // Metrics and admin.
+  if (cfg.metrics.listen.size() > 1)
+    add("metrics.listen", "", "one address at most (\"ADDRESS:PORT\")");
+  for (const Listener& l : cfg.metrics.listen) {
+    if (!is_ip(l.address))
+      add("metrics.listen", l.address, "expected an IP address such as 127.0.0.1");
+    for (std::size_t j = 0; j < cfg.listeners.size(); ++j)
+      if (l.port != 0 && cfg.listeners[j].port == l.port)
+        add("metrics.listen", host_port(l), fmt::format("same port as listen[{}]", j));
+  }
+  if (!cfg.admin.token.empty() && !cfg.admin.token_file.empty())
+    add("admin.token_file", cfg.admin.token_file, "set either admin.token or admin.token_file");
+  if (cfg.admin.token.empty() && !cfg.admin.token_file.empty()) {
+    std::ifstream in(cfg.admin.token_file);
+    std::string line;
+    if (!in || !std::getline(in, line))
+      add("admin.token_file", cfg.admin.token_file, "cannot be read");
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    cfg.admin.token = line;
+  }
+  if ((!cfg.admin.token.empty() || !cfg.admin.token_file.empty()) && cfg.admin.token.size() < 16)
+    add(cfg.admin.token_file.empty() ? "admin.token" : "admin.token_file", "(hidden)",
+        "the admin token must be at least 16 characters");
+  for (char ch : cfg.admin.token)
+    if (static_cast<unsigned char>(ch) <= ' ' || ch == 127) {
+      add("admin.token", "(hidden)", "must be printable characters without spaces");
+      break;
+    }
 
   // Retries.
   const auto& rt = cfg.retries;

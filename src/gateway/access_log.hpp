@@ -23,7 +23,11 @@ struct AccessRecord {
   std::uint64_t bytes_in = 0, bytes_out = 0;
   double ttfb_ms = -1, total_ms = 0;
   bool stream = false;
-  std::optional<std::int64_t> prompt_tokens, completion_tokens;
+  std::optional<std::int64_t> prompt_tokens, completion_tokens, cached_tokens;
+  std::int64_t received_ns = 0;  // when the gateway had the request (mono_ns; not logged)
+  // Generated tokens the metrics counted while the stream passed (one per content event; the
+  // rest of the usage's count is added when it ends). Not logged.
+  std::uint64_t streamed_tokens = 0;
 };
 
 class AccessLog {

@@ -112,7 +112,7 @@ bool learns_response_id(std::string_view method, std::string_view path, const Bo
 }
 
 net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f, const RouteRt& route,
-                               std::string_view id) {
+                               std::string_view id, std::string_view request_id) {
   const std::int64_t now = mono_ns();
   if (auto owner = co_await store.owner(id)) {
     for (upstream::Backend* b : route.backends) {
@@ -167,7 +167,7 @@ net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f, cons
   if (ask->found >= 0) {
     upstream::Backend* b = route.backends[static_cast<std::size_t>(ask->found)];
     store.learn(id, b->name);
-    spdlog::debug("response {} found on {} by asking", id, b->name);
+    spdlog::debug("request {}: response {} found on {} by asking", request_id, id, b->name);
     Pin p;
     p.how = Pin::How::found;
     p.backend = b;

@@ -39,8 +39,9 @@ struct Pin {
   int retry_after = 0;  // seconds, for a 503
 };
 
-/// The backend holding `id` among the route's, by the store or by asking them.
+/// The backend holding `id` among the route's, by the store or by asking them (`request_id`: for
+/// the log).
 net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f, const RouteRt& route,
-                               std::string_view id);
+                               std::string_view id, std::string_view request_id = {});
 
 }  // namespace llmux::gateway

@@ -28,6 +28,31 @@ net::awaitable<void> stop_watch(Client& c) {
   return c.watch.peer.stop(c.sock);  // not a coroutine itself: no frame of its own
 }
 
+net::awaitable<bool> write_content(Client& c, int status, std::string_view content_type,
+                                   std::string body, const Request* req,
+                                   std::string_view request_id, ExtraHeader header) {
+  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status),
+                                          req ? req->version() : 11u};
+  res.set(bhttp::field::server, "llmux");
+  if (!request_id.empty()) res.set("x-request-id", request_id);
+  res.set(bhttp::field::content_type, content_type);
+  if (!header.name.empty()) res.set(header.name, header.value);
+  res.keep_alive(c.keep_alive);
+  res.body() = std::move(body);
+  res.prepare_payload();
+  c.dl.arm(c.write_timeout);
+  boost::system::error_code ec;
+  if (req && req->method() == bhttp::verb::head) {
+    bhttp::response_serializer<bhttp::string_body> sr{res};
+    std::tie(ec, std::ignore) = co_await bhttp::async_write_header(c.sock, sr, use_tuple);
+  } else {
+    std::tie(ec, std::ignore) = co_await bhttp::async_write(c.sock, res, use_tuple);
+  }
+  c.dl.disarm();
+  if (ec) c.keep_alive = false;
+  co_return !ec;
+}
+
 net::awaitable<bool> write_json(Client& c, int status, std::string body, const Request* req,
                                 std::string_view request_id, int retry_after_s) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status),

@@ -51,6 +51,16 @@ void start_watch(Client& c);
 /// Ends the watch and waits until its read is gone, so the session may read the socket again.
 net::awaitable<void> stop_watch(Client& c);
 
+/// Writes a response of `content_type` (keep-alive as c.keep_alive; Server and X-Request-Id
+/// set; `header`: one more field, when its name is not empty; no body for HEAD). False when the
+/// write failed (c.keep_alive is then false).
+struct ExtraHeader {
+  std::string_view name, value;
+};
+net::awaitable<bool> write_content(Client& c, int status, std::string_view content_type,
+                                   std::string body, const Request* req,
+                                   std::string_view request_id = {}, ExtraHeader header = {});
+
 /// Writes a JSON response (keep-alive as c.keep_alive; Server and X-Request-Id set; Retry-After
 /// when `retry_after_s` > 0). False when the write failed (c.keep_alive is then false).
 net::awaitable<bool> write_json(Client& c, int status, std::string body, const Request* req,

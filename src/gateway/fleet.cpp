@@ -1,4 +1,5 @@
 #include "gateway/fleet.hpp"
+#include "gateway/metrics.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -145,6 +146,7 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
     b->index = slot;
     b->uid = next_uid.fetch_add(1);
     b->name = bc.name;
+    b->metric_id = metrics::names().backends.id(bc.name);
     b->url = bc.url;
     b->host = bc.host;
     b->port = bc.port;
@@ -171,6 +173,7 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
   for (const auto& rc : c.routes) {
     RouteRt r;
     r.cfg = &rc;
+    r.metric_id = metrics::names().routes.id(rc.name);
     r.retry_budget =
         std::make_unique<upstream::RetryBudget>(c.retries.budget, c.retries.min_retries_per_second);
     std::string why;
@@ -228,6 +231,16 @@ std::vector<std::string> keep_restart_only(const config::GatewayConfig& running,
   if (running.pid_file != next.pid_file)
     out.push_back(fmt::format("pid_file: '{}' → '{}' needs a restart; keeping '{}'",
                               running.pid_file, next.pid_file, running.pid_file));
+  auto metrics_listen = [&](const config::GatewayConfig& c) {
+    return c.metrics.listen.empty()
+               ? std::string("(main listeners)")
+               : fmt::format("{}:{}", c.metrics.listen[0].address, c.metrics.listen[0].port);
+  };
+  if (metrics_listen(running) != metrics_listen(next))
+    out.push_back(fmt::format("metrics.listen: {} → {} needs a restart; keeping {}",
+                              metrics_listen(running), metrics_listen(next),
+                              metrics_listen(running)));
+  next.metrics.listen = running.metrics.listen;
   next.listeners = running.listeners;
   next.threads = running.threads;
   next.access_log = running.access_log;

@@ -31,6 +31,7 @@ struct RouteRt {
   std::vector<upstream::Backend*> backends;
   std::unique_ptr<upstream::RetryBudget> retry_budget;
   std::unique_ptr<AdmissionQueue> queue;
+  int metric_id = 0;  // its id in the metrics' route label table (gateway/metrics.hpp)
 };
 
 struct Fleet {

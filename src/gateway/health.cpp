@@ -1,7 +1,9 @@
 #include "gateway/health.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -53,6 +55,7 @@ struct HealthChecker::Task {
   config::HealthChecks h;
   std::string model;  // for probe generations: the backend's first model, asked once
   bool stopped = false;
+  bool first = false;  // the backend is new: its first check's result is logged (its first state)
   net::steady_timer* timer = nullptr;
 };
 
@@ -137,6 +140,13 @@ net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> t, std::uin
     if (ec || t->stopped) co_return;
     auto [ok, why] = co_await check_once(*t->b, h);
     if (t->stopped) co_return;
+    if (std::exchange(t->first, false)) {
+      if (ok)
+        spdlog::info("backend {} ({}): up (first health check passed)", t->b->name, t->b->url);
+      else
+        spdlog::warn("backend {} ({}): down (first health check failed: {})", t->b->name, t->b->url,
+                     why);
+    }
     if (auto ev = upstream::record_check(*t->b, counts, ok, why, h.healthy_threshold,
                                          h.unhealthy_threshold))
       log_health_event(*ev);
@@ -163,12 +173,14 @@ net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> t, std::uin
 
 }  // namespace
 
-void log_health_event(const upstream::HealthEvent& ev) {
+void log_health_event(const upstream::HealthEvent& ev, std::string_view request_id) {
   using K = upstream::HealthEvent::Kind;
-  if (ev.kind == K::ejected || ev.kind == K::unhealthy)
-    spdlog::warn("{}", ev.message);
+  const auto level =
+      ev.kind == K::ejected || ev.kind == K::unhealthy ? spdlog::level::warn : spdlog::level::info;
+  if (request_id.empty())
+    spdlog::log(level, "{}", ev.message);
   else
-    spdlog::info("{}", ev.message);
+    spdlog::log(level, "request {}: {}", request_id, ev.message);
 }
 
 HealthChecker::HealthChecker() : work_(net::make_work_guard(ioc_)) {}
@@ -206,8 +218,13 @@ void HealthChecker::update(const Fleet& f) {
     scrapes_ = std::move(scrapes);
     for (auto& t : scrapes_) net::co_spawn(ioc_, scrape_loop(t), net::detached);
     std::random_device rd;
+    std::vector<const upstream::Backend*> seen;
     for (auto& t : next) {
+      seen.push_back(t->b.get());
+      t->first = std::find(seen_.begin(), seen_.end(), t->b.get()) == seen_.end();
       if (!t->h.enabled) {
+        if (t->first)
+          spdlog::info("backend {} ({}): unchecked (health checks off)", t->b->name, t->b->url);
         // No checks (now): nothing they said before keeps the backend out.
         t->b->checks_ok.store(true, std::memory_order_relaxed);
         continue;
@@ -215,6 +232,7 @@ void HealthChecker::update(const Fleet& f) {
       net::co_spawn(ioc_, check_loop(t, rd()), net::detached);
       tasks_.push_back(std::move(t));
     }
+    seen_ = std::move(seen);  // a backend a reload removed is new if it comes back
   });
 }
 

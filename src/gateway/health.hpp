@@ -9,6 +9,7 @@
 // and may run on any worker.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -24,8 +25,9 @@ namespace llmux::gateway {
 
 struct Fleet;
 
-/// One log line per change of a backend's state (warn when it goes out, info when it returns).
-void log_health_event(const upstream::HealthEvent& ev);
+/// One log line per change of a backend's state (warn when it goes out, info when it returns);
+/// `request_id`: the request whose outcome changed it, which the line then begins with.
+void log_health_event(const upstream::HealthEvent& ev, std::string_view request_id = {});
 
 /// Runs the active health checks of the backends in use, on a thread of its own.
 class HealthChecker {
@@ -48,6 +50,7 @@ class HealthChecker {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::vector<std::shared_ptr<Task>> tasks_;          // the checker thread's
   std::vector<std::shared_ptr<ScrapeTask>> scrapes_;  // likewise
+  std::vector<const upstream::Backend*> seen_;        // likewise: whose first state was logged
   std::thread thread_;
 };
 

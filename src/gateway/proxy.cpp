@@ -15,6 +15,7 @@
 #include "gateway/health.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/relay.hpp"
+#include "gateway/stream_usage.hpp"
 
 namespace llmux::gateway {
 
@@ -70,7 +71,8 @@ Attempt failed(Kind kind, std::string message) {
 /// backend). Once any byte was written, a failure is final for this request: the backend may
 /// have received it, and a retry could run the generation twice.
 net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
-                             const std::string& head, ClientWatch& watch) {
+                             const std::string& head, const UsageRequest& usage,
+                             ClientWatch& watch) {
   auto client_gone = [] { return failed(Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
     watch.up = nullptr;
@@ -79,7 +81,9 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
     if (!conn.up) co_return Attempt{nullptr, nullptr, std::move(conn.fail)};
     Attempt a;
     a.up = std::move(conn.up);
-    const std::array<net::const_buffer, 2> out{net::buffer(head), net::buffer(req.body())};
+    const std::array<net::const_buffer, 3> out{net::buffer(head),
+                                               net::buffer(usage.first(req.body())),
+                                               net::buffer(usage.second(req.body()))};
     a.up->dl.arm(f.cfg.timeouts.first_byte);
     auto [wec, wn] = co_await net::async_write(a.up->sock, out, use_tuple);
     if (watch.client_gone) co_return client_gone();
@@ -96,6 +100,7 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
                        fmt::format("sending to {} failed after {} bytes: {}", b.name, wn,
                                    a.up->dl.fired ? "timed out" : wec.message()));
     }
+    a.sent_ns = mono_ns();
     boost::system::error_code rec;
     for (int interim = 0;; ++interim) {
       a.parser = std::make_unique<bhttp::response_parser<bhttp::buffer_body>>();
@@ -145,7 +150,7 @@ struct HeaderLookup {
 /// a coroutine keeps every local in its frame, and a held-open stream should cost little.
 policy::PickContext context(const RouteRt& route, const Request& req, const BodyFields& f,
                             std::string_view path, const HeaderLookup& headers,
-                            bool with_prompt = false) {
+                            bool with_prompt = false, bool pinned = false) {
   policy::PickContext ctx;
   ctx.route = route.cfg->name;
   ctx.method = req.method_string();
@@ -158,6 +163,7 @@ policy::PickContext context(const RouteRt& route, const Request& req, const Body
   ctx.output_tokens = f.max_tokens >= 0 ? f.max_tokens : 256;
   ctx.tokens = static_cast<std::int64_t>(req.body().size() / 4) + ctx.output_tokens;
   ctx.header = headers;
+  ctx.pinned = pinned;
   if (with_prompt && route.policy->needs_prompt()) {
     // The worker's scratch text: valid until the next request's pick on this thread.
     thread_local std::string text;
@@ -178,14 +184,17 @@ upstream::Slot pick(const RouteRt& route, const Request& req, const BodyFields& 
   const std::span<upstream::Backend* const> candidates =
       *pinned ? std::span<upstream::Backend* const>(pinned, 1)
               : std::span<upstream::Backend* const>(route.backends);
-  return policy::pick_and_acquire(*route.policy, context(route, req, f, path, headers, true),
+  return policy::pick_and_acquire(*route.policy,
+                                  context(route, req, f, path, headers, true, *pinned != nullptr),
                                   candidates, tried);
 }
 
 /// Tells the backend's health and the route's policy how an attempt ended.
 void report(const Fleet& fleet, const RouteRt& route, const Request& req, const BodyFields& f,
-            std::string_view path, upstream::Backend& b, const Outcome& o) {
-  if (auto ev = upstream::record_outcome(b, o, mono_ns(), fleet.outlier)) log_health_event(*ev);
+            std::string_view path, upstream::Backend& b, const Outcome& o,
+            std::string_view request_id) {
+  if (auto ev = upstream::record_outcome(b, o, mono_ns(), fleet.outlier))
+    log_health_event(*ev, request_id);
   const HeaderLookup headers{&req};
   route.policy->on_outcome(context(route, req, f, path, headers), b, o);
 }
@@ -266,7 +275,7 @@ net::awaitable<bool> pin_owner(Shared& s, const Fleet& f, Client& c, const Reque
                                AccessRecord& rec, upstream::Backend*& pinned) {
   const std::string_view id = named_response_id(path, fields);
   if (id.empty() || !s.responses) co_return true;
-  Pin pin = co_await find_owner(*s.responses, f, route, id);
+  Pin pin = co_await find_owner(*s.responses, f, route, id, request_id);
   if (pin.how != Pin::How::error) {
     pinned = pin.backend;
     rec.affinity = pin.how == Pin::How::known ? "known" : "found";
@@ -278,6 +287,38 @@ net::awaitable<bool> pin_owner(Shared& s, const Fleet& f, Client& c, const Reque
   co_await write_json(c, pin.status, openai_error_json(pin.status, pin.message, pin.type), &req,
                       request_id, pin.retry_after);
   co_return false;
+}
+
+/// The request's metrics and access log line, once it ended. `b`: the backend that answered
+/// (null when none did).
+void finish(Shared& s, Worker& w, const RouteRt& route, const upstream::Backend* b,
+            const BodyFields& fields, AccessRecord& rec, std::int64_t start) {
+  const std::int64_t now = mono_ns();
+  rec.total_ms = static_cast<double>(now - start) / 1e6;
+  metrics::WorkerMetrics& m = *w.m;
+  using metrics::Family;
+  const int bid = b ? b->metric_id : 0;
+  m.count(Family::requests, route.metric_id, bid, rec.status);
+  if (rec.attempts > 1) m.count(Family::retries, route.metric_id, 0, 0, rec.attempts - 1);
+  if (b) {
+    m.e2e[static_cast<std::size_t>(bid)].observe(metrics::bounds(metrics::HistKind::e2e),
+                                                 now - start);
+    // Models only from answers a backend accepted: a made-up name never becomes a label.
+    const int model =
+        rec.status >= 200 && rec.status < 300 ? metrics::names().models.id(fields.model) : 0;
+    auto tokens = [&](Family f, const std::optional<std::int64_t>& n) {
+      if (n && *n > 0) m.count(f, bid, model, 0, static_cast<std::uint64_t>(*n));
+    };
+    tokens(Family::prompt_tokens, rec.prompt_tokens);
+    tokens(Family::cached_tokens, rec.cached_tokens);
+    // What the stream's events counted already is not counted twice.
+    if (rec.completion_tokens && *rec.completion_tokens > 0) {
+      const auto total = static_cast<std::uint64_t>(*rec.completion_tokens);
+      if (total > rec.streamed_tokens)
+        m.count(Family::generation_tokens, bid, model, 0, total - rec.streamed_tokens);
+    }
+  }
+  s.log.write(rec);
 }
 
 }  // namespace
@@ -296,6 +337,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
   bool all_full = false;
   Admit admit = Admit::slot;
   AccessRecord rec;
+  rec.received_ns = start;
   rec.request_id = request_id;
   rec.client = c.peer;
   rec.method = method;
@@ -311,12 +353,18 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
   // Affinity matters where a route has a choice; a route of one backend sends it everything.
   if (f.cfg.affinity.enabled && route.backends.size() > 1 &&
       !co_await pin_owner(s, f, c, req, route, fields, path, request_id, rec, pinned)) {
-    rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
-    s.log.write(rec);
+    finish(s, w, route, nullptr, fields, rec, start);
     co_return;
   }
+  // Time the gateway spent not on its own work (the owner lookup above, the queue below): left
+  // out of its request overhead.
+  std::int64_t not_overhead = mono_ns() - start;
   state::ResponseStore* learn =
       f.cfg.affinity.enabled && learns_response_id(method, path, fields) ? s.responses : nullptr;
+  // Every stream's tokens counted: ask for usage where the client did not (stream_usage.hpp).
+  const UsageRequest usage =
+      f.cfg.metrics.stream_usage ? ask_for_usage(method, path, req.body(), fields) : UsageRequest{};
+  if (usage.asked) w.m->count(metrics::Family::usage_requested, route.metric_id);
 
   // Watch the client from now on: a client that leaves while its request waits for the first
   // response byte aborts the upstream request as surely as one that leaves mid-stream.
@@ -331,6 +379,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
     if (!picked && attempts == 0 && route.queue->size() > 0) {
       const std::int64_t queued_at = mono_ns();
       admit = co_await wait_in_queue(c, route, req, fields, path, &pinned, picked, rec.queue_depth);
+      not_overhead += mono_ns() - queued_at;
       rec.queue_ms = static_cast<double>(mono_ns() - queued_at) / 1e6;
       if (admit == Admit::client_left) last.kind = Kind::client_left;
     }
@@ -351,16 +400,17 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
       target.append(b.base_path).append(client_target);
       build_upstream_head(
           head, req,
-          {target, b.host_header, b.authorization, c.peer, request_id, req.body().size()});
+          {target, b.host_header, b.authorization, c.peer, request_id, usage.size(req.body())});
       w.give_string(std::move(target));
     }
-    Attempt a = co_await send(f, w, b, req, head, c.watch);
+    Attempt a = co_await send(f, w, b, req, head, usage, c.watch);
     w.give_string(std::move(head));
     if (!a.up) {
       c.watch.up = nullptr;
       last = std::move(a.fail);
       last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
-      report(f, route, req, fields, path, b, last);
+      report(f, route, req, fields, path, b, last, request_id);
+      w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
       spdlog::debug("request {}: {}", request_id, last.message);
       if (upstream::decide_retry(last, attempts, f.cfg.retries.max_attempts) !=
           upstream::RetryDecision::try_another_backend)
@@ -389,13 +439,16 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
     rec.attempts = attempts;
     rec.ttfb_ms = static_cast<double>(mono_ns() - start) / 1e6;
     const auto ttfb = std::chrono::nanoseconds(mono_ns() - attempt_start);
-    co_await relay(f, w, c, req, b, a, rec, last, learn);
+    w.m->request_overhead.observe(metrics::bounds(metrics::HistKind::request_overhead),
+                                  a.sent_ns - start - not_overhead);
+    co_await relay(f, w, c, req, b, a, rec, last, learn, usage.asked);
     co_await stop_watch(c);
     last.ttfb = ttfb;
     last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
-    report(f, route, req, fields, path, b, last);
-    rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
-    s.log.write(rec);
+    report(f, route, req, fields, path, b, last, request_id);
+    if (last.kind == Kind::broken_mid_stream)
+      w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
+    finish(s, w, route, &b, fields, rec, start);
     co_return;
   }
   co_await stop_watch(c);
@@ -404,8 +457,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
     rec.attempts = attempts;
     rec.status = 499;  // nginx's "client closed request"
     rec.error = "client left before the response began";
-    rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
-    s.log.write(rec);
+    finish(s, w, route, nullptr, fields, rec, start);
     co_return;
   }
   // Nothing was relayed: answer with the error.
@@ -445,8 +497,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
   rec.status = answer.status;
   rec.error = answer.message;
   co_await write_error(c, answer.status, answer.message, &req, true, request_id, retry_after);
-  rec.total_ms = static_cast<double>(mono_ns() - start) / 1e6;
-  s.log.write(rec);
+  finish(s, w, route, nullptr, fields, rec, start);
 }
 
 }  // namespace llmux::gateway

@@ -12,6 +12,7 @@
 #include "gateway/health.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/proxy.hpp"
+#include "gateway/stream_usage.hpp"
 #include "gateway/taps.hpp"
 #include "upstream/stall.hpp"
 
@@ -54,7 +55,7 @@ void set_outcome(upstream::Outcome& out, const AccessRecord& rec, bool client_le
 
 net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& req,
                            upstream::Backend& b, Attempt& a, AccessRecord& rec,
-                           upstream::Outcome& out, state::ResponseStore* learn) {
+                           upstream::Outcome& out, state::ResponseStore* learn, bool strip_usage) {
   auto& p = *a.parser;
   auto& res = p.get();
   ResponseTap tap(dialect_of(rec.path), res[bhttp::field::content_type], w.json);
@@ -126,6 +127,14 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   const std::size_t buf_size = relay_buf.size;
   std::size_t have = 0;
   std::string tail;  // the error event appended when the upstream dies mid-stream
+  // Metrics: TTFT and inter-token latency as the client gets them (content events written), and
+  // the relay's own delay (the read that completed what is written → its write done).
+  metrics::WorkerMetrics& m = *w.m;
+  const int mid = b.metric_id;
+  std::uint64_t events_written = 0;
+  std::int64_t last_content_ns = 0;
+  std::int64_t read_ns = 0;
+  int model_id = -1;
   while (!client_failed && !head) {
     bool done = p.is_done();
     if (!done) {
@@ -147,12 +156,14 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
         if (verdict == upstream::StallWatch::Verdict::wait) continue;
         if (verdict == upstream::StallWatch::Verdict::stalled) {
           upstream_error = fmt::format("{} stalled: {}", b.name, why);
-          if (auto ev = upstream::record_stall(b, mono_ns(), f.outlier, why)) log_health_event(*ev);
+          if (auto ev = upstream::record_stall(b, mono_ns(), f.outlier, why))
+            log_health_event(*ev, rec.request_id);
         }
         break;
       }
       const std::size_t got = (buf_size - have) - res.body().size;
       have += got;
+      if (got > 0) read_ns = mono_ns();
       if (got > 0 && sse) stall.on_bytes(mono_ns());
       if (ec) {
         upstream_failed = true;
@@ -174,8 +185,24 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
       if (cut == 0 && have == buf_size && !upstream_failed) cut = have;  // a giant event
     }
     const bool can_end_cleanly = upstream_failed && sse && chunked;
-    const std::string_view piece(buf, cut);
-    tap.feed(piece, done);
+    tap.feed(std::string_view(buf, cut), done);
+    // The response id is learned before the bytes that carry it go out: the client's next turn
+    // may reach another worker as soon as it has them.
+    if (learn && !tap.reader().id().empty()) {
+      learn->learn(tap.reader().id(), b.name);
+      learn = nullptr;
+    }
+    if (strip_usage && sse && cut > 0) {
+      // The usage chunk the gateway asked for (gateway/stream_usage.hpp): counted by the tap,
+      // not seen by the client.
+      const ByteRange r = find_usage_only_event(buf, cut);
+      if (!r.empty()) {
+        std::memmove(buf + r.begin, buf + r.end, have - r.end);
+        have -= r.end - r.begin;
+        cut -= r.end - r.begin;
+        strip_usage = false;
+      }
+    }
     // Its decode rate teaches the backend's capacity curve (upstream/capacity.hpp).
     if (sse && cut > 0) sampler.on_tokens(tap.reader().content_events(), mono_ns());
     if (can_end_cleanly) {
@@ -218,9 +245,26 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
         break;
       }
       bytes_out += cut + tail.size();
-      if (learn && !tap.reader().id().empty()) {
-        learn->learn(tap.reader().id(), b.name);
-        learn = nullptr;
+      const std::int64_t now = mono_ns();
+      if (read_ns > 0)
+        m.relay_overhead.observe(metrics::bounds(metrics::HistKind::relay_overhead), now - read_ns);
+      if (const std::uint64_t ev = tap.reader().content_events(); sse && ev > events_written) {
+        if (events_written == 0)
+          m.ttft[mid].observe(metrics::bounds(metrics::HistKind::ttft), now - rec.received_ns);
+        else
+          m.itl[mid].observe(
+              metrics::bounds(metrics::HistKind::itl),
+              (now - last_content_ns) / static_cast<std::int64_t>(ev - events_written),
+              ev - events_written);
+        // Counted as they pass (the dashboard's tokens/s moves with the stream); the usage at
+        // the end adds what events do not show (proxy.cpp: finish).
+        if (rec.status >= 200 && rec.status < 300) {
+          if (model_id < 0) model_id = metrics::names().models.id(rec.model);
+          m.count(metrics::Family::generation_tokens, mid, model_id, 0, ev - events_written);
+          rec.streamed_tokens += ev - events_written;
+        }
+        events_written = ev;
+        last_content_ns = now;
       }
       if (!header_bytes.empty()) {
         header_bytes.clear();
@@ -253,6 +297,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   rec.bytes_out = bytes_out;
   rec.prompt_tokens = tap.prompt_tokens();
   rec.completion_tokens = tap.completion_tokens();
+  rec.cached_tokens = tap.cached_tokens();
   if (c.watch.client_gone || client_failed) {
     rec.error = "client left before the response ended";
     c.keep_alive = false;

@@ -23,6 +23,7 @@ struct Attempt {
   std::shared_ptr<upstream::Upstream> up;
   std::unique_ptr<bhttp::response_parser<bhttp::buffer_body>> parser;
   upstream::Outcome fail;
+  std::int64_t sent_ns = 0;  // when the request's last byte was written (mono_ns)
 };
 
 /// The event that ends a stream whose backend failed mid-way, in the stream's own dialect: the
@@ -34,9 +35,13 @@ std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_numb
 /// Relays the response whose header `a.parser` holds; fills `rec` (status, bytes, usage, error)
 /// and `out`, how the attempt ended (ok, broken_mid_stream or client_left). `learn`, when given:
 /// the response id of a 2xx answer (a JSON body's, a stream's `response.created`) goes there as
-/// held by `b`, as soon as it has gone out to the client.
+/// held by `b`, before the bytes carrying it go out to the client. `strip_usage`: the gateway asked
+/// this stream for usage (gateway/stream_usage.hpp); its usage-only chunk is not relayed. Records
+/// the worker's metrics of the stream (TTFT and inter-token latency as written to the client,
+/// the relay's own delay).
 net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& req,
                            upstream::Backend& b, Attempt& a, AccessRecord& rec,
-                           upstream::Outcome& out, state::ResponseStore* learn = nullptr);
+                           upstream::Outcome& out, state::ResponseStore* learn = nullptr,
+                           bool strip_usage = false);
 
 }  // namespace llmux::gateway

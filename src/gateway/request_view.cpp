@@ -133,6 +133,13 @@ BodyFields read_body_fields(std::string& body) {
     } else if (key == "store") {
       bool b = true;
       if (!value.get_bool().get(b)) f.store_false = !b;
+    } else if (key == "stream_options") {
+      f.include_usage = 0;
+      simdjson::ondemand::object so;
+      if (!value.get_object().get(so)) {
+        bool b = false;
+        if (!so["include_usage"].get_bool().get(b) && b) f.include_usage = 1;
+      }
     } else if (key == "max_tokens" || key == "max_completion_tokens" ||
                key == "max_output_tokens") {
       std::int64_t n = 0;

@@ -15,10 +15,14 @@ struct BodyFields {
   bool stream = false;
   bool store_false = false;      // `store: false`: the backend keeps no copy of the response
   std::int64_t max_tokens = -1;  // max_tokens, max_completion_tokens or max_output_tokens; -1: none
-  bool parsed = false;           // false: not JSON (the backend will say so)
+  // `stream_options.include_usage`: -1 no `stream_options` field at all; 0 the field is there
+  // but does not ask for usage (null, not an object, include_usage absent or false); 1 asks.
+  int include_usage = -1;
+  bool parsed = false;  // false: not JSON (the backend will say so)
 };
 
-/// Reads top-level `model`, `stream`, `previous_response_id`, `user`, `prompt_cache_key`,
+/// Reads top-level `model`, `stream`, `stream_options.include_usage`, `previous_response_id`,
+/// `user`, `prompt_cache_key`,
 /// `store` and the output cap. `body` must stay valid; it is padded in place if its capacity is
 /// short (the only copy, and a rare one).
 BodyFields read_body_fields(std::string& body);

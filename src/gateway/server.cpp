@@ -23,9 +23,11 @@
 #include <spdlog/spdlog.h>
 
 #include "config/preflight.hpp"
+#include "config/summary.hpp"
 #include "core/clock.hpp"
 #include "core/openai_error.hpp"
 #include "core/signals.hpp"
+#include "gateway/admin.hpp"
 #include "gateway/fleet.hpp"
 #include "gateway/health.hpp"
 #include "gateway/session.hpp"
@@ -66,8 +68,17 @@ class Gateway {
     const int nthreads =
         cfg.threads > 0 ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
     workers_.reserve(nthreads);
+    shared_.metrics.start_mono_ns = mono_ns();
+    shared_.metrics.start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count();
+    shared_.control = &control_;
+    shared_.change_fleet = [this](const AdminChange& ch, int& status) {
+      return change_fleet(ch, status);
+    };
     for (int i = 0; i < nthreads; ++i) {
       auto w = std::make_unique<Worker>();
+      w->m = &shared_.metrics.add_worker();
       w->lease = std::make_shared<const FleetLease>(FleetLease{fleet_});
       workers_.push_back(std::move(w));
     }
@@ -109,6 +120,25 @@ class Gateway {
       }
       ports.push_back(port);
     }
+    // metrics.listen: /metrics and /dashboard on an address of their own, on worker 0.
+    for (const auto& l : cfg.metrics.listen) {
+      boost::system::error_code ec;
+      auto addr = net::ip::make_address(l.address, ec);
+      auto acc = std::make_unique<tcp::acceptor>(workers_[0]->ioc);
+      tcp::endpoint ep(addr, l.port);
+      if (!ec) acc->open(ep.protocol(), ec);
+      if (!ec) acc->set_option(net::socket_base::reuse_address(true), ec);
+      if (!ec) acc->bind(ep, ec);
+      if (!ec) acc->listen(net::socket_base::max_listen_connections, ec);
+      if (ec) {
+        spdlog::error("cannot listen on {}:{} (metrics.listen): {}", l.address, l.port,
+                      ec.message());
+        return 1;
+      }
+      metrics_port_ = acc->local_endpoint().port();
+      metrics_acceptor_ = std::move(acc);
+      spdlog::info("metrics and dashboard on {}:{} (metrics.listen)", l.address, metrics_port_);
+    }
     PidFile pid_file;
     if (!cfg.pid_file.empty() && !pid_file.write(cfg.pid_file, err)) {
       spdlog::error("{}", err);
@@ -116,9 +146,13 @@ class Gateway {
     }
 
     for (auto& w : workers_) {
-      for (auto& acc : w->acceptors) net::co_spawn(w->ioc, accept_loop(*w, *acc), net::detached);
+      for (auto& acc : w->acceptors)
+        net::co_spawn(w->ioc, accept_loop(*w, *acc, false), net::detached);
       net::co_spawn(w->ioc, deadline_ticker(*w), net::detached);
     }
+    if (metrics_acceptor_)
+      net::co_spawn(workers_[0]->ioc, accept_loop(*workers_[0], *metrics_acceptor_, true),
+                    net::detached);
     std::vector<std::thread> threads;
     for (std::size_t i = 1; i < workers_.size(); ++i) {
       threads.emplace_back([w = workers_[i].get()] { w->ioc.run(); });
@@ -132,11 +166,14 @@ class Gateway {
     // Active health checks on a thread of their own.
     checker_.start();
     checker_.update(*fleet_);
-    spdlog::info("llmux gateway: {} backends, {} routes, {} threads, listening on port(s) {}{}",
-                 fleet_->backends.size(), fleet_->routes.size(), nthreads, fmt::join(ports, ","),
+    spdlog::info("llmux gateway: listening on {} ({} backends, {} routes, {} threads{})",
+                 config::listen_addresses(cfg.listeners, ports), fleet_->backends.size(),
+                 fleet_->routes.size(), nthreads,
                  cfg.pid_file.empty() ? std::string() : ", pid file " + cfg.pid_file);
-    std::cout << fmt::format(R"({{"event":"ready","ports":[{}],"port":{},"pid":{}}})",
-                             fmt::join(ports, ","), ports.empty() ? 0 : ports[0], ::getpid())
+    std::cout << fmt::format(R"({{"event":"ready","ports":[{}],"port":{},"pid":{}{}}})",
+                             fmt::join(ports, ","), ports.empty() ? 0 : ports[0], ::getpid(),
+                             metrics_acceptor_ ? fmt::format(R"(,"metrics_port":{})", metrics_port_)
+                                               : std::string())
               << std::endl;
     workers_[0]->ioc.run();
     for (auto& t : threads) t.join();
@@ -218,13 +255,32 @@ class Gateway {
     for (const auto& w : next.warnings) spdlog::warn("reload: configuration: {}", w);
     for (const auto& w : keep_restart_only(fleet_->cfg, next.cfg)) spdlog::warn("reload: {}", w);
     auto built = build_fleet(std::move(next.cfg), fleet_.get(), slots_);
+    if (built.fleet) {
+      // The admin API's changes were run-time only: the file's configuration replaces them.
+      for (const auto& b : built.fleet->backends) b->draining.store(false);
+      if (!runtime_changes_.empty()) {
+        spdlog::info("reload: replaces {} run-time change{} made through the admin API:",
+                     runtime_changes_.size(), runtime_changes_.size() == 1 ? "" : "s");
+        for (const auto& c : runtime_changes_) spdlog::info("reload:   replaced: {}", c);
+        runtime_changes_.clear();
+      }
+    }
     if (!built.fleet) {
       for (const auto& e : built.errors) spdlog::error("reload: {}", e);
       spdlog::error("reload: failed; still serving configuration generation {}",
                     fleet_->generation);
       return;
     }
-    fleet_ = std::move(built.fleet);
+    install(std::move(built.fleet));
+    spdlog::info("reload: configuration generation {} in use ({} backends, {} routes){}",
+                 fleet_->generation, fleet_->backends.size(), fleet_->routes.size(),
+                 built.changes.empty() ? "; nothing changed" : ":");
+    for (const auto& c : built.changes) spdlog::info("reload:   {}", c);
+  }
+
+  /// Puts a new fleet in use: every worker switches to it between requests.
+  void install(std::shared_ptr<const Fleet> next) {
+    fleet_ = std::move(next);
     shared_.responses_memory->set_limits(static_cast<std::size_t>(fleet_->cfg.affinity.max_entries),
                                          fleet_->cfg.affinity.ttl);
     for (auto& w : workers_) {
@@ -232,10 +288,56 @@ class Gateway {
                                           fleet_})]() mutable { w->set_fleet(std::move(lease)); });
     }
     checker_.update(*fleet_);
-    spdlog::info("reload: configuration generation {} in use ({} backends, {} routes){}",
-                 fleet_->generation, fleet_->backends.size(), fleet_->routes.size(),
-                 built.changes.empty() ? "; nothing changed" : ":");
-    for (const auto& c : built.changes) spdlog::info("reload:   {}", c);
+  }
+
+  // ---- admin API changes (control thread) ----
+  std::string change_fleet(const AdminChange& ch, int& status) {
+    using K = AdminChange::Kind;
+    static constexpr std::string_view kVerb[] = {"drained", "undrained", "added", "removed"};
+    const std::string_view verb = kVerb[static_cast<int>(ch.kind)];
+    if (shared_.draining.load()) {
+      status = 503;
+      return "The gateway is shutting down: no changes.";
+    }
+    if (ch.kind == K::drain || ch.kind == K::undrain) {
+      for (const auto& b : fleet_->backends) {
+        if (b->name != ch.backend) continue;
+        b->draining.store(ch.kind == K::drain);
+        const std::string what =
+            fmt::format("backend {} {} (admin API, from {})", b->name, verb, ch.by);
+        spdlog::info("{}", what);
+        runtime_changes_.push_back(what);
+        return admin_backends_json(shared_, *fleet_);
+      }
+      status = 404;
+      return fmt::format("No backend named '{}'.", ch.backend);
+    }
+    config::GatewayConfig cfg = fleet_->cfg;
+    std::string error;
+    if (!apply_change(ch, cfg, error, status)) return error;
+    if (auto errors = config::validate(cfg); !errors.empty()) {
+      status = 400;
+      std::vector<std::string> lines;
+      for (const auto& e : errors) lines.push_back(e.to_string());
+      return fmt::format("The change makes the configuration invalid: {}", fmt::join(lines, "; "));
+    }
+    auto built = build_fleet(std::move(cfg), fleet_.get(), slots_);
+    if (!built.fleet) {
+      status = 400;
+      return fmt::format("The change cannot be made: {}", fmt::join(built.errors, "; "));
+    }
+    install(std::move(built.fleet));
+    const std::string what = ch.kind == K::add
+                                 ? fmt::format("backend {} ({}) added (admin API, from {})",
+                                               ch.backend, ch.add.url, ch.by)
+                                 : fmt::format(
+                                       "backend {} removed (admin API, from {}); its running "
+                                       "requests finish",
+                                       ch.backend, ch.by);
+    spdlog::info("{}: configuration generation {} in use", what, fleet_->generation);
+    runtime_changes_.push_back(what);
+    status = ch.kind == K::add ? 201 : 200;
+    return admin_backends_json(shared_, *fleet_);
   }
 
   // ---- drain ----
@@ -251,6 +353,11 @@ class Gateway {
         }
       });
     }
+    if (metrics_acceptor_)
+      net::post(workers_[0]->ioc, [acc = metrics_acceptor_.get()] {
+        boost::system::error_code ec;
+        acc->close(ec);
+      });
     const auto deadline = MonoClock::now() + fleet_->cfg.timeouts.drain;
     auto timer = std::make_shared<net::steady_timer>(control_);
     auto poll = std::make_shared<std::function<void()>>();
@@ -301,7 +408,7 @@ class Gateway {
                                    {std::chrono::seconds(2), std::chrono::seconds(1), 1u << 20});
   }
 
-  awaitable<void> accept_loop(Worker& w, tcp::acceptor& acc) {
+  awaitable<void> accept_loop(Worker& w, tcp::acceptor& acc, bool metrics_only) {
     for (;;) {
       auto [ec, sock] = co_await acc.async_accept(use_tuple);
       if (ec) {
@@ -321,7 +428,7 @@ class Gateway {
         net::co_spawn(w.ioc, refuse(std::move(sock), limit), net::detached);
         continue;
       }
-      net::co_spawn(w.ioc, session(shared_, w, std::move(sock)), net::detached);
+      net::co_spawn(w.ioc, session(shared_, w, std::move(sock), metrics_only), net::detached);
     }
   }
 
@@ -331,6 +438,9 @@ class Gateway {
   std::shared_ptr<BackendSlots> slots_ = std::make_shared<BackendSlots>();
   std::shared_ptr<const Fleet> fleet_;  // the configuration in use (control thread after start)
   std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<tcp::acceptor> metrics_acceptor_;  // metrics.listen (on worker 0)
+  std::uint16_t metrics_port_ = 0;
+  std::vector<std::string> runtime_changes_;  // admin API changes since the last reload
   HealthChecker checker_;
   net::io_context control_{1};
   net::executor_work_guard<net::io_context::executor_type> control_work_{

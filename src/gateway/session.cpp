@@ -6,9 +6,12 @@
 
 #include "core/clock.hpp"
 #include "core/ids.hpp"
+#include "gateway/admin.hpp"
 #include "gateway/client.hpp"
+#include "gateway/dashboard_assets.hpp"
 #include "gateway/health.hpp"
 #include "gateway/http_rules.hpp"
+#include "gateway/metrics_render.hpp"
 #include "gateway/models.hpp"
 #include "gateway/proxy.hpp"
 #include "gateway/request_view.hpp"
@@ -19,7 +22,46 @@ namespace llmux::gateway {
 
 namespace {
 
-net::awaitable<void> handle(Shared& s, const Fleet& f, Worker& w, Client& c, Request& req) {
+/// GET /metrics and the dashboard: true when `path` was one of theirs (answered).
+net::awaitable<bool> observe(Shared& s, const Fleet& f, Client& c, const Request& req,
+                             std::string_view path, const std::string& request_id) {
+  const bool get = req.method() == bhttp::verb::get || req.method() == bhttp::verb::head;
+  if (path == "/metrics") {
+    if (!get) {
+      co_await write_error(c, 405, "Use GET for /metrics.", &req, true, request_id);
+    } else {
+      co_await write_content(c, 200, "text/plain; version=0.0.4; charset=utf-8",
+                             prometheus_text(s, f), &req, request_id);
+    }
+    co_return true;
+  }
+  if (path != "/dashboard" && !path.starts_with("/dashboard/")) co_return false;
+  if (!get) {
+    co_await write_error(c, 405, "Use GET for the dashboard.", &req, true, request_id);
+    co_return true;
+  }
+  if (path == "/dashboard") {  // its files are named relative to /dashboard/
+    co_await write_content(c, 301, "text/plain", "", &req, request_id, {"location", "dashboard/"});
+    co_return true;
+  }
+  const std::string_view file = path.substr(std::string_view("/dashboard/").size());
+  if (file == "data") {
+    co_await write_content(c, 200, "application/json", dashboard_json(s, f), &req, request_id,
+                           {"cache-control", "no-store"});
+    co_return true;
+  }
+  if (const DashboardAsset* a = find_dashboard_asset(file)) {
+    co_await write_content(c, 200, a->content_type, std::string(a->body), &req, request_id,
+                           {"cache-control", "no-cache"});
+    co_return true;
+  }
+  co_await write_error(c, 404, fmt::format("No dashboard file '{}'.", file), &req, true,
+                       request_id);
+  co_return true;
+}
+
+net::awaitable<void> handle(Shared& s, const Fleet& f, Worker& w, Client& c, Request& req,
+                            bool metrics_only) {
   const std::string_view target = req.target();
   const std::string_view path = target.substr(0, target.find('?'));
   std::string request_id(req["x-request-id"]);
@@ -33,18 +75,29 @@ net::awaitable<void> handle(Shared& s, const Fleet& f, Worker& w, Client& c, Req
     co_await write_json(c, 200, R"({"status":"alive"})", &req, request_id);
     co_return;
   }
-  if (req.method() == bhttp::verb::get && path == "/admin/backends") {
-    // What the gateway knows of its backends (learned curves included): loopback clients only.
-    boost::system::error_code ec;
-    const auto addr = net::ip::make_address(c.peer, ec);
-    if (ec || !(addr.is_loopback() ||
-                (addr.is_v6() && addr.to_v6().is_v4_mapped() &&
-                 net::ip::make_address_v4(net::ip::v4_mapped, addr.to_v6()).is_loopback()))) {
-      co_await write_error(c, 403, "/admin/ paths answer loopback clients only.", &req, true,
-                           request_id);
-      co_return;
-    }
-    co_await write_json(c, 200, admin_backends(f), &req, request_id);
+  // The gateway's own metrics and dashboard: on the main listeners unless metrics.listen
+  // gives them an address of their own (which then answers nothing else).
+  if (f.cfg.metrics.enabled && (metrics_only || f.cfg.metrics.listen.empty()) &&
+      co_await observe(s, f, c, req, path, request_id))
+    co_return;
+  if (f.cfg.metrics.enabled && !metrics_only && !f.cfg.metrics.listen.empty() &&
+      (path == "/metrics" || path == "/dashboard" || path.starts_with("/dashboard/"))) {
+    co_await write_error(c, 404,
+                         fmt::format("{} is served on metrics.listen ({}:{}), not here.", path,
+                                     f.cfg.metrics.listen[0].address, f.cfg.metrics.listen[0].port),
+                         &req, true, request_id);
+    co_return;
+  }
+  if (metrics_only) {
+    co_await write_error(
+        c, 404,
+        fmt::format("No {} here: this address (metrics.listen) serves /metrics and /dashboard.",
+                    path),
+        &req, true, request_id);
+    co_return;
+  }
+  if (is_admin_path(path)) {
+    co_await admin(s, f, c, req, path, request_id);
     co_return;
   }
   if (req.method() == bhttp::verb::get && path == "/v1/models") {
@@ -65,7 +118,7 @@ net::awaitable<void> handle(Shared& s, const Fleet& f, Worker& w, Client& c, Req
 
 }  // namespace
 
-net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock) {
+net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only) {
   // The accept loop counted this connection (limits.max_connections); it ends here.
   struct Counted {
     std::atomic<int>& n;
@@ -173,7 +226,7 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock) {
     {
       ActiveGuard active(s.active);
       const LeasePtr lease = w.lease;  // the request finishes on the configuration it began on
-      co_await handle(s, *lease->fleet, w, c, req);
+      co_await handle(s, *lease->fleet, w, c, req, metrics_only);
     }
     if (!c.keep_alive || s.draining.load(std::memory_order_relaxed)) break;
     // A large request grew the read buffer; do not keep that memory for an idle connection.

@@ -9,6 +9,7 @@
 namespace llmux::gateway {
 
 /// Serves one accepted connection until it closes, errs, idles out, or the gateway drains.
-net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock);
+/// `metrics_only`: accepted on metrics.listen (answers /metrics, /dashboard and /health only).
+net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only = false);
 
 }  // namespace llmux::gateway

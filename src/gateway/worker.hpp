@@ -8,6 +8,7 @@
 // few atomics (active requests, draining).
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -22,6 +23,7 @@
 #include "config/config.hpp"
 #include "gateway/access_log.hpp"
 #include "gateway/fleet.hpp"
+#include "gateway/metrics.hpp"
 #include "http/deadline.hpp"
 #include "openai/stream.hpp"
 #include "state/response_store.hpp"
@@ -38,6 +40,8 @@ inline constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 using Request = bhttp::request<bhttp::string_body>;
 
+struct AdminChange;  // gateway/admin.hpp
+
 /// What every worker shares for the process's life. The configuration in use is a Fleet
 /// (gateway/fleet.hpp), which a reload replaces; each worker holds its own lease on it.
 struct Shared {
@@ -49,6 +53,12 @@ struct Shared {
   // its contents; affinity.enabled is the fleet's to say).
   std::unique_ptr<state::MemoryResponseStore> responses_memory;
   state::ResponseStore* responses = nullptr;
+  // Every worker's metrics (gateway/metrics.hpp), gathered by a scrape.
+  metrics::Registry metrics;
+  // The admin API's run-time changes (gateway/admin.hpp) run on the control thread, one at a
+  // time, as a reload does: set by the server before it serves.
+  net::io_context* control = nullptr;
+  std::function<std::string(const AdminChange&, int& status)> change_fleet;
 };
 
 /// A worker's hold on the fleet in use. Each worker has its own (a request copies the worker's
@@ -136,6 +146,9 @@ struct Worker {
     auto& free = free_bufs[b.size == kStreamBuf ? 1 : 0];
     if (free.size() < 1024) free.push_back(std::move(b.data));
   }
+
+  // This worker's metrics (in Shared::metrics; only this thread writes them).
+  metrics::WorkerMetrics* m = nullptr;
 
   // Jitter of retry back-offs.
   std::minstd_rand rng{std::random_device{}()};

@@ -25,7 +25,10 @@ bool available(const Backend& b, const TriedSet& tried, std::int64_t now_ns) {
 
 Backend* Policy::pick(const PickContext& ctx, std::span<Backend* const> candidates,
                       const TriedSet& tried, std::int64_t now_ns) {
-  return select(ctx, candidates, [&](const Backend& b) { return available(b, tried, now_ns); });
+  return select(ctx, candidates, [&](const Backend& b) {
+    return available(b, tried, now_ns) &&
+           (ctx.pinned || !b.draining.load(std::memory_order_relaxed));
+  });
 }
 
 namespace {
@@ -33,13 +36,15 @@ namespace {
 /// When every backend of the route is out: the least recently failed one that is not tried and
 /// has room, so that requests are tried rather than refused by the gateway alone.
 upstream::Slot last_resort(std::span<Backend* const> candidates, TriedSet& tried,
-                           std::int64_t now_ns, std::int64_t tokens) {
+                           std::int64_t now_ns, std::int64_t tokens, bool pinned) {
   for (Backend* b : candidates)  // not every backend is out: no last resort
     if (b->usable(now_ns) && !(b->on_trial() && b->trial_taken.load(std::memory_order_relaxed)))
       return {};
   Backend* best = nullptr;
   for (Backend* b : candidates) {
-    if (tried.contains(*b) || !b->has_capacity()) continue;
+    if (tried.contains(*b) || !b->has_capacity() ||
+        (!pinned && b->draining.load(std::memory_order_relaxed)))
+      continue;
     if (!best || b->last_failure_ns.load(std::memory_order_relaxed) <
                      best->last_failure_ns.load(std::memory_order_relaxed))
       best = b;
@@ -68,7 +73,7 @@ upstream::Slot pick_and_acquire(Policy& policy, const PickContext& ctx,
     b->release();  // another request holds its trial
     tried.add(*b);
   }
-  return last_resort(candidates, tried, now_ns, ctx.tokens);
+  return last_resort(candidates, tried, now_ns, ctx.tokens, ctx.pinned);
 }
 
 namespace {

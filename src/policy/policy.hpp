@@ -44,6 +44,9 @@ struct PickContext {
   /// The prompt text (gateway/request_view.hpp: read_prompt_text); filled only for a policy
   /// whose needs_prompt() is true.
   std::string_view prompt;
+  /// The request names a response its one candidate holds (affinity): a draining backend still
+  /// takes it.
+  bool pinned = false;
 };
 
 class Policy {

@@ -36,6 +36,7 @@ struct Backend {
   std::string authorization;  // "Bearer <key>" or empty (the client's is kept)
   std::chrono::milliseconds pool_idle_timeout{4000};
   std::vector<boost::asio::ip::tcp::endpoint> endpoints;  // resolved at start
+  int metric_id = 0;  // its id in the metrics' backend label table (gateway/metrics.hpp)
 
   // ---- changing (atomics) ----
   // Set from the config; a reload may change them on a backend it keeps.
@@ -44,6 +45,9 @@ struct Backend {
   // Set once a reload removed the backend: its running requests finish, its connections are
   // not pooled again.
   std::atomic<bool> retired{false};
+  // Drained through the admin API: no new requests, except those that name a response it holds
+  // (affinity); its running requests go on. A reload undrains it.
+  std::atomic<bool> draining{false};
   std::atomic<int> inflight{0};
   std::atomic<std::int64_t> outstanding_tokens{0};  // estimated, of the requests in flight
   // Health (upstream/health.hpp keeps these; everything else only reads them):
@@ -51,6 +55,7 @@ struct Backend {
   std::atomic<std::int64_t> ejected_until_ns{0};  // passive ejection: no traffic before this
   std::atomic<int> failures_in_a_row{0};          // attempts failed since the last success
   std::atomic<int> ejections_in_a_row{0};         // ejections since the last success
+  std::atomic<std::uint64_t> ejections_total{0};  // ejections since it was made (metrics)
   std::atomic<std::int64_t> last_failure_ns{0};   // when an attempt last failed (0: never)
   std::atomic<bool> trial_taken{false};           // after an ejection: one request at a time
   // Stall detection (upstream/stall.hpp):

@@ -71,6 +71,7 @@ std::optional<HealthEvent> record_outcome(Backend& b, const Outcome& o, std::int
   const auto d = next_ejection(b, s);
   b.ejected_until_ns.store(now_ns + std::chrono::nanoseconds(d).count(), std::memory_order_relaxed);
   b.ejections_in_a_row.fetch_add(1, std::memory_order_relaxed);
+  b.ejections_total.fetch_add(1, std::memory_order_relaxed);
   const std::string why = trial ? "its trial request failed"
                                 : fmt::format("{} failures in a row", s.consecutive_failures);
   return HealthEvent{HealthEvent::Kind::ejected,

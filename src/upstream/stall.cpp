@@ -81,6 +81,7 @@ std::optional<HealthEvent> record_stall(Backend& b, std::int64_t now_ns, const O
     return std::nullopt;
   b.failures_in_a_row.store(0, std::memory_order_relaxed);
   b.ejections_in_a_row.fetch_add(1, std::memory_order_relaxed);
+  b.ejections_total.fetch_add(1, std::memory_order_relaxed);
   b.stalled.store(true, std::memory_order_relaxed);
   const auto secs =
       d.count() % 1000 == 0 ? fmt::format("{}s", d.count() / 1000) : fmt::format("{}ms", d.count());

@@ -34,7 +34,8 @@ TEST(GatewayPolicy, AdaptiveLearnsAMixedFleetAndFavoursTheFastMachine) {
   auto gw = GatewayServer::with_config(
       "listen: \"127.0.0.1:0\"\nthreads: 2\nbackends:\n" + backend_line("fast", fast.port()) +
       backend_line("slow", slow.port()) +
-      "routes:\n  - {name: all, backends: [fast, slow], policy: adaptive}\n");
+      "routes:\n  - {name: all, backends: [fast, slow], policy: adaptive}\n"
+      "admin: {token: \"policy-test-admin-token\"}\n");
   const std::string body =
       R"({"messages":[{"role":"user","content":"go"}],"max_tokens":60,"ignore_eos":true,"stream":true})";
   std::mutex mu;
@@ -56,7 +57,9 @@ TEST(GatewayPolicy, AdaptiveLearnsAMixedFleetAndFavoursTheFastMachine) {
   }
   for (auto& t : clients) t.join();
 
-  Response admin = HttpClient(gw->port()).get("/admin/backends");
+  Response admin =
+      HttpClient(gw->port())
+          .get("/admin/backends", {{"Authorization", "Bearer policy-test-admin-token"}});
   ASSERT_EQ(admin.status, 200) << admin.body;
   const auto backends = parse_json(admin.body).at("backends").as_array();
   ASSERT_EQ(backends.size(), 2u);
@@ -76,10 +79,12 @@ TEST(GatewayPolicy, AdaptiveLearnsAMixedFleetAndFavoursTheFastMachine) {
   gw->expect_clean_exit();
 }
 
-TEST(GatewayPolicy, AdminBackendsAnswersLoopbackClients) {
+TEST(GatewayPolicy, AdminBackendsShowsTheCapacityCurve) {
   SimServer sim({"--time-scale", "100"});
-  auto gw = GatewayServer::with_config(one_route_config(1, backend_line("sim", sim.port()), "sim"));
-  Response r = HttpClient(gw->port()).get("/admin/backends");
+  auto gw = GatewayServer::with_config(one_route_config(
+      1, backend_line("sim", sim.port()), "sim", "admin: {token: \"policy-test-admin-token\"}\n"));
+  Response r = HttpClient(gw->port())
+                   .get("/admin/backends", {{"Authorization", "Bearer policy-test-admin-token"}});
   EXPECT_EQ(r.status, 200);
   const auto b = parse_json(r.body).at("backends").at(0).as_object();
   EXPECT_EQ(b.at("name"), "sim");

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+
 #include <string>
 
 #include "config/config.hpp"
@@ -627,6 +630,48 @@ backend_metrics: {path: metrics, interval: 10ms, timeout: 0, stale_after: 5ms, s
        {"affinity.max_entries", "affinity.ttl", "affinity.lookup_timeout", "backend_metrics.path",
         "backend_metrics.interval", "backend_metrics.timeout", "backend_metrics.scrape"})
     EXPECT_EQ(on(errors, f).size(), 1u) << f << "\n" << dump(errors);
+}
+
+TEST(MetricsAdminConfig, DefaultsValuesAndBadOnesNamed) {
+  std::vector<ConfigError> errors;
+  GatewayConfig cfg = load_and_validate(std::string(kBackends) + kRoute, errors);
+  ASSERT_TRUE(errors.empty()) << dump(errors);
+  EXPECT_TRUE(cfg.metrics.enabled);
+  EXPECT_TRUE(cfg.metrics.stream_usage);
+  EXPECT_TRUE(cfg.metrics.listen.empty());
+  EXPECT_TRUE(cfg.admin.token.empty()) << "the admin API is off by default";
+  cfg = load_and_validate(std::string(R"(
+metrics: {enabled: false, listen: "127.0.0.1:9464", stream_usage: no}
+admin: {token: "0123456789abcdef-token"}
+)") + kBackends + kRoute,
+                          errors);
+  ASSERT_TRUE(errors.empty()) << dump(errors);
+  EXPECT_FALSE(cfg.metrics.enabled);
+  EXPECT_FALSE(cfg.metrics.stream_usage);
+  ASSERT_EQ(cfg.metrics.listen.size(), 1u);
+  EXPECT_EQ(cfg.metrics.listen[0].port, 9464);
+  EXPECT_EQ(cfg.admin.token, "0123456789abcdef-token");
+
+  // The token from a file: its first line, trailing CR and spaces dropped.
+  const std::string file = ::testing::TempDir() + "/llmux-admin-token";
+  std::ofstream(file) << "from-a-file-0123456789 \r\nsecond line\n";
+  cfg = load_and_validate("admin: {token_file: \"" + file + "\"}\n" + kBackends + kRoute, errors);
+  ASSERT_TRUE(errors.empty()) << dump(errors);
+  EXPECT_EQ(cfg.admin.token, "from-a-file-0123456789");
+  std::remove(file.c_str());
+
+  for (const auto& [yaml, field] : std::vector<std::pair<std::string, std::string>>{
+           {"admin: {token: short}\n", "admin.token"},
+           {"admin: {token: \"has a space in it 0123\"}\n", "admin.token"},
+           {"admin: {token_file: /nonexistent/llmux-token}\n", "admin.token_file"},
+           {"metrics: {listen: \"localhost:9464\"}\n", "metrics.listen"},
+           {"listen: \"0.0.0.0:8080\"\nmetrics: {listen: \"127.0.0.1:8080\"}\n", "metrics.listen"},
+           {"metrics: {scrape: yes}\n", "metrics.scrape"}}) {
+    errors.clear();
+    load_and_validate(yaml + kBackends + kRoute, errors);
+    EXPECT_GE(on(errors, field).size(), 1u) << yaml << dump(errors);
+    for (const auto& e : errors) EXPECT_EQ(e.value.find("short"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,250 @@
+#include "gateway/admin.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include "config/summary.hpp"
+#include "core/openai_error.hpp"
+#include "gateway/health.hpp"
+#include "gateway/metrics_render.hpp"
+
+namespace llmux::gateway {
+
+namespace {
+
+constexpr std::string_view kPrefix = "/admin/";
+constexpr std::string_view kBackends = "/admin/backends";
+
+/// Compares without stopping at the first difference (the time taken says nothing of the token).
+bool same_secret(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+std::string_view bearer(std::string_view authorization) {
+  constexpr std::string_view kScheme = "Bearer ";
+  if (authorization.size() <= kScheme.size()) return {};
+  for (std::size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) !=
+        std::tolower(static_cast<unsigned char>(kScheme[i])))
+      return {};
+  return authorization.substr(kScheme.size());
+}
+
+/// A new backend from the JSON body of POST /admin/backends.
+bool read_new_backend(const std::string& body, AdminChange& ch, std::string& error) {
+  boost::system::error_code ec;
+  const auto v = boost::json::parse(body, ec);
+  if (ec || !v.is_object()) {
+    error = "The body must be a JSON object: {\"name\": ..., \"url\": ...}.";
+    return false;
+  }
+  const auto& o = v.get_object();
+  for (const auto& [k, val] : o) {
+    const std::string_view key = k;
+    if (key == "name" && val.is_string()) {
+      ch.add.name = std::string(val.get_string());
+    } else if (key == "url" && val.is_string()) {
+      ch.add.url = std::string(val.get_string());
+    } else if (key == "api_key" && val.is_string()) {
+      ch.add.api_key = std::string(val.get_string());
+    } else if (key == "weight" && val.is_int64()) {
+      ch.add.weight = static_cast<int>(std::clamp<std::int64_t>(val.get_int64(), -1, 1000));
+    } else if (key == "max_inflight" && val.is_int64()) {
+      ch.add.max_inflight =
+          static_cast<int>(std::clamp<std::int64_t>(val.get_int64(), -1, 1 << 20));
+    } else if (key == "routes" && val.is_array()) {
+      for (const auto& r : val.get_array()) {
+        if (!r.is_string()) {
+          error = "'routes' must be a list of route names.";
+          return false;
+        }
+        ch.routes.emplace_back(r.get_string());
+      }
+    } else {
+      error = fmt::format(
+          "Unknown or mistyped field '{}' (known: name, url, weight, max_inflight, api_key, "
+          "routes).",
+          key);
+      return false;
+    }
+  }
+  if (ch.add.name.empty() || ch.add.url.empty()) {
+    error = "'name' and 'url' are required.";
+    return false;
+  }
+  ch.backend = ch.add.name;
+  return true;
+}
+
+net::awaitable<void> run_change(Shared& s, Client& c, const Request& req, AdminChange ch,
+                                const std::string& request_id) {
+  if (!s.control || !s.change_fleet) {
+    co_await write_error(c, 503, "Run-time changes are not available in this process.", &req, true,
+                         request_id);
+    co_return;
+  }
+  ch.by = c.peer;
+  // On the control thread, as a reload; the answer comes back to this worker.
+  auto [status, body] = co_await net::co_spawn(
+      *s.control,
+      [&s, &ch]() -> net::awaitable<std::pair<int, std::string>> {
+        int st = 200;
+        std::string b = s.change_fleet(ch, st);
+        co_return std::make_pair(st, std::move(b));
+      },
+      net::use_awaitable);
+  if (status >= 400)
+    co_await write_error(c, status, body, &req, true, request_id);
+  else
+    co_await write_json(c, status, std::move(body), &req, request_id);
+}
+
+}  // namespace
+
+bool is_admin_path(std::string_view path) {
+  return path.starts_with(kPrefix) || path == "/admin";
+}
+
+std::string admin_backends_json(const Shared& s, const Fleet& f) {
+  boost::system::error_code ec;
+  auto v = boost::json::parse(admin_backends(f), ec);
+  if (ec || !v.is_object()) return admin_backends(f);
+  auto& arr = v.get_object()["backends"].as_array();
+  for (std::size_t i = 0; i < arr.size() && i < f.backends.size(); ++i) {
+    const auto& b = *f.backends[i];
+    auto& o = arr[i].as_object();
+    const BackendTotals t = backend_totals(s, b.metric_id);
+    o["draining"] = b.draining.load(std::memory_order_relaxed);
+    o["ejections"] = b.ejections_total.load(std::memory_order_relaxed);
+    o["requests"] = t.requests;
+    o["errors"] = t.errors;
+    o["prompt_tokens"] = t.prompt_tokens;
+    o["cached_tokens"] = t.cached_tokens;
+    o["generation_tokens"] = t.generation_tokens;
+  }
+  return boost::json::serialize(v);
+}
+
+bool apply_change(const AdminChange& ch, config::GatewayConfig& cfg, std::string& error,
+                  int& status) {
+  auto named = [&](const config::Backend& b) { return b.name == ch.backend; };
+  const bool exists = std::any_of(cfg.backends.begin(), cfg.backends.end(), named);
+  if (ch.kind == AdminChange::Kind::add) {
+    if (exists) {
+      status = 409;
+      error = fmt::format("A backend named '{}' exists already.", ch.backend);
+      return false;
+    }
+    for (const auto& r : ch.routes) {
+      if (std::none_of(cfg.routes.begin(), cfg.routes.end(),
+                       [&](const config::Route& rc) { return rc.name == r; })) {
+        status = 400;
+        error = fmt::format("No route named '{}'.", r);
+        return false;
+      }
+    }
+    config::Backend b = ch.add;
+    b.health_override = {};
+    cfg.backends.push_back(std::move(b));
+    for (auto& r : cfg.routes)
+      if (ch.routes.empty() ||
+          std::find(ch.routes.begin(), ch.routes.end(), r.name) != ch.routes.end())
+        r.backends.push_back(ch.backend);
+    return true;
+  }
+  if (!exists) {
+    status = 404;
+    error = fmt::format("No backend named '{}'.", ch.backend);
+    return false;
+  }
+  if (ch.kind == AdminChange::Kind::remove) {
+    for (auto& r : cfg.routes) {
+      std::erase(r.backends, ch.backend);
+      if (r.backends.empty()) {
+        status = 409;
+        error = fmt::format(
+            "Removing '{}' would leave route '{}' without a backend; add another first.",
+            ch.backend, r.name);
+        return false;
+      }
+    }
+    std::erase_if(cfg.backends, named);
+  }
+  return true;
+}
+
+net::awaitable<void> admin(Shared& s, const Fleet& f, Client& c, const Request& req,
+                           std::string_view path, const std::string& request_id) {
+  const std::string& token = f.cfg.admin.token;
+  if (token.empty()) {
+    co_await write_error(c, 404,
+                         "The admin API is off: set admin.token (or admin.token_file) in the "
+                         "gateway's configuration to use it.",
+                         &req, true, request_id);
+    co_return;
+  }
+  if (!same_secret(bearer(req[bhttp::field::authorization]), token)) {
+    co_await write_content(c, 401, "application/json",
+                           openai_error_json(401,
+                                             "Missing or wrong admin token: send "
+                                             "'Authorization: Bearer <admin.token>'."),
+                           &req, request_id, {"www-authenticate", "Bearer realm=\"llmux admin\""});
+    co_return;
+  }
+  const auto method = req.method();
+  if (path == kBackends && method == bhttp::verb::get) {
+    co_await write_json(c, 200, admin_backends_json(s, f), &req, request_id);
+    co_return;
+  }
+  if (path == "/admin/config" && method == bhttp::verb::get) {
+    boost::json::object o{{"config_generation", f.generation},
+                          {"summary", config::describe(f.cfg, 0)}};
+    co_await write_json(c, 200, boost::json::serialize(o), &req, request_id);
+    co_return;
+  }
+  AdminChange ch;
+  if (path == kBackends && method == bhttp::verb::post) {
+    ch.kind = AdminChange::Kind::add;
+    std::string error;
+    if (!read_new_backend(req.body(), ch, error)) {
+      co_await write_error(c, 400, error, &req, true, request_id);
+      co_return;
+    }
+    co_await run_change(s, c, req, std::move(ch), request_id);
+    co_return;
+  }
+  if (path.starts_with(kBackends) && path.size() > kBackends.size() + 1 &&
+      path[kBackends.size()] == '/') {
+    std::string_view rest = path.substr(kBackends.size() + 1);
+    const auto slash = rest.find('/');
+    const std::string_view name = rest.substr(0, slash);
+    const std::string_view action = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+    ch.backend = std::string(name);
+    bool known = true;
+    if (action.empty() && method == bhttp::verb::delete_)
+      ch.kind = AdminChange::Kind::remove;
+    else if (action == "drain" && method == bhttp::verb::post)
+      ch.kind = AdminChange::Kind::drain;
+    else if (action == "undrain" && method == bhttp::verb::post)
+      ch.kind = AdminChange::Kind::undrain;
+    else
+      known = false;
+    if (known) {
+      co_await run_change(s, c, req, std::move(ch), request_id);
+      co_return;
+    }
+  }
+  co_await write_error(c, 404,
+                       fmt::format("No admin endpoint {} {} (see docs/operations.md).",
+                                   std::string_view(req.method_string()), path),
+                       &req, true, request_id);
+}
+
+}  // namespace llmux::gateway

@@ -1,0 +1,146 @@
+#include "gateway/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace llmux::gateway::metrics {
+
+NameTable::NameTable(std::string zero) {
+  names_[0].store(new std::string(std::move(zero)));
+}
+
+NameTable::~NameTable() {
+  for (auto& n : names_) delete n.load(std::memory_order_relaxed);
+}
+
+int NameTable::find(std::string_view name) const {
+  const int n = size();
+  for (int i = 1; i < n; ++i)
+    if (*names_[static_cast<std::size_t>(i)].load(std::memory_order_acquire) == name) return i;
+  return 0;
+}
+
+int NameTable::id(std::string_view name) {
+  if (name.empty()) return 0;
+  if (const int i = find(name)) return i;
+  std::lock_guard lock(mu_);
+  if (const int i = find(name)) return i;
+  const int n = n_.load(std::memory_order_relaxed);
+  if (n >= kMaxNames) return 0;
+  names_[static_cast<std::size_t>(n)].store(new std::string(name), std::memory_order_release);
+  n_.store(n + 1, std::memory_order_release);
+  return n;
+}
+
+std::string_view NameTable::name(int id) const {
+  if (id < 0 || id >= size()) id = 0;
+  return *names_[static_cast<std::size_t>(id)].load(std::memory_order_acquire);
+}
+
+Names& names() {
+  static Names n;
+  return n;
+}
+
+namespace {
+
+std::vector<std::int64_t> seconds(std::initializer_list<double> s) {
+  std::vector<std::int64_t> out;
+  for (double v : s) out.push_back(static_cast<std::int64_t>(std::llround(v * 1e9)));
+  return out;
+}
+
+}  // namespace
+
+const Bounds& bounds(HistKind k) {
+  // As vLLM's own histograms where they overlap, so the two read side by side.
+  static const Bounds ttft{"ttft",
+                           seconds({0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+                                    1,     2.5,  5,    7.5,  10,   20,   40,  80,   160, 640})};
+  static const Bounds itl{"itl",
+                          seconds({0.001, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075,
+                                   0.1,   0.15,  0.2,  0.3,   0.4,  0.5,   0.75, 1,    2.5,  5})};
+  static const Bounds e2e{"e2e", seconds({0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 20, 30, 40, 50, 60,
+                                          120, 240, 480, 960, 1920})};
+  static const Bounds overhead{
+      "overhead", seconds({0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                           0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1})};
+  switch (k) {
+    case HistKind::ttft:
+      return ttft;
+    case HistKind::itl:
+      return itl;
+    case HistKind::e2e:
+      return e2e;
+    case HistKind::request_overhead:
+    case HistKind::relay_overhead:
+      return overhead;
+  }
+  return e2e;
+}
+
+void Histogram::add_to(std::array<std::uint64_t, kMaxBuckets + 1>& into, std::uint64_t& count,
+                       std::uint64_t& sum_ns) const {
+  for (std::size_t i = 0; i < buckets_.size(); ++i)
+    into[i] += buckets_[i].load(std::memory_order_relaxed);
+  count += count_.load(std::memory_order_relaxed);
+  sum_ns += sum_ns_.load(std::memory_order_relaxed);
+}
+
+void CounterTable::add(std::uint64_t key, std::uint64_t n) {
+  const std::uint64_t stored = key + 1;
+  std::size_t i = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 52) % kSlots;
+  for (std::size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) % kSlots) {
+    Slot& s = slots_[i];
+    const std::uint64_t k = s.key.load(std::memory_order_relaxed);
+    if (k == stored) {
+      s.value.store(s.value.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+      return;
+    }
+    if (k == 0) {
+      // Only this worker writes: the value first, then the key that publishes it.
+      s.value.store(n, std::memory_order_relaxed);
+      s.key.store(stored, std::memory_order_release);
+      return;
+    }
+  }
+  dropped_.store(dropped_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+void RareCounters::add(std::string_view family, std::string_view label, std::uint64_t n) {
+  std::string key;
+  key.reserve(family.size() + 1 + label.size());
+  key.append(family).push_back('\0');
+  key.append(label);
+  std::lock_guard lock(mu_);
+  for (auto& [k, v] : items_) {
+    if (k == key) {
+      v += n;
+      return;
+    }
+  }
+  items_.emplace_back(std::move(key), n);
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> RareCounters::snapshot(
+    std::string_view family) const {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [k, v] : items_) {
+    const auto nul = k.find('\0');
+    if (std::string_view(k).substr(0, nul) == family) out.emplace_back(k.substr(nul + 1), v);
+  }
+  return out;
+}
+
+RareCounters& rare() {
+  static RareCounters r;
+  return r;
+}
+
+WorkerMetrics& Registry::add_worker() {
+  workers_.push_back(std::make_unique<WorkerMetrics>());
+  return *workers_.back();
+}
+
+}  // namespace llmux::gateway::metrics

@@ -1,0 +1,166 @@
+#pragma once
+// The gateway's own metrics (GET /metrics, the dashboard's data). Nothing is locked or allocated
+// per request: each worker counts into its own WorkerMetrics (written by that thread only, with
+// plain relaxed stores — no read-modify-write, no shared cache line), and a scrape adds up every
+// worker's numbers (relaxed loads) and writes them in Prometheus's text format through
+// prometheus-cpp's serializer (gateway/metrics_render.cpp).
+//
+// Labels are low-cardinality by construction: routes and backends come from the configuration,
+// models only from answers a backend accepted (2xx), status codes are three digits; each label
+// table holds at most kMaxNames names for the process's life (more go to "other").
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llmux::gateway::metrics {
+
+inline constexpr int kMaxNames = 64;
+
+/// Names of one label, each with a small id that never changes: id 0 is "other" (or "" for
+/// backends: a request that no backend answered). Lookups are lock-free; adding takes a lock
+/// (routes and backends are added when a config is built; models the first time each is seen).
+class NameTable {
+ public:
+  explicit NameTable(std::string zero);
+  ~NameTable();
+  NameTable(const NameTable&) = delete;
+  NameTable& operator=(const NameTable&) = delete;
+  /// The id of `name`, added when new; 0 when the table is full (or `name` is empty).
+  int id(std::string_view name);
+  /// The id of `name`, or 0 when it is not in the table.
+  int find(std::string_view name) const;
+  std::string_view name(int id) const;
+  int size() const { return n_.load(std::memory_order_acquire); }
+
+ private:
+  std::array<std::atomic<const std::string*>, kMaxNames> names_{};
+  std::atomic<int> n_{1};
+  std::mutex mu_;
+};
+
+/// The label tables, process-wide.
+struct Names {
+  NameTable routes{"other"};
+  NameTable backends{""};
+  NameTable models{"other"};
+};
+Names& names();
+
+/// A latency histogram with fixed bounds (nanoseconds), written by one thread.
+struct Bounds {
+  const char* name;  // which metric these bounds are for (a scrape names them)
+  std::vector<std::int64_t> upper_ns;
+};
+enum class HistKind { ttft, itl, e2e, request_overhead, relay_overhead };
+const Bounds& bounds(HistKind k);
+inline constexpr int kMaxBuckets = 24;
+
+class Histogram {
+ public:
+  /// `n` samples of `ns` each (the inter-token latency of n tokens that came in one read).
+  void observe(const Bounds& b, std::int64_t ns, std::uint64_t n = 1) {
+    std::size_t i = 0;
+    while (i < b.upper_ns.size() && ns > b.upper_ns[i]) ++i;
+    bump(buckets_[i], n);
+    bump(count_, n);
+    bump(sum_ns_, static_cast<std::uint64_t>(ns < 0 ? 0 : ns) * n);
+  }
+  /// Adds this histogram's counts (non-cumulative per bucket) into `into`.
+  void add_to(std::array<std::uint64_t, kMaxBuckets + 1>& into, std::uint64_t& count,
+              std::uint64_t& sum_ns) const;
+
+ private:
+  static void bump(std::atomic<std::uint64_t>& a, std::uint64_t n) {
+    a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  std::array<std::atomic<std::uint64_t>, kMaxBuckets + 1> buckets_{};
+  std::atomic<std::uint64_t> count_{0};
+  std::atomic<std::uint64_t> sum_ns_{0};
+};
+
+/// Counter families (the first part of a counter's key).
+enum class Family : std::uint8_t {
+  requests,           // route, backend, code
+  retries,            // route
+  attempt_failures,   // backend, outcome kind
+  prompt_tokens,      // backend, model
+  cached_tokens,      // backend, model
+  generation_tokens,  // backend, model
+  usage_requested,    // route: streams the gateway asked for usage
+};
+
+/// Counters keyed by (family, three label ids), in a fixed open-addressing table: written by
+/// its worker only, read by a scrape from any thread.
+class CounterTable {
+ public:
+  static constexpr std::size_t kSlots = 4096;
+  static std::uint64_t key(Family f, std::uint16_t a, std::uint16_t b = 0, std::uint16_t c = 0) {
+    return (static_cast<std::uint64_t>(f) << 48) | (static_cast<std::uint64_t>(a) << 32) |
+           (static_cast<std::uint64_t>(b) << 16) | c;
+  }
+  void add(std::uint64_t key, std::uint64_t n);
+  /// Calls f(key, value) for every counter.
+  template <typename F>
+  void each(F&& f) const {
+    for (const auto& s : slots_) {
+      const std::uint64_t k = s.key.load(std::memory_order_acquire);
+      if (k != 0) f(k - 1, s.value.load(std::memory_order_relaxed));
+    }
+  }
+  std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Slot {
+    std::atomic<std::uint64_t> key{0};  // key + 1; 0: free
+    std::atomic<std::uint64_t> value{0};
+  };
+  std::array<Slot, kSlots> slots_{};
+  std::atomic<std::uint64_t> dropped_{0};  // adds that found the table full
+};
+
+/// One worker's metrics. Histograms by backend id (0: none).
+struct WorkerMetrics {
+  CounterTable counters;
+  std::array<Histogram, kMaxNames> ttft, itl, e2e;
+  Histogram request_overhead, relay_overhead;
+
+  void count(Family f, int a, int b = 0, int c = 0, std::uint64_t n = 1) {
+    counters.add(CounterTable::key(f, static_cast<std::uint16_t>(a), static_cast<std::uint16_t>(b),
+                                   static_cast<std::uint16_t>(c)),
+                 n);
+  }
+};
+
+/// Events that are rare and may come from any thread (ejections, admin actions): a lock is fine.
+class RareCounters {
+ public:
+  void add(std::string_view family, std::string_view label, std::uint64_t n = 1);
+  std::vector<std::pair<std::string, std::uint64_t>> snapshot(std::string_view family) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::string, std::uint64_t>> items_;  // "family\0label" → count
+};
+RareCounters& rare();
+
+/// Every worker's metrics, for a scrape. Workers register at start (before serving).
+class Registry {
+ public:
+  WorkerMetrics& add_worker();
+  template <typename F>
+  void each(F&& f) const {
+    for (const auto& w : workers_) f(*w);
+  }
+  std::int64_t start_unix_ms = 0;
+  std::int64_t start_mono_ns = 0;
+
+ private:
+  std::vector<std::unique_ptr<WorkerMetrics>> workers_;
+};
+
+}  // namespace llmux::gateway::metrics
