@@ -29,6 +29,26 @@ TEST(HealthPick, EjectedAndUnhealthyBackendsAreSkipped) {
   EXPECT_EQ(pick_and_acquire(first, request(), pool.all(), tried, kNow + 1).backend(), &pool[0]);
 }
 
+TEST(HealthPick, DrainedBackendsTakeOnlyRequestsPinnedToThem) {
+  Pool pool({1, 1});
+  pool[0].draining = true;
+  First first;
+  for (int i = 0; i < 3; ++i) {
+    TriedSet tried;
+    EXPECT_EQ(pick_and_acquire(first, request(), pool.all(), tried, kNow).backend(), &pool[1]);
+  }
+  // A request naming a response the drained backend holds (affinity) still goes there.
+  PickContext pinned = request();
+  pinned.pinned = true;
+  Backend* only[] = {&pool[0]};
+  TriedSet tried;
+  EXPECT_EQ(pick_and_acquire(first, pinned, only, tried, kNow).backend(), &pool[0]);
+  // Not as a last resort for others: with the other backend out, nothing.
+  pool[1].checks_ok = false;
+  TriedSet t2;
+  EXPECT_EQ(pick_and_acquire(first, request(), pool.all(), t2, kNow).backend(), nullptr);
+}
+
 TEST(HealthPick, OneTrialRequestAtATime) {
   Pool pool({1, 1});
   pool[0].ejections_in_a_row = 1;  // back from an ejection, not yet proven
