@@ -16,6 +16,7 @@
 #include "config/lint.hpp"
 #include "config/preflight.hpp"
 #include "config/summary.hpp"
+#include "core/cpus.hpp"
 #include "core/logging.hpp"
 #include "core/signals.hpp"
 #include "gateway/gateway.hpp"
@@ -44,7 +45,7 @@ std::vector<config::ConfigWarning> warnings_for(const std::string& config_path,
 /// (warnings allowed), 1 when one failed. docs/config.md shows the output.
 int run_check(const config::GatewayConfig& cfg, const std::vector<config::ConfigWarning>& warnings,
               bool probe) {
-  std::cout << config::describe(cfg, std::max(1u, std::thread::hardware_concurrency()));
+  std::cout << config::describe(cfg, static_cast<unsigned>(usable_cpus().cpus));
   if (!warnings.empty()) {
     std::cout << "warnings:\n";
     for (const auto& w : warnings) std::cout << "  " << w.to_string() << "\n";

@@ -68,7 +68,7 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
     listen.push_back(host_port(l) + (l.port == 0 ? " (a free port chosen at start)" : ""));
   fmt::format_to(out, "listen: {}\n", detail::join(listen));
   if (cfg.threads == 0)
-    fmt::format_to(out, "threads: 0 (one per core: {} here)\n", cores);
+    fmt::format_to(out, "threads: 0 (one per usable core: {} here)\n", cores);
   else
     fmt::format_to(out, "threads: {}\n", cfg.threads);
 

@@ -21,7 +21,7 @@ std::string format_size(std::uint64_t bytes);
 ///   configuration OK: 2 backends, 3 routes
 ///     route chat: POST /v1/chat/completions -> round_robin over server1 server2
 ///   listen: 127.0.0.1:8080
-///   threads: 0 (one per core: 16 here)
+///   threads: 0 (one per usable core: 16 here)
 ///   backends:
 ///     server1: http://127.0.0.1:30001 (weight 1, max_inflight unlimited, pool_idle_timeout 4s)
 ///       health_checks: GET /health every 2s (jitter 0.1), timeout 1s, healthy after 1 pass,

@@ -25,6 +25,7 @@
 #include "config/preflight.hpp"
 #include "config/summary.hpp"
 #include "core/clock.hpp"
+#include "core/cpus.hpp"
 #include "core/openai_error.hpp"
 #include "core/signals.hpp"
 #include "gateway/admin.hpp"
@@ -65,8 +66,15 @@ class Gateway {
         static_cast<std::size_t>(cfg.affinity.max_entries), cfg.affinity.ttl);
     shared_.responses = shared_.responses_memory.get();
 
-    const int nthreads =
-        cfg.threads > 0 ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
+    // threads: 0 → one worker per CPU this process may use (its affinity mask and cgroup
+    // quota), not per core of the machine.
+    const CpuBudget cpus = usable_cpus();
+    const int nthreads = cfg.threads > 0 ? cfg.threads : cpus.cpus;
+    spdlog::info("{} worker thread{} ({}; CPUs usable here: {})", nthreads,
+                 nthreads == 1 ? "" : "s",
+                 cfg.threads > 0 ? fmt::format("threads: {}", cfg.threads)
+                                 : std::string("threads: 0, one per usable CPU"),
+                 cpus.describe());
     workers_.reserve(nthreads);
     shared_.metrics.start_mono_ns = mono_ns();
     shared_.metrics.start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -5,6 +5,7 @@
 // GET /v1/models, and warnings (a /v1 backend URL, a bare-number duration) never change the exit
 // status.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -139,8 +140,21 @@ TEST(GatewayConfig, CheckAcceptsTheSeedConfig) {
         "  ok    access_log stdout: nothing to open",
         "  ok    listen 127.0.0.1:0: a free port is chosen at start", "check OK"})
     EXPECT_TRUE(has_line(r.out, line)) << "no line '" << line << "' in:\n" << r.out;
-  EXPECT_NE(r.out.find("threads: 0 (one per core: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("threads: 0 (one per usable core: "), std::string::npos) << r.out;
   EXPECT_TRUE(lines_starting(r.out, "  FAIL  ").empty()) << r.out;
+}
+
+TEST(GatewayConfig, ThreadsZeroCountsTheCoresTheProcessMayUse) {
+  if (::access("/usr/bin/taskset", X_OK) != 0) GTEST_SKIP() << "no taskset";
+  TempDir dir;
+  const std::string cfg =
+      dir.write("g.yaml",
+                "listen: 127.0.0.1:0\nbackends:\n  - {name: a, url: \"http://127.0.0.1:1\"}\n"
+                "routes:\n  - {backends: [a]}\n");
+  // Pinned to one core: one worker, whatever the machine has.
+  RunResult r = run_to_completion(
+      {"/usr/bin/taskset", "-c", "0", llmux_binary(), "gateway", "--check", "--config", cfg});
+  EXPECT_NE(r.out.find("threads: 0 (one per usable core: 1 here)"), std::string::npos) << r.out;
 }
 
 TEST(GatewayConfig, CheckRejectsWhatServingWould) {

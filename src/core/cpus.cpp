@@ -1,0 +1,133 @@
+#include "core/cpus.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace llmux {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n'))
+    s.remove_prefix(1);
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+std::optional<long long> number(std::string_view s) {
+  s = trim(s);
+  long long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::optional<std::string> cgroup_path(std::string_view text, std::string_view controller) {
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    const auto c1 = line.find(':');
+    const auto c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 != std::string_view::npos) {
+      const std::string_view id = line.substr(0, c1);
+      std::string_view ctrls = line.substr(c1 + 1, c2 - c1 - 1);
+      const std::string_view path = trim(line.substr(c2 + 1));
+      if (controller.empty()) {
+        if (id == "0" && ctrls.empty()) return std::string(path);
+      } else {
+        while (!ctrls.empty()) {
+          const auto comma = ctrls.find(',');
+          if (ctrls.substr(0, comma) == controller) return std::string(path);
+          if (comma == std::string_view::npos) break;
+          ctrls.remove_prefix(comma + 1);
+        }
+      }
+    }
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return std::nullopt;
+}
+
+std::optional<double> cpu_max_quota(std::string_view cpu_max) {
+  cpu_max = trim(cpu_max);
+  const auto sp = cpu_max.find(' ');
+  if (sp == std::string_view::npos) return std::nullopt;
+  const auto quota = number(cpu_max.substr(0, sp));  // "max": no number, unlimited
+  const auto period = number(cpu_max.substr(sp + 1));
+  if (!quota || !period || *quota <= 0 || *period <= 0) return std::nullopt;
+  return static_cast<double>(*quota) / static_cast<double>(*period);
+}
+
+std::optional<double> cfs_quota(std::string_view quota_us, std::string_view period_us) {
+  const auto quota = number(quota_us);
+  const auto period = number(period_us);
+  if (!quota || !period || *quota <= 0 || *period <= 0) return std::nullopt;
+  return static_cast<double>(*quota) / static_cast<double>(*period);
+}
+
+int cpus_for(int affinity, std::optional<double> quota) {
+  int n = std::max(1, affinity);
+  if (quota && *quota > 0) n = std::min(n, std::max(1, static_cast<int>(std::ceil(*quota - 1e-9))));
+  return n;
+}
+
+std::string CpuBudget::describe() const {
+  std::string s = fmt::format("{} (affinity mask: {} of {} cores", cpus, affinity, machine);
+  if (quota) s += fmt::format("; cgroup CPU quota: {:g} CPUs", *quota);
+  return s + ")";
+}
+
+CpuBudget usable_cpus() {
+  CpuBudget b;
+  b.machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  b.affinity = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : b.machine;
+  if (b.affinity <= 0) b.affinity = b.machine;
+  // cgroup v2 first, then v1's cpu controller: the process's own group, then the hierarchy's
+  // root (where a container sees its own group mounted).
+  const std::string groups = read_file("/proc/self/cgroup");
+  if (const auto path = cgroup_path(groups)) {
+    for (const std::string& dir : {"/sys/fs/cgroup" + *path, std::string("/sys/fs/cgroup")}) {
+      const std::string text = read_file(dir + "/cpu.max");
+      if (text.empty()) continue;
+      b.quota = cpu_max_quota(text);
+      break;
+    }
+  }
+  if (!b.quota) {
+    const auto path = cgroup_path(groups, "cpu");
+    for (const std::string& dir :
+         {"/sys/fs/cgroup/cpu" + path.value_or("/"), std::string("/sys/fs/cgroup/cpu")}) {
+      const std::string quota = read_file(dir + "/cpu.cfs_quota_us");
+      if (quota.empty()) continue;
+      b.quota = cfs_quota(quota, read_file(dir + "/cpu.cfs_period_us"));
+      break;
+    }
+  }
+  b.cpus = cpus_for(b.affinity, b.quota);
+  return b;
+}
+
+}  // namespace llmux
