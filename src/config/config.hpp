@@ -153,8 +153,8 @@ struct AccessLog {
   std::string target = "stdout";  // "stdout", "off", or a file path
 };
 
-/// The gateway's own metrics (GET /metrics, Prometheus text) and dashboard (GET /dashboard).
-/// `listen` set: served on that address only (not on the main listeners). `stream_usage`: a
+/// The gateway's own metrics (GET /metrics, Prometheus text) and dashboard (GET /dashboard);
+/// `enabled` false: nothing counted, those paths routed like any other. `listen` set: served on that address only (not on the main listeners). `stream_usage`: a
 /// streaming chat/completions request whose client did not ask for usage is sent asking for it,
 /// and the extra usage chunk removed before the client sees it, so every stream's tokens count.
 struct Metrics {

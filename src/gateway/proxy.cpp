@@ -291,10 +291,14 @@ net::awaitable<bool> pin_owner(Shared& s, const Fleet& f, Client& c, const Reque
 
 /// The request's metrics and access log line, once it ended. `b`: the backend that answered
 /// (null when none did).
-void finish(Shared& s, Worker& w, const RouteRt& route, const upstream::Backend* b,
+void finish(Shared& s, const Fleet& f, Worker& w, const RouteRt& route, const upstream::Backend* b,
             const BodyFields& fields, AccessRecord& rec, std::int64_t start) {
   const std::int64_t now = mono_ns();
   rec.total_ms = static_cast<double>(now - start) / 1e6;
+  if (!f.cfg.metrics.enabled) {
+    s.log.write(rec);
+    return;
+  }
   metrics::WorkerMetrics& m = *w.m;
   using metrics::Family;
   const int bid = b ? b->metric_id : 0;
@@ -353,7 +357,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
   // Affinity matters where a route has a choice; a route of one backend sends it everything.
   if (f.cfg.affinity.enabled && route.backends.size() > 1 &&
       !co_await pin_owner(s, f, c, req, route, fields, path, request_id, rec, pinned)) {
-    finish(s, w, route, nullptr, fields, rec, start);
+    finish(s, f, w, route, nullptr, fields, rec, start);
     co_return;
   }
   // Time the gateway spent not on its own work (the owner lookup above, the queue below): left
@@ -364,7 +368,8 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
   // Every stream's tokens counted: ask for usage where the client did not (stream_usage.hpp).
   const UsageRequest usage =
       f.cfg.metrics.stream_usage ? ask_for_usage(method, path, req.body(), fields) : UsageRequest{};
-  if (usage.asked) w.m->count(metrics::Family::usage_requested, route.metric_id);
+  if (usage.asked && f.cfg.metrics.enabled)
+    w.m->count(metrics::Family::usage_requested, route.metric_id);
 
   // Watch the client from now on: a client that leaves while its request waits for the first
   // response byte aborts the upstream request as surely as one that leaves mid-stream.
@@ -410,7 +415,8 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
       last = std::move(a.fail);
       last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
       report(f, route, req, fields, path, b, last, request_id);
-      w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
+      if (f.cfg.metrics.enabled)
+        w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
       spdlog::debug("request {}: {}", request_id, last.message);
       if (upstream::decide_retry(last, attempts, f.cfg.retries.max_attempts) !=
           upstream::RetryDecision::try_another_backend)
@@ -439,16 +445,17 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
     rec.attempts = attempts;
     rec.ttfb_ms = static_cast<double>(mono_ns() - start) / 1e6;
     const auto ttfb = std::chrono::nanoseconds(mono_ns() - attempt_start);
-    w.m->request_overhead.observe(metrics::bounds(metrics::HistKind::request_overhead),
-                                  a.sent_ns - start - not_overhead);
+    if (f.cfg.metrics.enabled)
+      w.m->request_overhead.observe(metrics::bounds(metrics::HistKind::request_overhead),
+                                    a.sent_ns - start - not_overhead);
     co_await relay(f, w, c, req, b, a, rec, last, learn, usage.asked);
     co_await stop_watch(c);
     last.ttfb = ttfb;
     last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
     report(f, route, req, fields, path, b, last, request_id);
-    if (last.kind == Kind::broken_mid_stream)
+    if (last.kind == Kind::broken_mid_stream && f.cfg.metrics.enabled)
       w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
-    finish(s, w, route, &b, fields, rec, start);
+    finish(s, f, w, route, &b, fields, rec, start);
     co_return;
   }
   co_await stop_watch(c);
@@ -457,7 +464,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
     rec.attempts = attempts;
     rec.status = 499;  // nginx's "client closed request"
     rec.error = "client left before the response began";
-    finish(s, w, route, nullptr, fields, rec, start);
+    finish(s, f, w, route, nullptr, fields, rec, start);
     co_return;
   }
   // Nothing was relayed: answer with the error.
@@ -497,7 +504,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
   rec.status = answer.status;
   rec.error = answer.message;
   co_await write_error(c, answer.status, answer.message, &req, true, request_id, retry_after);
-  finish(s, w, route, nullptr, fields, rec, start);
+  finish(s, f, w, route, nullptr, fields, rec, start);
 }
 
 }  // namespace llmux::gateway

@@ -130,6 +130,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   // Metrics: TTFT and inter-token latency as the client gets them (content events written), and
   // the relay's own delay (the read that completed what is written → its write done).
   metrics::WorkerMetrics& m = *w.m;
+  const bool counting = f.cfg.metrics.enabled;
   const int mid = b.metric_id;
   std::uint64_t events_written = 0;
   std::int64_t last_content_ns = 0;
@@ -163,7 +164,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
       }
       const std::size_t got = (buf_size - have) - res.body().size;
       have += got;
-      if (got > 0) read_ns = mono_ns();
+      if (got > 0 && counting) read_ns = mono_ns();
       if (got > 0 && sse) stall.on_bytes(mono_ns());
       if (ec) {
         upstream_failed = true;
@@ -245,10 +246,11 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
         break;
       }
       bytes_out += cut + tail.size();
-      const std::int64_t now = mono_ns();
-      if (read_ns > 0)
+      const std::int64_t now = counting ? mono_ns() : 0;
+      if (counting && read_ns > 0)
         m.relay_overhead.observe(metrics::bounds(metrics::HistKind::relay_overhead), now - read_ns);
-      if (const std::uint64_t ev = tap.reader().content_events(); sse && ev > events_written) {
+      if (const std::uint64_t ev = tap.reader().content_events();
+          counting && sse && ev > events_written) {
         if (events_written == 0)
           m.ttft[mid].observe(metrics::bounds(metrics::HistKind::ttft), now - rec.received_ns);
         else

@@ -274,6 +274,18 @@ TEST(GatewayMetrics, StreamUsageOffLeavesTheBodyAndCountsNothing) {
   gw->expect_clean_exit();
 }
 
+TEST(GatewayMetrics, OffMeansRoutedLikeAnyOtherPath) {
+  SimServer s1({"--time-scale", "50", "--output-len", "fixed:7"});
+  auto gw = GatewayServer::with_config(
+      one_route_config(1, backend_line("sim1", s1.port()), "sim1", "metrics: {enabled: false}\n"));
+  stream(gw->port(), chat(true));
+  Response m = HttpClient(gw->port()).get("/metrics");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_EQ(m.header("x-llmux-backend"), "sim1") << "the backend's own metrics";
+  EXPECT_EQ(m.body.find("llmux_requests_total"), std::string::npos);
+  gw->expect_clean_exit();
+}
+
 TEST(GatewayMetrics, OwnPortAndDashboardData) {
   SimServer s1({"--time-scale", "50", "--output-len", "fixed:7"});
   SimServer s2({"--time-scale", "50", "--output-len", "fixed:7"});
