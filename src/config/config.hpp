@@ -154,9 +154,10 @@ struct AccessLog {
 };
 
 /// The gateway's own metrics (GET /metrics, Prometheus text) and dashboard (GET /dashboard);
-/// `enabled` false: nothing counted, those paths routed like any other. `listen` set: served on that address only (not on the main listeners). `stream_usage`: a
-/// streaming chat/completions request whose client did not ask for usage is sent asking for it,
-/// and the extra usage chunk removed before the client sees it, so every stream's tokens count.
+/// `enabled` false: nothing counted, those paths routed like any other. `listen` set: served on
+/// that address only (not on the main listeners). `stream_usage`: a streaming chat/completions
+/// request whose client did not ask for usage is sent asking for it, and the extra usage chunk
+/// removed before the client sees it, so every stream's tokens count.
 struct Metrics {
   bool enabled = true;
   std::vector<Listener> listen;  // at most one

@@ -43,8 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(hashes.size() == text.size() / 64);
   const auto usage = llmux::gateway::ask_for_usage("POST", "/v1/chat/completions", input, fields);
   if (usage.asked) {
-    const std::string sent =
-        std::string(usage.first(input)) + std::string(usage.second(input));
+    const std::string sent = std::string(usage.first(input)) + std::string(usage.second(input));
     boost::system::error_code ec;
     const auto v = boost::json::parse(sent, ec);
     // The body was JSON to simdjson; Boost.JSON must read what the gateway sends (a body it
