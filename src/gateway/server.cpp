@@ -388,11 +388,12 @@ class Gateway {
   // ---- timeouts: one ticker per worker fires its expired deadlines ----
   static awaitable<void> deadline_ticker(Worker& w) {
     net::steady_timer t(w.ioc);
-    for (;;) {
+    for (std::uint64_t tick = 1;; ++tick) {
       t.expires_after(std::chrono::milliseconds(50));
       auto [ec] = co_await t.async_wait(use_tuple);
       if (ec) co_return;
       w.deadlines.fire_expired(mono_ns());
+      if (tick % 4 == 0) w.sweep_pools();  // idle connections the backends closed
     }
   }
 

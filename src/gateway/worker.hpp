@@ -113,6 +113,11 @@ struct Worker {
     std::unique_ptr<upstream::Pool> pool;
   };
   std::vector<PoolEntry> pools = std::vector<PoolEntry>(64);
+  /// Every pool's sweep (upstream::Pool::sweep), from the worker's ticker.
+  void sweep_pools() {
+    for (auto& e : pools)
+      if (e.pool) e.pool->sweep();
+  }
   upstream::Pool& pool_for(const upstream::Backend& b) {
     auto& e = pools[static_cast<std::size_t>(b.index)];
     if (!e.pool) {

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cerrno>
 
-#include <boost/asio/buffer.hpp>
-
 namespace llmux::upstream {
 
 namespace {
@@ -20,23 +18,29 @@ bool quiet(boost::asio::ip::tcp::socket& sock) {
 
 void Pool::put(std::shared_ptr<Upstream> up, std::chrono::milliseconds idle_timeout) {
   boost::system::error_code ignored;
+  if (idle_.size() >= max_idle_)  // first forget the ones their idle timeout closed
+    std::erase_if(idle_, [](const auto& p) { return !p->sock.is_open(); });
   if (idle_.size() >= max_idle_ || !up->sock.is_open()) {
     up->sock.close(ignored);
     return;
   }
   up->pooled = true;
-  const std::uint32_t generation = ++up->pool_generation;
+  // Nothing is kept pending on an idle connection (a read there would cost a failed system call
+  // and a cancellation per request): its idle timeout closes it, sweep() finds the ones the
+  // backend closed, and take() looks once more before handing one out.
   up->dl.arm(idle_timeout, /*close_on_expiry=*/true);
-  Upstream* raw = up.get();
-  // Anything that completes this read while the connection is idle ends it: EOF or a reset
-  // from the backend, bytes nobody asked for, or the expiry closing the socket.
-  raw->sock.async_read_some(boost::asio::buffer(&raw->probe, 1),
-                            [this, up, generation](boost::system::error_code, std::size_t) {
-                              if (!up->pooled || up->pool_generation != generation)
-                                return;  // taken meanwhile
-                              drop(up.get());
-                            });
   idle_.push_back(std::move(up));
+}
+
+void Pool::sweep() {
+  boost::system::error_code ignored;
+  std::erase_if(idle_, [&](const auto& up) {
+    if (!up->sock.is_open()) return true;  // its idle timeout closed it
+    if (quiet(up->sock)) return false;
+    up->dl.disarm();
+    up->sock.close(ignored);  // EOF, reset or stray bytes from the backend
+    return true;
+  });
 }
 
 std::shared_ptr<Upstream> Pool::take() {
@@ -44,10 +48,8 @@ std::shared_ptr<Upstream> Pool::take() {
     std::shared_ptr<Upstream> up = std::move(idle_.back());
     idle_.pop_back();
     up->pooled = false;
-    ++up->pool_generation;
     up->dl.disarm();
     boost::system::error_code ignored;
-    up->sock.cancel(ignored);  // the watch's read; its handler sees the new generation
     if (!up->sock.is_open() || !quiet(up->sock)) {
       up->sock.close(ignored);
       continue;
@@ -56,15 +58,6 @@ std::shared_ptr<Upstream> Pool::take() {
     return up;
   }
   return nullptr;
-}
-
-void Pool::drop(Upstream* up) {
-  up->pooled = false;
-  up->dl.disarm();
-  boost::system::error_code ignored;
-  up->sock.close(ignored);
-  auto it = std::find_if(idle_.begin(), idle_.end(), [up](const auto& p) { return p.get() == up; });
-  if (it != idle_.end()) idle_.erase(it);
 }
 
 void Pool::close_all() {

@@ -1,14 +1,15 @@
 #pragma once
 // Upstream connections and the per-worker keep-alive pool of one backend.
 //
-// A pooled connection is invisible to clients when the backend closes it: while idle it is
-// watched (a read is kept pending on it), and EOF, stray bytes, an error or its idle timeout
-// closes and drops it at once; take() also checks the socket once more without blocking, for a
-// close that arrived but whose watch handler has not run yet. Connections are put back only
-// after a complete final response that did not end by close (the caller decides).
+// A pooled connection is invisible to clients when the backend closes it: take() looks at the
+// socket without blocking (MSG_PEEK) and drops one with EOF, an error or stray bytes waiting;
+// sweep(), which the worker runs every 200 ms, closes the idle ones the backend closed (so none
+// lingers in CLOSE_WAIT), and its idle timeout closes an idle connection. Nothing is kept
+// pending on an idle connection: a read there would cost a failed system call and a
+// cancellation per request. Connections are put back only after a complete final response
+// that did not end by close (the caller decides).
 //
-// One worker thread only. Connections are shared_ptr because the idle watch's pending handler
-// keeps the one it watches alive until it runs, even after the pool let it go.
+// One worker thread only. Connections are shared_ptr: a request and the pool hand them over.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -30,8 +31,6 @@ struct Upstream {
   http::ScopedDeadline dl;
   // Pool bookkeeping (UpstreamPool only).
   bool pooled = false;
-  std::uint32_t pool_generation = 0;
-  char probe = 0;
 };
 
 class Pool {
@@ -40,17 +39,19 @@ class Pool {
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
-  /// Keeps `up` for reuse for at most `idle_timeout` and watches it meanwhile. `up` must be
-  /// open with no operation pending and nothing left unread; a full pool closes it instead.
+  /// Keeps `up` for reuse for at most `idle_timeout`. `up` must be open with no operation
+  /// pending and nothing left unread; a full pool closes it instead.
   void put(std::shared_ptr<Upstream> up, std::chrono::milliseconds idle_timeout);
   /// The most recently returned live connection (marked reused), or nullptr when none is.
   std::shared_ptr<Upstream> take();
   std::size_t size() const { return idle_.size(); }
-  /// Closes every idle connection (their watches then end on their own).
+  /// Closes and forgets the idle connections the backend closed (or their timeout did): one
+  /// MSG_PEEK each.
+  void sweep();
+  /// Closes every idle connection.
   void close_all();
 
  private:
-  void drop(Upstream* up);
   std::vector<std::shared_ptr<Upstream>> idle_;
   std::size_t max_idle_;
 };
