@@ -237,6 +237,24 @@ TEST(GatewayMetrics, UsageAskedUpstreamOnlyWhenTheClientDidNot) {
   EXPECT_TRUE(b.at("stream_options").at("include_usage").as_bool());
   EXPECT_EQ(b.at("temperature").as_double(), 0.5);
   EXPECT_EQ(str(b.at("messages").at(0).at("content")), "hello there");
+  // A body far larger than the socket buffers (4 MiB), both forms: every byte arrives, in order,
+  // under a Content-Length that matches what was sent.
+  std::string big(4u << 20, 'x');
+  for (std::size_t i = 0; i < big.size(); i += 4096)
+    big[i] = static_cast<char>('a' + (i / 4096) % 26);
+  for (const std::string extra : {std::string(), std::string(R"(,"stream_options":{"x":2})")}) {
+    const std::string body =
+        R"({"model":"m","stream":true,"messages":[{"role":"user","content":")" + big + "\"}]" +
+        extra + "}";
+    Response r = HttpClient(gw->port(), 30s).post("/v1/chat/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
+    const auto echo_obj = parse_json(r.body);
+    const std::string sent = str(echo_obj.at("body"));
+    EXPECT_EQ(std::to_string(sent.size()), str(echo_obj.at("headers").at("content-length")));
+    const auto v = parse_json(sent);
+    EXPECT_TRUE(v.at("stream_options").at("include_usage").as_bool());
+    EXPECT_TRUE(str(v.at("messages").at(0).at("content")) == big) << "the prompt arrived changed";
+  }
   // stream_options without include_usage (or false): set, the client's other options kept.
   b = upstream_body(chat(true, R"(,"stream_options":{"include_usage":false,"x":1})"));
   EXPECT_TRUE(b.at("stream_options").at("include_usage").as_bool());
