@@ -1,43 +1,62 @@
 #!/usr/bin/env bash
-# llmux gateway vs its peers, side by side in one run (issue 4, "Measured, not assumed").
+# llmux gateway vs its peers, side by side in one run (issue 4, "Measured, not assumed"; issue 13:
+# one run, the same machine and pinning for every row, each proxy with one worker).
 #
-# Paths: direct (no proxy), llmux (`gateway --threads 1`), llmux-base (the same with the
-# --baseline binary, only when one is given), nginx (Debian's, one worker,
-# keep-alive upstream, no buffering), HAProxy (Debian's, nbthread 1, http-no-delay,
-# http-reuse always) and the seed's FastAPI + httpx proxy (one uvicorn worker). Configs are the
-# templates in bench/peers/. Each proxy is pinned to PROXY_CPU, load generator and backend to
-# LOAD_CPU. Every section runs ROUNDS rounds with the paths in a rotated order, and the report
-# gives medians over rounds:
-#   (a) serial streaming tok/s against `llmux sim` (DGX Spark preset)     llmux within 1% of direct
-#   (b) req/s, p50/p99 of small POSTs via wrk against nginx `return 200`  llmux >= nginx req/s,
-#                                                                          p99 <= nginx + 50 us, >= 20x FastAPI
-#   (c) ITL added at 1,000 streams x 50 tok/s                             (reported)
-#   (d) RSS per held-open stream, 2,000 streams                           llmux <= HAProxy
+# Paths: direct (no proxy), llmux (`gateway --threads 1 --access-log off`, metrics on: the quick
+# form), llmux-bare (the same binary from a YAML config written into the run's temp dir: one
+# thread, `metrics: {enabled: false}`, `access_log: off`), llmux-logged (the same config with
+# metrics on and the access log written to a file in the temp dir), llmux-base (as llmux with the
+# --baseline binary, only when one is given), nginx (Debian's, one worker, keep-alive upstream,
+# no buffering), HAProxy (Debian's, nbthread 1, http-no-delay, http-reuse always) and the seed's
+# FastAPI + httpx proxy (one uvicorn worker). Configs are the templates in bench/peers/. Each
+# proxy is pinned to PROXY_CPU, load generator and backend to LOAD_CPU. Every section runs ROUNDS
+# rounds with the paths in a rotated order, and the report gives medians over rounds and the
+# issue-13 goals as ratios of this run, each met or missed:
+#   (a) serial streaming tok/s against `llmux sim` (DGX Spark preset)    llmux/direct >= 0.99
+#   (b) req/s, p50/p99 and proxy CPU us/request of small POSTs via wrk    CPU/request llmux/nginx
+#       against nginx `return 200`                                        <= 1.00 (stretch 0.85),
+#                                                                         p99 llmux <= nginx,
+#                                                                         llmux-logged/llmux-bare
+#                                                                         CPU/request <= 1.10
+#   (c) 1,000 streams x 50 tok/s (client `llmux bench run`): ITL, and the delay each path adds to
+#       the first SSE event (TTFT) and the last (E2E) against direct          (reported)
+#   (d) RSS per held-open stream at each --mem-streams count (2,000 and    llmux/HAProxy <= 1.00
+#       5,000): client `llmux bench run` (completions, --output-len          at each count, every
+#       MEM_TOKENS, ignore_eos) against `llmux sim --t0 MEM_T0`, RSS sampled  event delivered
+#       while the backend runs all N streams; then every stream must end
+#       with all its events (run.json: failed 0, N x MEM_TOKENS token events)
 #
 # Old vs new binary in one run: --baseline BIN (or env LLMUX_BASELINE) adds the path llmux-base,
 # BIN run exactly like llmux (same flags, same pinning, copied first too) in every section,
 # rotated with the others; the report then gives new/baseline ratios of proxy CPU us/request (b)
-# and KiB per stream (d) (plus req/s, p99, tok/s, CPU per token), names both binaries (path,
-# mtime, sha256, git rev) and checks CPU/request against --baseline-budget (5%). Build BIN with
-# bench/build_baseline.sh REV (a temporary git worktree; prints the binary's path):
+# and KiB per stream (d, each stream count) (plus req/s, p99, tok/s, CPU per token), names both
+# binaries (path, mtime, sha256, git rev) and checks CPU/request against --baseline-budget (5%).
+# Build BIN with bench/build_baseline.sh REV (a temporary git worktree; prints the binary's path):
 #   bench/gateway_vs_peers.sh --baseline "$(bench/build_baseline.sh)" --out /tmp/gvp
 #
 # Usage: bench/gateway_vs_peers.sh [--rounds 3] [--sections abcd] [--serial-requests 5]
 #          [--serial-tokens 128] [--wrk-duration 5] [--wrk-connections 64] [--itl-streams 1000]
-#          [--itl-tokens 200] [--mem-streams 2000] [--mem-t0 0.25] [--paths direct,llmux,...]
+#          [--itl-tokens 200] [--mem-streams 2000,5000] [--mem-tokens 80] [--mem-t0 0.25]
+#          [--paths direct,llmux,llmux-bare,llmux-logged,nginx,haproxy,fastapi]
 #          [--baseline BIN] [--baseline-budget 5] [--out bench/results]
-# Env: ITL_CLIENT_CPU (cores of the (c) client, default all), LLMUX (binary, default
-# build/llmux; copied first so a concurrent rebuild cannot change it mid-run), LLMUX_BASELINE
-# (as --baseline), PROXY_CPU (0), LOAD_CPU (1), KEEP_TMP=1. Loopback only; every wait is
-# bounded; only processes this script started are stopped (by pid).
+# (d) keeps each stream open MEM_TOKENS x MEM_T0 s (default 80 x 0.25 = 20 s): the ramp of the
+# largest count must end well before that. A proxy holds 2 sockets per stream: the largest
+# --mem-streams must fit the fd limit (ulimit -n, raised to 20000 here: at most ~9,900 streams).
+# The FastAPI path runs in (a) and (b) only (it cannot hold the streams of (c) and (d); FASTAPI_ALL=1
+# runs it there too).
+# Env: ITL_CLIENT_CPU (cores of the (c) client, default all), MEM_CLIENT_CPU (cores of the (d)
+# client, default all: (d) measures memory, not CPU), LLMUX (binary, default build/llmux; copied
+# first so a concurrent rebuild cannot change it mid-run), LLMUX_BASELINE (as --baseline),
+# PROXY_CPU (0), LOAD_CPU (1), KEEP_TMP=1. Loopback only; every wait is bounded; only processes
+# this script started are stopped (by pid).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
 PEERS=$ROOT/bench/peers
 PY=/usr/bin/python3
 ROUNDS=3 SECTIONS=abcd SERIAL_REQS=5 SERIAL_TOKENS=128 WRK_DUR=5 WRK_CONN=64
-ITL_STREAMS=1000 ITL_TOKENS=200 MEM_STREAMS=2000 MEM_T0=0.25
-ALL_PATHS=direct,llmux,nginx,haproxy,fastapi
+ITL_STREAMS=1000 ITL_TOKENS=200 MEM_STREAMS=2000,5000 MEM_TOKENS=80 MEM_T0=0.25
+ALL_PATHS=direct,llmux,llmux-bare,llmux-logged,nginx,haproxy,fastapi
 OUT=$ROOT/bench/results
 BASELINE=${LLMUX_BASELINE:-} BASELINE_BUDGET=5
 PROXY_CPU=${PROXY_CPU:-0}
@@ -45,6 +64,7 @@ LOAD_CPU=${LOAD_CPU:-1}
 # (c): sim + client on one core cannot sustain 1,000 x 50 events/s (measured: ~32k tok/s, ITL p50
 # 31 ms direct), so by default the client of (c) may run on any core; the sim stays on LOAD_CPU.
 ITL_CLIENT_CPU=${ITL_CLIENT_CPU:-0-$(($(nproc) - 1))}
+MEM_CLIENT_CPU=${MEM_CLIENT_CPU:-0-$(($(nproc) - 1))}
 CMDLINE="${LLMUX_BASELINE:+LLMUX_BASELINE=$LLMUX_BASELINE }bench/gateway_vs_peers.sh $*"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -57,6 +77,7 @@ while [ $# -gt 0 ]; do
     --itl-streams) ITL_STREAMS=$2; shift 2 ;;
     --itl-tokens) ITL_TOKENS=$2; shift 2 ;;
     --mem-streams) MEM_STREAMS=$2; shift 2 ;;
+    --mem-tokens) MEM_TOKENS=$2; shift 2 ;;
     --mem-t0) MEM_T0=$2; shift 2 ;;
     --paths) ALL_PATHS=$2; shift 2 ;;
     --baseline) BASELINE=$2; shift 2 ;;
@@ -68,8 +89,17 @@ while [ $# -gt 0 ]; do
 done
 IFS=, read -r -a PATHS <<<"$ALL_PATHS"
 for p in "${PATHS[@]}"; do
-  case $p in direct|llmux|llmux-base|nginx|haproxy|fastapi) ;; *) echo "unknown path $p" >&2; exit 2 ;; esac
+  case $p in direct|llmux|llmux-bare|llmux-logged|llmux-base|nginx|haproxy|fastapi) ;; *) echo "unknown path $p" >&2; exit 2 ;; esac
 done
+IFS=, read -r -a MEM_LIST <<<"$MEM_STREAMS"
+MEM_MAX=0
+for n in "${MEM_LIST[@]}"; do
+  [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "--mem-streams $MEM_STREAMS: expected a comma list of stream counts, e.g. 2000,5000" >&2; exit 2; }
+  [ "$n" -gt "$MEM_MAX" ] && MEM_MAX=$n
+done
+[[ $MEM_TOKENS =~ ^[1-9][0-9]*$ ]] || { echo "--mem-tokens $MEM_TOKENS: expected a positive number" >&2; exit 2; }
+MEM_DUR=$(awk -v l="$MEM_TOKENS" -v t="$MEM_T0" 'BEGIN {d = l * t; if (d <= 0) exit 1; printf "%d", (d == int(d)) ? d : int(d) + 1}') \
+  || { echo "--mem-t0 $MEM_T0: expected a positive number of seconds" >&2; exit 2; }
 # --baseline: llmux-base runs right after llmux in the rotation (appended when llmux is not run)
 if [ -n "$BASELINE" ]; then
   [ -x "$BASELINE" ] || { echo "--baseline $BASELINE: not an executable file" >&2; exit 2; }
@@ -82,7 +112,7 @@ if [ -n "$BASELINE" ]; then
 elif [[ ",$ALL_PATHS," == *,llmux-base,* ]]; then
   echo "the llmux-base path needs --baseline BIN (or LLMUX_BASELINE)" >&2; exit 2
 fi
-for t in nginx haproxy wrk h2load taskset curl jq; do
+for t in nginx haproxy wrk taskset curl jq; do
   command -v $t >/dev/null || { echo "missing $t (run scripts/setup --bench)" >&2; exit 1; }
 done
 $PY -c 'import fastapi, httpx, uvicorn' || { echo "missing python3-fastapi/-httpx/-uvicorn" >&2; exit 1; }
@@ -123,6 +153,7 @@ if [ -n "$BASELINE" ]; then
   cmp -s "$LLMUX" "$LLMUX_BASE" && echo "warning: --baseline is byte-identical to $LLMUX_SRC" >&2
 fi
 STARTED=()   # every pid this script started
+forget() { local p k=(); for p in "${STARTED[@]}"; do [ "$p" = "$1" ] || k+=("$p"); done; STARTED=("${k[@]}"); }
 KEEP_TMP=${KEEP_TMP:-0}
 cleanup() {
   local p
@@ -134,6 +165,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 ulimit -n 20000 2>/dev/null || true
+FD_LIMIT=$(ulimit -n)
+# (d): a proxy holds a client and an upstream socket per stream, the sim and the client one each
+if [[ $SECTIONS == *d* ]] && [ "$FD_LIMIT" != unlimited ] && [ $((2 * MEM_MAX + 200)) -gt "$FD_LIMIT" ]; then
+  echo "--mem-streams: $MEM_MAX streams need $((2 * MEM_MAX + 200)) file descriptors in the proxy; ulimit -n is $FD_LIMIT" >&2; exit 2
+fi
 T_START=$(date +%s)
 note() { echo "$*" | tee -a "$NOTES" >&2; }
 
@@ -144,7 +180,7 @@ cpu_ticks() { local s=0 p v; for p in "$@"; do v=$(awk '{print $14 + $15}' /proc
 CLK_TCK=$(getconf CLK_TCK)
 
 # ---- backends -------------------------------------------------------------------------------
-BK_PID= BK_PORT=
+BK_PID='' BK_PORT=''
 start_sim() {  # args: sim flags
   taskset -c "$LOAD_CPU" "$LLMUX" sim --port 0 "$@" >"$tmp/sim.out" 2>"$tmp/sim.err" &
   BK_PID=$!; STARTED+=("$BK_PID")
@@ -163,18 +199,40 @@ start_nginx_backend() {
 stop_backend() { [ -n "$BK_PID" ] && stop_pid "$BK_PID"; BK_PID=; }
 
 # ---- proxies --------------------------------------------------------------------------------
+# HAProxy's maxconn (global, frontend) counts client connections; it sizes its fd limit to about
+# twice that, so keep it under the fd limit: 9,000 unless (d) needs more.
+HAPROXY_MAXCONN=$((MEM_MAX + 1000 > 9000 ? MEM_MAX + 1000 : 9000))
 # start_proxy NAME UPSTREAM_PORT READY_PATH: sets PX_PORT, PX_PID (to stop), PX_PIDS (RSS/CPU).
-PX_PID= PX_PORT= PX_PIDS=()
+PX_PID='' PX_PORT='' PX_PIDS=()
 start_proxy() {
   local name=$1 up=$2 rpath=$3 d=$tmp/px-$1
   rm -rf "$d"; mkdir -p "$d"; chmod 755 "$d"
-  PX_PID= PX_PIDS=()
+  PX_PID='' PX_PIDS=()
   case $name in
     direct) PX_PORT=$up; return 0 ;;
     llmux|llmux-base)
       local bin=$LLMUX; [ "$name" = llmux-base ] && bin=$LLMUX_BASE
       taskset -c "$PROXY_CPU" "$bin" gateway --port 0 --backend "up=http://127.0.0.1:$up" \
         --threads 1 --access-log off >"$d/out" 2>"$d/err" &
+      PX_PID=$!; STARTED+=("$PX_PID")
+      PX_PORT=$(wait_ready "$d/out") ;;
+    llmux-bare|llmux-logged)
+      # What the quick form of the llmux path builds (one backend "up", one round-robin route, one
+      # thread), on loopback, with metrics and the access log set: both off, or both on.
+      local alog=off mon=false
+      [ "$name" = llmux-logged ] && { alog=$d/access.log; mon=true; }
+      cat >"$d/gateway.yaml" <<EOF
+# written by bench/gateway_vs_peers.sh (path $name)
+listen: [{address: 127.0.0.1, port: 0}]
+threads: 1
+backends:
+  - {name: up, url: "http://127.0.0.1:$up"}
+routes:
+  - {name: all, backends: [up], policy: round_robin}
+access_log: "$alog"
+metrics: {enabled: $mon}
+EOF
+      taskset -c "$PROXY_CPU" "$LLMUX" gateway --config "$d/gateway.yaml" >"$d/out" 2>"$d/err" &
       PX_PID=$!; STARTED+=("$PX_PID")
       PX_PORT=$(wait_ready "$d/out") ;;
     nginx)
@@ -185,7 +243,8 @@ start_proxy() {
       PX_PID=$!; STARTED+=("$PX_PID") ;;
     haproxy)
       PX_PORT=$(free_port)
-      sed -e "s|@PORT@|$PX_PORT|g" -e "s|@UPSTREAM_PORT@|$up|g" "$PEERS/haproxy.cfg.tmpl" >"$d/haproxy.cfg"
+      sed -e "s|@PORT@|$PX_PORT|g" -e "s|@UPSTREAM_PORT@|$up|g" -e "s|@MAXCONN@|$HAPROXY_MAXCONN|g" \
+        "$PEERS/haproxy.cfg.tmpl" >"$d/haproxy.cfg"
       taskset -c "$PROXY_CPU" haproxy -db -f "$d/haproxy.cfg" >"$d/out" 2>"$d/err" &
       PX_PID=$!; STARTED+=("$PX_PID") ;;
     fastapi)
@@ -275,11 +334,30 @@ if [[ $SECTIONS == *b* ]]; then
         -s "$PEERS/post.lua" "$url" >"$tmp/b-r$ROUND-$p.txt" 2>&1 || true
       c1=$(cpu_ticks "${PX_PIDS[@]}"); t1=$(date +%s.%N)
       alive=1; [ -z "$PX_PID" ] || kill -0 "$PX_PID" 2>/dev/null || alive=0
+      # metrics on or off as the path says: lines of the gateway's own Prometheus text
+      mlines=null
+      if [[ $p == llmux || $p == llmux-bare || $p == llmux-logged ]]; then
+        mlines=$(curl -s --max-time 5 "http://127.0.0.1:$PX_PORT/metrics" | grep -c '^llmux_' || true)
+        if [ "$p" = llmux-bare ]; then
+          [ "${mlines:-0}" = 0 ] || note "(b) round $ROUND $p: GET /metrics gave $mlines llmux_ lines with metrics off"
+        else
+          [ "${mlines:-0}" -gt 0 ] || note "(b) round $ROUND $p: GET /metrics gave no llmux_ lines with metrics on"
+        fi
+      fi
       stop_proxy "$p"
+      alines=null
+      if [ "$p" = llmux-logged ]; then
+        alines=$(wc -l <"$tmp/px-$p/access.log" 2>/dev/null || echo 0)
+      fi
       j=$($PY "$PEERS/gvp.py" wrk "$tmp/b-r$ROUND-$p.txt")
       cpu=null; [ "$p" != direct ] && cpu=$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" -v hz="$CLK_TCK" 'BEGIN {printf "%.1f", 100*(b-a)/hz/(t1-t0)}')
-      j=$($PY -c 'import json,sys; d=json.loads(sys.argv[1]); d["proxy_cpu_pct"]=json.loads(sys.argv[2]); d["proxy_alive_after"]=sys.argv[3]=="1"; d["wrk_output"]=open(sys.argv[4]).read(); print(json.dumps(d))' "$j" "$cpu" "$alive" "$tmp/b-r$ROUND-$p.txt")
+      j=$($PY -c 'import json,sys; d=json.loads(sys.argv[1]); d["proxy_cpu_pct"]=json.loads(sys.argv[2]); d["proxy_alive_after"]=sys.argv[3]=="1"; d["wrk_output"]=open(sys.argv[4]).read(); d["gateway_metrics_lines"]=json.loads(sys.argv[5]); d["access_log_lines"]=json.loads(sys.argv[6]); print(json.dumps(d))' \
+        "$j" "$cpu" "$alive" "$tmp/b-r$ROUND-$p.txt" "$mlines" "$alines")
       emit b $ROUND "$p" "$j"
+      if [ "$alines" != null ]; then   # every request of the warm-up, the probe and the run logged
+        echo "$j" | $PY -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if (d["requests"] or 0) <= d["access_log_lines"] else 1)' \
+          || note "(b) round $ROUND $p: the access log has $alines lines, fewer than wrk's requests"
+      fi
       [ $alive = 1 ] || note "(b) round $ROUND $p: the proxy process died during the run"
       echo "$j" | $PY -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["errors_total"]==0 and d["requests_per_s"] else 1)' \
         || note "(b) round $ROUND $p: wrk errors: $(grep -E 'Non-2xx|Socket errors' "$tmp/b-r$ROUND-$p.txt" | tr '\n' ' ')"
@@ -295,6 +373,8 @@ if [[ $SECTIONS == *c* ]]; then
   start_sim --preset none --t0 0.02 --m 0 --c 0 --ctx-cost 0 --prefill-rate 0 --prefill-overhead 0 --max-num-seqs 4096 --no-enable-prefix-caching
   for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
     for p in $(order $ROUND); do
+      # the seed's FastAPI proxy cannot hold 1,000 streams (it is measured in (a) and (b))
+      [ "$p" = fastapi ] && [ "${FASTAPI_ALL:-0}" != 1 ] && continue
       start_proxy "$p" "$BK_PORT" /v1/models
       warm_post "$PX_PORT"
       o=$tmp/c-r$ROUND-$p; mkdir -p "$o"
@@ -325,47 +405,86 @@ if [[ $SECTIONS == *c* ]]; then
 fi
 
 # ---- (d) memory per held-open stream ---------------------------------------------------------
-running() { curl -s --max-time 2 "http://127.0.0.1:$BK_PORT/metrics" | awk '/^vllm:num_requests_running/ {printf "%d", $2}'; }
+# The client is `llmux bench run` (completions, ignore_eos, MEM_TOKENS tokens each): N streams at
+# once through a fresh proxy, each open MEM_TOKENS x MEM_T0 s. RSS is sampled while the backend
+# runs all N; then the streams end on their own and run.json says whether every stream ended
+# well with all its token events.
+running() { { curl -s --max-time 2 "http://127.0.0.1:$BK_PORT/metrics" || true; } | awk '/^vllm:num_requests_running/ {printf "%d", $2}'; }
 if [[ $SECTIONS == *d* ]]; then
-  SEC=d; log "(d) memory: $MEM_STREAMS held-open streams"
-  start_sim --preset none --t0 "$MEM_T0" --m 0 --c 0 --ctx-cost 0 --prefill-rate 0 --prefill-overhead 0 --max-num-seqs 8192
-  printf '{"model":"%s","prompt":"hello there","max_tokens":400,"ignore_eos":true,"stream":true}' "$MODEL" >"$tmp/d-body.json"
+  SEC=d; log "(d) memory: $MEM_STREAMS held-open streams, $MEM_TOKENS tokens every ${MEM_T0}s (${MEM_DUR}s each)"
+  # KV blocks for every stream (prompt + output, with room to spare): no preemption
+  start_sim --preset none --t0 "$MEM_T0" --m 0 --c 0 --ctx-cost 0 --prefill-rate 0 --prefill-overhead 0 \
+    --max-num-seqs $((MEM_MAX > 8192 ? MEM_MAX : 8192)) --no-enable-prefix-caching \
+    --num-kv-blocks $((MEM_MAX * (MEM_TOKENS + 64) / 8 + 4096))
   for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
-    for p in $(order $ROUND); do
-      [ "$p" = direct ] && continue
-      start_proxy "$p" "$BK_PORT" /v1/models
-      warm_post "$PX_PORT"; sleep 0.5
-      idle=$(rss_kib "${PX_PIDS[@]}")
-      taskset -c "$LOAD_CPU" h2load --h1 -c "$MEM_STREAMS" -n "$MEM_STREAMS" -T 300 -N 300 -d "$tmp/d-body.json" \
-        -H 'content-type: application/json' "http://127.0.0.1:$PX_PORT/v1/completions" >"$tmp/d-r$ROUND-$p.txt" 2>&1 &
-      H2=$!; STARTED+=("$H2")
-      n=0; t0=$(date +%s.%N)
-      for i in $(seq 150); do   # up to 30 s for every stream to reach the backend
-        n=$(running); [ "${n:-0}" -ge "$MEM_STREAMS" ] && break; sleep 0.2
+    for N in "${MEM_LIST[@]}"; do
+      for p in $(order $ROUND); do
+        [ "$p" = direct ] && continue
+        # measured once: 1,492 of 5,000 streams reached the backend through it, 3,582 timed out
+        [ "$p" = fastapi ] && [ "${FASTAPI_ALL:-0}" != 1 ] && continue
+        for i in $(seq 100); do [ "$(running)" = 0 ] && break; sleep 0.2; done   # a clean backend
+        start_proxy "$p" "$BK_PORT" /v1/models
+        warm_post "$PX_PORT"; sleep 0.5
+        idle=$(rss_kib "${PX_PIDS[@]}")
+        o=$tmp/d-r$ROUND-n$N-$p; rm -rf "$o"; mkdir -p "$o"
+        timeout $((MEM_DUR + 150)) taskset -c "$MEM_CLIENT_CPU" "$LLMUX" bench run --url "http://127.0.0.1:$PX_PORT" \
+          --model "$MODEL" --no-progress --no-plots --out "$o" --endpoint completions --concurrency "$N" \
+          --num-requests "$N" --input-len 4 --output-len "$MEM_TOKENS" --ignore-eos \
+          --timeout $((MEM_DUR + 120)) --idle-timeout 30 --connect-timeout 30 >"$o.txt" 2>&1 &
+        BR=$!; STARTED+=("$BR")
+        n=0; t0=$(date +%s.%N); tend=$(awk -v a="$t0" -v d="$MEM_DUR" 'BEGIN {printf "%.3f", a + d}')
+        while :; do   # until the backend runs all N (at most one stream's duration)
+          n=$(running); [ "${n:-0}" -ge "$N" ] && break
+          kill -0 "$BR" 2>/dev/null || break
+          awk -v e="$tend" -v t="$(date +%s.%N)" 'BEGIN {exit !(t < e)}' || break
+          sleep 0.2
+        done
+        ramp=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b-a}')
+        reached=1; [ "${n:-0}" -ge "$N" ] || reached=0
+        [ $reached = 1 ] && awk -v r="$ramp" -v d="$MEM_DUR" 'BEGIN {exit !(r + 4 > d)}' \
+          && note "(d) round $ROUND $N $p: the ramp took ${ramp}s of each stream's ${MEM_DUR}s: the RSS samples may miss streams (raise --mem-tokens)"
+        sleep 2
+        loaded=0
+        for i in 1 2 3; do v=$(rss_kib "${PX_PIDS[@]}"); [ "$v" -gt "$loaded" ] && loaded=$v; sleep 0.5; done
+        n2=$(running)
+        brc=0; wait "$BR" 2>/dev/null || brc=$?   # bounded: the client's --timeout, and timeout(1) around it
+        forget "$BR"   # reaped: its pid may be reused, never signal it again
+        left=1
+        for i in $(seq 50); do left=$(running); [ "${left:-1}" = 0 ] && break; sleep 0.2; done
+        after=$(rss_kib "${PX_PIDS[@]}")
+        alive=1; kill -0 "$PX_PID" 2>/dev/null || alive=0
+        stop_proxy "$p"
+        if [ -f "$o/run.json" ]; then
+          bj=$($PY "$PEERS/gvp.py" bench "$o/run.json" "$MEM_TOKENS")
+        else
+          bj='{}'; note "(d) round $ROUND $N $p: llmux bench run produced no result (exit $brc): $(tail -3 "$o.txt" | tr '\n' ' ')"
+        fi
+        j=$($PY -c '
+import json, sys
+a = sys.argv[1:]
+b = json.loads(a[10])
+n, l = int(a[5]), int(a[9])
+at_sample = int(a[4] or 0)
+d = dict(idle_rss_kib=int(a[0]), loaded_rss_kib=int(a[1]), after_rss_kib=int(a[2]),
+         backend_running=int(a[3] or 0), backend_running_at_sample=at_sample, streams=n,
+         kib_per_stream=(int(a[1]) - int(a[0])) / max(1, min(n, at_sample or n)), ramp_s=float(a[6]),
+         backend_left_after_10s=int(a[7] or 0), proxy_alive_after=a[8] == "1", tokens_per_stream=l,
+         client_exit=int(a[11]), events_expected=n * l, events_delivered=b.get("events", 0),
+         event_tokens=b.get("event_tokens", 0), failed=b.get("failed"), ok=b.get("ok"),
+         errors=b.get("errors"), output_tokens=b.get("output_tokens"),
+         streams_short=b.get("streams_short"), client_max_in_flight=b.get("max_in_flight"),
+         client_wall_s=b.get("wall_s"))
+d["all_events_delivered"] = bool(b) and d["failed"] == 0 and d["ok"] == n and \
+    d["events_delivered"] == d["events_expected"] and d["output_tokens"] == d["events_expected"]
+print(json.dumps(d))' "$idle" "$loaded" "$after" "${n:-0}" "${n2:-0}" "$N" "$ramp" "${left:-0}" "$alive" "$MEM_TOKENS" "$bj" "$brc")
+        emit d $ROUND "$p" "$j"
+        [ $reached = 1 ] || note "(d) round $ROUND $N $p: only ${n:-0} of $N streams reached the backend within ${MEM_DUR}s (per-stream figure divides by the streams running at the sample, ${n2:-0})"
+        [ "${left:-1}" = 0 ] || note "(d) round $ROUND $N $p: ${left} streams still running on the backend 10 s after the client ended"
+        [ $alive = 1 ] || note "(d) round $ROUND $N $p: the proxy process died during the run"
+        echo "$j" | jq -e .all_events_delivered >/dev/null \
+          || note "(d) round $ROUND $N $p: not every event delivered: $(echo "$j" | jq -r '"\(.events_delivered) of \(.events_expected) token events, \(.ok // 0) of \(.streams) streams ok, failed \(.failed), errors \(.errors | tostring), usage tokens \(.output_tokens), client exit \(.client_exit)"')"
+        log "  r$ROUND $N $p: idle $idle KiB, loaded $loaded KiB ($(echo "$j" | jq -r '.kib_per_stream * 100 | round / 100') KiB/stream), backend ran ${n:-0} (ramp ${ramp}s), events $(echo "$j" | jq -r '"\(.events_delivered)/\(.events_expected)"')"
       done
-      ramp=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b-a}')
-      sleep 2
-      loaded=0
-      for i in 1 2 3; do v=$(rss_kib "${PX_PIDS[@]}"); [ "$v" -gt "$loaded" ] && loaded=$v; sleep 0.5; done
-      n2=$(running)
-      stop_pid "$H2"
-      t0=$(date +%s.%N); drain=null
-      for i in $(seq 50); do   # up to 10 s for the proxy to abort its upstream requests
-        [ "$(running)" = 0 ] && { drain=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b-a}'); break; }
-        sleep 0.2
-      done
-      left=$(running)
-      after=$(rss_kib "${PX_PIDS[@]}")
-      alive=1; kill -0 "$PX_PID" 2>/dev/null || alive=0
-      stop_proxy "$p"
-      for i in $(seq 150); do [ "$(running)" = 0 ] && break; sleep 0.2; done
-      j=$($PY -c 'import json,sys; a=sys.argv[1:]; n=int(a[6]); print(json.dumps(dict(idle_rss_kib=int(a[0]), loaded_rss_kib=int(a[1]), after_rss_kib=int(a[2]), backend_running=int(a[3] or 0), backend_running_at_sample=int(a[4] or 0), drain_s=json.loads(a[5]), streams=n, kib_per_stream=(int(a[1])-int(a[0]))/max(1, min(n, int(a[4] or 0) or n)), ramp_s=float(a[7]), backend_left_after_10s=int(a[8] or 0), proxy_alive_after=a[9]=="1")))' \
-        "$idle" "$loaded" "$after" "${n:-0}" "${n2:-0}" "$drain" "$MEM_STREAMS" "$ramp" "${left:-0}" "$alive")
-      emit d $ROUND "$p" "$j"
-      [ "${n:-0}" -ge "$MEM_STREAMS" ] || note "(d) round $ROUND $p: only ${n:-0} of $MEM_STREAMS streams reached the backend within 30 s (per-stream figure divides by the streams reached)"
-      [ "$drain" != null ] || note "(d) round $ROUND $p: ${left} streams still running on the backend 10 s after the clients left"
-      [ $alive = 1 ] || note "(d) round $ROUND $p: the proxy process died during the run"
-      log "  r$ROUND $p: idle $idle KiB, loaded $loaded KiB ($(( (loaded - idle) / MEM_STREAMS )) KiB/stream), backend ran $n, drain ${drain}s"
     done
   done
   stop_backend
@@ -392,12 +511,14 @@ meta = dict(
     command="$CMDLINE".strip(), elapsed_s=time.time() - $T_START, paths="$ALL_PATHS".split(","),
     serial_requests=$SERIAL_REQS, serial_tokens=$SERIAL_TOKENS, wrk_duration=$WRK_DUR,
     wrk_connections=$WRK_CONN, itl_streams=$ITL_STREAMS, itl_tokens=$ITL_TOKENS,
-    mem_streams=$MEM_STREAMS, mem_t0=$MEM_T0, itl_client_cpu="$ITL_CLIENT_CPU",
+    mem_streams=[int(x) for x in "$MEM_STREAMS".split(",")], mem_tokens=$MEM_TOKENS, mem_t0=$MEM_T0,
+    mem_duration_s=$MEM_TOKENS * $MEM_T0, itl_client_cpu="$ITL_CLIENT_CPU", mem_client_cpu="$MEM_CLIENT_CPU",
+    fd_limit="$FD_LIMIT", haproxy_maxconn=$HAPROXY_MAXCONN,
     llmux_sha256=hashlib.sha256(open(llmux, "rb").read()).hexdigest(),
     llmux_mtime="$LLMUX_MTIME",
     binaries=[json.loads(l) for l in open("$tmp/binaries.jsonl") if l.strip()],
     baseline_budget_pct=float("$BASELINE_BUDGET"),
-    versions=", ".join([v("nginx -v"), v("haproxy -v"), v("wrk -v"), v("h2load --version"),
+    versions=", ".join([v("nginx -v"), v("haproxy -v"), v("wrk -v"),
                         f"FastAPI {fastapi.__version__} / httpx {httpx.__version__} / uvicorn {uvicorn.__version__} (h11, asyncio)"]),
     notes=[l.strip() for l in open("$NOTES") if l.strip()],
 )

@@ -2,7 +2,9 @@
 """Helpers of bench/gateway_vs_peers.sh: parse one measurement into a JSON line, and turn all
 the lines of a run into bench/results/gateway_vs_peers.{md,json}.
 
-    gvp.py bench RUN_JSON                      -> JSON of a `llmux bench run --out` result
+    gvp.py bench RUN_JSON [TOKENS]             -> JSON of a `llmux bench run --out` result
+                                                  (TOKENS: the token events each stream should
+                                                  carry; streams with fewer are counted short)
     gvp.py wrk WRK_OUTPUT                      -> JSON of a `wrk --latency` output
     gvp.py report LINES.jsonl META.json MD JSON
 """
@@ -12,9 +14,10 @@ import re
 import statistics
 import sys
 
-PATHS = ["direct", "llmux", "llmux-base", "nginx", "haproxy", "fastapi"]
-PROXIES = ["llmux", "llmux-base", "nginx", "haproxy", "fastapi"]
-# New vs baseline (--baseline): (section, key, what, lower is better, headline)
+PATHS = ["direct", "llmux", "llmux-bare", "llmux-logged", "llmux-base", "nginx", "haproxy", "fastapi"]
+PROXIES = PATHS[1:]
+# New vs baseline (--baseline): (section, key, what, lower is better, headline). Section "d" is
+# reported for each stream count of the run ("d@2000", "d@5000").
 BASELINE_METRICS = [
     ("b", "proxy_cpu_us_per_request", "(b) proxy CPU µs/request", True, True),
     ("b", "requests_per_s", "(b) req/s", False, False),
@@ -27,7 +30,7 @@ BASELINE_METRICS = [
 ]
 
 
-def bench(path):
+def bench(path, tokens=None):
     d = json.load(open(path))
     (key, s), = d["summary"].items()
     lvl = d["levels"][0]
@@ -36,7 +39,16 @@ def bench(path):
         v = s.get(name) or {}
         return v.get(p)
 
+    # What the client received: every SSE event that carried tokens, per measured request (the
+    # summary's output_tokens comes from the usage chunk, i.e. what the backend says it sent).
+    reqs = [r for r in lvl.get("requests", []) if not r.get("warmup")]
+    ev = [r.get("events") or [] for r in reqs]
+    short = None
+    if tokens:
+        short = sum(1 for e in ev if sum(x[1] for x in e) < int(tokens))
     return {
+        "events": sum(len(e) for e in ev), "event_tokens": sum(x[1] for e in ev for x in e),
+        "streams_short": short,
         "requests": s["requests"], "ok": s["ok"], "failed": s["failed"], "errors": s["errors"],
         "wall_s": s["wall_s"], "output_tokens": s["output_tokens"],
         "output_tok_s": s["output_tok_s"], "requests_per_s": s["requests_per_s"],
@@ -46,7 +58,7 @@ def bench(path):
         "itl_ms_p50": pct("itl_ms", "p50"), "itl_ms_p90": pct("itl_ms", "p90"),
         "itl_ms_p99": pct("itl_ms", "p99"), "itl_ms_mean": pct("itl_ms", "mean"),
         "itl_ms_max": pct("itl_ms", "max"), "tpot_ms_p50": pct("tpot_ms", "p50"),
-        "e2e_ms_p50": pct("e2e_ms", "p50"),
+        "e2e_ms_p50": pct("e2e_ms", "p50"), "e2e_ms_p99": pct("e2e_ms", "p99"),
     }
 
 
@@ -97,6 +109,35 @@ def goal(ok):
     return "✅ met" if ok else "❌ missed"
 
 
+def signed(v, nd=2):
+    return "–" if v is None else f"{v:+,.{nd}f}"
+
+
+def pair(a, b, nd=2, sign=False):
+    f = (lambda v: signed(v, nd)) if sign else (lambda v: fmt(v, nd))
+    return f"{f(a)} / {f(b)}"
+
+
+def section_key(r):
+    """Rows of (d) are grouped by stream count: "d@2000", "d@5000"."""
+    return f"d@{r['streams']}" if r["section"] == "d" and r.get("streams") else r["section"]
+
+
+def d_keys(by):
+    return sorted({k[0] for k in by if k[0].startswith("d@")}, key=lambda k: int(k[2:]))
+
+
+def per_round(by, sec, key, num, den):
+    """num/den of KEY for each round in which both paths were measured."""
+    a = {r["round"]: r.get(key) for r in by.get((sec, num), [])}
+    out = []
+    for r in sorted(by.get((sec, den), []), key=lambda r: r["round"]):
+        n, b = a.get(r["round"]), r.get(key)
+        if n is not None and b:
+            out.append(n / b)
+    return out
+
+
 def baseline_section(by, meta, md):
     """New (llmux) vs baseline (llmux-base): ratios of the medians over rounds, and the ratio of
     each round (both measured in the same round, minutes apart). Returns the JSON medians."""
@@ -123,27 +164,29 @@ def baseline_section(by, meta, md):
     md.append("| metric | new | baseline | new/baseline | change | per-round new/baseline |")
     md.append("|---|---:|---:|---:|---:|---|")
     headlines = []
+    metrics = []
     for sec, key, what, lower_better, headline in BASELINE_METRICS:
+        if sec == "d":
+            for dk in d_keys(by):
+                metrics.append((dk, key, f"{what} at {int(dk[2:]):,} streams", lower_better, headline))
+        else:
+            metrics.append((sec, key, what, lower_better, headline))
+    for sec, key, what, lower_better, headline in metrics:
         new = med([r.get(key) for r in by.get((sec, "llmux"), [])])
         base = med([r.get(key) for r in by.get((sec, "llmux-base"), [])])
         if new is None and base is None:
             continue
         ratio = new / base if new is not None and base else None
-        rounds = {r["round"]: r.get(key) for r in by.get((sec, "llmux"), [])}
-        per_round = []
-        for r in sorted(by.get((sec, "llmux-base"), []), key=lambda r: r["round"]):
-            n, b = rounds.get(r["round"]), r.get(key)
-            if n is not None and b:
-                per_round.append(n / b)
+        rr = per_round(by, sec, key, "llmux", "llmux-base")
         x = {"new": new, "baseline": base, "ratio": ratio, "change_pct": (ratio - 1) * 100 if ratio else None,
-             "per_round_ratios": per_round, "per_round_ratio_median": med(per_round),
-             "per_round_ratio_max": max(per_round) if per_round else None, "lower_is_better": lower_better}
+             "per_round_ratios": rr, "per_round_ratio_median": med(rr),
+             "per_round_ratio_max": max(rr) if rr else None, "lower_is_better": lower_better}
         out["metrics"][f"{sec}.{key}"] = x
         nd = {"proxy_cpu_us_per_request": 1, "kib_per_stream": 2, "proxy_cpu_us_per_token": 2,
               "itl_ms_p99": 3, "output_tok_s": 2}.get(key, 0)
         label = f"**{what}**" if headline else what
         change = f"{x['change_pct']:+.1f}%" if ratio else "–"
-        rounds_txt = ", ".join(f"{v:.3f}" for v in per_round) or "–"
+        rounds_txt = ", ".join(f"{v:.3f}" for v in rr) or "–"
         md.append(f"| {label} | {fmt(new, nd)} | {fmt(base, nd)} | {fmt(ratio, 3)} | {change} | {rounds_txt} |")
         if headline:
             headlines.append((sec, key, what, x))
@@ -164,8 +207,8 @@ def baseline_section(by, meta, md):
                       f"{spread}. Budget: the new binary costs at most {budget:g}% more proxy CPU per "
                       f"request — {goal(x['ratio'] <= 1 + budget / 100)}.")
         else:
-            md.append(f"- **Memory per held-open stream, new/baseline = {x['ratio']:.3f}** "
-                      f"({x['change_pct']:+.1f}%){spread}.")
+            md.append(f"- **Memory per held-open stream at {int(sec[2:]):,} streams, new/baseline = "
+                      f"{x['ratio']:.3f}** ({x['change_pct']:+.1f}%){spread}.")
     md.append("")
     return out
 
@@ -178,7 +221,7 @@ def report(lines_path, meta_path, md_path, json_path):
     meta = json.load(open(meta_path))
     by = {}
     for r in rows:
-        by.setdefault((r["section"], r["path"]), []).append(r)
+        by.setdefault((section_key(r), r["path"]), []).append(r)
 
     def m(section, path, key):
         return med([r.get(key) for r in by.get((section, path), [])])
@@ -186,23 +229,41 @@ def report(lines_path, meta_path, md_path, json_path):
     def tot(section, path, key):
         return sum((r.get(key) or 0) for r in by.get((section, path), []))
 
+    def ran(section):
+        return any(k[0] == section for k in by)
+
     medians = {}
+    goals = []   # the issue-13 goals: dicts for the table at the top and the JSON
+
+    def add_goal(gid, what, target, ratio, ok, rounds=None, measured=None, verdict=None, note=None, missing=None):
+        g = {"id": gid, "goal": what, "target": target, "ratio": ratio, "met": ok,
+             "per_round_ratios": rounds or [], "note": note}
+        if missing:
+            g.update(met=None, note=missing)
+        g["measured"] = measured if measured is not None else ("–" if ratio is None else f"{ratio:.3f}")
+        g["verdict"] = "not measured" if missing else (verdict or goal(ok))
+        goals.append(g)
+
     md = []
     md.append("# llmux gateway vs nginx, HAProxy and a FastAPI + httpx proxy\n")
     md.append(f"Run {meta['started']} on {meta['host']} ({meta['cpus']} CPUs, shared with other "
               f"engineers' builds and tests, so figures are noisy); {meta['rounds']} rounds, the "
               f"paths in a rotated order each round; every figure is the **median over rounds**. "
-              f"Proxies pinned to CPU {meta['proxy_cpu']}, load generator and backend to CPU "
-              f"{meta['load_cpu']}. llmux: `gateway --threads 1 --access-log off` "
-              f"(binary {meta['llmux_sha256'][:12]}, built {meta['llmux_mtime']}). "
+              f"Every proxy runs one worker (one thread), pinned to CPU {meta['proxy_cpu']}; load "
+              f"generator and backend on CPU {meta['load_cpu']} (except where a section says). "
+              f"llmux (binary {meta['llmux_sha256'][:12]}, built {meta['llmux_mtime']}): path `llmux` "
+              f"= `gateway --threads 1 --access-log off` (metrics on, the default); `llmux-bare` = "
+              f"the same from a YAML config with `metrics: {{enabled: false}}` and `access_log: off`; "
+              f"`llmux-logged` = that config with metrics on and the access log written to a file. "
               f"{meta['versions']}.\n")
     md.append(f"Command: `{meta['command']}` ({meta['elapsed_s']:.0f} s)\n")
+    goals_at = len(md)   # the goals table goes here, once every section is computed
     if any(p == "llmux-base" for _, p in by):
         medians["baseline"] = baseline_section(by, meta, md)
 
     # (a)
     sec = "a"
-    if any(k[0] == sec for k in by):
+    if ran(sec):
         d = m(sec, "direct", "output_tok_s")
         md.append(f"## (a) Serial streaming throughput\n")
         md.append(f"`llmux sim` (DGX Spark preset, time scale 1), `llmux bench run --endpoint chat "
@@ -224,19 +285,23 @@ def report(lines_path, meta_path, md_path, json_path):
                       f"{fmt(med_a[p]['itl_ms_p50'], 3)} | {med_a[p]['failed_total']} |")
         medians["a"] = med_a
         r = med_a.get("llmux", {}).get("ratio_to_direct")
+        rr = per_round(by, sec, "output_tok_s", "llmux", "direct")
         if r:
-            md.append(f"\nGoal llmux within 1% of direct: llmux/direct = **{r:.4f}** — {goal(r >= 0.99)}.\n")
+            md.append(f"\nGoal serial tok/s llmux/direct ≥ 0.99: **{r:.4f}** — {goal(r >= 0.99)}.\n")
+        add_goal("a.tok_s", "(a) serial streaming tok/s, llmux/direct", "≥ 0.99", r, r is not None and r >= 0.99,
+                 rr, measured=None if r is None else f"{r:.4f}",
+                 missing=None if r else "needs the paths llmux and direct in (a)")
 
     # (b)
     sec = "b"
-    if any(k[0] == sec for k in by):
+    if ran(sec):
         md.append("## (b) Small non-streaming POSTs against a fixed fast backend\n")
         md.append(f"Backend: nginx (one worker, CPU {meta['load_cpu']}) answering a canned completion "
                   f"with `return 200`. `wrk -t1 -c{meta['wrk_connections']} -d{meta['wrk_duration']}s "
                   f"--latency -s bench/peers/post.lua` on CPU {meta['load_cpu']} after a 1 s warm-up. "
                   f"Proxy CPU = the proxy's own CPU time / wall time during the measured run "
-                  f"(≈100% means the proxy is the bottleneck). direct = wrk straight to the backend "
-                  f"(sharing CPU {meta['load_cpu']} with it).\n")
+                  f"(≈100% means the proxy is the bottleneck); proxy CPU µs/request = that CPU time / "
+                  f"requests. direct = wrk straight to the backend (sharing CPU {meta['load_cpu']} with it).\n")
         md.append("| path | req/s | p50 µs | p99 µs | proxy CPU | proxy CPU µs/request | errors (non-2xx + socket) |")
         md.append("|---|---:|---:|---:|---:|---:|---:|")
         med_b = {}
@@ -244,7 +309,8 @@ def report(lines_path, meta_path, md_path, json_path):
             if (sec, p) not in by:
                 continue
             med_b[p] = {k: m(sec, p, k) for k in ("requests_per_s", "lat_p50_us", "lat_p99_us", "proxy_cpu_pct",
-                                            "proxy_cpu_us_per_request")}
+                                                   "proxy_cpu_us_per_request", "access_log_lines",
+                                                   "gateway_metrics_lines", "requests")}
             med_b[p]["errors_total"] = tot(sec, p, "errors_total")
             med_b[p]["non_2xx_total"] = tot(sec, p, "non_2xx")
             x = med_b[p]
@@ -254,28 +320,74 @@ def report(lines_path, meta_path, md_path, json_path):
         medians["b"] = med_b
         L, N, F = med_b.get("llmux"), med_b.get("nginx"), med_b.get("fastapi")
         md.append("")
+        key = "proxy_cpu_us_per_request"
+        if L and N and L[key] and N[key]:
+            r = L[key] / N[key]
+            rr = per_round(by, sec, key, "llmux", "nginx")
+            medians["b"]["llmux_over_nginx_cpu_per_request"] = r
+            md.append(f"- Goal proxy CPU per request llmux/nginx ≤ 1.00 (stretch ≤ 0.85): **{r:.3f}** "
+                      f"({L[key]:.1f} vs {N[key]:.1f} µs; per round {', '.join(f'{v:.3f}' for v in rr) or '–'}) — "
+                      f"{goal(r <= 1.0)}; stretch {goal(r <= 0.85)}.")
+            add_goal("b.cpu_per_request", "(b) proxy CPU µs per small request, llmux/nginx", "≤ 1.00 (stretch ≤ 0.85)",
+                     r, r <= 1.0, rr, verdict=f"{goal(r <= 1.0)}; stretch {goal(r <= 0.85)}")
+        else:
+            add_goal("b.cpu_per_request", "(b) proxy CPU µs per small request, llmux/nginx", "≤ 1.00 (stretch ≤ 0.85)",
+                     None, None, missing="needs the paths llmux and nginx in (b)")
+        if L and N and L["lat_p99_us"] and N["lat_p99_us"]:
+            r = L["lat_p99_us"] / N["lat_p99_us"]
+            dp = L["lat_p99_us"] - N["lat_p99_us"]
+            rr = per_round(by, sec, "lat_p99_us", "llmux", "nginx")
+            medians["b"]["llmux_over_nginx_p99"] = r
+            medians["b"]["llmux_minus_nginx_p99_us"] = dp
+            md.append(f"- Goal llmux p99 ≤ nginx p99: llmux/nginx = **{r:.3f}** ({dp:+.0f} µs) — {goal(r <= 1.0)}.")
+            add_goal("b.p99", "(b) p99 latency of small requests, llmux/nginx", "≤ 1.00", r, r <= 1.0, rr,
+                     measured=f"{r:.3f} ({L['lat_p99_us']:,.0f} vs {N['lat_p99_us']:,.0f} µs)")
+        else:
+            add_goal("b.p99", "(b) p99 latency of small requests, llmux/nginx", "≤ 1.00", None, None,
+                     missing="needs the paths llmux and nginx in (b)")
+        B, G = med_b.get("llmux-bare"), med_b.get("llmux-logged")
+        if B and G and B[key] and G[key]:
+            r = G[key] / B[key]
+            rr = per_round(by, sec, key, "llmux-logged", "llmux-bare")
+            medians["b"]["logged_over_bare_cpu_per_request"] = r
+            md.append(f"- Goal with access log and metrics on, CPU per request ≤ 1.10 × both off: "
+                      f"llmux-logged/llmux-bare = **{r:.3f}** ({G[key]:.1f} vs {B[key]:.1f} µs; per round "
+                      f"{', '.join(f'{v:.3f}' for v in rr) or '–'}) — {goal(r <= 1.10)}.")
+            add_goal("b.logged_over_bare", "(b) proxy CPU µs per request with access log + metrics on, llmux-logged/llmux-bare",
+                     "≤ 1.10", r, r <= 1.10, rr)
+        else:
+            add_goal("b.logged_over_bare", "(b) proxy CPU µs per request with access log + metrics on, llmux-logged/llmux-bare",
+                     "≤ 1.10", None, None, missing="needs the paths llmux-bare and llmux-logged in (b)")
+        if G and G.get("access_log_lines") is not None:
+            md.append(f"- llmux-logged wrote {fmt(G['access_log_lines'], 0)} access-log lines per round "
+                      f"(median; wrk's measured requests: {fmt(G['requests'], 0)}, plus the 1 s warm-up and "
+                      f"the probe); GET /metrics gave {fmt(G['gateway_metrics_lines'], 0)} `llmux_` lines"
+                      + (f", llmux-bare {fmt(B['gateway_metrics_lines'], 0)} (metrics off: the request "
+                         f"goes to the backend)" if B and B.get("gateway_metrics_lines") is not None else "") + ".")
         if L and N and L["requests_per_s"] and N["requests_per_s"]:
             r = L["requests_per_s"] / N["requests_per_s"]
-            dp = L["lat_p99_us"] - N["lat_p99_us"]
             medians["b"]["llmux_over_nginx_rps"] = r
-            medians["b"]["llmux_minus_nginx_p99_us"] = dp
-            md.append(f"- Goal llmux req/s ≥ nginx: llmux/nginx = **{r:.3f}** — {goal(r >= 1.0)}.")
-            md.append(f"- Goal llmux p99 ≤ nginx p99 + 50 µs: llmux − nginx = **{dp:+.0f} µs** — {goal(dp <= 50)}.")
+            md.append(f"- For reference llmux/nginx req/s = {r:.3f}.")
         if L and F and L["requests_per_s"] and F["requests_per_s"]:
             r = L["requests_per_s"] / F["requests_per_s"]
             medians["b"]["llmux_over_fastapi_rps"] = r
-            md.append(f"- Goal llmux ≥ 20× FastAPI: llmux/FastAPI = **{r:.1f}×** — {goal(r >= 20)}.")
-        if L and N and L["requests_per_s"]:
-            H = med_b.get("haproxy")
-            if H and H["requests_per_s"]:
-                medians["b"]["llmux_over_haproxy_rps"] = L["requests_per_s"] / H["requests_per_s"]
-                md.append(f"- For reference llmux/HAProxy = {L['requests_per_s'] / H['requests_per_s']:.3f}.")
+            md.append(f"- Goal (issue 4) llmux ≥ 20× FastAPI req/s: llmux/FastAPI = **{r:.1f}×** — {goal(r >= 20)}.")
+        H = med_b.get("haproxy")
+        if L and H and L["requests_per_s"] and H["requests_per_s"]:
+            medians["b"]["llmux_over_haproxy_rps"] = L["requests_per_s"] / H["requests_per_s"]
+            md.append(f"- For reference llmux/HAProxy req/s = {L['requests_per_s'] / H['requests_per_s']:.3f}.")
         md.append("")
+    else:
+        for gid, what, target, need in (
+                ("b.cpu_per_request", "(b) proxy CPU µs per small request, llmux/nginx", "≤ 1.00 (stretch ≤ 0.85)", "llmux, nginx"),
+                ("b.p99", "(b) p99 latency of small requests, llmux/nginx", "≤ 1.00", "llmux, nginx"),
+                ("b.logged_over_bare", "(b) proxy CPU µs per request with access log + metrics on, llmux-logged/llmux-bare", "≤ 1.10", "llmux-bare, llmux-logged")):
+            add_goal(gid, what, target, None, None, missing=f"section (b) not run (paths {need})")
 
     # (c)
     sec = "c"
-    if any(k[0] == sec for k in by):
-        md.append("## (c) Inter-token latency added at a high event rate\n")
+    if ran(sec):
+        md.append("## (c) Latency added at a high event rate\n")
         md.append(f"`llmux sim --preset none --t0 0.02 --m 0 --c 0 --ctx-cost 0 --prefill-rate 0 "
                   f"--max-num-seqs 4096` (a 20 ms step whatever the batch: 50 tok/s per stream), "
                   f"`llmux bench run --endpoint chat --concurrency {meta['itl_streams']} --num-requests "
@@ -284,59 +396,148 @@ def report(lines_path, meta_path, md_path, json_path):
                   f"{meta['load_cpu']}, the client on CPUs {meta['itl_client_cpu']} (sim and client on one "
                   f"core cannot sustain this event rate), so the client competes with the proxy for "
                   f"CPU {meta['proxy_cpu']}: a proxy's CPU cost per event shows up as latency. Added = "
-                  f"the path's median minus direct's median; output tok/s below {meta['itl_streams'] * 50:,} "
-                  f"means the path (or the machine) could not keep the pace.\n")
-        md.append("| path | ITL p50 ms | ITL p99 ms | added p50 µs | added p99 µs | output tok/s | proxy CPU | proxy CPU µs/token | failed |")
-        md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+                  f"the path's median (over rounds) of a percentile minus direct's: for each SSE event "
+                  f"in between (ITL, µs), for the first event (TTFT: request sent → first token, ms) "
+                  f"and for the last (E2E: request sent → stream end, ms). Output tok/s below "
+                  f"{meta['itl_streams'] * 50:,} means the path (or the machine) could not keep the pace.\n")
+        md.append("| path | ITL p50 / p99 ms | ITL added p50 / p99 µs | first event (TTFT) p50 / p99 ms | "
+                  "first event added p50 / p99 ms | last event (E2E) p50 / p99 ms | last event added p50 / p99 ms | "
+                  "output tok/s | proxy CPU | proxy CPU µs/token | failed |")
+        md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         med_c = {}
-        d50, d99 = m(sec, "direct", "itl_ms_p50"), m(sec, "direct", "itl_ms_p99")
+        dref = {k: m(sec, "direct", k) for k in ("itl_ms_p50", "itl_ms_p99", "ttft_ms_p50", "ttft_ms_p99",
+                                                  "e2e_ms_p50", "e2e_ms_p99")}
+
+        def added(x, k, scale=1.0):
+            return (x[k] - dref[k]) * scale if x[k] is not None and dref[k] is not None else None
+
         for p in PATHS:
             if (sec, p) not in by:
                 continue
-            x = {k: m(sec, p, k) for k in ("itl_ms_p50", "itl_ms_p99", "output_tok_s", "max_in_flight",
-                                            "proxy_cpu_pct", "proxy_cpu_us_per_token")}
+            x = {k: m(sec, p, k) for k in ("itl_ms_p50", "itl_ms_p99", "ttft_ms_p50", "ttft_ms_p99", "e2e_ms_p50",
+                                            "e2e_ms_p99", "output_tok_s", "max_in_flight", "proxy_cpu_pct",
+                                            "proxy_cpu_us_per_token")}
             x["failed_total"] = tot(sec, p, "failed")
-            x["added_p50_us"] = (x["itl_ms_p50"] - d50) * 1e3 if x["itl_ms_p50"] is not None and d50 is not None else None
-            x["added_p99_us"] = (x["itl_ms_p99"] - d99) * 1e3 if x["itl_ms_p99"] is not None and d99 is not None else None
+            x["added_p50_us"] = added(x, "itl_ms_p50", 1e3)
+            x["added_p99_us"] = added(x, "itl_ms_p99", 1e3)
+            for k in ("ttft_ms_p50", "ttft_ms_p99", "e2e_ms_p50", "e2e_ms_p99"):
+                x["added_" + k] = added(x, k)
             med_c[p] = x
-            md.append(f"| {p} | {fmt(x['itl_ms_p50'], 3)} | {fmt(x['itl_ms_p99'], 3)} | "
-                      f"{fmt(x['added_p50_us'], 0) if p != 'direct' else '–'} | "
-                      f"{fmt(x['added_p99_us'], 0) if p != 'direct' else '–'} | {fmt(x['output_tok_s'], 0)} | "
+            dash = p == "direct"
+            md.append(f"| {p} | {pair(x['itl_ms_p50'], x['itl_ms_p99'], 3)} | "
+                      f"{'–' if dash else pair(x['added_p50_us'], x['added_p99_us'], 0, True)} | "
+                      f"{pair(x['ttft_ms_p50'], x['ttft_ms_p99'], 1)} | "
+                      f"{'–' if dash else pair(x['added_ttft_ms_p50'], x['added_ttft_ms_p99'], 2, True)} | "
+                      f"{pair(x['e2e_ms_p50'], x['e2e_ms_p99'], 1)} | "
+                      f"{'–' if dash else pair(x['added_e2e_ms_p50'], x['added_e2e_ms_p99'], 2, True)} | "
+                      f"{fmt(x['output_tok_s'], 0)} | "
                       f"{fmt(x['proxy_cpu_pct'], 0)}{'%' if x['proxy_cpu_pct'] is not None else ''} | "
                       f"{fmt(x['proxy_cpu_us_per_token'], 2)} | {x['failed_total']} |")
         medians["c"] = med_c
         md.append("")
+        if ("c", "direct") not in by:
+            md.append("No direct path in this run: nothing to subtract, the added columns are empty.\n")
 
     # (d)
-    sec = "d"
-    if any(k[0] == sec for k in by):
+    dks = d_keys(by)
+    if dks:
         md.append("## (d) Memory per held-open stream\n")
-        md.append(f"`h2load --h1 -c {meta['mem_streams']} -n {meta['mem_streams']}` streaming "
-                  f"completions (max_tokens 400, ignore_eos) against `llmux sim --preset none --t0 "
-                  f"{meta['mem_t0']}` (one token per stream every {meta['mem_t0']} s, so every stream "
-                  f"stays open and keeps flowing). A fresh proxy per measurement; idle RSS after one "
-                  f"warm-up request; loaded RSS = the highest of 3 samples once the backend runs all "
-                  f"{meta['mem_streams']} streams (nginx: master + worker). Per stream = (loaded − idle) "
-                  f"/ streams the backend was running at the sample (all {meta['mem_streams']} unless noted). Backend drain = seconds from killing h2load until the backend runs no "
-                  f"stream (the proxy aborted its upstream requests).\n")
-        md.append("| proxy | idle RSS KiB | loaded RSS KiB | KiB per stream | streams reached backend | backend drain s | RSS after clients left KiB |")
-        md.append("|---|---:|---:|---:|---:|---:|---:|")
+        md.append(f"Client: `llmux bench run --endpoint completions --concurrency N --num-requests N "
+                  f"--input-len 4 --output-len {meta['mem_tokens']} --ignore-eos` (CPUs "
+                  f"{meta.get('mem_client_cpu', '?')}: this section measures memory, not CPU) against "
+                  f"`llmux sim --preset none --t0 {meta['mem_t0']} --m 0 --c 0` (CPU {meta['load_cpu']}: "
+                  f"one token per stream every {meta['mem_t0']} s, so every stream stays open "
+                  f"{meta['mem_tokens'] * meta['mem_t0']:g} s and keeps flowing). A fresh proxy per "
+                  f"measurement; idle RSS after one warm-up request; loaded RSS = the highest of 3 "
+                  f"samples 2 s after the backend runs all N streams (nginx: master + worker). Per stream "
+                  f"= (loaded − idle) / streams the backend was running at the sample (all N unless noted). "
+                  f"Ramp = seconds from the client's start until the backend ran all N. Then every stream "
+                  f"runs to its end: events = the token-carrying SSE events the client received (run.json), "
+                  f"summed over rounds, against N × {meta['mem_tokens']} per round; every event delivered = "
+                  f"no failed stream, every event received and the usage counts agree. fd limit "
+                  f"{meta.get('fd_limit', '?')} per process; HAProxy maxconn {meta.get('haproxy_maxconn', '?')}, "
+                  f"nginx worker_connections 16384.\n")
         med_d = {}
-        for p in PROXIES:
-            if (sec, p) not in by:
-                continue
-            x = {k: m(sec, p, k) for k in ("idle_rss_kib", "loaded_rss_kib", "kib_per_stream",
-                                            "backend_running", "drain_s", "after_rss_kib")}
-            med_d[p] = x
-            md.append(f"| {p} | {fmt(x['idle_rss_kib'], 0)} | {fmt(x['loaded_rss_kib'], 0)} | "
-                      f"{fmt(x['kib_per_stream'], 2)} | {fmt(x['backend_running'], 0)} | "
-                      f"{fmt(x['drain_s'], 1)} | {fmt(x['after_rss_kib'], 0)} |")
-        md.append("")
+        for dk in dks:
+            n = int(dk[2:])
+            md.append(f"### {n:,} held-open streams\n")
+            md.append("| proxy | idle RSS KiB | loaded RSS KiB | KiB per stream | streams at sample | ramp s | "
+                      "events delivered / expected | failed streams | every event delivered | RSS after KiB |")
+            md.append("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+            med_n = {}
+            for p in PROXIES:
+                rs = by.get((dk, p))
+                if not rs:
+                    continue
+                x = {k: m(dk, p, k) for k in ("idle_rss_kib", "loaded_rss_kib", "kib_per_stream", "backend_running",
+                                               "backend_running_at_sample", "ramp_s", "after_rss_kib")}
+                x["events_delivered"] = tot(dk, p, "events_delivered")
+                x["events_expected"] = tot(dk, p, "events_expected")
+                x["failed_total"] = tot(dk, p, "failed")
+                x["rounds_all_delivered"] = sum(1 for r in rs if r.get("all_events_delivered"))
+                x["rounds"] = len(rs)
+                x["all_events_delivered"] = x["rounds_all_delivered"] == len(rs)
+                med_n[p] = x
+                md.append(f"| {p} | {fmt(x['idle_rss_kib'], 0)} | {fmt(x['loaded_rss_kib'], 0)} | "
+                          f"{fmt(x['kib_per_stream'], 2)} | {fmt(x['backend_running_at_sample'], 0)} | "
+                          f"{fmt(x['ramp_s'], 2)} | {x['events_delivered']:,} / {x['events_expected']:,} | "
+                          f"{x['failed_total']} | {'yes' if x['all_events_delivered'] else 'NO'} "
+                          f"({x['rounds_all_delivered']}/{len(rs)} rounds) | {fmt(x['after_rss_kib'], 0)} |")
+            md.append("")
+            Lx, Hx = med_n.get("llmux"), med_n.get("haproxy")
+            what = f"(d) KiB per held-open stream at {n:,} streams, llmux/HAProxy, every event delivered"
+            if Lx and Hx and Lx["kib_per_stream"] is not None and Hx["kib_per_stream"]:
+                r = Lx["kib_per_stream"] / Hx["kib_per_stream"]
+                rr = per_round(by, dk, "kib_per_stream", "llmux", "haproxy")
+                ok = r <= 1.0 and Lx["all_events_delivered"]
+                extra = []
+                if not Lx["all_events_delivered"]:
+                    extra.append(f"llmux delivered {Lx['events_delivered']:,} of {Lx['events_expected']:,} events")
+                if not Hx["all_events_delivered"]:
+                    extra.append(f"HAProxy delivered {Hx['events_delivered']:,} of {Hx['events_expected']:,} events "
+                                 f"(its figure is suspect)")
+                med_n["llmux_over_haproxy"] = r
+                md.append(f"Goal llmux/HAProxy ≤ 1.00 per stream at {n:,} streams, every event delivered: "
+                          f"**{r:.3f}** ({Lx['kib_per_stream']:.2f} vs {Hx['kib_per_stream']:.2f} KiB"
+                          f"{'; ' + '; '.join(extra) if extra else ''}) — {goal(ok)}.\n")
+                add_goal(f"d.kib_per_stream@{n}", what, "≤ 1.00, all events", r, ok, rr,
+                         measured=f"{r:.3f} ({Lx['kib_per_stream']:.2f} vs {Hx['kib_per_stream']:.2f} KiB; events "
+                                  f"llmux {Lx['events_delivered']:,}/{Lx['events_expected']:,}, HAProxy "
+                                  f"{Hx['events_delivered']:,}/{Hx['events_expected']:,})",
+                         note="; ".join(extra) or None)
+            else:
+                add_goal(f"d.kib_per_stream@{n}", what, "≤ 1.00, all events", None, None,
+                         missing="needs the paths llmux and haproxy in (d)")
+            Nx = med_n.get("nginx")
+            if Lx and Nx and Lx["kib_per_stream"] is not None and Nx["kib_per_stream"]:
+                med_n["llmux_over_nginx"] = Lx["kib_per_stream"] / Nx["kib_per_stream"]
+                md.append(f"For reference llmux/nginx per stream at {n:,} = {med_n['llmux_over_nginx']:.3f}.\n")
+            med_d[str(n)] = med_n
         medians["d"] = med_d
-        L, H = med_d.get("llmux"), med_d.get("haproxy")
-        if L and H and L["kib_per_stream"] is not None and H["kib_per_stream"] is not None:
-            md.append(f"\nGoal llmux ≤ HAProxy per stream: llmux {L['kib_per_stream']:.2f} KiB vs "
-                      f"HAProxy {H['kib_per_stream']:.2f} KiB — {goal(L['kib_per_stream'] <= H['kib_per_stream'])}.\n")
+    else:
+        for n in meta.get("mem_streams") or []:
+            add_goal(f"d.kib_per_stream@{n}", f"(d) KiB per held-open stream at {n:,} streams, llmux/HAProxy, "
+                     f"every event delivered", "≤ 1.00, all events", None, None, missing="section (d) not run")
+    if not ran("a"):
+        add_goal("a.tok_s", "(a) serial streaming tok/s, llmux/direct", "≥ 0.99", None, None,
+                 missing="section (a) not run (paths llmux, direct)")
+
+    # the goals of issue 13, at the top
+    order = ["b.cpu_per_request", "b.p99"] + sorted((g["id"] for g in goals if g["id"].startswith("d.")),
+                                                    key=lambda i: int(i.split("@")[1])) + \
+        ["b.logged_over_bare", "a.tok_s"]
+    goals.sort(key=lambda g: order.index(g["id"]) if g["id"] in order else len(order))
+    gmd = ["## Goals (issue 13), as ratios of this run\n",
+           "| goal | measured (ratio of medians) | target | per round | verdict |", "|---|---|---|---|---|"]
+    for g in goals:
+        rr = ", ".join(f"{v:.3f}" for v in g["per_round_ratios"]) or "–"
+        gmd.append(f"| {g['goal']} | {g['measured']} | {g['target']} | {rr} | {g['verdict']}"
+                   f"{' — ' + g['note'] if g['note'] and g['met'] is None else ''} |")
+    gmd.append("")
+    if meta["rounds"] < 3:
+        gmd.append(f"Only {meta['rounds']} round(s): a smoke test of the plumbing, not a verdict (use 3 or more).\n")
+    md[goals_at:goals_at] = gmd
+    medians["goals"] = goals
 
     notes = meta.get("notes") or []
     if notes:
@@ -351,7 +552,7 @@ def report(lines_path, meta_path, md_path, json_path):
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "bench":
-        print(json.dumps(bench(sys.argv[2])))
+        print(json.dumps(bench(*sys.argv[2:4])))
     elif cmd == "wrk":
         print(json.dumps(wrk(sys.argv[2])))
     elif cmd == "report":
