@@ -20,7 +20,7 @@ namespace llmux::gateway {
 /// goes away, the upstream connection of the current attempt is closed at once (the backend
 /// aborts the request), before or after the response header.
 struct ClientWatch {
-  explicit ClientWatch(const net::any_io_executor& ex) : peer(ex) {}
+  ClientWatch() = default;
   http::PeerWatch peer;              // the read kept pending on the client socket
   bool client_gone = false;          // the client closed or reset its connection
   upstream::Upstream* up = nullptr;  // the current attempt's connection
@@ -33,8 +33,7 @@ struct ClientWatch {
 };
 
 struct Client {
-  Client(tcp::socket s, http::DeadlineList& list)
-      : sock(std::move(s)), dl(list, sock), watch(sock.get_executor()) {}
+  Client(tcp::socket s, http::DeadlineList& list) : sock(std::move(s)), dl(list, sock) {}
   tcp::socket sock;
   beast::flat_buffer buf;
   bool keep_alive = true;

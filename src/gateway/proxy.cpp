@@ -58,27 +58,32 @@ void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream
 
 namespace {
 
-Attempt failed(Kind kind, std::string message) {
-  Attempt a;
-  a.fail.kind = kind;
-  a.fail.message = std::move(message);
-  return a;
+/// No attempt: `fail` says why.
+Attempt failed(Outcome& fail, Kind kind, std::string message) {
+  fail = Outcome{};
+  fail.kind = kind;
+  fail.message = std::move(message);
+  return {};
 }
 
 /// Sends the request (`head`, built for this backend, then the client's body) to `b` and reads
 /// the final response header, skipping interim 1xx responses. A pooled connection that turns
 /// out closed before a byte of the request was written is replaced by a fresh one (same
 /// backend). Once any byte was written, a failure is final for this request: the backend may
-/// have received it, and a retry could run the generation twice.
+/// have received it, and a retry could run the generation twice. No connection in the answer:
+/// `fail` says why.
 net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
-                             const std::string& head, const UsageRequest& usage,
-                             ClientWatch& watch) {
-  auto client_gone = [] { return failed(Kind::client_left, "the client left"); };
+                             const std::string& head, const UsageRequest& usage, ClientWatch& watch,
+                             Outcome& fail) {
+  auto client_gone = [&] { return failed(fail, Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
     watch.up = nullptr;
     auto conn = co_await connect(f, w, b, round == 0, &watch);
     if (watch.client_gone) co_return client_gone();
-    if (!conn.up) co_return Attempt{nullptr, nullptr, std::move(conn.fail)};
+    if (!conn.up) {
+      fail = std::move(conn.fail);
+      co_return Attempt{};
+    }
     Attempt a;
     a.up = std::move(conn.up);
     const std::array<net::const_buffer, 3> out{net::buffer(head),
@@ -93,10 +98,10 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
       if (unsent && a.up->reused && round == 0) continue;  // a pooled connection closed under us
       watch.up = nullptr;
       if (unsent)
-        co_return failed(Kind::reset_before_send,
+        co_return failed(fail, Kind::reset_before_send,
                          fmt::format("sending to {} failed before a byte was written: {}", b.name,
                                      wec.message()));
-      co_return failed(a.up->dl.fired ? Kind::timeout : Kind::broken,
+      co_return failed(fail, a.up->dl.fired ? Kind::timeout : Kind::broken,
                        fmt::format("sending to {} failed after {} bytes: {}", b.name, wn,
                                    a.up->dl.fired ? "timed out" : wec.message()));
     }
@@ -127,17 +132,24 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
                            rec == net::error::connection_reset || rec == net::error::eof;
       watch.up = nullptr;
       if (a.up->dl.fired)
-        co_return failed(Kind::timeout, fmt::format("{} sent no response within {} ms", b.name,
-                                                    f.cfg.timeouts.first_byte.count()));
+        co_return failed(fail, Kind::timeout,
+                         fmt::format("{} sent no response within {} ms", b.name,
+                                     f.cfg.timeouts.first_byte.count()));
       if (nothing)
-        co_return failed(Kind::broken,
+        co_return failed(fail, Kind::broken,
                          fmt::format("{} closed the connection without a response", b.name));
-      co_return failed(Kind::bad_response,
+      co_return failed(fail, Kind::bad_response,
                        fmt::format("{} sent an invalid response: {}", b.name, rec.message()));
     }
     co_return a;
   }
-  co_return failed(Kind::reset_before_send, "stale connection");
+  co_return failed(fail, Kind::reset_before_send, "stale connection");
+}
+
+/// The client's path (its target without the query).
+std::string_view request_path(const Request& req) {
+  const std::string_view target = req.target();
+  return target.substr(0, target.find('?'));
 }
 
 /// A request header's value by name, for PickContext::header.
@@ -161,7 +173,7 @@ policy::PickContext context(const RouteRt& route, const Request& req, const Body
   ctx.prompt_cache_key = f.prompt_cache_key;
   ctx.stream = f.stream;
   ctx.output_tokens = f.max_tokens >= 0 ? f.max_tokens : 256;
-  ctx.tokens = static_cast<std::int64_t>(req.body().size() / 4) + ctx.output_tokens;
+  ctx.tokens = static_cast<std::int64_t>(f.body_bytes / 4) + ctx.output_tokens;
   ctx.header = headers;
   ctx.pinned = pinned;
   if (with_prompt && route.policy->needs_prompt()) {
@@ -199,6 +211,20 @@ void report(const Fleet& fleet, const RouteRt& route, const Request& req, const 
   route.policy->on_outcome(context(route, req, f, path, headers), b, o);
 }
 
+/// The upstream request's head for `b` (a worker's pooled string; give it back).
+std::string upstream_head(Worker& w, const upstream::Backend& b, const Request& req,
+                          std::string_view peer, std::string_view request_id,
+                          const UsageRequest& usage) {
+  std::string head = w.take_string();
+  std::string target = w.take_string();
+  target.append(b.base_path).append(req.target());
+  build_upstream_head(
+      head, req,
+      {target, b.host_header, b.authorization, peer, request_id, usage.size(req.body())});
+  w.give_string(std::move(target));
+  return head;
+}
+
 /// The jittered back-off before retry number `attempts` (x1-2 of base, doubled per retry). A
 /// coroutine of its own: its timer lives only while a retry waits, not in every proxy frame.
 net::awaitable<void> backoff(Worker& w, std::chrono::milliseconds base, int attempts) {
@@ -232,9 +258,9 @@ enum class Admit { slot, full, timeout, client_left };
 /// were waiting when it joined, itself included. A coroutine of its own: its frame (and the
 /// ticket) exist only while a request waits.
 net::awaitable<Admit> wait_in_queue(Client& c, const RouteRt& route, const Request& req,
-                                    const BodyFields& fields, std::string_view path,
-                                    upstream::Backend* const* pinned, upstream::Slot& slot,
-                                    int& depth) {
+                                    const BodyFields& fields, upstream::Backend* const* pinned,
+                                    upstream::Slot& slot, int& depth) {
+  const std::string_view path = request_path(req);
   AdmissionQueue& q = *route.queue;
   auto t = q.join(co_await net::this_coro::executor);
   if (!t) co_return Admit::full;
@@ -271,8 +297,9 @@ net::awaitable<Admit> wait_in_queue(Client& c, const RouteRt& route, const Reque
 /// lookup's state is not kept in every proxy frame.
 net::awaitable<bool> pin_owner(Shared& s, const Fleet& f, Client& c, const Request& req,
                                const RouteRt& route, const BodyFields& fields,
-                               std::string_view path, const std::string& request_id,
-                               AccessRecord& rec, upstream::Backend*& pinned) {
+                               const std::string& request_id, AccessRecord& rec,
+                               upstream::Backend*& pinned) {
+  const std::string_view path = request_path(req);
   const std::string_view id = named_response_id(path, fields);
   if (id.empty() || !s.responses) co_return true;
   Pin pin = co_await find_owner(*s.responses, f, route, id, request_id);
@@ -287,6 +314,53 @@ net::awaitable<bool> pin_owner(Shared& s, const Fleet& f, Client& c, const Reque
   co_await write_json(c, pin.status, openai_error_json(pin.status, pin.message, pin.type), &req,
                       request_id, pin.retry_after);
   co_return false;
+}
+
+/// The answer to a request nothing was relayed for: why (a full queue, a queue timeout, every
+/// backend full, the one backend holding its conversation failed, the last attempt's failure).
+/// A coroutine of its own, so that its messages take no room in every proxy frame.
+net::awaitable<void> answer_failure(Client& c, const Request& req, const RouteRt& route,
+                                    const BodyFields& fields, const std::string& request_id,
+                                    Admit admit, bool all_full, int attempts,
+                                    const upstream::Backend* pinned, const Outcome& last,
+                                    AccessRecord& rec) {
+  const std::string_view path = request_path(req);
+  upstream::ErrorAnswer answer;
+  int retry_after = 0;
+  if (admit == Admit::full) {
+    answer.status = 429;
+    answer.message = fmt::format(
+        "Too many requests waiting: every backend of this route is at its max_inflight and {} "
+        "requests are queued already (queue.size). Retry later.",
+        route.queue->size());
+    retry_after = 1;
+  } else if (admit == Admit::timeout) {
+    answer.status = 503;
+    answer.message = fmt::format(
+        "Every backend of this route stayed at its max_inflight while this request waited {} ms "
+        "in the queue (queue.timeout). Retry later.",
+        route.queue->timeout().count());
+    retry_after = 2;
+  } else if (all_full) {
+    answer.message = "No backend available for this route: every backend is at its max_inflight.";
+  } else if (attempts > 0 && pinned) {
+    // The one backend that holds the conversation failed: no other may be asked.
+    answer.status = 503;
+    answer.message = fmt::format(
+        "Response '{}' is stored on backend '{}', which failed: {}. No other backend has it; "
+        "retry when '{}' is back.",
+        named_response_id(path, fields), pinned->name, last.message, pinned->name);
+    retry_after = 5;
+    rec.affinity = "unavailable";
+  } else if (attempts > 0) {
+    answer = upstream::error_answer(last);
+  } else {
+    answer.message = "No backend available for this route.";
+  }
+  rec.attempts = attempts;
+  rec.status = answer.status;
+  rec.error = answer.message;
+  co_await write_error(c, answer.status, answer.message, &req, true, request_id, retry_after);
 }
 
 /// The request's metrics and access log line, once it ended. `b`: the backend that answered
@@ -327,13 +401,14 @@ void finish(Shared& s, const Fleet& f, Worker& w, const RouteRt& route, const up
 
 }  // namespace
 
-net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, const Request& req,
+net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Request& req,
                            const RouteRt& route, const BodyFields& fields,
                            const std::string& request_id) {
   const std::int64_t start = mono_ns();
   const std::string_view client_target = req.target();
-  const std::string method(req.method_string());
-  const std::string path(client_target.substr(0, client_target.find('?')));
+  // Views of the client's request, which outlives this frame and is never modified.
+  const std::string_view method = req.method_string();
+  const std::string_view path = client_target.substr(0, client_target.find('?'));
 
   upstream::TriedSet tried;
   Outcome last;
@@ -356,7 +431,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
   upstream::Backend* pinned = nullptr;
   // Affinity matters where a route has a choice; a route of one backend sends it everything.
   if (f.cfg.affinity.enabled && route.backends.size() > 1 &&
-      !co_await pin_owner(s, f, c, req, route, fields, path, request_id, rec, pinned)) {
+      !co_await pin_owner(s, f, c, req, route, fields, request_id, rec, pinned)) {
     finish(s, f, w, route, nullptr, fields, rec, start);
     co_return;
   }
@@ -383,7 +458,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
       picked = pick(route, req, fields, path, tried, &pinned);
     if (!picked && attempts == 0 && route.queue->size() > 0) {
       const std::int64_t queued_at = mono_ns();
-      admit = co_await wait_in_queue(c, route, req, fields, path, &pinned, picked, rec.queue_depth);
+      admit = co_await wait_in_queue(c, route, req, fields, &pinned, picked, rec.queue_depth);
       not_overhead += mono_ns() - queued_at;
       rec.queue_ms = static_cast<double>(mono_ns() - queued_at) / 1e6;
       if (admit == Admit::client_left) last.kind = Kind::client_left;
@@ -399,20 +474,11 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
     const std::int64_t attempt_start = mono_ns();
     // Each attempt's request is built fresh from the client's, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
-    std::string head = w.take_string();
-    {
-      std::string target = w.take_string();
-      target.append(b.base_path).append(client_target);
-      build_upstream_head(
-          head, req,
-          {target, b.host_header, b.authorization, c.peer, request_id, usage.size(req.body())});
-      w.give_string(std::move(target));
-    }
-    Attempt a = co_await send(f, w, b, req, head, usage, c.watch);
+    std::string head = upstream_head(w, b, req, c.peer, request_id, usage);
+    Attempt a = co_await send(f, w, b, req, head, usage, c.watch, last);
     w.give_string(std::move(head));
     if (!a.up) {
       c.watch.up = nullptr;
-      last = std::move(a.fail);
       last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
       report(f, route, req, fields, path, b, last, request_id);
       if (f.cfg.metrics.enabled)
@@ -448,14 +514,19 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
     if (f.cfg.metrics.enabled)
       w.m->request_overhead.observe(metrics::bounds(metrics::HistKind::request_overhead),
                                     a.sent_ns - start - not_overhead);
+    // No attempt follows one that got a response: the body is not needed any more (a Codex
+    // turn's can be hundreds of KiB, and its stream lasts minutes).
+    std::string().swap(req.body());
     co_await relay(f, w, c, req, b, a, rec, last, learn, usage.asked);
-    co_await stop_watch(c);
+    // Counted before anything else may suspend: the client has the whole answer already, and
+    // its next request (a scrape of /metrics, say) may reach another worker at once.
     last.ttfb = ttfb;
     last.total = std::chrono::nanoseconds(mono_ns() - attempt_start);
     report(f, route, req, fields, path, b, last, request_id);
     if (last.kind == Kind::broken_mid_stream && f.cfg.metrics.enabled)
       w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
     finish(s, f, w, route, &b, fields, rec, start);
+    co_await stop_watch(c);
     co_return;
   }
   co_await stop_watch(c);
@@ -468,42 +539,8 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, cons
     co_return;
   }
   // Nothing was relayed: answer with the error.
-  upstream::ErrorAnswer answer;
-  int retry_after = 0;
-  if (admit == Admit::full) {
-    answer.status = 429;
-    answer.message = fmt::format(
-        "Too many requests waiting: every backend of this route is at its max_inflight and {} "
-        "requests are queued already (queue.size). Retry later.",
-        route.queue->size());
-    retry_after = 1;
-  } else if (admit == Admit::timeout) {
-    answer.status = 503;
-    answer.message = fmt::format(
-        "Every backend of this route stayed at its max_inflight while this request waited {} ms "
-        "in the queue (queue.timeout). Retry later.",
-        route.queue->timeout().count());
-    retry_after = 2;
-  } else if (all_full) {
-    answer.message = "No backend available for this route: every backend is at its max_inflight.";
-  } else if (attempts > 0 && pinned) {
-    // The one backend that holds the conversation failed: no other may be asked.
-    answer.status = 503;
-    answer.message = fmt::format(
-        "Response '{}' is stored on backend '{}', which failed: {}. No other backend has it; "
-        "retry when '{}' is back.",
-        named_response_id(path, fields), pinned->name, last.message, pinned->name);
-    retry_after = 5;
-    rec.affinity = "unavailable";
-  } else if (attempts > 0) {
-    answer = upstream::error_answer(last);
-  } else {
-    answer.message = "No backend available for this route.";
-  }
-  rec.attempts = attempts;
-  rec.status = answer.status;
-  rec.error = answer.message;
-  co_await write_error(c, answer.status, answer.message, &req, true, request_id, retry_after);
+  co_await answer_failure(c, req, route, fields, request_id, admit, all_full, attempts, pinned,
+                          last, rec);
   finish(s, f, w, route, nullptr, fields, rec, start);
 }
 

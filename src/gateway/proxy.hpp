@@ -36,7 +36,9 @@ void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream
 
 /// Serves `req` through `route`: relays the response, or answers the error when no attempt got
 /// one. Writes the access log line.
-net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, const Request& req,
+/// Once a backend's response began (no attempt follows), the request's body is released: a
+/// held-open stream does not keep it (`fields.body_bytes` keeps its size).
+net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Request& req,
                            const RouteRt& route, const BodyFields& fields,
                            const std::string& request_id);
 

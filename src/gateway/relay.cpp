@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <boost/json.hpp>
 
 #include "core/clock.hpp"
@@ -49,6 +50,92 @@ void set_outcome(upstream::Outcome& out, const AccessRecord& rec, bool client_le
     out.kind = upstream::Outcome::Kind::broken_mid_stream;
     out.message = upstream_error;
   }
+}
+
+/// The response header as Beast writes it, appended to `out` (a plain function: the serializer
+/// would otherwise take room in every relay's frame).
+void serialize_header(bhttp::response<bhttp::buffer_body>& res, std::string& out) {
+  bhttp::response_serializer<bhttp::buffer_body> sr{res};
+  sr.split(true);
+  boost::system::error_code sec;
+  while (!sr.is_header_done() && !sec) {
+    sr.next(sec, [&](boost::system::error_code&, auto const& buffers) {
+      for (auto b : beast::buffers_range_ref(buffers))
+        out.append(static_cast<const char*>(b.data()), b.size());
+      sr.consume(beast::buffer_bytes(buffers));
+    });
+  }
+}
+
+/// A judged stream's wait ended with nothing (upstream/stall.hpp): false while it may wait on;
+/// true when it ends, with `error` set when the backend stalled (recorded against it).
+bool stalled(const Fleet& f, upstream::Backend& b, const upstream::StallWatch& stall,
+             std::string_view request_id, std::string& error) {
+  std::string why;
+  const auto verdict = stall.judge(mono_ns(), why);
+  if (verdict == upstream::StallWatch::Verdict::wait) return false;
+  if (verdict == upstream::StallWatch::Verdict::stalled) {
+    error = fmt::format("{} stalled: {}", b.name, why);
+    if (auto ev = upstream::record_stall(b, mono_ns(), f.outlier, why))
+      log_health_event(*ev, request_id);
+  }
+  return true;
+}
+
+/// The most one read of the backend's socket takes.
+constexpr std::size_t kMaxRead = 64 * 1024;
+
+enum class Fed { body, need_more, done, full, error };
+
+/// Gives the parser what its read buffer holds, until body bytes come out (into the body
+/// buffer it was given), it needs more bytes than there are, the message is complete, the body
+/// buffer is full, or the bytes are not HTTP (`ec`). When it needs more, what is left in `in` is
+/// an incomplete piece (a chunk header or its closing CRLF), never one it could parse.
+Fed feed(bhttp::response_parser<bhttp::buffer_body>& p, beast::flat_buffer& in,
+         boost::system::error_code& ec) {
+  const std::size_t room = p.get().body().size;
+  while (in.size() > 0) {
+    const std::size_t used = p.put(in.data(), ec);
+    in.consume(used);
+    if (ec == bhttp::error::need_more) {
+      ec = {};
+      return Fed::need_more;
+    }
+    if (ec == bhttp::error::need_buffer) {
+      ec = {};
+      return Fed::full;
+    }
+    if (ec) return Fed::error;
+    if (p.is_done()) return Fed::done;
+    if (p.get().body().size != room) return Fed::body;
+    if (used == 0) break;
+  }
+  return Fed::need_more;
+}
+
+/// A few bytes the parser left unread (a chunk's closing CRLF), kept while a stream waits
+/// without a read buffer.
+struct Leftover {
+  char bytes[32];
+  std::uint8_t size = 0;
+};
+
+/// Before an idle wait: the parser's read buffer is freed when what it holds fits `keep`.
+bool park(beast::flat_buffer& buf, Leftover& keep) {
+  if (buf.size() > sizeof keep.bytes) return false;
+  keep.size = static_cast<std::uint8_t>(buf.size());
+  if (keep.size > 0) std::memcpy(keep.bytes, buf.data().data(), keep.size);
+  buf.consume(buf.size());
+  buf.shrink_to_fit();
+  return true;
+}
+
+/// After it: the bytes go back in front of what the next read brings.
+void unpark(beast::flat_buffer& buf, const Leftover& keep) {
+  if (keep.size == 0) return;
+  // Room for the next read too: one allocation.
+  std::memcpy(buf.prepare(std::max<std::size_t>(512, keep.size)).data(), keep.bytes, keep.size);
+  buf.commit(keep.size);
 }
 
 }  // namespace
@@ -98,19 +185,11 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   // A worker-pooled string, given back as soon as the header is out: a held-open stream keeps
   // no copy of its header.
   std::string header_bytes = w.take_string();
-  {
-    bhttp::response_serializer<bhttp::buffer_body> sr{res};
-    sr.split(true);
-    boost::system::error_code sec;
-    while (!sr.is_header_done() && !sec) {
-      sr.next(sec, [&](boost::system::error_code&, auto const& buffers) {
-        for (auto b : beast::buffers_range_ref(buffers))
-          header_bytes.append(static_cast<const char*>(b.data()), b.size());
-        sr.consume(beast::buffer_bytes(buffers));
-      });
-    }
-  }
+  serialize_header(res, header_bytes);
   const bool chunked = res.chunked();
+  // The header is in header_bytes: its fields are freed (the parser keeps what it needs of them,
+  // framing and keep-alive, in its own state), as a held-open stream should cost little.
+  res.clear();
   if (sse && !header_bytes.empty()) {
     // A stream's header goes out at once: the client sees the response begin (TTFB) even
     // while the first event is still being computed (a long prefill).
@@ -122,9 +201,14 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
     w.give_string(std::move(header_bytes));
   }
 
-  Worker::RelayBuf relay_buf = w.take_buf(sse);
-  char* const buf = relay_buf.data.get();
-  const std::size_t buf_size = relay_buf.size;
+  // The body passes through a worker's buffer. An event stream holds none while it waits for
+  // its backend's next event: when everything read so far went out, its buffer goes back to the
+  // worker, the parser's read buffer is freed, and it waits for the socket to become readable
+  // (a held-open stream then costs its frames and sockets only).
+  Worker::RelayBuf relay_buf;
+  char* buf = nullptr;
+  const std::size_t buf_size = sse ? Worker::kStreamBuf : Worker::kRelayBuf;
+  Leftover leftover;
   std::size_t have = 0;
   std::string tail;  // the error event appended when the upstream dies mid-stream
   // Metrics: TTFT and inter-token latency as the client gets them (content events written), and
@@ -139,30 +223,55 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   while (!client_failed && !head) {
     bool done = p.is_done();
     if (!done) {
-      res.body().data = buf + have;
-      res.body().size = buf_size - have;
       boost::system::error_code ec;
+      std::size_t got = 0;
       for (;;) {
+        // What the parser's read buffer holds goes first; the socket is read only when the
+        // parser needs more.
+        if (up->buf.size() > 0) {
+          if (!buf) {
+            relay_buf = w.take_buf(sse);
+            buf = relay_buf.data.get();
+          }
+          res.body().data = buf + have;
+          res.body().size = buf_size - have;
+          const Fed fed = feed(p, up->buf, ec);
+          got = (buf_size - have) - res.body().size;
+          if (fed != Fed::need_more) break;
+        }
         // A stream being judged for a stall waits in short steps (its deadline cancels the
-        // read, which then goes on); any other read has the idle timeout and is closed by it.
+        // wait, which then goes on); any other wait has the idle timeout and is closed by it.
         const bool judged = stall.active();
         up->dl.arm(stall.read_wait(), /*close_on_expiry=*/!judged);
-        std::size_t n = 0;
-        std::tie(ec, n) = co_await bhttp::async_read_some(up->sock, up->buf, p, use_tuple);
+        if (sse && have == 0 && park(up->buf, leftover)) {
+          if (buf) {
+            w.give_buf(std::move(relay_buf));
+            buf = nullptr;
+          }
+          std::tie(ec) = co_await up->sock.async_wait(tcp::socket::wait_read, use_tuple);
+          unpark(up->buf, leftover);
+        }
+        if (!ec) {
+          std::size_t n = 0;
+          std::tie(ec, n) = co_await up->sock.async_read_some(
+              up->buf.prepare(beast::read_size(up->buf, kMaxRead)), use_tuple);
+          up->buf.commit(n);
+        }
         up->dl.disarm();
-        if (ec == bhttp::error::need_buffer) ec = {};
-        if (!judged || !up->dl.fired || c.watch.client_gone || !ec) break;
-        std::string why;
-        const auto verdict = stall.judge(mono_ns(), why);
-        if (verdict == upstream::StallWatch::Verdict::wait) continue;
-        if (verdict == upstream::StallWatch::Verdict::stalled) {
-          upstream_error = fmt::format("{} stalled: {}", b.name, why);
-          if (auto ev = upstream::record_stall(b, mono_ns(), f.outlier, why))
-            log_health_event(*ev, rec.request_id);
+        if (ec == net::error::eof) {
+          // The backend closed: the end of a body delimited by the close, else a truncation.
+          ec = {};
+          p.put_eof(ec);
+          break;
+        }
+        if (!ec) continue;
+        if (!judged || !up->dl.fired || c.watch.client_gone) break;
+        if (!stalled(f, b, stall, rec.request_id, upstream_error)) {
+          ec = {};  // not yet: wait on
+          continue;
         }
         break;
       }
-      const std::size_t got = (buf_size - have) - res.body().size;
       have += got;
       if (got > 0 && counting) read_ns = mono_ns();
       if (got > 0 && sse) stall.on_bytes(mono_ns());
@@ -294,7 +403,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   stall.end();
   if (p.is_done() && !upstream_failed && rec.status < 500) upstream::note_progress(b, mono_ns());
   res.body().data = nullptr;
-  w.give_buf(std::move(relay_buf));
+  if (buf) w.give_buf(std::move(relay_buf));
   c.watch.up = nullptr;  // from here on the connection may go back to the pool
   rec.bytes_out = bytes_out;
   rec.prompt_tokens = tap.prompt_tokens();

@@ -18,11 +18,10 @@
 
 namespace llmux::gateway {
 
-/// One attempt whose final response header has arrived (or its failure).
+/// One attempt whose final response header has arrived (`up` null: none did; why is elsewhere).
 struct Attempt {
   std::shared_ptr<upstream::Upstream> up;
   std::unique_ptr<bhttp::response_parser<bhttp::buffer_body>> parser;
-  upstream::Outcome fail;
   std::int64_t sent_ns = 0;  // when the request's last byte was written (mono_ns)
 };
 

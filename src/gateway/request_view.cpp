@@ -101,6 +101,7 @@ void read_prompt_text(const std::string& body, std::string& out) {
 
 BodyFields read_body_fields(std::string& body) {
   BodyFields f;
+  f.body_bytes = body.size();
   if (!pad(body)) return f;
   const std::size_t size = body.size();
   thread_local simdjson::ondemand::parser parser;

@@ -15,6 +15,7 @@ struct BodyFields {
   bool stream = false;
   bool store_false = false;      // `store: false`: the backend keeps no copy of the response
   std::int64_t max_tokens = -1;  // max_tokens, max_completion_tokens or max_output_tokens; -1: none
+  std::size_t body_bytes = 0;    // the body's size (it may be released before the request ends)
   // `stream_options.include_usage`: -1 no `stream_options` field at all; 0 the field is there
   // but does not ask for usage (null, not an object, include_usage absent or false); 1 asks.
   int include_usage = -1;

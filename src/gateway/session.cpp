@@ -60,60 +60,213 @@ net::awaitable<bool> observe(Shared& s, const Fleet& f, Client& c, const Request
   co_return true;
 }
 
-net::awaitable<void> handle(Shared& s, const Fleet& f, Worker& w, Client& c, Request& req,
-                            bool metrics_only) {
+/// The first read of a request on an idle connection: a small request's header and body.
+constexpr std::size_t kFirstRead = 2048;
+
+std::string_view path_of(const Request& req) {
   const std::string_view target = req.target();
-  const std::string_view path = target.substr(0, target.find('?'));
-  std::string request_id(req["x-request-id"]);
-  if (request_id.empty() || request_id.size() > 200) request_id = random_id("", 32);
-  if (req.method() == bhttp::verb::get && path == "/health") {  // readiness
-    Readiness r = readiness(f);
-    co_await write_json(c, r.status, std::move(r.body), &req, request_id);
-    co_return;
-  }
-  if (req.method() == bhttp::verb::get && path == "/health/live") {  // liveness: the process runs
-    co_await write_json(c, 200, R"({"status":"alive"})", &req, request_id);
-    co_return;
-  }
+  return target.substr(0, target.find('?'));
+}
+
+std::string peer_address(const tcp::socket& sock) {
+  boost::system::error_code ec;
+  auto ep = sock.remote_endpoint(ec);
+  return ec ? std::string() : ep.address().to_string();
+}
+
+/// The 429 of a connection over limits.connection_rate; false when the write failed.
+net::awaitable<bool> over_rate(Client& c, const Request& req, double rate) {
+  co_return co_await write_error(
+      c, 429, fmt::format("Too many requests on this connection (limit {} per second).", rate),
+      &req, c.keep_alive);
+}
+
+/// Where a request is answered: by the gateway itself (health, its metrics and dashboard, the
+/// admin API, the model list, a 404) or by a route's proxy.
+enum class Here { none, health, live, observe, metrics_elsewhere, metrics_only, admin, models };
+
+/// Decided without suspending: a coroutine keeps every local of its body in its frame, and the
+/// session's frame lives as long as a held-open stream.
+Here answered_here(const Fleet& f, const Request& req, std::string_view path, bool metrics_only) {
+  const bool get = req.method() == bhttp::verb::get;
+  if (get && path == "/health") return Here::health;     // readiness
+  if (get && path == "/health/live") return Here::live;  // liveness: the process runs
   // The gateway's own metrics and dashboard: on the main listeners unless metrics.listen
   // gives them an address of their own (which then answers nothing else).
-  if (f.cfg.metrics.enabled && (metrics_only || f.cfg.metrics.listen.empty()) &&
-      co_await observe(s, f, c, req, path, request_id))
-    co_return;
-  if (f.cfg.metrics.enabled && !metrics_only && !f.cfg.metrics.listen.empty() &&
-      (path == "/metrics" || path == "/dashboard" || path.starts_with("/dashboard/"))) {
-    co_await write_error(c, 404,
-                         fmt::format("{} is served on metrics.listen ({}:{}), not here.", path,
-                                     f.cfg.metrics.listen[0].address, f.cfg.metrics.listen[0].port),
-                         &req, true, request_id);
-    co_return;
+  const bool observed =
+      path == "/metrics" || path == "/dashboard" || path.starts_with("/dashboard/");
+  if (f.cfg.metrics.enabled && observed)
+    return metrics_only || f.cfg.metrics.listen.empty() ? Here::observe : Here::metrics_elsewhere;
+  if (metrics_only) return Here::metrics_only;
+  if (is_admin_path(path)) return Here::admin;
+  if (get && path == "/v1/models") return Here::models;
+  return Here::none;
+}
+
+/// Answers a request the gateway serves itself (`here` is not none).
+net::awaitable<void> answer_here(Shared& s, const Fleet& f, Worker& w, Client& c,
+                                 const Request& req, Here here, std::string_view path,
+                                 const std::string& request_id) {
+  switch (here) {
+    case Here::health: {
+      Readiness r = readiness(f);
+      co_await write_json(c, r.status, std::move(r.body), &req, request_id);
+      break;
+    }
+    case Here::live:
+      co_await write_json(c, 200, R"({"status":"alive"})", &req, request_id);
+      break;
+    case Here::observe:
+      co_await observe(s, f, c, req, path, request_id);
+      break;
+    case Here::metrics_elsewhere:
+      co_await write_error(
+          c, 404,
+          fmt::format("{} is served on metrics.listen ({}:{}), not here.", path,
+                      f.cfg.metrics.listen[0].address, f.cfg.metrics.listen[0].port),
+          &req, true, request_id);
+      break;
+    case Here::metrics_only:
+      co_await write_error(
+          c, 404,
+          fmt::format("No {} here: this address (metrics.listen) serves /metrics and /dashboard.",
+                      path),
+          &req, true, request_id);
+      break;
+    case Here::admin:
+      co_await admin(s, f, c, req, path, request_id);
+      break;
+    case Here::models:
+      co_await models(f, w, c, req, request_id);
+      break;
+    case Here::none:
+      co_await write_error(
+          c, 404, fmt::format("No route for {} {}.", std::string_view(req.method_string()), path),
+          &req, true, request_id);
+      break;
   }
-  if (metrics_only) {
-    co_await write_error(
-        c, 404,
-        fmt::format("No {} here: this address (metrics.listen) serves /metrics and /dashboard.",
-                    path),
-        &req, true, request_id);
-    co_return;
-  }
-  if (is_admin_path(path)) {
-    co_await admin(s, f, c, req, path, request_id);
-    co_return;
-  }
-  if (req.method() == bhttp::verb::get && path == "/v1/models") {
-    co_await models(f, w, c, req, request_id);
-    co_return;
-  }
-  BodyFields fields;
-  if (!req.body().empty()) fields = read_body_fields(req.body());
+}
+
+/// The request's id (the client's X-Request-Id when it sent a usable one) and, for a request a
+/// route may take, its body fields and the route (null: answered here, `here` says how).
+const RouteRt* plan(const Fleet& f, Request& req, bool metrics_only, std::string& request_id,
+                    BodyFields& fields, Here& here) {
+  const std::string_view path = path_of(req);
+  request_id = req["x-request-id"];
+  if (request_id.empty() || request_id.size() > 200) request_id = random_id("", 32);
+  here = answered_here(f, req, path, metrics_only);
+  if (here != Here::none) return nullptr;
+  fields = req.body().empty() ? BodyFields{} : read_body_fields(req.body());
   const auto route_index = match_route(f.cfg.routes, req.method_string(), path, fields.model);
-  if (!route_index) {
-    co_await write_error(
-        c, 404, fmt::format("No route for {} {}.", std::string_view(req.method_string()), path),
-        &req, true, request_id);
-    co_return;
+  return route_index ? &f.routes[*route_index] : nullptr;
+}
+
+/// How reading a request ended.
+enum class Read { ok, closed, answered_linger };
+
+/// Reads the connection's next request into `req` (limits and timeouts of the configuration in
+/// use now), answering what cannot be read (400, 408, 413, 431) itself. A coroutine of its own:
+/// the parser and the error answers exist while a request is read, not in the frame that a
+/// held-open stream keeps.
+net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
+  const config::Timeouts t = w.fleet().cfg.timeouts;
+  const config::Limits limits = w.fleet().cfg.limits;
+  c.write_timeout = t.idle;
+  bhttp::request_parser<bhttp::string_body> parser;
+  parser.header_limit(limits.max_header_bytes);
+  parser.body_limit(limits.max_body_bytes);
+  // Idle keep-alive connections wait up to client_idle for a first byte; once a request
+  // has started, its header must be complete within client_header, and no gap between two
+  // reads of its body may exceed client_body. The deadline cancels the read instead of
+  // closing the socket, so the client gets its 408.
+  if (c.buf.size() == 0) {
+    c.dl.arm(t.client_idle, /*close_on_expiry=*/false);
+    auto [ec, n] = co_await c.sock.async_read_some(c.buf.prepare(kFirstRead), use_tuple);
+    c.dl.disarm();
+    if (ec) co_return Read::closed;  // idle timeout or the client closed: nothing to answer
+    c.buf.commit(n);
   }
-  co_await proxy(s, f, w, c, req, f.routes[*route_index], fields, request_id);
+  c.dl.arm(t.client_header, /*close_on_expiry=*/false);
+  auto [ec, n] = co_await bhttp::async_read_header(c.sock, c.buf, parser, use_tuple);
+  c.dl.disarm();
+  std::size_t header_fields = 0;
+  if (!ec) {
+    auto& h = parser.get();
+    // How the body is delimited is checked here, before a byte of it is read: a request
+    // whose length cannot be determined is never passed on, and its body never parsed as
+    // the next request.
+    if (auto bad = check_request_framing(h, h.version())) {
+      co_await write_error(c, bad->status, bad->message, nullptr, false);
+      co_return Read::answered_linger;
+    }
+    header_fields = static_cast<std::size_t>(std::distance(h.begin(), h.end()));
+    if (h.version() >= 11 && !parser.is_done() &&
+        beast::iequals(h[bhttp::field::expect], "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      auto [wec, wn] = co_await net::async_write(c.sock, net::buffer(kContinue), use_tuple);
+      if (wec) co_return Read::closed;
+    }
+    while (!ec && !parser.is_done()) {
+      c.dl.arm(t.client_body, /*close_on_expiry=*/false);
+      std::tie(ec, n) = co_await bhttp::async_read_some(c.sock, c.buf, parser, use_tuple);
+      c.dl.disarm();
+    }
+  }
+  if (c.dl.fired && ec) ec = beast::error::timeout;
+  if (ec) {
+    if (ec == bhttp::error::end_of_stream || ec == net::error::eof ||
+        ec == net::error::connection_reset)
+      co_return Read::closed;
+    if (ec == beast::error::timeout) {
+      co_await write_error(c, 408, "Request timeout: the request was not received in time.",
+                           nullptr, false);
+      co_return Read::answered_linger;
+    }
+    int status = 400;
+    std::string msg = fmt::format("Bad request: {}", ec.message());
+    if (ec == bhttp::error::body_limit) {
+      status = 413;
+      msg = fmt::format("Request body too large (limit {} bytes).", limits.max_body_bytes);
+    } else if (ec == bhttp::error::header_limit) {
+      status = 431;
+      msg = fmt::format("Request headers too large (limit {} bytes).", limits.max_header_bytes);
+    }
+    co_await write_error(c, status, msg, nullptr, false);
+    co_return Read::answered_linger;
+  }
+  req = parser.release();
+  // Trailer fields of a chunked body were appended to the header: they end here.
+  drop_fields_after(req, header_fields);
+  // The bytes of the request are parsed: an empty read buffer is given back rather than kept
+  // through the response (the watch reads into a few bytes of its own; a pipelined request
+  // lands here again).
+  if (c.buf.size() == 0) c.buf.shrink_to_fit();
+  co_return Read::ok;
+}
+
+/// Closes the connection: by lingering after an error answered while the client may still be
+/// sending (or the unread bytes make the kernel reset the connection and the client never reads
+/// the answer), else at once. A coroutine of its own: the lingering's state takes no room in the
+/// session's frame.
+net::awaitable<void> close_connection(Client& c, bool linger) {
+  if (linger) {
+    co_await http::lingering_close(c.sock);
+  } else {
+    boost::system::error_code ignored;
+    c.sock.shutdown(tcp::socket::shutdown_send, ignored);
+    c.sock.close(ignored);
+  }
+}
+
+/// limits.connection_rate: false when the request is over it (`tokens`: a bucket of one
+/// second's requests, refilled at `refilled_ns`).
+bool within_rate(double rate, double& tokens, std::int64_t& refilled_ns) {
+  const std::int64_t now = mono_ns();
+  tokens = std::min(rate, tokens + rate * static_cast<double>(now - refilled_ns) / 1e9);
+  refilled_ns = now;
+  if (tokens < 1) return false;
+  tokens -= 1;
+  return true;
 }
 
 }  // namespace
@@ -128,117 +281,42 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metric
   double tokens = w.fleet().cfg.limits.connection_rate;
   std::int64_t refilled_ns = mono_ns();
   Client c(std::move(sock), w.deadlines);
-  boost::system::error_code pec;
-  auto rep = c.sock.remote_endpoint(pec);
-  if (!pec) c.peer = rep.address().to_string();
+  c.peer = peer_address(c.sock);
   // An error answered while the client may still be sending: close by lingering, or the
   // unread bytes make the kernel reset the connection and the client never reads the answer.
   bool linger = false;
+  // This frame lives as long as the connection (a held-open stream's too): what a request needs
+  // only while it is read or answered here lives in the frames of the coroutines below.
+  Request req;
+  std::string request_id;
+  BodyFields fields;
+  Here here = Here::none;
   for (;;) {
-    // This request's settings: the configuration in use now (a reload changes the next ones).
-    const config::Timeouts t = w.fleet().cfg.timeouts;
-    const config::Limits limits = w.fleet().cfg.limits;
-    const double rate = limits.connection_rate;
-    c.write_timeout = t.idle;
-    bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(limits.max_header_bytes);
-    parser.body_limit(limits.max_body_bytes);
-    // Idle keep-alive connections wait up to client_idle for a first byte; once a request
-    // has started, its header must be complete within client_header, and no gap between two
-    // reads of its body may exceed client_body. The deadline cancels the read instead of
-    // closing the socket, so the client gets its 408.
-    if (c.buf.size() == 0) {
-      c.dl.arm(t.client_idle, /*close_on_expiry=*/false);
-      auto [ec, n] = co_await c.sock.async_read_some(c.buf.prepare(2048), use_tuple);
-      c.dl.disarm();
-      if (ec) break;  // idle timeout or the client closed: nothing to answer
-      c.buf.commit(n);
-    }
-    c.dl.arm(t.client_header, /*close_on_expiry=*/false);
-    auto [ec, n] = co_await bhttp::async_read_header(c.sock, c.buf, parser, use_tuple);
-    c.dl.disarm();
-    std::size_t header_fields = 0;
-    if (!ec) {
-      auto& h = parser.get();
-      // How the body is delimited is checked here, before a byte of it is read: a request
-      // whose length cannot be determined is never passed on, and its body never parsed as
-      // the next request.
-      if (auto bad = check_request_framing(h, h.version())) {
-        co_await write_error(c, bad->status, bad->message, nullptr, false);
-        linger = true;
-        break;
-      }
-      header_fields = static_cast<std::size_t>(std::distance(h.begin(), h.end()));
-      if (h.version() >= 11 && !parser.is_done() &&
-          beast::iequals(h[bhttp::field::expect], "100-continue")) {
-        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-        auto [wec, wn] = co_await net::async_write(c.sock, net::buffer(kContinue), use_tuple);
-        if (wec) break;
-      }
-      while (!ec && !parser.is_done()) {
-        c.dl.arm(t.client_body, /*close_on_expiry=*/false);
-        std::tie(ec, n) = co_await bhttp::async_read_some(c.sock, c.buf, parser, use_tuple);
-        c.dl.disarm();
-      }
-    }
-    if (c.dl.fired && ec) ec = beast::error::timeout;
-    if (ec) {
-      if (ec == bhttp::error::end_of_stream || ec == net::error::eof ||
-          ec == net::error::connection_reset)
-        break;
-      linger = true;
-      if (ec == beast::error::timeout) {
-        co_await write_error(c, 408, "Request timeout: the request was not received in time.",
-                             nullptr, false);
-        break;
-      }
-      int status = 400;
-      std::string msg = fmt::format("Bad request: {}", ec.message());
-      if (ec == bhttp::error::body_limit) {
-        status = 413;
-        msg = fmt::format("Request body too large (limit {} bytes).", limits.max_body_bytes);
-      } else if (ec == bhttp::error::header_limit) {
-        status = 431;
-        msg = fmt::format("Request headers too large (limit {} bytes).", limits.max_header_bytes);
-      }
-      co_await write_error(c, status, msg, nullptr, false);
+    const Read read = co_await read_request(w, c, req);
+    if (read != Read::ok) {
+      linger = read == Read::answered_linger;
       break;
     }
-    Request req = parser.release();
-    // Trailer fields of a chunked body were appended to the header: they end here.
-    drop_fields_after(req, header_fields);
     c.keep_alive = req.keep_alive() && !s.draining.load(std::memory_order_relaxed);
-    if (rate > 0) {
-      const std::int64_t now = mono_ns();
-      tokens = std::min(rate, tokens + rate * static_cast<double>(now - refilled_ns) / 1e9);
-      refilled_ns = now;
-      if (tokens < 1) {
-        if (!co_await write_error(
-                c, 429,
-                fmt::format("Too many requests on this connection (limit {} per second).", rate),
-                &req, c.keep_alive))
-          break;
-        if (!c.keep_alive) break;
-        continue;
-      }
-      tokens -= 1;
+    if (const double rate = w.fleet().cfg.limits.connection_rate;
+        rate > 0 && !within_rate(rate, tokens, refilled_ns)) {
+      if (!co_await over_rate(c, req, rate) || !c.keep_alive) break;
+      continue;
     }
     {
       ActiveGuard active(s.active);
       const LeasePtr lease = w.lease;  // the request finishes on the configuration it began on
-      co_await handle(s, *lease->fleet, w, c, req, metrics_only);
+      const Fleet& f = *lease->fleet;
+      if (const RouteRt* route = plan(f, req, metrics_only, request_id, fields, here))
+        co_await proxy(s, f, w, c, req, *route, fields, request_id);
+      else
+        co_await answer_here(s, f, w, c, req, here, path_of(req), request_id);
     }
     if (!c.keep_alive || s.draining.load(std::memory_order_relaxed)) break;
     // A large request grew the read buffer; do not keep that memory for an idle connection.
     if (c.buf.size() == 0 && c.buf.capacity() > 16384) c.buf.shrink_to_fit();
   }
-  if (linger) {
-    co_await http::lingering_close(c.sock);
-  } else {
-    boost::system::error_code ignored;
-    c.sock.shutdown(tcp::socket::shutdown_send, ignored);
-    c.sock.close(ignored);
-  }
+  co_await close_connection(c, linger);
 }
 
 }  // namespace llmux::gateway

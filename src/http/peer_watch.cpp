@@ -1,6 +1,10 @@
 #include "http/peer_watch.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -20,9 +24,6 @@ struct PeerWatch::Handler {
   }
 };
 
-PeerWatch::PeerWatch(const net::any_io_executor& ex)
-    : wake_(ex, net::steady_timer::time_point::max()) {}
-
 void PeerWatch::start(net::ip::tcp::socket& sock, boost::beast::flat_buffer& buf,
                       std::size_t max_read, OnGone on_gone, void* ctx) {
   buf_ = &buf;
@@ -31,18 +32,22 @@ void PeerWatch::start(net::ip::tcp::socket& sock, boost::beast::flat_buffer& buf
   active_ = true;
   stopping_ = false;
   gone_ = false;
-  sock.async_read_some(buf.prepare(max_read), Handler{this});
+  sock.async_read_some(net::buffer(bytes_, std::min(max_read, sizeof bytes_)), Handler{this});
 }
 
 void PeerWatch::on_read(const boost::system::error_code& ec, std::size_t n) {
   active_ = false;
   if (!ec) {
-    buf_->commit(n);  // a pipelined next request: the session reads it from the buffer
+    // A pipelined next request: its first bytes go to the connection's buffer, where the
+    // session's next read finds them (and reads the rest from the socket).
+    const auto room = buf_->prepare(n);
+    std::memcpy(room.data(), bytes_, n);
+    buf_->commit(n);
   } else if (!stopping_ && ec != net::error::operation_aborted) {
     gone_ = true;
     if (on_gone_) on_gone_(ctx_);
   }
-  wake_.cancel();
+  if (wake_) wake_->cancel();
 }
 
 net::awaitable<void> PeerWatch::stop(net::ip::tcp::socket& sock) {
@@ -50,16 +55,22 @@ net::awaitable<void> PeerWatch::stop(net::ip::tcp::socket& sock) {
   if (!active_) co_return;
   boost::system::error_code ignored;
   sock.cancel(ignored);
-  while (active_) co_await wake_.async_wait(use_tuple);
+  // The cancelled read's handler is queued on this thread ahead of the continuation posted here
+  // (no timer to wake this: a held-open stream should cost little).
+  const auto ex = co_await net::this_coro::executor;
+  while (active_) co_await net::post(ex, net::use_awaitable);
 }
 
 net::awaitable<void> PeerWatch::until_gone() {
   // The timer never expires: a wait ends when the read's handler ran (then look again) or when
   // this coroutine is cancelled (then return; awaiting again would throw).
+  if (!wake_)
+    wake_ = std::make_unique<net::steady_timer>(co_await net::this_coro::executor,
+                                                net::steady_timer::time_point::max());
   while (!gone_) {
     auto cs = co_await net::this_coro::cancellation_state;
     if (cs.cancelled() != net::cancellation_type::none) co_return;
-    co_await wake_.async_wait(use_tuple);
+    co_await wake_->async_wait(use_tuple);
   }
 }
 

@@ -17,6 +17,7 @@
 // read's handler: await stop() before any of them goes or the buffer is read again (when the
 // io_context is destroyed first, the pending handler is destroyed without running).
 #include <cstddef>
+#include <memory>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -31,11 +32,13 @@ class PeerWatch {
   /// Called from the read's handler, once, when the peer is gone (not after stop()).
   using OnGone = void (*)(void* ctx);
 
-  explicit PeerWatch(const boost::asio::any_io_executor& ex);
+  PeerWatch() = default;
   PeerWatch(const PeerWatch&) = delete;
   PeerWatch& operator=(const PeerWatch&) = delete;
 
-  /// Starts watching `sock` (gone() false again): reads at most `max_read` bytes into `buf`.
+  /// Starts watching `sock` (gone() false again): reads at most `max_read` bytes (and no more
+  /// than a few: the watch's own storage, so that the buffer need not hold memory while a
+  /// response is served), then appends them to `buf`.
   /// The watch must not be active(). `on_gone(ctx)` runs when the peer closes or resets its
   /// connection; an error after stop() or a cancelled read is not the peer leaving.
   void start(boost::asio::ip::tcp::socket& sock, boost::beast::flat_buffer& buf,
@@ -60,8 +63,11 @@ class PeerWatch {
   struct Handler;
   void on_read(const boost::system::error_code& ec, std::size_t n);
 
-  boost::asio::steady_timer wake_;  // never expires: cancel() wakes stop() and until_gone()
+  // Never expires: cancel() wakes until_gone(). Made by its first call (the gateway never makes
+  // one: stop() needs none).
+  std::unique_ptr<boost::asio::steady_timer> wake_;
   boost::beast::flat_buffer* buf_ = nullptr;
+  char bytes_[16];  // what the read got, appended to *buf_ by its handler
   OnGone on_gone_ = nullptr;
   void* ctx_ = nullptr;
   bool active_ = false;    // the read is pending

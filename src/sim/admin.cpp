@@ -116,7 +116,7 @@ void FaultControl::count_generation() {
 }
 
 awaitable<bool> FaultControl::hold_while_hung(Conn& c) {
-  ::llmux::http::PeerWatch watch(c.sock().get_executor());
+  ::llmux::http::PeerWatch watch;
   watch.start(c.sock(), c.buf, kWatchRead);
   while (hung() && !watch.gone()) co_await (wait_cancelled(unhang_) || watch.until_gone());
   co_await watch.stop(c.sock());

@@ -83,7 +83,7 @@ awaitable<void> plain_response(Conn& c, Request& req, std::shared_ptr<Job> job,
                                EngineDriver& driver) {
   // Watch the client while the job runs: when it leaves, vLLM aborts the request. Bytes of a
   // pipelined next request stay in c.buf and end the watch, not the wait.
-  ::llmux::http::PeerWatch watch(c.sock().get_executor());
+  ::llmux::http::PeerWatch watch;
   watch.start(c.sock(), c.buf, kWatchRead);
   auto which = co_await (wait_finished(job) || watch.until_gone());
   if (which.index() == 0 && !job->fault_close && job->stalled) {
@@ -145,7 +145,7 @@ awaitable<void> stream_response(Conn& c, Request& req, std::shared_ptr<Job> job,
     c.keep_alive = false;
     co_return;
   }
-  ::llmux::http::PeerWatch watch(c.sock().get_executor());
+  ::llmux::http::PeerWatch watch;
   watch.start(c.sock(), c.buf, kWatchRead);
   auto which = co_await (stream_writer(c, job, chunked) || watch.until_gone());
   co_await watch.stop(c.sock());

@@ -98,6 +98,22 @@ std::string type_of(const std::string& text, const std::string& family) {
   return text.substr(at + tag.size(), end - at - tag.size());
 }
 
+/// GET /metrics once the gateway has counted `requests` requests and none is in flight (at
+/// most 3 s): a request is counted once its last byte was written, so a client that has the whole
+/// answer may scrape a moment before (another worker answers the scrape).
+Response settled_metrics(int port, double requests) {
+  Response m;
+  for (int i = 0; i < 150; ++i) {
+    m = HttpClient(port).get("/metrics");
+    const auto all = samples(m.body);
+    if (m.status != 200 || (sum_of(all, "llmux_requests_total") >= requests &&
+                            sum_of(all, "llmux_backend_inflight_requests") == 0))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return m;
+}
+
 /// Every event of a stream request through the gateway.
 SseResult stream(int port, const std::string& body) {
   auto s = StreamingResponse::open(port, "POST", "/v1/chat/completions", body,
@@ -162,7 +178,7 @@ TEST(GatewayMetrics, CountsAKnownSequenceOfRequests) {
   Response bad = HttpClient(port).post("/v1/chat/completions", chat(false, "", "made-up-model"));
   EXPECT_EQ(bad.status, 404) << bad.body;
 
-  Response m = HttpClient(port).get("/metrics");
+  Response m = settled_metrics(port, 6);
   ASSERT_EQ(m.status, 200);
   EXPECT_NE(m.header("content-type").find("text/plain"), std::string::npos);
   EXPECT_EQ(m.header("x-llmux-backend"), "") << "answered by the gateway, never proxied";
@@ -285,7 +301,7 @@ TEST(GatewayMetrics, StreamUsageOffLeavesTheBodyAndCountsNothing) {
       prompt = v.at("usage").at("prompt_tokens").as_int64();
   }
   ASSERT_GT(prompt, 0);
-  const auto all = samples(HttpClient(gw->port()).get("/metrics").body);
+  const auto all = samples(settled_metrics(gw->port(), 2).body);
   // Usage only for the stream that asked (the other's tokens are counted from its events).
   EXPECT_EQ(sum_of(all, "llmux_prompt_tokens_total"), prompt);
   EXPECT_EQ(sum_of(all, "llmux_stream_usage_requested_total"), 0);
@@ -317,7 +333,7 @@ TEST(GatewayMetrics, OwnPortAndDashboardData) {
   Response main = HttpClient(gw->port()).get("/metrics");
   EXPECT_EQ(main.status, 404);
   EXPECT_TRUE(is_openai_error(main.body, 404));
-  Response m = HttpClient(mport).get("/metrics");
+  Response m = settled_metrics(mport, 2);
   ASSERT_EQ(m.status, 200);
   EXPECT_EQ(sum_of(samples(m.body), "llmux_requests_total"), 2);
   // The metrics port answers nothing else.
