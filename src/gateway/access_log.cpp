@@ -48,6 +48,7 @@ bool AccessLog::open(const std::string& target, std::string& error) {
   if (target == "off") return true;
   if (target == "stdout") {
     file_ = stdout;
+    std::setvbuf(file_, nullptr, _IONBF, 0);  // whole blocks of lines go in one write
     enabled_ = true;
     return true;
   }
@@ -56,6 +57,7 @@ bool AccessLog::open(const std::string& target, std::string& error) {
     error = fmt::format("cannot open access log '{}': {}", target, std::strerror(errno));
     return false;
   }
+  std::setvbuf(file_, nullptr, _IONBF, 0);  // whole blocks of lines go in one write
   owned_ = true;
   enabled_ = true;
   path_ = target;
@@ -69,13 +71,28 @@ bool AccessLog::reopen(std::string& error) {
     error = fmt::format("cannot reopen access log '{}': {}", path_, std::strerror(errno));
     return false;
   }
+  std::setvbuf(f, nullptr, _IONBF, 0);
   std::lock_guard<std::mutex> lock(mu_);
+  write_pending();  // the lines gathered so far go to the old file
   std::fclose(file_);
   file_ = f;
   return true;
 }
 
+void AccessLog::write_pending() {
+  if (pending_.empty()) return;
+  std::fwrite(pending_.data(), 1, pending_.size(), file_);
+  pending_.clear();
+}
+
+void AccessLog::flush() {
+  if (!enabled_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  write_pending();
+}
+
 AccessLog::~AccessLog() {
+  if (file_) write_pending();
   if (owned_ && file_) std::fclose(file_);
 }
 
@@ -119,8 +136,8 @@ void AccessLog::write(const AccessRecord& r) {
   }
   out.append(std::string_view("}\n"));
   std::lock_guard<std::mutex> lock(mu_);
-  std::fwrite(out.data(), 1, out.size(), file_);
-  std::fflush(file_);
+  pending_.append(out.data(), out.size());
+  if (pending_.size() >= kBuffer) write_pending();
 }
 
 }  // namespace llmux::gateway

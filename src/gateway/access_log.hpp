@@ -36,7 +36,14 @@ class AccessLog {
   bool open(const std::string& target, std::string& error);
   ~AccessLog();
   bool enabled() const { return enabled_; }
+  /// Appends the request's line to a buffer (a write per line would cost ~10% of a small
+  /// request's CPU): the lines reach the file in one write of whole lines when kBuffer bytes
+  /// have gathered, at flush() (the gateway calls it every 100 ms), at reopen() and when the log
+  /// is destroyed.
   void write(const AccessRecord& r);
+  /// Writes out what is buffered.
+  void flush();
+  static constexpr std::size_t kBuffer = 64 * 1024;
   /// A file target is closed and opened again by its path (after log rotation moved it: the
   /// gateway does this on SIGUSR1). False with `error` set when it cannot be opened; the old
   /// file is then kept. Nothing to do for stdout or off.
@@ -48,6 +55,8 @@ class AccessLog {
   bool enabled_ = false;
   bool owned_ = false;
   std::mutex mu_;
+  std::string pending_;  // whole lines not written yet (under mu_)
+  void write_pending();  // under mu_
 };
 
 }  // namespace llmux::gateway

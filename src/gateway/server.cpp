@@ -156,7 +156,9 @@ class Gateway {
     for (auto& w : workers_) {
       for (auto& acc : w->acceptors)
         net::co_spawn(w->ioc, accept_loop(*w, *acc, false), net::detached);
-      net::co_spawn(w->ioc, deadline_ticker(*w), net::detached);
+      // Worker 0's ticker also writes out the access log's buffer.
+      net::co_spawn(w->ioc, deadline_ticker(*w, w == workers_[0] ? &shared_.log : nullptr),
+                    net::detached);
     }
     if (metrics_acceptor_)
       net::co_spawn(workers_[0]->ioc, accept_loop(*workers_[0], *metrics_acceptor_, true),
@@ -386,14 +388,15 @@ class Gateway {
   }
 
   // ---- timeouts: one ticker per worker fires its expired deadlines ----
-  static awaitable<void> deadline_ticker(Worker& w) {
+  static awaitable<void> deadline_ticker(Worker& w, AccessLog* log) {
     net::steady_timer t(w.ioc);
     for (std::uint64_t tick = 1;; ++tick) {
       t.expires_after(std::chrono::milliseconds(50));
       auto [ec] = co_await t.async_wait(use_tuple);
       if (ec) co_return;
       w.deadlines.fire_expired(mono_ns());
-      if (tick % 4 == 0) w.sweep_pools();  // idle connections the backends closed
+      if (tick % 4 == 0) w.sweep_pools();      // idle connections the backends closed
+      if (log && tick % 2 == 0) log->flush();  // the access log's lines, 100 ms at most late
     }
   }
 

@@ -1,0 +1,43 @@
+#pragma once
+// Reading a backend's response body without holding buffers while it waits (gateway/relay.cpp):
+// the parser is given what its read buffer holds before anything is read; when it needs bytes it
+// does not have, what is left is an incomplete piece (a chunk-size line, a chunk's closing CRLF),
+// which a few bytes keep aside while the read buffer is freed for the wait.
+//
+// Plain functions on Beast's response parser and flat_buffer; no I/O. Tested with random bodies
+// cut at random points (tests/unit/gateway/upstream_body_test.cpp).
+#include <cstddef>
+#include <cstdint>
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
+namespace llmux::gateway {
+
+using UpstreamParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+
+/// How feed() ended: body bytes came out, more bytes are needed, the message is complete, the
+/// body buffer is full, or the bytes are not HTTP (`ec` says how).
+enum class Fed { body, need_more, done, full, error };
+
+/// Gives the parser what `in` holds (the parser's header already read), until body bytes come
+/// out into the body buffer it was given (`p.get().body()`), it needs more bytes than there are,
+/// the message is complete, the body buffer is full, or the bytes are not HTTP. When it needs
+/// more, what is left in `in` is an incomplete piece, never one it could parse.
+Fed feed(UpstreamParser& p, boost::beast::flat_buffer& in, boost::system::error_code& ec);
+
+/// A few bytes the parser left unread, kept while a stream waits without a read buffer.
+struct Leftover {
+  char bytes[32];
+  std::uint8_t size = 0;
+};
+
+/// Before an idle wait: when what `buf` holds fits `keep`, it moves there and `buf`'s memory is
+/// freed (true); else nothing changes (false).
+bool park(boost::beast::flat_buffer& buf, Leftover& keep);
+
+/// After it: the kept bytes go back in front of what the next read brings.
+void unpark(boost::beast::flat_buffer& buf, const Leftover& keep);
+
+}  // namespace llmux::gateway
