@@ -21,9 +21,20 @@ namespace {
 namespace bhttp = boost::beast::http;
 
 struct Wire {
-  std::string bytes;  // the whole response as the backend sends it
-  std::string body;   // what the client must get
+  std::string bytes;                       // the whole response as the backend sends it
+  std::string body;                        // what the client must get
+  std::size_t end_at = std::string::npos;  // where the last chunk's CRLF and the final chunk begin
 };
+
+// Beast 1.81 asserts wrongly (BOOST_ASSERT(n >= 5) in parse_chunk_header) when the final chunk
+// arrives in some pieces ("0\r\n" then one more byte): its release code asks for more bytes, as
+// it should (fixed upstream by boostorg/beast#2861). Where Boost's assertions are compiled in
+// (the Debug sanitizer builds), that section comes whole; the shipped (NDEBUG) build cuts it too.
+#if defined(NDEBUG) || defined(BOOST_DISABLE_ASSERTS)
+constexpr bool kCutTheEnd = true;
+#else
+constexpr bool kCutTheEnd = false;
+#endif
 
 std::string random_text(std::mt19937& rng, std::size_t n) {
   std::string s(n, ' ');
@@ -58,6 +69,7 @@ Wire chunked(std::mt19937& rng) {
     w.bytes += "\r\n" + data + "\r\n";
     w.body += data;
   }
+  w.end_at = w.bytes.size() - (events > 0 ? 2 : 0);
   w.bytes += "0\r\n";
   if (rng() % 4 == 0) w.bytes += "X-Trailer: done\r\n";
   w.bytes += "\r\n";
@@ -72,11 +84,17 @@ Wire with_length(std::mt19937& rng) {
   return w;
 }
 
-/// `bytes` cut at random points (`single`: one byte per piece).
-std::vector<std::string> cut(std::mt19937& rng, const std::string& bytes, bool single) {
+/// `bytes` cut at random points (`single`: one byte per piece); from `whole_from` on, in one
+/// piece.
+std::vector<std::string> cut(std::mt19937& rng, const std::string& bytes, bool single,
+                             std::size_t whole_from = std::string::npos) {
   std::vector<std::string> pieces;
   for (std::size_t at = 0; at < bytes.size();) {
-    const std::size_t n = single ? 1 : 1 + rng() % (rng() % 2 ? 8 : 3000);
+    std::size_t n = single ? 1 : 1 + rng() % (rng() % 2 ? 8 : 3000);
+    if (at >= whole_from)
+      n = bytes.size() - at;
+    else if (at + n > whole_from)
+      n = whole_from - at;
     pieces.push_back(bytes.substr(at, n));
     at += n;
   }
@@ -150,7 +168,8 @@ TEST(UpstreamBody, RandomChunkedBodiesCutAnywhereComeOutWhole) {
     SCOPED_TRACE("body " + std::to_string(i));
     const Wire w = chunked(rng);
     const std::size_t buffer = rng() % 2 ? 2048 : 1 + rng() % 300;
-    const std::string out = relay(cut(rng, w.bytes, i % 10 == 0), buffer, &parked);
+    const std::string out = relay(
+        cut(rng, w.bytes, i % 10 == 0, kCutTheEnd ? std::string::npos : w.end_at), buffer, &parked);
     ASSERT_EQ(out.size(), w.body.size());
     ASSERT_EQ(out, w.body);
   }
