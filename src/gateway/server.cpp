@@ -163,6 +163,12 @@ class Gateway {
     if (metrics_acceptor_)
       net::co_spawn(workers_[0]->ioc, accept_loop(*workers_[0], *metrics_acceptor_, true),
                     net::detached);
+    // The configuration the gateway starts with, read here only: once the threads run, the
+    // control thread may replace fleet_ (a reload, an admin change) at any time.
+    const std::shared_ptr<const Fleet> initial = fleet_;
+    // Active health checks on a thread of their own, given the backends before a change can come.
+    checker_.start();
+    checker_.update(*initial);
     std::vector<std::thread> threads;
     for (std::size_t i = 1; i < workers_.size(); ++i) {
       threads.emplace_back([w = workers_[i].get()] { w->ioc.run(); });
@@ -173,12 +179,9 @@ class Gateway {
     add_signals(signals);
     net::co_spawn(control_, signal_loop(signals), net::detached);
     std::thread control([this] { control_.run(); });
-    // Active health checks on a thread of their own.
-    checker_.start();
-    checker_.update(*fleet_);
     spdlog::info("llmux gateway: listening on {} ({} backends, {} routes, {} threads{})",
-                 config::listen_addresses(cfg.listeners, ports), fleet_->backends.size(),
-                 fleet_->routes.size(), nthreads,
+                 config::listen_addresses(cfg.listeners, ports), initial->backends.size(),
+                 initial->routes.size(), nthreads,
                  cfg.pid_file.empty() ? std::string() : ", pid file " + cfg.pid_file);
     std::cout << fmt::format(R"({{"event":"ready","ports":[{}],"port":{},"pid":{}{}}})",
                              fmt::join(ports, ","), ports.empty() ? 0 : ports[0], ::getpid(),

@@ -56,13 +56,16 @@ class ScriptedBackend {
     thread_.join();
   }
   int port() const { return port_; }
+  /// Responses begun (counted before their first write) and connections accepted.
   int responses() const { return responses_; }
+  int connections() const { return connections_; }
 
  private:
   void serve() {
     while (!stop_) {
       const int c = ::accept(fd_, nullptr, nullptr);
       if (c < 0) return;
+      ++connections_;
       timeval tv{0, 200000};
       ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
       std::string in;
@@ -79,12 +82,12 @@ class ScriptedBackend {
           if (cl != std::string::npos) length = std::stoul(head.substr(cl + 15));
           if (in.size() >= end + 4 + length) {
             in.erase(0, end + 4 + length);
+            ++responses_;
             for (const auto& p : pieces_) {
               std::this_thread::sleep_for(pause_);
               if (::send(c, p.data(), p.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(p.size()))
                 break;
             }
-            ++responses_;
             continue;
           }
         }
@@ -103,6 +106,7 @@ class ScriptedBackend {
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> responses_{0};
+  std::atomic<int> connections_{0};
   std::thread thread_;
 };
 
@@ -175,6 +179,7 @@ TEST(GatewayRelayFraming, WholeResponseInOneWriteThenTheConnectionIsReused) {
     expect_three_events(stream_through(gw->port()));
   }
   EXPECT_EQ(be.responses(), 3);
+  EXPECT_EQ(be.connections(), 1) << "the connection goes back to the pool after each response";
   gw->expect_clean_exit();
 }
 
