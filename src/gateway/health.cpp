@@ -242,7 +242,7 @@ void HealthChecker::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-Readiness readiness(const Fleet& f) {
+Readiness readiness(const Fleet& f, std::int64_t generation) {
   const std::int64_t now = mono_ns();
   boost::json::object body;
   boost::json::array backends;
@@ -266,7 +266,7 @@ Readiness readiness(const Fleet& f) {
         {"name", r.cfg->name}, {"backends_up", up}, {"queued", r.queue->depth()}});
   }
   body["status"] = ready ? "ok" : "unavailable";
-  body["config_generation"] = f.generation;
+  body["config_generation"] = generation;
   body["routes"] = std::move(routes);
   body["backends"] = std::move(backends);
   return Readiness{ready ? 200 : 503, boost::json::serialize(body)};

@@ -55,12 +55,13 @@ class HealthChecker {
 };
 
 /// GET /health: 200 when every route has a backend that takes requests, 503 otherwise; the
-/// body says so per route and gives each backend's state.
+/// body says so per route and gives each backend's state. `generation`: the configuration
+/// generation every worker uses (a reload is in use once all have switched to it).
 struct Readiness {
   int status = 200;
   std::string body;
 };
-Readiness readiness(const Fleet& f);
+Readiness readiness(const Fleet& f, std::int64_t generation);
 
 /// GET /admin/backends: every backend's state, load and learned capacity curve, as JSON.
 std::string admin_backends(const Fleet& f);

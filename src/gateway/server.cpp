@@ -166,6 +166,7 @@ class Gateway {
     // The configuration the gateway starts with, read here only: once the threads run, the
     // control thread may replace fleet_ (a reload, an admin change) at any time.
     const std::shared_ptr<const Fleet> initial = fleet_;
+    shared_.generation.store(initial->generation, std::memory_order_release);
     // Active health checks on a thread of their own, given the backends before a change can come.
     checker_.start();
     checker_.update(*initial);
@@ -296,9 +297,17 @@ class Gateway {
     fleet_ = std::move(next);
     shared_.responses_memory->set_limits(static_cast<std::size_t>(fleet_->cfg.affinity.max_entries),
                                          fleet_->cfg.affinity.ttl);
+    // The last worker to switch says the generation is in use everywhere (each worker takes the
+    // reloads in order, so the generations it sets only grow).
+    auto left = std::make_shared<std::atomic<std::size_t>>(workers_.size());
     for (auto& w : workers_) {
-      net::post(w->ioc, [w = w.get(), lease = std::make_shared<const FleetLease>(FleetLease{
-                                          fleet_})]() mutable { w->set_fleet(std::move(lease)); });
+      net::post(w->ioc,
+                [w = w.get(), left, gen = fleet_->generation, &everywhere = shared_.generation,
+                 lease = std::make_shared<const FleetLease>(FleetLease{fleet_})]() mutable {
+                  w->set_fleet(std::move(lease));
+                  if (left->fetch_sub(1, std::memory_order_acq_rel) == 1)
+                    everywhere.store(gen, std::memory_order_release);
+                });
     }
     checker_.update(*fleet_);
   }

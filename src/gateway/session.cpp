@@ -109,7 +109,7 @@ net::awaitable<void> answer_here(Shared& s, const Fleet& f, Worker& w, Client& c
                                  const std::string& request_id) {
   switch (here) {
     case Here::health: {
-      Readiness r = readiness(f);
+      Readiness r = readiness(f, s.generation.load(std::memory_order_acquire));
       co_await write_json(c, r.status, std::move(r.body), &req, request_id);
       break;
     }

@@ -48,6 +48,9 @@ struct Shared {
   std::atomic<int> active{0};       // requests in progress (the drain waits for 0)
   std::atomic<int> connections{0};  // client connections open (limits.max_connections)
   std::atomic<bool> draining{false};
+  // The configuration generation every worker has switched to (GET /health says it): a reload
+  // is in use once the last worker took it.
+  std::atomic<std::int64_t> generation{0};
   AccessLog log;
   // Response id -> backend (gateway/affinity.hpp), for the process's life (reloads keep it and
   // its contents; affinity.enabled is the fleet's to say).
