@@ -313,8 +313,6 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metric
         co_await answer_here(s, f, w, c, req, here, path_of(req), request_id);
     }
     if (!c.keep_alive || s.draining.load(std::memory_order_relaxed)) break;
-    // A large request grew the read buffer; do not keep that memory for an idle connection.
-    if (c.buf.size() == 0 && c.buf.capacity() > 16384) c.buf.shrink_to_fit();
   }
   co_await close_connection(c, linger);
 }
