@@ -7,12 +7,12 @@
 
 namespace llmux::gateway {
 
-void start_watch(Client& c) {
-  c.watch.client_gone = false;
-  c.watch.up = nullptr;
-  // A plain completion handler (inside PeerWatch), not a coroutine: one per request, so it
-  // should be cheap. The session waits (stop_watch) for it before it reads again or ends, so
-  // the pointers it holds stay valid.
+namespace {
+/// The watch itself, from the worker's ticker.
+void start_watch_now(void* ctx) {
+  auto& c = *static_cast<Client*>(ctx);
+  // A plain completion handler (inside PeerWatch), not a coroutine. The session waits
+  // (stop_watch) for it before it reads again or ends, so the pointers it holds stay valid.
   c.watch.peer.start(
       c.sock, c.buf, 512,
       [](void* ctx) {
@@ -22,9 +22,24 @@ void start_watch(Client& c) {
       },
       &c.watch);
 }
+}  // namespace
+
+void start_watch(Worker& w, Client& c) {
+  c.watch.client_gone = false;
+  c.watch.up = nullptr;
+  c.watch_later.run = start_watch_now;
+  c.watch_later.ctx = &c;
+  w.later.link(c.watch_later, w.tick);
+}
+
+bool end_watch(Client& c) {
+  LaterList::unlink(c.watch_later);
+  c.watch.up = nullptr;
+  return !c.watch.peer.active();
+}
 
 net::awaitable<void> stop_watch(Client& c) {
-  c.watch.up = nullptr;
+  end_watch(c);
   return c.watch.peer.stop(c.sock);  // not a coroutine itself: no frame of its own
 }
 

@@ -446,9 +446,10 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
   if (usage.asked && f.cfg.metrics.enabled)
     w.m->count(metrics::Family::usage_requested, route.metric_id);
 
-  // Watch the client from now on: a client that leaves while its request waits for the first
-  // response byte aborts the upstream request as surely as one that leaves mid-stream.
-  start_watch(c);
+  // Watch the client (from the worker's next tick but one, if the request still runs then): a
+  // client that leaves while its request waits for the first response byte aborts the upstream
+  // request as surely as one that leaves mid-stream.
+  start_watch(w, c);
 
   for (;;) {
     // The slot is taken atomically with the choice: a backend at max_inflight is skipped. While
@@ -526,10 +527,10 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
     if (last.kind == Kind::broken_mid_stream && f.cfg.metrics.enabled)
       w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
     finish(s, f, w, route, &b, fields, rec, start);
-    co_await stop_watch(c);
+    if (!end_watch(c)) co_await stop_watch(c);
     co_return;
   }
-  co_await stop_watch(c);
+  if (!end_watch(c)) co_await stop_watch(c);
   if (last.kind == Kind::client_left || c.watch.client_gone) {
     c.keep_alive = false;
     rec.attempts = attempts;

@@ -8,6 +8,7 @@
 // few atomics (active requests, draining).
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <random>
@@ -83,12 +84,64 @@ class ActiveGuard {
   std::atomic<int>& a_;
 };
 
+/// Work a request starts only if it is still being served a tick later (gateway/client.hpp:
+/// the watch on the client). An intrusive list of one worker: linking and unlinking are a few
+/// stores, so a short request never pays for what only a long one needs.
+struct LaterLink {
+  LaterLink* prev = nullptr;
+  LaterLink* next = nullptr;
+  std::uint64_t due_tick = 0;
+  void (*run)(void* ctx) = nullptr;
+  void* ctx = nullptr;
+  bool linked() const { return prev != nullptr; }
+};
+class LaterList {
+ public:
+  LaterList() { head_.prev = head_.next = &head_; }
+  LaterList(const LaterList&) = delete;
+  LaterList& operator=(const LaterList&) = delete;
+  /// Runs `l.run(l.ctx)` at the tick after next (at least one tick from now), unless unlinked
+  /// first.
+  void link(LaterLink& l, std::uint64_t now_tick) {
+    unlink(l);
+    l.due_tick = now_tick + 2;
+    l.next = head_.next;
+    l.prev = &head_;
+    head_.next->prev = &l;
+    head_.next = &l;
+  }
+  static void unlink(LaterLink& l) {
+    if (!l.prev) return;
+    l.prev->next = l.next;
+    l.next->prev = l.prev;
+    l.prev = l.next = nullptr;
+  }
+  /// Unlinks and runs every link due at `tick`.
+  void run_due(std::uint64_t tick) {
+    for (LaterLink* l = head_.next; l != &head_;) {
+      LaterLink* next = l->next;
+      if (l->due_tick <= tick) {
+        unlink(*l);
+        l->run(l->ctx);
+      }
+      l = next;
+    }
+  }
+
+ private:
+  LaterLink head_;
+};
+
 /// One worker thread's state. Only its own thread touches it.
 struct Worker {
   // Destroyed in reverse order: the deadline list outlives the io_context (whose destruction
   // destroys the coroutines that own deadlines), and the sockets of the pools and acceptors go
   // before the io_context they belong to.
   http::DeadlineList deadlines;
+  // Started a tick after a request began, if it still runs then (the client watch), and the
+  // ticker's count (every 50 ms).
+  LaterList later;
+  std::uint64_t tick = 0;
   // One thread per io_context: the reactor needs no locking (posts from other threads, as in
   // the drain, still go through the scheduler's lock).
   net::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};

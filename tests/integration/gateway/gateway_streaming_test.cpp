@@ -316,6 +316,30 @@ TEST_F(GatewayClientGone, WaitingNonStreamingClientLeavingAbortsUpstream) {
   expect_slot_released();
 }
 
+// The watch on the client starts a tick (50-100 ms) after the request began, so a short request
+// never pays for one; a client that leaves sooner than that is still noticed once it starts.
+TEST_F(GatewayClientGone, ClientLeavingAtOnceAbortsUpstream) {
+  ASSERT_EQ(running(sim_->port()), 0);
+  auto raw = std::make_unique<RawConnection>(gw_->port());
+  const std::string body =
+      R"({"prompt":"a very long answer","max_tokens":100000,"ignore_eos":true})";
+  ASSERT_TRUE(
+      raw->send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "X-Request-Id: gone-at-once\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body));
+  raw->close();  // gone before the gateway's first tick
+  std::string last;
+  EXPECT_TRUE(poll_until(
+      [&] {
+        last = outcome("gone-at-once");
+        return last == "client_gone";
+      },
+      5s))
+      << "the backend's request did not end as client_gone: " << last;
+  EXPECT_EQ(running(sim_->port()), 0);
+  expect_slot_released();
+}
+
 TEST(GatewayClientGoneOthers, OtherStreamsContinue) {
   SimServer sim({"--time-scale", "1"});
   auto gw = GatewayServer::with_config(
