@@ -65,6 +65,7 @@ def main():
     ap.add_argument("--time-scale", type=float, required=True)
     ap.add_argument("--prefix-time-scale", type=float, required=True)
     ap.add_argument("--elapsed", type=int, default=0)
+    ap.add_argument("--preset", default="dgx-spark-qwen3.6-35b-a3b-fp8")
     args = ap.parse_args()
     runs = {}
     for case in ("previous", "codex", "prefix"):
@@ -81,7 +82,7 @@ def main():
     goals = []
     md = ["# Conversations and caches through llmux gateway (issue 11)", "",
           f"`{args.cmdline}` at {args.git_head}; simulated DGX Sparks (`llmux sim "
-          f"--enable-prompt-tokens-details`, clock x{args.time_scale:g}, the prefix case "
+          f"--preset {args.preset} --enable-prompt-tokens-details`, clock x{args.time_scale:g}, the prefix case "
           f"x{args.prefix_time_scale:g}), fresh simulators for every run; {args.elapsed} s in all. "
           "Rerun: the command above.", ""]
 

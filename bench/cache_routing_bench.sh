@@ -20,15 +20,18 @@
 # The simulators run with --enable-prompt-tokens-details (as a vLLM operator would). Report:
 # OUT/cache_routing_bench.md and .json (bench/cache_routing_bench.py) with the issue's goals.
 #
+# --preset chooses the simulators' preset (docs/sim.md): dgx-spark-qwen3.6-35b-a3b-fp8 (the
+# seed's, default) or dgx-spark-qwen3.6-35b-a3b-fp8-atlas.
+#
 # Usage: bench/cache_routing_bench.sh [--time-scale 2] [--prefix-time-scale 4]
-#          [--cases previous,codex,prefix] [--out bench/results/cache_routing_bench]
+#          [--cases previous,codex,prefix] [--preset NAME] [--out bench/results/cache_routing_bench]
 # Env: LLMUX (binary, default build/llmux; copied first). Loopback only; servers on free ports,
 # stopped by pid on exit; every wait is bounded.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
 PY=/usr/bin/python3
-TIME_SCALE=2 PREFIX_TIME_SCALE=4 CASES=previous,codex,prefix
+TIME_SCALE=2 PREFIX_TIME_SCALE=4 CASES=previous,codex,prefix PRESET=dgx-spark-qwen3.6-35b-a3b-fp8
 OUT=$ROOT/bench/results/cache_routing_bench
 CMDLINE="bench/cache_routing_bench.sh $*"
 while [ $# -gt 0 ]; do
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
     --time-scale) TIME_SCALE=$2; shift 2 ;;
     --prefix-time-scale) PREFIX_TIME_SCALE=$2; shift 2 ;;
     --cases) CASES=$2; shift 2 ;;
+    --preset) PRESET=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
@@ -61,7 +65,7 @@ start_sims() {  # start_sims DIR SCALE [FLAGS...]: server1 and server2
   local d=$1 scale=$2 n; shift 2
   SIM_PIDS=()
   for n in server1 server2; do
-    "$LLMUX" sim --port 0 --time-scale "$scale" --enable-prompt-tokens-details "$@" \
+    "$LLMUX" sim --port 0 --preset "$PRESET" --time-scale "$scale" --enable-prompt-tokens-details "$@" \
       >"$d/sim-$n.out" 2>"$d/sim-$n.err" &
     STARTED+=($!); SIM_PIDS+=($!)
     PORT[$n]=$(wait_ready "$d/sim-$n.out")
@@ -160,7 +164,7 @@ for c in "${RUN_CASES[@]}"; do
 done
 mkdir -p "$OUT"
 $PY "$ROOT/bench/cache_routing_bench.py" --tmp "$TMP" --out "$OUT" --cmdline "$CMDLINE" \
-  --time-scale "$TIME_SCALE" --prefix-time-scale "$PREFIX_TIME_SCALE" \
+  --time-scale "$TIME_SCALE" --prefix-time-scale "$PREFIX_TIME_SCALE" --preset "$PRESET" \
   --git-head "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
   --elapsed "$(( $(date +%s) - T_START ))"
 log "report: $OUT/cache_routing_bench.md"

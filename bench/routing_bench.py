@@ -82,14 +82,15 @@ def main():
         ap.add_argument(a, required=True)
     for a in ("--duration", "--warmup", "--time-scale", "--elapsed"):
         ap.add_argument(a, type=float, required=True)
+    ap.add_argument("--preset", default="dgx-spark-qwen3.6-35b-a3b-fp8")
     o = ap.parse_args()
-    res = dict(meta=dict(cmdline=o.cmdline, git_head=o.git_head, duration_s=o.duration,
+    res = dict(meta=dict(cmdline=o.cmdline, git_head=o.git_head, preset=o.preset, duration_s=o.duration,
                          warmup_s=o.warmup, time_scale=o.time_scale, elapsed_s=o.elapsed))
     md, goals = [], []
     W = md.append
     W("# Routing benchmark: llmux gateway policies against round robin and fixed splits\n")
     W(f"`{o.cmdline}` on {o.git_head}; each run {o.duration:g} s measured after {o.warmup:g} s of "
-      f"warm-up; simulators' clock {o.time_scale:g}x (tok/s are the simulated machines' tok/s "
+      f"warm-up; simulators `--preset {o.preset}`, clock {o.time_scale:g}x (tok/s are the simulated machines' tok/s "
       f"times {o.time_scale:g}); {o.elapsed:.0f} s in all. Workload: streaming chat, prompts "
       "20-380 tokens, output caps 32-512, natural stops, seed 7, closed loop.\n")
 

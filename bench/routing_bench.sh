@@ -16,10 +16,12 @@
 #             the queued requests from the gateway's access log; then queue.size 16 under
 #             Poisson arrivals at ~3x what the 16 slots serve, where the excess is refused (429).
 # Each case runs DURATION seconds after a WARMUP, with fresh processes. Report: OUT/routing_bench.md
-# and OUT/routing_bench.json (bench/routing_bench.py).
+# and OUT/routing_bench.json (bench/routing_bench.py). --preset chooses the simulators' preset
+# (docs/sim.md): dgx-spark-qwen3.6-35b-a3b-fp8 (the seed's, default) or
+# dgx-spark-qwen3.6-35b-a3b-fp8-atlas; the slow machine of `mixed` is that preset's step costs x3.
 #
 # Usage: bench/routing_bench.sh [--duration 40] [--warmup 5] [--time-scale 10]
-#          [--cases seed,mixed,admission] [--out bench/results/routing_bench]
+#          [--cases seed,mixed,admission] [--preset NAME] [--out bench/results/routing_bench]
 # Env: LLMUX (binary, default build/llmux; copied first). Loopback only; servers on free ports,
 # stopped by pid on exit; every wait is bounded.
 set -euo pipefail
@@ -27,6 +29,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
 PY=/usr/bin/python3
 DURATION=40 WARMUP=5 TIME_SCALE=10 CASES=seed,mixed,admission ADMISSION_RATE=45
+PRESET=dgx-spark-qwen3.6-35b-a3b-fp8
 OUT=$ROOT/bench/results/routing_bench
 CMDLINE="bench/routing_bench.sh $*"
 while [ $# -gt 0 ]; do
@@ -35,6 +38,7 @@ while [ $# -gt 0 ]; do
     --warmup) WARMUP=$2; shift 2 ;;
     --time-scale) TIME_SCALE=$2; shift 2 ;;
     --cases) CASES=$2; shift 2 ;;
+    --preset) PRESET=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
@@ -48,14 +52,19 @@ LLMUX_SRC=${LLMUX:-$ROOT/build/llmux}
 [ -x "$LLMUX_SRC" ] || { echo "no llmux binary at $LLMUX_SRC (make build)" >&2; exit 1; }
 LLMUX=$TMP/llmux
 cp "$LLMUX_SRC" "$LLMUX"
-SLOW_FLAGS=(--t0 0.0594 --m 0.00264 --c 0.00855)  # the Spark preset's step costs x3
+case $PRESET in  # the preset's step costs x3 (src/sim/config.cpp)
+  dgx-spark-qwen3.6-35b-a3b-fp8) SLOW_FLAGS=(--t0 0.0594 --m 0.00264 --c 0.00855) ;;
+  dgx-spark-qwen3.6-35b-a3b-fp8-atlas) SLOW_FLAGS=(--t0 0.0534) ;;  # m = c = 0
+  *) echo "unknown preset $PRESET" >&2; exit 2 ;;
+esac
 WORKLOAD=(--endpoint chat --input-len 200 --input-spread 0.9 --output-len 272 --output-spread 0.88
           --seed 7 --no-progress --no-plots)
 
 declare -A PORT
 start_sim() {  # start_sim NAME DIR [FLAGS...]
   local n=$1 d=$2; shift 2
-  "$LLMUX" sim --port 0 --time-scale "$TIME_SCALE" "$@" >"$d/sim-$n.out" 2>"$d/sim-$n.err" &
+  "$LLMUX" sim --port 0 --preset "$PRESET" --time-scale "$TIME_SCALE" "$@" \
+    >"$d/sim-$n.out" 2>"$d/sim-$n.err" &
   STARTED+=($!)
   PORT[$n]=$(wait_ready "$d/sim-$n.out")
   [ -n "${PORT[$n]}" ] || { cat "$d/sim-$n.err" >&2; echo "sim $n did not start" >&2; exit 1; }
@@ -179,7 +188,7 @@ for c in "${RUN_CASES[@]}"; do
 done
 mkdir -p "$OUT"
 $PY "$ROOT/bench/routing_bench.py" --tmp "$TMP" --out "$OUT" --cmdline "$CMDLINE" \
-  --duration "$DURATION" --warmup "$WARMUP" --time-scale "$TIME_SCALE" \
+  --duration "$DURATION" --warmup "$WARMUP" --time-scale "$TIME_SCALE" --preset "$PRESET" \
   --git-head "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
   --elapsed "$(( $(date +%s) - T_START ))"
 log "report: $OUT/routing_bench.md"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "sim/script.hpp"
 #include "sim/server.hpp"
 
 namespace llmux::cli {
@@ -14,6 +15,7 @@ namespace {
 struct SimFlags {
   sim::SimConfig cfg;
   std::string output_len = "lognormal:512:0.6";
+  std::string script;  // --script FILE
   std::vector<std::pair<CLI::Option*, std::function<void(sim::SimConfig&, sim::SimConfig&)>>>
       copies;
 
@@ -45,8 +47,9 @@ Runner add_sim(CLI::App& app) {
   using C = sim::SimConfig;
 
   sub->add_option("--preset", f->cfg.preset,
-                  "Model/machine preset: dgx-spark-qwen3.6-35b-a3b-fp8 (the seed's machines) or "
-                  "none. Flags given explicitly override the preset.")
+                  "Model/machine preset: dgx-spark-qwen3.6-35b-a3b-fp8 (the seed's machines), "
+                  "dgx-spark-qwen3.6-35b-a3b-fp8-atlas (fitted to inference-atlas's published "
+                  "sweeps) or none. Flags given explicitly override the preset.")
       ->capture_default_str()
       ->check(CLI::IsMember(sim::preset_names()));
   f->add(
@@ -66,6 +69,11 @@ Runner add_sim(CLI::App& app) {
        sub, "--t0", [](C & c) -> auto& { return c.engine.t0; },
        "Step time of a batch of one (memory-bound floor), seconds")
       ->group(perf);
+  f->add(
+       sub, "--batch-exp", [](C & c) -> auto& { return c.engine.batch_exp; },
+       "The memory-bound floor grows as t0 x batch^batch-exp (0: constant)")
+      ->group(perf)
+      ->check(CLI::Range(0.0, 1.0));
   f->add(
        sub, "--m", [](C & c) -> auto& { return c.engine.m; },
        "Memory-bound step time added per further sequence in the batch, seconds")
@@ -202,12 +210,29 @@ Runner add_sim(CLI::App& app) {
        "from any client; without it only loopback clients may use it")
       ->group(faults);
 
+  auto* says = "What the simulator says (see docs/sim.md, Tool calls and reasoning)";
+  sub->add_option("--script", f->script,
+                  "A file of turns (JSON or YAML: reasoning, text, tool_calls, match) played to "
+                  "chat and Responses requests instead of generated words")
+      ->check(CLI::ExistingFile)
+      ->group(says);
+  f->add(
+       sub, "--tool-call-share", [](C & c) -> auto& { return c.tool_call_share; },
+       "Share (0-1) of chat/Responses requests with function tools answered by a call to one of "
+       "them, with arguments valid for its JSON schema (load tests)")
+      ->group(says)
+      ->check(CLI::Range(0.0, 1.0));
+
   f->add(
       sub, "--response-store-max", [](C & c) -> auto& { return c.response_store_max; },
       "Responses kept for previous_response_id (oldest evicted first)");
   f->add(
       sub, "--max-body-bytes", [](C & c) -> auto& { return c.max_body_bytes; },
-      "Largest request body accepted (413 above)");
+      "Largest request body accepted (413 above); 0: no limit (vLLM has none)");
+  f->add(
+      sub, "--keep-alive-timeout", [](C & c) -> auto& { return c.keep_alive_timeout_s; },
+      "Seconds an idle keep-alive connection stays open after its last response (uvicorn's "
+      "--timeout-keep-alive, as vLLM runs it); 0: never closed");
 
   return [f, sub]() -> int {
     sim::SimConfig cfg = f->cfg;
@@ -230,6 +255,14 @@ Runner add_sim(CLI::App& app) {
           "on a DGX Spark 0.9 drove the whole system (sshd included) out of memory; the seed "
           "uses 0.70",
           cfg.memory.gpu_memory_utilization);
+    }
+    if (!f->script.empty()) {
+      try {
+        cfg.script = std::make_shared<const sim::Script>(sim::load_script(f->script));
+      } catch (const std::exception& e) {
+        spdlog::error("--script {}: {}", f->script, e.what());
+        return 2;
+      }
     }
     cfg.finalize();
     if (cfg.kv_blocks_override <= 0 && cfg.memory.kv_gb() <= 0) {

@@ -71,6 +71,10 @@ void Tokenizer::encode(std::string_view text, std::vector<std::uint32_t>& out) {
   split(text, [&](std::string_view piece) { out.push_back(piece_id(piece)); });
 }
 
+void Tokenizer::pieces(std::string_view text, std::vector<std::string_view>& out) {
+  split(text, [&](std::string_view piece) { out.push_back(piece); });
+}
+
 std::uint32_t Tokenizer::piece_id(std::string_view piece) {
   return XXH32(piece.data(), piece.size(), 0x6c6c6d78u);
 }

@@ -26,6 +26,8 @@ class Tokenizer {
   static std::size_t count(std::string_view text);
   /// Appends the ids of `text`'s tokens to `out`.
   static void encode(std::string_view text, std::vector<std::uint32_t>& out);
+  /// Appends `text`'s pieces (views into `text`, one per token) to `out`.
+  static void pieces(std::string_view text, std::vector<std::string_view>& out);
   /// Id of a single piece (the hash every piece gets).
   static std::uint32_t piece_id(std::string_view piece);
 

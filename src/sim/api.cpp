@@ -9,6 +9,8 @@
 
 #include "core/openai_error.hpp"
 #include "core/tokenizer.hpp"
+#include "sim/input_items.hpp"
+#include "sim/turn.hpp"
 
 namespace llmux::sim {
 namespace json = boost::json;
@@ -20,34 +22,15 @@ namespace {
 constexpr std::uint32_t kImStart = 151644;
 constexpr std::uint32_t kImEnd = 151645;
 
-// Schema validation (vLLM's RequestValidationError handler: 400, type "Bad Request").
 ApiError bad(std::string message, std::optional<std::string> param = std::nullopt) {
-  return ApiError{400, std::move(message), "Bad Request", std::move(param)};
+  return bad_request(std::move(message), std::move(param));
 }
 // Errors raised by the serving layer (vLLM's create_error_response: type "BadRequestError").
 ApiError serving_error(std::string message) {
   return ApiError{400, std::move(message), "BadRequestError", std::nullopt};
 }
-
 std::string_view kind_name(const json::value& v) {
-  switch (v.kind()) {
-    case json::kind::null:
-      return "null";
-    case json::kind::bool_:
-      return "a boolean";
-    case json::kind::int64:
-    case json::kind::uint64:
-      return "an integer";
-    case json::kind::double_:
-      return "a number";
-    case json::kind::string:
-      return "a string";
-    case json::kind::array:
-      return "an array";
-    case json::kind::object:
-      return "an object";
-  }
-  return "a value";
+  return json_kind_name(v);
 }
 
 // Typed field readers: absent or null → nullopt; wrong type → ApiError.
@@ -102,68 +85,6 @@ struct Fields {
     return std::string_view(v->get_string());
   }
 };
-
-// Text of a message `content`: a string, or an array of text parts.
-std::optional<std::string> content_text(const json::value& c, std::string& why) {
-  if (c.is_null()) return std::string();
-  if (c.is_string()) return std::string(c.get_string());
-  if (c.is_array()) {
-    std::string out;
-    for (const auto& part : c.get_array()) {
-      if (!part.is_object()) {
-        why = "content parts must be objects";
-        return std::nullopt;
-      }
-      const auto& po = part.get_object();
-      auto t = po.find("type");
-      auto txt = po.find("text");
-      std::string_view type = (t != po.end() && t->value().is_string())
-                                  ? std::string_view(t->value().get_string())
-                                  : std::string_view("text");
-      if (type != "text" && type != "input_text" && type != "output_text") {
-        why = fmt::format("content part type '{}' is not supported by this model", type);
-        return std::nullopt;
-      }
-      if (txt == po.end() || !txt->value().is_string()) {
-        why = "a text content part needs a string 'text'";
-        return std::nullopt;
-      }
-      out += txt->value().get_string();
-    }
-    return out;
-  }
-  why = fmt::format("'content' must be a string or an array of parts, got {}", kind_name(c));
-  return std::nullopt;
-}
-
-std::optional<ApiError> parse_messages(const json::value& v, std::string_view field,
-                                       std::vector<Message>& out) {
-  if (!v.is_array())
-    return bad(fmt::format("'{}' must be an array, got {}", field, kind_name(v)),
-               std::string(field));
-  std::size_t i = 0;
-  for (const auto& m : v.get_array()) {
-    if (!m.is_object())
-      return bad(fmt::format("{}[{}] must be an object", field, i), std::string(field));
-    const auto& mo = m.get_object();
-    auto r = mo.find("role");
-    if (r == mo.end() || !r->value().is_string())
-      return bad(fmt::format("{}[{}].role is required and must be a string", field, i),
-                 std::string(field));
-    auto type = mo.find("type");
-    if (type != mo.end() && type->value().is_string() && type->value().get_string() != "message")
-      return bad(fmt::format("{}[{}]: item type '{}' is not supported", field, i,
-                             std::string_view(type->value().get_string())),
-                 std::string(field));
-    std::string why;
-    auto c = mo.find("content");
-    auto text = content_text(c == mo.end() ? json::value() : c->value(), why);
-    if (!text) return bad(fmt::format("{}[{}]: {}", field, i, why), std::string(field));
-    out.push_back(Message{std::string(r->value().get_string()), std::move(*text)});
-    ++i;
-  }
-  return std::nullopt;
-}
 
 }  // namespace
 
@@ -281,10 +202,15 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
         break;
       }
       std::vector<Message> conv;
-      if (auto e = parse_messages(*msgs, "messages", conv); e && !f.err) f.err = e;
+      if (auto e = parse_chat_messages(*msgs, conv); e && !f.err) f.err = e;
       if (!f.err && conv.empty())
         f.err = bad("'messages' must contain at least one message", "messages");
-      if (!f.err) r.prompt_ids = render_chat(conv);
+      std::string tools_text;
+      if (auto e = parse_tools(ep, o, r, tools_text); e && !f.err) f.err = e;
+      if (f.err) break;
+      r.last_input = last_input_text(conv);
+      add_tools_to_prompt(conv, tools_text);
+      r.prompt_ids = render_chat(conv);
       break;
     }
     case Endpoint::Responses: {
@@ -302,9 +228,11 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
       std::vector<Message> input;
       if (in->is_string()) {
         input.push_back(Message{"user", std::string(in->get_string())});
-      } else if (auto e = parse_messages(*in, "input", input); e && !f.err) {
+      } else if (auto e = parse_response_input(*in, input); e && !f.err) {
         f.err = e;
       }
+      std::string tools_text;
+      if (auto e = parse_tools(ep, o, r, tools_text); e && !f.err) f.err = e;
       if (f.err) break;
       if (r.background && !r.store) {
         f.err = bad("background can only be used when `store` is true", "background");
@@ -326,6 +254,8 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
       std::vector<Message> full;
       if (!r.instructions.empty()) full.push_back(Message{"system", r.instructions});
       full.insert(full.end(), r.conversation.begin(), r.conversation.end());
+      r.last_input = last_input_text(full);
+      add_tools_to_prompt(full, tools_text);
       r.prompt_ids = render_chat(full);
       if (!f.err && r.prompt_ids.empty()) f.err = bad("'input' cannot be empty", "input");
       break;
@@ -462,7 +392,7 @@ std::string stream_error_frame(int status, std::string_view message) {
 
 boost::json::object response_object(const ResponseMeta& m, const GenRequest& req,
                                     std::string_view status, std::string_view text,
-                                    const std::optional<Usage>& u) {
+                                    const std::optional<Usage>& u, const TurnOutput* turn) {
   json::object r;
   r["id"] = m.id;
   r["object"] = "response";
@@ -487,7 +417,9 @@ boost::json::object response_object(const ResponseMeta& m, const GenRequest& req
   }
   r["model"] = m.model;
   json::array output;
-  if (status != "queued" && status != "in_progress") {
+  if (turn && status != "queued" && status != "in_progress") {
+    output = turn_output_items(*turn, m.item_id);
+  } else if (status != "queued" && status != "in_progress") {
     json::object item;
     item["id"] = m.item_id;
     item["type"] = "message";
@@ -499,18 +431,18 @@ boost::json::object response_object(const ResponseMeta& m, const GenRequest& req
     output.push_back(std::move(item));
   }
   r["output"] = std::move(output);
-  r["parallel_tool_calls"] = true;
+  r["parallel_tool_calls"] = req.parallel_tool_calls;
   if (req.previous_response_id.empty()) {
     r["previous_response_id"] = nullptr;
   } else {
     r["previous_response_id"] = req.previous_response_id;
   }
-  r["reasoning"] = nullptr;
+  r["reasoning"] = req.reasoning;
   r["store"] = req.store;
   r["temperature"] = req.temperature;
   r["text"] = json::object{{"format", json::object{{"type", "text"}}}};
-  r["tool_choice"] = "auto";
-  r["tools"] = json::array{};
+  r["tool_choice"] = req.tool_choice;
+  r["tools"] = req.tools;
   r["top_p"] = 1.0;
   r["truncation"] = "disabled";
   if (u) {
@@ -518,7 +450,8 @@ boost::json::object response_object(const ResponseMeta& m, const GenRequest& req
         json::object{{"input_tokens", u->prompt_tokens},
                      {"input_tokens_details", json::object{{"cached_tokens", u->cached_tokens}}},
                      {"output_tokens", u->completion_tokens},
-                     {"output_tokens_details", json::object{{"reasoning_tokens", 0}}},
+                     {"output_tokens_details",
+                      json::object{{"reasoning_tokens", turn ? turn->reasoning_tokens : 0}}},
                      {"total_tokens", u->prompt_tokens + u->completion_tokens}};
   } else {
     r["usage"] = nullptr;

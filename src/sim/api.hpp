@@ -2,6 +2,7 @@
 // The simulator's OpenAI API surface as pure functions: request parsing and validation (with
 // vLLM's error messages and statuses), prompt rendering to token ids, and the JSON bodies and
 // SSE frames vLLM sends. No I/O here; the server (sim/server.cpp and its parts) does the I/O.
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
@@ -24,9 +25,35 @@ struct ApiError {
   std::optional<std::string> param;
 };
 
+/// One message of a conversation as the chat template renders it (tool calls, tool results and
+/// reasoning already turned into text, see sim/input_items).
 struct Message {
   std::string role;
   std::string content;
+};
+
+/// A function tool a request offers (chat `tools[].function`, Responses `tools[]` of type
+/// function): its name and JSON schema, for the statistical tool-call mode.
+struct FunctionTool {
+  std::string name;
+  boost::json::value parameters;
+};
+
+/// One tool call the simulator emits.
+struct OutputCall {
+  std::string name;
+  std::string arguments;  // JSON text
+  std::string call_id;    // call_… (chat: the tool call's id)
+  std::string item_id;    // fc_… (Responses output item)
+};
+
+/// What a scripted or statistical turn has emitted (so far): reasoning, text, tool calls.
+struct TurnOutput {
+  std::string reasoning;
+  std::string text;
+  std::vector<OutputCall> calls;
+  std::string reasoning_id;  // rs_… (Responses output item)
+  std::int64_t reasoning_tokens = 0;
 };
 
 /// A validated generation request.
@@ -48,6 +75,14 @@ struct GenRequest {
   bool store = true;
   bool background = false;
   boost::json::value raw_input;  // echoed in the response object's `input` is not needed
+  // Tools and reasoning (chat and Responses), echoed by the Responses object as vLLM does.
+  boost::json::value tools = boost::json::array{};
+  boost::json::value tool_choice = "auto";
+  boost::json::value reasoning;  // null, or {effort, generate_summary, summary}
+  bool parallel_tool_calls = true;
+  std::vector<FunctionTool> function_tools;
+  /// The last user message or tool output of the input (what a script turn's `match` reads).
+  std::string last_input;
 };
 
 /// What the server knows when validating (model name, limits, the response store).
@@ -99,10 +134,15 @@ struct ResponseMeta {
 // ---- non-streaming bodies ----
 std::string completion_body(const ResponseMeta& m, std::string_view text, const Usage& u);
 std::string chat_body(const ResponseMeta& m, std::string_view text, const Usage& u);
+/// A chat body of a scripted/statistical turn: `reasoning`, `content` (null when empty) and
+/// `tool_calls`; finish_reason `tool_calls` when it stopped after a call (sim/turn_frames.cpp).
+std::string chat_turn_body(const ResponseMeta& m, const TurnOutput& out, const Usage& u);
 /// The Responses API object. `status`: queued | in_progress | completed | incomplete | cancelled.
+/// With `turn`, the output items are its reasoning, message and function_call items.
 boost::json::object response_object(const ResponseMeta& m, const GenRequest& req,
                                     std::string_view status, std::string_view text,
-                                    const std::optional<Usage>& u);
+                                    const std::optional<Usage>& u,
+                                    const TurnOutput* turn = nullptr);
 
 // ---- streaming frames (each a complete `data: …\n\n` or `event: …\ndata: …\n\n`) ----
 /// `usage` of completions and chat as vLLM writes it: `prompt_tokens_details` is

@@ -2,6 +2,7 @@
 // Everything `llmux sim` can be told, with the DGX Spark preset's derivation of KV capacity.
 // Plain values: built by the CLI, then read-only (the server copies it).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,8 @@
 #include "sim/textgen.hpp"
 
 namespace llmux::sim {
+
+struct Script;  // sim/script.hpp
 
 /// Faults injected by flag (every request) or per request by the `X-Llmux-Fault` header.
 struct FaultConfig {
@@ -50,7 +53,11 @@ struct SimConfig {
   FaultConfig faults;
   std::size_t response_store_max = 100000;  // oldest evicted first
   std::size_t debug_timings_max = 20000;    // per-request timing records kept
-  std::int64_t max_body_bytes = 32 << 20;
+  /// --max-body-bytes: largest request body accepted (413 above); 0 = no limit, as vLLM has none
+  std::int64_t max_body_bytes = 0;
+  /// --keep-alive-timeout: an idle keep-alive connection is closed this long after its last
+  /// response (uvicorn's --timeout-keep-alive, 5 s, which vLLM's server runs with); 0 = never
+  double keep_alive_timeout_s = 5.0;
   bool zero_cost = false;          // --zero-cost: every model cost is 0
   bool no_prefix_caching = false;  // --no-enable-prefix-caching
   /// --enable-prompt-tokens-details: usage.prompt_tokens_details.cached_tokens on completions and
@@ -58,6 +65,10 @@ struct SimConfig {
   bool enable_prompt_tokens_details = false;
   bool print_ready_json = true;
   std::string admin_token;  // --admin-token: /admin/faults needs `Authorization: Bearer <it>`
+  /// --script FILE: what the simulator says (sim/script.hpp), read at start; null: generated text
+  std::shared_ptr<const Script> script;
+  /// --tool-call-share X: that share of chat/Responses requests with function tools get a call
+  double tool_call_share = 0.0;
 
   /// Applies a preset's values (model, calibration, memory); throws on an unknown name.
   void apply_preset(const std::string& name);

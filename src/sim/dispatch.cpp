@@ -12,6 +12,7 @@
 
 #include "core/clock.hpp"
 #include "core/ids.hpp"
+#include "core/tokenizer.hpp"
 #include "sim/faults.hpp"
 #include "sim/job.hpp"
 #include "sim/stream.hpp"
@@ -53,6 +54,7 @@ Dispatcher::Dispatcher(const SimConfig& cfg, net::io_context& ioc, EngineDriver&
   api_.served_model_name = cfg_.served_model_name;
   api_.max_model_len = cfg_.max_model_len;
   api_.lookup_conversation = [this](std::string_view id) { return store_.conversation(id); };
+  if (cfg_.script) script_.emplace(cfg_.script);
 }
 
 awaitable<void> Dispatcher::dispatch(Conn& c, Request& req) {
@@ -140,6 +142,27 @@ awaitable<void> Dispatcher::cancel_response(Conn& c, Request& req, std::string_v
                        "invalid_request_error");
 }
 
+std::shared_ptr<const TurnPlan> Dispatcher::plan_turn(const GenRequest& g, std::uint64_t seed) {
+  if (g.endpoint == Endpoint::Completions) return nullptr;
+  // Call ids as vLLM draws them: chat bodies `chatcmpl-tool-<32 hex>` (ToolCall's default),
+  // chat streams `call_<24 hex>` (qwen3_coder's parser), Responses `call_<32 hex>`.
+  const bool chat_body = g.endpoint == Endpoint::Chat && !g.stream;
+  const std::string_view prefix = chat_body ? "chatcmpl-tool-" : "call_";
+  const int hex = g.endpoint == Endpoint::Chat && g.stream ? 24 : 32;
+  if (script_) {
+    const ScriptTurn* t = script_->pick(g.last_input);
+    if (!t) return nullptr;
+    return std::make_shared<TurnPlan>(make_plan(t->reasoning, t->text, t->calls, prefix, hex));
+  }
+  if (cfg_.tool_call_share <= 0 || g.function_tools.empty()) return nullptr;
+  // Drawn from the request's seed: greedy requests with the same prompt decide alike.
+  std::mt19937_64 draw(seed ^ 0x746f6f6c63616c6cull);
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(draw);
+  auto call = statistical_call(g, cfg_.tool_call_share, u, draw());
+  if (!call) return nullptr;
+  return std::make_shared<TurnPlan>(make_plan("", "", {std::move(*call)}, prefix, hex));
+}
+
 awaitable<void> Dispatcher::handle_generate(Conn& c, Request& req, Endpoint ep) {
   const std::int64_t arrival = mono_ns();
   auto parsed = parse_request(ep, req.body(), api_);
@@ -174,11 +197,17 @@ awaitable<void> Dispatcher::handle_generate(Conn& c, Request& req, Endpoint ep) 
   const std::int64_t natural = cfg_.output_len.draw(seed | 1);
   std::int64_t n_out = max_tokens;
   std::string finish = "length";
-  if (!g.ignore_eos && natural <= max_tokens) {
+  if (auto plan = plan_turn(g, seed)) {
+    // A scripted or statistical turn: its tokens, cut by max_tokens.
+    const auto len = static_cast<std::int64_t>(plan->pieces.size());
+    n_out = std::min(len, max_tokens);
+    if (n_out == len) finish = "stop";
+    job->plan = std::move(plan);
+  } else if (!g.ignore_eos && natural <= max_tokens) {
     n_out = natural;
     finish = "stop";
   }
-  job->words = generate_words(seed, static_cast<std::size_t>(n_out));
+  if (!job->plan) job->words = generate_words(seed, static_cast<std::size_t>(n_out));
   job->seq = driver_.next_seq();
   job->meta.endpoint = ep;
   job->meta.model = g.model;
@@ -203,8 +232,15 @@ awaitable<void> Dispatcher::handle_generate(Conn& c, Request& req, Endpoint ep) 
   SeqRequest sr;
   sr.id = job->seq;
   sr.prompt = job->req.prompt_ids;
-  sr.output.reserve(job->words.size());
+  sr.output.reserve(static_cast<std::size_t>(n_out));
   for (auto w : job->words) sr.output.push_back(vocab_id(w));
+  if (job->plan) {
+    for (std::int64_t i = 0; i < n_out; ++i) {
+      const TurnPiece& p = job->plan->pieces[static_cast<std::size_t>(i)];
+      sr.output.push_back(Tokenizer::piece_id(
+          p.seg == Seg::CallHeader ? job->plan->full.calls[p.call].name : p.text));
+    }
+  }
   if (!driver_.submit(job, std::move(sr))) {
     tm.outcome = "rejected";
     co_return co_await write_error(

@@ -7,6 +7,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -17,8 +18,10 @@
 #include "sim/driver.hpp"
 #include "sim/http_io.hpp"
 #include "sim/metrics.hpp"
+#include "sim/script.hpp"
 #include "sim/store.hpp"
 #include "sim/timings.hpp"
+#include "sim/turn.hpp"
 
 namespace llmux::sim {
 
@@ -36,6 +39,8 @@ class Dispatcher {
   boost::asio::awaitable<void> get_response(Conn& c, Request& req, std::string_view id);
   boost::asio::awaitable<void> cancel_response(Conn& c, Request& req, std::string_view id);
   std::string models_json() const;
+  /// The scripted or statistical turn for a request, or null (generated words).
+  std::shared_ptr<const TurnPlan> plan_turn(const GenRequest& g, std::uint64_t seed);
 
   const SimConfig& cfg_;
   boost::asio::io_context& ioc_;
@@ -46,6 +51,7 @@ class Dispatcher {
   FaultControl& control_;
   std::mt19937_64 rng_;
   ApiContext api_;
+  std::optional<ScriptPlayer> script_;  // --script
 };
 
 }  // namespace llmux::sim

@@ -154,14 +154,17 @@ void EngineDriver::finish(Job& job, std::int64_t now) {
   if (!job.req.stream) tm.end_ns = now;
 
   if (job.req.endpoint == Endpoint::Responses) {
-    const std::string text = job.text();
-    json::object resp = response_object(job.meta, job.req, "completed", text, job.usage);
+    std::optional<TurnOutput> turn;
+    if (job.plan) turn = job.plan->emitted(static_cast<std::size_t>(job.emitted));
+    const std::string text = turn ? turn->text : job.text();
+    json::object resp =
+        response_object(job.meta, job.req, "completed", text, job.usage, turn ? &*turn : nullptr);
     if (job.req.stream) append_responses_done_events(job, text, resp);
     if (job.req.store) {
       StoredResponse st;
       st.response = std::move(resp);
       st.conversation = job.req.conversation;
-      st.conversation.push_back(Message{"assistant", text});
+      st.conversation.push_back(Message{"assistant", turn ? assistant_history(*turn) : text});
       st.background = job.req.background;
       store_.put(job.meta.id, std::move(st));
     }

@@ -4,13 +4,15 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 namespace llmux::sim {
 
 double EngineParams::step_time(int batch, std::int64_t decode_ctx,
                                std::int64_t prefill_tokens) const {
   if (batch <= 0) return 0.0;
-  double t = std::max(t0 + m * (batch - 1), c * batch);
+  const double base = batch_exp == 0.0 ? t0 : t0 * std::pow(static_cast<double>(batch), batch_exp);
+  double t = std::max(base + m * (batch - 1), c * batch);
   t += ctx_cost * static_cast<double>(decode_ctx);
   if (prefill_tokens > 0) {
     if (prefill_rate > 0) t += static_cast<double>(prefill_tokens) / prefill_rate;

@@ -9,9 +9,10 @@
 // deadline, so a late driver catches up instead of drifting.
 //
 // Step time (see docs/sim.md):
-//   t_step = max(t0 + m·(B−1), c·B) + ctx_cost·Σ(context of decoding sequences)
+//   t_step = max(t0·B^batch_exp + m·(B−1), c·B) + ctx_cost·Σ(context of decoding sequences)
 //            + prefill_tokens / prefill_rate + (prefill_tokens > 0 ? prefill_overhead : 0)
-// where B is the number of sequences in the step (decoding or prefilling).
+// where B is the number of sequences in the step (decoding or prefilling); batch_exp is 0 (a
+// constant floor) unless a preset fits it.
 //
 // Not thread-safe: one engine belongs to one thread.
 #include <cstdint>
@@ -28,6 +29,7 @@ namespace llmux::sim {
 struct EngineParams {
   // Step time (seconds).
   double t0 = 0.0199;             // memory-bound floor: one sequence alone
+  double batch_exp = 0.0;         // the floor grows as B^batch_exp (0: constant)
   double m = 0.00094;             // memory-bound slope: each further sequence in the batch
   double c = 0.00285;             // compute-bound cost per sequence in the batch
   double ctx_cost = 0.0;          // per context token of every decoding sequence, per step

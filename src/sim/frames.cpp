@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/faults.hpp"
+#include "sim/turn_frames.hpp"
 
 namespace llmux::sim {
 namespace {
@@ -31,6 +32,7 @@ void append_opening_frames(Job& job) {
     json::object initial = response_object(job.meta, job.req, "in_progress", "", std::nullopt);
     job.out += responses_event("response.created", {{"response", initial}}, job.seq_number++);
     job.out += responses_event("response.in_progress", {{"response", initial}}, job.seq_number++);
+    if (job.plan) return;  // a turn's items open with their first token (sim/turn_frames)
     json::object item{{"id", job.meta.item_id},
                       {"content", json::array{}},
                       {"role", "assistant"},
@@ -51,6 +53,11 @@ void append_opening_frames(Job& job) {
 
 void append_token_frame(Job& job, int index, bool last) {
   const std::size_t start = job.out.size();
+  if (job.plan) {
+    append_turn_token_frame(job, index, last);
+    if (index == 0) malform_frame(job.out, start, job.faults.malformed);
+    return;
+  }
   const std::string_view piece = vocab_piece(job.words[index]);
   const std::string_view fr = last ? job.meta.finish_reason : std::string_view();
   switch (job.req.endpoint) {
@@ -77,6 +84,10 @@ void append_done_frames(Job& job) {
 }
 
 void append_responses_done_events(Job& job, const std::string& text, const json::object& resp) {
+  if (job.plan) {  // the items were closed with the last token
+    job.out += responses_event("response.completed", {{"response", resp}}, job.seq_number++);
+    return;
+  }
   json::object part{{"annotations", json::array{}}, {"text", text}, {"type", "output_text"}};
   part["logprobs"] = nullptr;
   job.out += responses_event("response.output_text.done",

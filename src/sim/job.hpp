@@ -13,6 +13,7 @@
 #include "sim/faults.hpp"
 #include "sim/textgen.hpp"
 #include "sim/timings.hpp"
+#include "sim/turn.hpp"
 
 namespace llmux::sim {
 
@@ -33,6 +34,9 @@ struct Job {
   std::int64_t last_emit_ns = 0;
   boost::asio::steady_timer wake;  // cancelled by notify(): the job's writer has work
   std::shared_ptr<Timing> timing;
+  /// A scripted or statistical turn (null: the generated words above, as before).
+  std::shared_ptr<const TurnPlan> plan;
+  int turn_output_index = -1;  // Responses: output_index of the item being streamed
 
   void notify() { wake.cancel(); }
   std::string text() const {

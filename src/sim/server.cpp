@@ -98,12 +98,25 @@ class Server {
   awaitable<void> session(tcp::socket sock) {
     Conn c(std::move(sock));
     const auto tracked = listener_.track(c);
-    for (;;) {
+    for (bool answered = false;; answered = true) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(64 * 1024);
-      parser.body_limit(static_cast<std::uint64_t>(cfg_.max_body_bytes));
-      c.stream.expires_after(std::chrono::seconds(600));
+      if (cfg_.max_body_bytes > 0) {
+        parser.body_limit(static_cast<std::uint64_t>(cfg_.max_body_bytes));
+      } else {
+        parser.body_limit(boost::none);  // vLLM's server has no limit
+      }
       c.idle = true;  // refusing new connections closes it now (unless an admin one)
+      if (answered && c.buf.size() == 0 && cfg_.keep_alive_timeout_s > 0) {
+        // uvicorn's keep-alive timeout: after a response, the next request's first bytes must
+        // come within it, or the connection is closed (silently, as uvicorn does).
+        c.stream.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(cfg_.keep_alive_timeout_s)));
+        auto [ec, n] = co_await c.stream.async_read_some(c.buf.prepare(4096), use_tuple);
+        if (ec) break;
+        c.buf.commit(n);
+      }
+      c.stream.expires_after(std::chrono::seconds(600));
       auto [ec, n] = co_await http::async_read_header(c.stream, c.buf, parser, use_tuple);
       c.idle = false;
       // Only an HTTP/1.1 client waits for `100 Continue` (RFC 9110 §10.1.1), and only while the

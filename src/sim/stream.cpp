@@ -106,17 +106,21 @@ awaitable<void> plain_response(Conn& c, Request& req, std::shared_ptr<Job> job,
   if (job->aborted) {
     co_return co_await write_error(c, 500, "The request was cancelled.", true, &req);
   }
-  const std::string text = job->text();
+  std::optional<TurnOutput> turn;
+  if (job->plan) turn = job->plan->emitted(static_cast<std::size_t>(job->emitted));
+  const std::string text = turn ? turn->text : job->text();
   std::string body;
   switch (job->req.endpoint) {
     case Endpoint::Completions:
       body = completion_body(job->meta, text, job->usage);
       break;
     case Endpoint::Chat:
-      body = chat_body(job->meta, text, job->usage);
+      body = turn ? chat_turn_body(job->meta, *turn, job->usage)
+                  : chat_body(job->meta, text, job->usage);
       break;
     case Endpoint::Responses:
-      body = json::serialize(response_object(job->meta, job->req, "completed", text, job->usage));
+      body = json::serialize(response_object(job->meta, job->req, "completed", text, job->usage,
+                                             turn ? &*turn : nullptr));
       break;
   }
   malform_body(body, job->faults.malformed);

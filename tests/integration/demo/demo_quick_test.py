@@ -2,7 +2,8 @@
 """End-to-end: `llmux demo --quick` runs the seed's whole experiment and prints a complete report
 whose figures are plausible (loose bounds; the tight figures belong to the benchmarks), explains
 the rows that differ from the seed, and removes its temporary directory; with --out DIR it writes
-index.html and the benchmarks' charts there."""
+index.html and the benchmarks' charts there; with --preset it runs the atlas preset and checks
+against that preset's figures."""
 import os
 import re
 import shutil
@@ -114,6 +115,24 @@ try:
             failures.append(f"demo --out drew no {sub} chart")
 finally:
     shutil.rmtree(keep, ignore_errors=True)
+
+# --preset: the simulators run the atlas preset, and its calibration rows are checked against
+# inference-atlas's figures (~54 tok/s alone, ~174 at N=8; N=16 keeps gaining past N=8).
+p3 = subprocess.run([llmux, "demo", "--quick", "--preset", "dgx-spark-qwen3.6-35b-a3b-fp8-atlas"],
+                    capture_output=True, text=True, timeout=240)
+if p3.returncode != 0:
+    failures.append(f"demo --preset exited {p3.returncode}: {p3.stderr[-2000:]}")
+rows = {}
+for line in p3.stdout.splitlines():
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) == 5 and cells[0] and not cells[0].startswith("---") and cells[0] != "Figure":
+        rows[cells[0]] = cells
+for needle in ("--preset dgx-spark-qwen3.6-35b-a3b-fp8-atlas", "inference-atlas, one Spark: ~54"):
+    if needle not in p3.stdout:
+        failures.append(f"demo --preset report lacks '{needle}'")
+check("Single stream, server1 (medium prompt)", 45, 65)
+check("N=8 aggregate, per machine", 140, 230, 0)
+check("N=16 direct to server1, chat", 1.2, 2.0, 1)
 if failures:
     print(out)
     for f in failures:

@@ -1,0 +1,229 @@
+#include "sim/turn_frames.hpp"
+
+#include <boost/json.hpp>
+
+#include <fmt/format.h>
+
+namespace llmux::sim {
+namespace {
+
+namespace json = boost::json;
+
+std::optional<Usage> continuous(const Job& job) {
+  if (!job.req.continuous_usage) return std::nullopt;
+  Usage u = job.usage;
+  u.prompt_tokens_details = false;
+  return u;
+}
+
+// Chat: one delta per token. vLLM's qwen3_coder parser sends a call's header
+// ({index, id, type, function: {name, arguments: ""}}) and then argument pieces
+// ({index, function: {arguments}}); the qwen3 reasoning parser puts thinking in `reasoning`.
+void chat_token(Job& job, int index, bool last) {
+  const TurnPlan& plan = *job.plan;
+  const TurnPiece& p = plan.pieces[static_cast<std::size_t>(index)];
+  std::string delta;
+  switch (p.seg) {
+    case Seg::Reasoning:
+      delta = fmt::format(R"({{"reasoning":{}}})", json_quote(p.text));
+      break;
+    case Seg::Text:
+      delta = fmt::format(R"({{"content":{}}})", json_quote(p.text));
+      break;
+    case Seg::CallHeader: {
+      const OutputCall& c = plan.full.calls[static_cast<std::size_t>(p.call)];
+      delta = fmt::format(
+          R"({{"tool_calls":[{{"id":"{}","type":"function","index":{},"function":{{"name":{},"arguments":""}}}}]}})",
+          c.call_id, p.call, json_quote(c.name));
+      break;
+    }
+    case Seg::CallArgs:
+      delta = fmt::format(R"({{"tool_calls":[{{"index":{},"function":{{"arguments":{}}}}}]}})",
+                          p.call, json_quote(p.text));
+      break;
+  }
+  std::string_view fr;
+  if (last)
+    fr = chat_finish_reason(plan.emitted(static_cast<std::size_t>(index) + 1),
+                            job.meta.finish_reason);
+  job.out += chat_delta_frame(job.meta, delta, fr, continuous(job));
+}
+
+void event(Job& job, std::string_view type, json::object data) {
+  job.out += responses_event(type, std::move(data), job.seq_number++);
+}
+
+json::object reasoning_item(const std::string& id, const std::string* text) {
+  json::object item{{"id", id}, {"summary", json::array{}}, {"type", "reasoning"}};
+  if (text) {
+    item["content"] = json::array{json::object{{"text", *text}, {"type", "reasoning_text"}}};
+  } else {
+    item["content"] = nullptr;
+  }
+  item["encrypted_content"] = nullptr;
+  item["status"] = text ? "completed" : "in_progress";
+  return item;
+}
+
+json::object call_item(const OutputCall& c, std::string_view status) {
+  return json::object{{"arguments", c.arguments}, {"call_id", c.call_id}, {"name", c.name},
+                      {"type", "function_call"},  {"id", c.item_id},      {"status", status}};
+}
+
+// Responses (vLLM's simple_streaming_events.py): output_item.added when an item starts, its
+// deltas, and its done events when the next item starts or the turn ends.
+void open_item(Job& job, const TurnPiece& p) {
+  const TurnPlan& plan = *job.plan;
+  const int oi = ++job.turn_output_index;
+  switch (p.seg) {
+    case Seg::Reasoning:
+      event(job, "response.output_item.added",
+            {{"item", reasoning_item(plan.full.reasoning_id, nullptr)}, {"output_index", oi}});
+      event(job, "response.content_part.added",
+            {{"content_index", 0},
+             {"item_id", plan.full.reasoning_id},
+             {"output_index", oi},
+             {"part", json::object{{"text", ""}, {"type", "reasoning_text"}}}});
+      break;
+    case Seg::Text: {
+      json::object item{{"id", job.meta.item_id},
+                        {"content", json::array{}},
+                        {"role", "assistant"},
+                        {"status", "in_progress"},
+                        {"type", "message"}};
+      event(job, "response.output_item.added", {{"item", item}, {"output_index", oi}});
+      json::object part{{"annotations", json::array{}},
+                        {"text", ""},
+                        {"type", "output_text"},
+                        {"logprobs", json::array{}}};
+      event(job, "response.content_part.added",
+            {{"content_index", 0},
+             {"item_id", job.meta.item_id},
+             {"output_index", oi},
+             {"part", part}});
+      break;
+    }
+    case Seg::CallHeader:
+    case Seg::CallArgs: {
+      OutputCall c = plan.full.calls[static_cast<std::size_t>(p.call)];
+      c.arguments.clear();
+      event(job, "response.output_item.added",
+            {{"item", call_item(c, "in_progress")}, {"output_index", oi}});
+      break;
+    }
+  }
+}
+
+void close_item(Job& job, std::size_t emitted, const TurnPiece& p) {
+  const TurnPlan& plan = *job.plan;
+  const TurnOutput out = plan.emitted(emitted);
+  const int oi = job.turn_output_index;
+  switch (p.seg) {
+    case Seg::Reasoning: {
+      const std::string& id = plan.full.reasoning_id;
+      event(job, "response.reasoning_text.done",
+            {{"content_index", 0}, {"item_id", id}, {"output_index", oi}, {"text", out.reasoning}});
+      event(job, "response.content_part.done",
+            {{"content_index", 0},
+             {"item_id", id},
+             {"output_index", oi},
+             {"part", json::object{{"text", out.reasoning}, {"type", "reasoning_text"}}}});
+      event(job, "response.output_item.done",
+            {{"item", reasoning_item(id, &out.reasoning)}, {"output_index", oi}});
+      break;
+    }
+    case Seg::Text: {
+      const std::string& id = job.meta.item_id;
+      json::object part{
+          {"annotations", json::array{}}, {"text", out.text}, {"type", "output_text"}};
+      part["logprobs"] = nullptr;
+      event(job, "response.output_text.done",
+            {{"content_index", 0},
+             {"item_id", id},
+             {"logprobs", json::array{}},
+             {"output_index", oi},
+             {"text", out.text}});
+      event(job, "response.content_part.done",
+            {{"content_index", 0}, {"item_id", id}, {"output_index", oi}, {"part", part}});
+      json::object item{{"id", id},
+                        {"content", json::array{part}},
+                        {"role", "assistant"},
+                        {"status", "completed"},
+                        {"type", "message"}};
+      event(job, "response.output_item.done", {{"item", item}, {"output_index", oi}});
+      break;
+    }
+    case Seg::CallHeader:
+    case Seg::CallArgs: {
+      const OutputCall& c = out.calls.back();
+      event(job, "response.function_call_arguments.done",
+            {{"arguments", c.arguments},
+             {"item_id", c.item_id},
+             {"name", c.name},
+             {"output_index", oi}});
+      event(job, "response.output_item.done",
+            {{"item", call_item(c, "completed")}, {"output_index", oi}});
+      break;
+    }
+  }
+}
+
+void responses_token(Job& job, int index, bool last) {
+  const TurnPlan& plan = *job.plan;
+  const auto i = static_cast<std::size_t>(index);
+  const TurnPiece& p = plan.pieces[i];
+  if (i > 0 && !plan.same_item(i - 1, i)) close_item(job, i, plan.pieces[i - 1]);
+  if (i == 0 || !plan.same_item(i - 1, i)) open_item(job, p);
+  const int oi = job.turn_output_index;
+  switch (p.seg) {
+    case Seg::Reasoning:
+      event(job, "response.reasoning_text.delta",
+            {{"content_index", 0},
+             {"delta", p.text},
+             {"item_id", plan.full.reasoning_id},
+             {"output_index", oi}});
+      break;
+    case Seg::Text:
+      event(job, "response.output_text.delta",
+            {{"content_index", 0},
+             {"delta", p.text},
+             {"item_id", job.meta.item_id},
+             {"logprobs", json::array{}},
+             {"output_index", oi}});
+      break;
+    case Seg::CallHeader:
+      break;  // the header names the call (output_item.added); its arguments follow
+    case Seg::CallArgs:
+      event(job, "response.function_call_arguments.delta",
+            {{"delta", p.text},
+             {"item_id", plan.full.calls[static_cast<std::size_t>(p.call)].item_id},
+             {"output_index", oi}});
+      break;
+  }
+  if (last) close_item(job, i + 1, p);
+}
+
+}  // namespace
+
+std::string chat_delta_frame(const ResponseMeta& m, std::string_view delta,
+                             std::string_view finish_reason,
+                             const std::optional<Usage>& continuous) {
+  return fmt::format(
+      "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":{},\"model\":{},"
+      "\"choices\":[{{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":{}{},"
+      "\"token_ids\":null}}]{}}}\n\n",
+      m.id, m.created, json_quote(m.model), delta,
+      finish_reason.empty() ? std::string("null") : fmt::format("\"{}\"", finish_reason),
+      finish_reason.empty() ? "" : ",\"stop_reason\":null",
+      continuous ? fmt::format(",\"usage\":{}", usage_json(*continuous, false)) : std::string());
+}
+
+void append_turn_token_frame(Job& job, int index, bool last) {
+  if (job.req.endpoint == Endpoint::Chat) {
+    chat_token(job, index, last);
+  } else if (job.req.endpoint == Endpoint::Responses) {
+    responses_token(job, index, last);
+  }
+}
+
+}  // namespace llmux::sim
