@@ -9,7 +9,7 @@
 # screenshot lands in WORK_DIR/dashboard.png; with UPDATE_SCREENSHOT=1 also in docs/dashboard.png
 # (the README shows it). LLMUX_BINARY and LLMUX_SOURCE_DIR come from CTest.
 #
-# Offline: as tests/e2e/openai-node/run.sh, an existing WORK_DIR/node_modules or the npm cache is
+# Offline: as tests/e2e/npm_test.sh, an existing WORK_DIR/node_modules or the npm cache is
 # used; only when neither works is the test skipped (exit 77, CTest's SKIP_RETURN_CODE).
 set -euo pipefail
 src=$1

@@ -1,7 +1,8 @@
 // The official `openai` npm client (v6, pinned in package.json) against `llmux gateway` running
 // the seed's routing (examples/seed.yaml) in front of two `llmux sim` processes, all started here
-// on free loopback ports. Chat and completions, streaming and not, and /v1/responses chained
-// with previous_response_id, all through the gateway.
+// on free loopback ports. Chat and completions, streaming and not, /v1/responses chained with
+// previous_response_id, and tool calls (chat and responses, streaming and not: the simulators play
+// tools.yaml), all through the gateway.
 //
 // Run by CTest (tests/e2e/CMakeLists.txt) with LLMUX_BINARY (the built llmux) and
 // LLMUX_SOURCE_DIR (for examples/seed.yaml) in the environment.
@@ -10,7 +11,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 
 const BINARY = process.env.LLMUX_BINARY;
@@ -75,7 +77,8 @@ before(async () => {
   assert.ok(BINARY, 'LLMUX_BINARY must name the llmux binary under test');
   assert.ok(SOURCE_DIR, 'LLMUX_SOURCE_DIR must name the source tree (for examples/seed.yaml)');
   workDir = mkdtempSync(join(tmpdir(), 'llmux-e2e-openai-'));
-  const sim = ['sim', '--host', '127.0.0.1', '--port', '0', '--time-scale', '100'];
+  const sim = ['sim', '--host', '127.0.0.1', '--port', '0', '--time-scale', '100',
+               '--script', join(dirname(fileURLToPath(import.meta.url)), 'tools.yaml')];
   const [s1, s2] = await Promise.all([startLlmux(sim), startLlmux(sim)]);
   // The seed's gateway, pointed at the simulators, on a free loopback port.
   let yaml = readFileSync(join(SOURCE_DIR, 'examples/seed.yaml'), 'utf8');
@@ -258,4 +261,103 @@ test('errors come back as the SDK\'s typed errors', async () => {
     client.responses.retrieve('resp_does_not_exist'),
     (e) => e instanceof OpenAI.NotFoundError && e.status === 404,
   );
+});
+
+// ---- tool calls (the simulators play tools.yaml, as vLLM with --enable-auto-tool-choice) ----
+
+const WEATHER_TOOL = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'The weather in a city.',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
+      required: ['city'],
+    },
+  },
+};
+const ASK = 'What is the weather in Paris?';
+
+function expectWeatherCall(name, args) {
+  assert.equal(name, 'get_weather');
+  assert.deepEqual(JSON.parse(args), { city: 'Paris', unit: 'celsius' });
+}
+
+test('chat tool call, not streaming, then the tool result answered', async () => {
+  const messages = [{ role: 'user', content: ASK }];
+  const first = await client.chat.completions.create({ model: MODEL, messages, tools: [WEATHER_TOOL] });
+  const choice = first.choices[0];
+  assert.equal(choice.finish_reason, 'tool_calls');
+  assert.equal(choice.message.tool_calls.length, 1);
+  const call = choice.message.tool_calls[0];
+  assert.equal(call.type, 'function');
+  assert.ok(call.id, 'the call has an id');
+  expectWeatherCall(call.function.name, call.function.arguments);
+  assert.ok(first.usage.completion_tokens > 0);
+  messages.push(choice.message, { role: 'tool', tool_call_id: call.id, content: 'sunny-21' });
+  const second = await client.chat.completions.create({ model: MODEL, messages, tools: [WEATHER_TOOL] });
+  assert.equal(second.choices[0].message.content, 'It is sunny in Paris, 21 degrees.');
+  assert.equal(second.choices[0].finish_reason, 'stop');
+});
+
+test('chat tool call, streaming: the deltas add up to the call', async () => {
+  const stream = await client.chat.completions.create({
+    model: MODEL, messages: [{ role: 'user', content: ASK }], tools: [WEATHER_TOOL], stream: true,
+  });
+  const calls = [];
+  let finish = null;
+  let reasoning = '';
+  for await (const chunk of stream) {
+    const c = chunk.choices[0];
+    if (!c) continue;
+    if (c.delta?.reasoning) reasoning += c.delta.reasoning;
+    for (const d of c.delta?.tool_calls ?? []) {
+      calls[d.index] ??= { id: '', name: '', args: '' };
+      if (d.id) calls[d.index].id = d.id;
+      if (d.function?.name) calls[d.index].name += d.function.name;
+      if (d.function?.arguments) calls[d.index].args += d.function.arguments;
+    }
+    if (c.finish_reason) finish = c.finish_reason;
+  }
+  assert.equal(finish, 'tool_calls');
+  assert.equal(calls.length, 1);
+  assert.ok(calls[0].id);
+  expectWeatherCall(calls[0].name, calls[0].args);
+  assert.ok(reasoning.includes('call get_weather'), `reasoning: ${reasoning}`);
+});
+
+test('responses tool call, not streaming, then the function output answered', async () => {
+  const tools = [{ type: 'function', name: 'get_weather', parameters: WEATHER_TOOL.function.parameters }];
+  const first = await client.responses.create({ model: MODEL, input: ASK, tools, store: false });
+  const call = first.output.find((o) => o.type === 'function_call');
+  assert.ok(call, `no function_call item: ${JSON.stringify(first.output)}`);
+  expectWeatherCall(call.name, call.arguments);
+  assert.ok(call.call_id);
+  assert.ok(first.output.some((o) => o.type === 'reasoning'), 'a reasoning item comes first');
+  // As Codex does: the whole history back, with the call and its output (store: false).
+  const second = await client.responses.create({
+    model: MODEL, tools, store: false,
+    input: [{ role: 'user', content: ASK }, call,
+            { type: 'function_call_output', call_id: call.call_id, output: 'sunny-21' }],
+  });
+  assert.equal(second.output_text, 'It is sunny in Paris, 21 degrees.');
+  assert.equal(second.status, 'completed');
+});
+
+test('responses tool call, streaming: argument deltas add up to the call', async () => {
+  const tools = [{ type: 'function', name: 'get_weather', parameters: WEATHER_TOOL.function.parameters }];
+  const stream = await client.responses.create({ model: MODEL, input: ASK, tools, stream: true });
+  let args = '';
+  let done = null;
+  let completed = null;
+  for await (const ev of stream) {
+    if (ev.type === 'response.function_call_arguments.delta') args += ev.delta;
+    if (ev.type === 'response.output_item.done' && ev.item.type === 'function_call') done = ev.item;
+    if (ev.type === 'response.completed') completed = ev.response;
+  }
+  assert.ok(done, 'no function_call item was done');
+  expectWeatherCall(done.name, args);
+  assert.equal(done.arguments, args);
+  assert.ok(completed.output.some((o) => o.type === 'function_call'));
 });
