@@ -137,6 +137,11 @@ std::string chat_body(const ResponseMeta& m, std::string_view text, const Usage&
 /// A chat body of a scripted/statistical turn: `reasoning`, `content` (null when empty) and
 /// `tool_calls`; finish_reason `tool_calls` when it stopped after a call (sim/turn_frames.cpp).
 std::string chat_turn_body(const ResponseMeta& m, const TurnOutput& out, const Usage& u);
+/// A finished response's status as vLLM gives it: "incomplete" when max_output_tokens cut it
+/// (finish_reason "length"; incomplete_details.reason "max_output_tokens"), else "completed".
+inline const char* finished_status(const ResponseMeta& m) {
+  return m.finish_reason == "length" ? "incomplete" : "completed";
+}
 /// The Responses API object. `status`: queued | in_progress | completed | incomplete | cancelled.
 /// With `turn`, the output items are its reasoning, message and function_call items.
 boost::json::object response_object(const ResponseMeta& m, const GenRequest& req,

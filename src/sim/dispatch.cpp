@@ -63,7 +63,7 @@ awaitable<void> Dispatcher::dispatch(Conn& c, Request& req) {
   const auto method = req.method();
   const bool get = method == http::verb::get, post = method == http::verb::post;
   if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses") {
-    if (!post) co_return co_await write_error(c, 405, "Method Not Allowed", true, &req);
+    if (!post) co_return co_await write_method_not_allowed(c, req, "POST");
     const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions
                         : path == "/v1/responses" ? Endpoint::Responses
                                                   : Endpoint::Chat;
@@ -98,9 +98,11 @@ awaitable<void> Dispatcher::dispatch(Conn& c, Request& req) {
           c, 404, fmt::format("No timing record for '{}'.", path.substr(16)), true, &req);
     co_return co_await write_json(c, 200, json::serialize(timing_json(*t)), &req);
   }
-  co_await write_error(c, 404,
-                       fmt::format("Not Found: {} {}", std::string_view(req.method_string()), path),
-                       true, &req);
+  // vLLM's GET-only routes called with another method, then any other path: Starlette's 405/404.
+  if (!get && method != http::verb::head &&
+      (path == "/health" || path == "/version" || path == "/v1/models"))
+    co_return co_await write_method_not_allowed(c, req, "GET");
+  co_await write_not_found(c, req);
 }
 
 std::string Dispatcher::models_json() const {

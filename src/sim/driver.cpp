@@ -157,8 +157,8 @@ void EngineDriver::finish(Job& job, std::int64_t now) {
     std::optional<TurnOutput> turn;
     if (job.plan) turn = job.plan->emitted(static_cast<std::size_t>(job.emitted));
     const std::string text = turn ? turn->text : job.text();
-    json::object resp =
-        response_object(job.meta, job.req, "completed", text, job.usage, turn ? &*turn : nullptr);
+    json::object resp = response_object(job.meta, job.req, finished_status(job.meta), text,
+                                        job.usage, turn ? &*turn : nullptr);
     if (job.req.stream) append_responses_done_events(job, text, resp);
     if (job.req.store) {
       StoredResponse st;

@@ -1,5 +1,7 @@
 #include "sim/http_io.hpp"
 
+#include <fmt/format.h>
+
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>
 
@@ -23,6 +25,29 @@ awaitable<void> write_body(Conn& c, int status, std::string body, std::string_vi
   res.prepare_payload();
   auto [ec, n] = co_await http::async_write(c.stream, res, use_tuple);
   if (ec) c.keep_alive = false;
+}
+
+namespace {
+awaitable<void> write_detail(Conn& c, int status, std::string_view detail, const Request& req,
+                             std::string_view allow) {
+  http::response<http::string_body> res{static_cast<http::status>(status), req.version()};
+  common_headers(res, &req);
+  res.set(http::field::content_type, "application/json");
+  if (!allow.empty()) res.set(http::field::allow, allow);
+  res.keep_alive(c.keep_alive);
+  res.body() = fmt::format(R"({{"detail":"{}"}})", detail);
+  res.prepare_payload();
+  auto [ec, n] = co_await http::async_write(c.stream, res, use_tuple);
+  if (ec) c.keep_alive = false;
+}
+}  // namespace
+
+awaitable<void> write_not_found(Conn& c, const Request& req) {
+  co_await write_detail(c, 404, "Not Found", req, {});
+}
+
+awaitable<void> write_method_not_allowed(Conn& c, const Request& req, std::string_view allow) {
+  co_await write_detail(c, 405, "Method Not Allowed", req, allow);
 }
 
 awaitable<void> write_json(Conn& c, int status, std::string body, const Request* req) {

@@ -47,5 +47,12 @@ boost::asio::awaitable<void> write_error(Conn& c, int status, std::string_view m
                                          const Request* req = nullptr, std::string_view type = {},
                                          std::optional<std::string_view> param = std::nullopt);
 boost::asio::awaitable<void> write_api_error(Conn& c, const ApiError& e, const Request& req);
+/// What vLLM's FastAPI app answers for a path it has no route for (404 `{"detail":"Not Found"}`)
+/// or a route called with a method it lacks (405 `{"detail":"Method Not Allowed"}` with
+/// `Allow`): Starlette's own answers, not the OpenAI shape (vLLM's HTTPException handler is
+/// registered for FastAPI's subclass, which routing does not raise).
+boost::asio::awaitable<void> write_not_found(Conn& c, const Request& req);
+boost::asio::awaitable<void> write_method_not_allowed(Conn& c, const Request& req,
+                                                      std::string_view allow);
 
 }  // namespace llmux::sim

@@ -119,8 +119,8 @@ awaitable<void> plain_response(Conn& c, Request& req, std::shared_ptr<Job> job,
                   : chat_body(job->meta, text, job->usage);
       break;
     case Endpoint::Responses:
-      body = json::serialize(response_object(job->meta, job->req, "completed", text, job->usage,
-                                             turn ? &*turn : nullptr));
+      body = json::serialize(response_object(job->meta, job->req, finished_status(job->meta), text,
+                                             job->usage, turn ? &*turn : nullptr));
       break;
   }
   malform_body(body, job->faults.malformed);

@@ -289,7 +289,10 @@ TEST_F(SimGenerate, ResponsesShapeAndUsage) {
   ASSERT_FALSE(o.empty());
   EXPECT_TRUE(o.at("id").as_string().starts_with("resp_")) << o.at("id");
   EXPECT_EQ(o.at("object"), "response");
-  EXPECT_EQ(o.at("status"), "completed");
+  // Cut by max_output_tokens: incomplete, as vLLM answers (serving_responses.py: finish_reason
+  // "length" -> status "incomplete", incomplete_details {"reason": "max_output_tokens"}).
+  EXPECT_EQ(o.at("status"), "incomplete");
+  EXPECT_EQ(o.at("incomplete_details").at("reason"), "max_output_tokens");
   EXPECT_EQ(o.at("model"), kModel);
   EXPECT_EQ(i64(o.at("max_output_tokens")), 6);
   const auto& item = o.at("output").at(0).as_object();
@@ -351,6 +354,12 @@ TEST_F(SimFixedLen, NaturalStopAtFixedLength) {
   ASSERT_FALSE(e.empty());
   EXPECT_EQ(e.at("choices").at(0).at("finish_reason"), "length");
   EXPECT_EQ(i64(e.at("usage").at("completion_tokens")), 3);
+  // A Responses answer that stopped by itself is completed, with no incomplete_details.
+  auto g = post_ok(c, "/v1/responses", R"({"input":"stop early","max_output_tokens":500})");
+  ASSERT_FALSE(g.empty());
+  EXPECT_EQ(g.at("status"), "completed");
+  EXPECT_TRUE(g.at("incomplete_details").is_null()) << g.at("incomplete_details");
+  EXPECT_EQ(i64(g.at("usage").at("output_tokens")), 5);
   // ignore_eos runs past the natural stop.
   auto f =
       post_ok(c, "/v1/completions", R"({"prompt":"stop early","max_tokens":12,"ignore_eos":true})");
@@ -526,7 +535,8 @@ TEST_F(SimStreaming, ResponsesTypedEventsInOrder) {
     }
     if (ev.event == "response.completed") {
       const auto& resp = o.at("response").as_object();
-      EXPECT_EQ(resp.at("status"), "completed");
+      EXPECT_EQ(resp.at("status"), "incomplete");  // cut by max_output_tokens
+      EXPECT_EQ(resp.at("incomplete_details").at("reason"), "max_output_tokens");
       EXPECT_EQ(str(resp.at("id")), id);
       EXPECT_EQ(i64(resp.at("usage").at("output_tokens")), n);
       EXPECT_EQ(response_text(resp), deltas);
@@ -583,7 +593,8 @@ TEST_F(SimStore, ChainGrowsAndHitsCache) {
   ASSERT_EQ(g.status, 200) << g.body;
   auto go = parse_json(g.body).as_object();
   EXPECT_EQ(str(go.at("id")), first_id);
-  EXPECT_EQ(go.at("status"), "completed");
+  // Stored as it ended: finished, completed or (cut by max_output_tokens) incomplete.
+  EXPECT_TRUE(go.at("status") == "completed" || go.at("status") == "incomplete") << go.at("status");
   EXPECT_FALSE(response_text(go).empty());
 }
 
@@ -646,14 +657,16 @@ TEST_F(SimStore, BackgroundCompletes) {
         if (g.status != 200) return false;
         last = parse_json(g.body).as_object();
         const auto& st = last.at("status");
-        EXPECT_TRUE(st == "queued" || st == "in_progress" || st == "completed") << st;
-        return st == "completed";
+        // 30 tokens of max_output_tokens: it ends incomplete (vLLM's status for a cut answer).
+        EXPECT_TRUE(st == "queued" || st == "in_progress" || st == "incomplete") << st;
+        return st == "incomplete";
       },
       10s);
   ASSERT_TRUE(done) << json::serialize(last);
   EXPECT_EQ(i64(last.at("usage").at("output_tokens")), 30);
   EXPECT_EQ(count_tokens(response_text(last)), 30u);
-  // A completed background response cannot be cancelled any more.
+  EXPECT_EQ(last.at("incomplete_details").at("reason"), "max_output_tokens");
+  // A finished background response cannot be cancelled any more.
   Response x = c.post("/v1/responses/" + id + "/cancel", "");
   EXPECT_EQ(x.status, 400) << x.body;
 }

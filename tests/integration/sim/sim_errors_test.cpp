@@ -284,13 +284,30 @@ TEST_F(SimErrors, UnknownModelIs404OnEveryEndpoint) {
   }
 }
 
+// vLLM's FastAPI app answers an unknown path and a wrong method with Starlette's own bodies, not
+// the OpenAI error shape: vllm/entrypoints/openai/api_server.py registers its HTTPException
+// handler for fastapi.HTTPException, a subclass of the starlette.exceptions.HTTPException that
+// routing raises, so FastAPI's default handler answers {"detail": ...} (405 with Allow).
 TEST_F(SimErrors, UnknownPathAndMethod) {
   HttpClient c(port());
-  expect_error(c.get("/nope"), 404, "GET /nope");
-  expect_error(c.post("/v1/embeddings", "{}"), 404, "POST /v1/embeddings");
-  expect_error(c.get("/v1/completions"), 405, "GET /v1/completions");
-  expect_error(c.request("DELETE", "/v1/chat/completions"), 405, "DELETE /v1/chat/completions");
-  expect_error(c.post("/v1/responses/a/b/c", "{}"), 404, "POST /v1/responses/a/b/c");
+  auto expect_detail = [](const Response& r, int status, std::string_view detail,
+                          std::string_view allow, const char* what) {
+    SCOPED_TRACE(what);
+    EXPECT_EQ(r.status, status) << r.body;
+    EXPECT_EQ(r.body, std::string(R"({"detail":")") + std::string(detail) + "\"}");
+    EXPECT_EQ(r.header("content-type"), "application/json");
+    EXPECT_EQ(r.header("allow"), allow);
+  };
+  expect_detail(c.get("/nope"), 404, "Not Found", "", "GET /nope");
+  expect_detail(c.post("/v1/embeddings", "{}"), 404, "Not Found", "", "POST /v1/embeddings");
+  expect_detail(c.post("/v1/responses/a/b/c", "{}"), 404, "Not Found", "", "/v1/responses/a/b/c");
+  expect_detail(c.get("/v1/completions"), 405, "Method Not Allowed", "POST", "GET /v1/completions");
+  expect_detail(c.request("DELETE", "/v1/chat/completions"), 405, "Method Not Allowed", "POST",
+                "DELETE /v1/chat/completions");
+  expect_detail(c.post("/v1/models", "{}"), 405, "Method Not Allowed", "GET", "POST /v1/models");
+  // The connection survives all of them.
+  EXPECT_EQ(c.get("/v1/models").status, 200);
+  EXPECT_EQ(c.connections_opened(), 1);
 }
 
 TEST_F(SimErrors, BodyOverLimitIs413) {
