@@ -26,6 +26,7 @@
 #include "bench/commands.hpp"
 #include "bench/html_report.hpp"
 #include "cli/commands.hpp"
+#include "cli/demo_agent.hpp"
 #include "core/process.hpp"
 
 namespace llmux::cli {
@@ -244,14 +245,19 @@ Runner add_demo(CLI::App& app) {
         scale, dir.string(), temp ? " (removed at the end)" : "");
     int p1, p2, pg;
     std::unique_ptr<Child> s1, s2, gw;
+    // The agent turn's script: only its own requests match it (demo_agent.hpp).
+    const fs::path script = dir / "agent_script.yaml";
+    std::ofstream(script) << demo_agent_script();
     try {
       s1 = std::make_unique<Child>(
           "server1",
-          std::vector<std::string>{"sim", "--port", "0", "--preset", o->preset, "--time-scale", ts},
+          std::vector<std::string>{"sim", "--port", "0", "--preset", o->preset, "--time-scale", ts,
+                                   "--script", script.string()},
           dir / "server1.log");
       s2 = std::make_unique<Child>(
           "server2",
-          std::vector<std::string>{"sim", "--port", "0", "--preset", o->preset, "--time-scale", ts},
+          std::vector<std::string>{"sim", "--port", "0", "--preset", o->preset, "--time-scale", ts,
+                                   "--script", script.string()},
           dir / "server2.log");
       p1 = s1->wait_ready(std::chrono::seconds(15));
       p2 = s2->wait_ready(std::chrono::seconds(15));
@@ -322,6 +328,16 @@ Runner add_demo(CLI::App& app) {
       guard.keep = true;
       spdlog::error("llmux demo: benchmark 2 failed (logs kept in {}):\n{}", dir.string(),
                     md2.str());
+      return 1;
+    }
+    // One agent turn with a tool call through the gateway, as the Codex CLI takes it.
+    std::cerr << "llmux demo: one agent turn with a tool call through the gateway\n";
+    std::string agent;
+    try {
+      agent = demo_agent_turn(pg, dir);
+    } catch (const std::exception& e) {
+      guard.keep = true;
+      spdlog::error("llmux demo: {} (logs kept in {})", e.what(), dir.string());
       return 1;
     }
     gw->stop();
@@ -462,6 +478,10 @@ Runner add_demo(CLI::App& app) {
     out << bench::to_markdown(fig_md) << "\n";
     for (const auto& w : whys) out << w << "\n\n";
     out << closing << "\n";
+    out << "\n## One agent turn with a tool call, through the gateway\n\n"
+        << "What the Codex CLI does on each tool call (docs/codex.md), played by the demo; the "
+           "simulators answer it from a script (`llmux sim --script`).\n\n"
+        << agent;
     if (scale == 1.0) {
       out << "\n## Benchmark 1: each machine directly (`llmux bench throughput`)\n\n"
           << md1.str() << "\n## Benchmark 2: direct vs gateway (`llmux bench compare`)\n\n"

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """End-to-end: `llmux demo --quick` runs the seed's whole experiment and prints a complete report
 whose figures are plausible (loose bounds; the tight figures belong to the benchmarks), explains
-the rows that differ from the seed, and removes its temporary directory; with --out DIR it writes
+the rows that differ from the seed, shows one agent turn with a tool call through the gateway, and
+removes its temporary directory; with --out DIR it writes
 index.html and the benchmarks' charts there; with --preset it runs the atlas preset and checks
 against that preset's figures."""
 import os
@@ -25,6 +26,17 @@ for line in out.splitlines():
         rows[cells[0]] = cells
 
 failures = []
+
+# The agent turn: a function_call from the gateway's server1, the tool's output sent back, and the
+# scripted answer that only that output selects.
+agent = out.split("## One agent turn with a tool call, through the gateway", 1)
+if len(agent) != 2:
+    failures.append("the report has no agent turn section")
+else:
+    for needle in ("← server1: reasoning", "`function_call` `list_files(", "function_call_output",
+                   "← server1: \"The demo's directory holds"):
+        if needle not in agent[1]:
+            failures.append(f"the agent turn lacks {needle!r}: {agent[1]!r}")
 
 # Its temporary directory (named on stderr) is gone.
 m = re.search(r"logs in (\S+) \(removed at the end\)", proc.stderr)

@@ -157,8 +157,7 @@ TEST_F(SeedRouting, EverythingElseGoesToServer1) {
     Response r = c.post(path, "{}");
     EXPECT_EQ(r.header("x-llmux-backend"), "server1") << path;
     EXPECT_EQ(r.status, 404) << path;
-    std::string why;
-    EXPECT_TRUE(is_openai_error(r.body, 404, &why)) << why;
+    EXPECT_EQ(r.body, R"({"detail":"Not Found"})") << path;  // vLLM's (Starlette's) own body
   }
   // So does anything else the backends serve (vLLM's /version); /metrics is the gateway's own.
   Response v = c.get("/version");

@@ -1,0 +1,114 @@
+#include "cli/demo_agent.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "http/client.hpp"
+#include "http/url.hpp"
+
+namespace llmux::cli {
+
+namespace json = boost::json;
+
+namespace {
+constexpr const char* kAsk = "What is in the demo's directory? (llmux demo agent turn)";
+constexpr const char* kMarker = "llmux-demo-listing:";
+constexpr const char* kAnswer =
+    "The demo's directory holds the simulators' and the gateway's logs and the benchmarks' "
+    "results.";
+
+json::value tool() {
+  return json::parse(R"({"type":"function","name":"list_files",
+    "description":"Lists the files of a directory.",
+    "parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}})");
+}
+
+struct Answer {
+  json::object body;
+  std::string backend;
+};
+
+Answer post(int port, const json::object& req, const char* step) {
+  const std::string body = json::serialize(req);
+  http::RequestSpec spec;
+  spec.target = "/v1/responses";
+  spec.body = body;
+  spec.capture_header = "X-Llmux-Backend";
+  const auto url = http::Url::parse(fmt::format("http://127.0.0.1:{}", port));
+  const http::SimpleResponse r = http::fetch_blocking(*url, spec, std::chrono::seconds(60));
+  if (r.r.failure != http::Failure::none || r.r.status != 200)
+    throw std::runtime_error(fmt::format("agent turn, {}: {} {} {}", step, r.r.status, r.r.message,
+                                         r.body.substr(0, 300)));
+  json::value v = json::parse(r.body);
+  if (!v.is_object()) throw std::runtime_error(fmt::format("agent turn, {}: not an object", step));
+  return {std::move(v.as_object()), r.r.captured};
+}
+}  // namespace
+
+std::string demo_agent_script() {
+  return fmt::format(
+      "# llmux demo's agent turn (written by the demo): only its own requests match.\n"
+      "- match: \"llmux demo agent turn\"\n"
+      "  reasoning: \"The user asks what the directory holds: call list_files.\"\n"
+      "  tool_calls:\n"
+      "    - name: list_files\n"
+      "      arguments: {{path: \".\"}}\n"
+      "- match: \"{}\"\n"
+      "  text: \"{}\"\n",
+      kMarker, kAnswer);
+}
+
+std::string demo_agent_turn(int port, const std::filesystem::path& dir) {
+  json::array input{json::object{{"role", "user"}, {"content", kAsk}}};
+  json::object req{{"model", "Qwen3.6-35B-A3B"},
+                   {"store", false},
+                   {"tools", json::array{tool()}},
+                   {"input", input}};
+  const Answer first = post(port, req, "the request with the tool");
+  const json::object* call = nullptr;
+  std::string reasoning;
+  for (const auto& item : first.body.at("output").as_array()) {
+    const auto& o = item.as_object();
+    if (o.at("type") == "function_call") call = &o;
+    if (o.at("type") == "reasoning" && o.contains("content"))
+      for (const auto& part : o.at("content").as_array())
+        reasoning += json::value_to<std::string>(part.at("text"));
+  }
+  if (!call) throw std::runtime_error("agent turn: the first answer holds no function_call");
+  const std::string name = json::value_to<std::string>(call->at("name"));
+  const std::string args = json::value_to<std::string>(call->at("arguments"));
+  // The tool, run by the demo: the directory's entries (read, not executed).
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  const std::string listing = fmt::format("{} {}", kMarker, fmt::join(names, ", "));
+  // The whole history back, with the call and its output, as Codex sends it (store: false).
+  input.push_back(*call);
+  input.push_back(json::object{
+      {"type", "function_call_output"}, {"call_id", call->at("call_id")}, {"output", listing}});
+  req["input"] = input;
+  const Answer second = post(port, req, "the request with the tool's output");
+  std::string text;
+  for (const auto& item : second.body.at("output").as_array())
+    if (item.at("type") == "message")
+      for (const auto& part : item.at("content").as_array())
+        text += json::value_to<std::string>(part.at("text"));
+  if (text != kAnswer)
+    throw std::runtime_error(fmt::format("agent turn: the final answer is \"{}\"", text));
+  return fmt::format(
+      "1. → `POST /v1/responses` (tool `list_files`, `store: false`): \"{}\"\n"
+      "2. ← {}: reasoning \"{}\", then `function_call` `{}({})`\n"
+      "3. the demo runs `{}` on its directory: {} entries\n"
+      "4. → `POST /v1/responses` with the history, the `function_call` and its "
+      "`function_call_output` (as Codex sends them)\n"
+      "5. ← {}: \"{}\"\n",
+      kAsk, first.backend, reasoning, name, args, name, names.size(), second.backend, text);
+}
+
+}  // namespace llmux::cli
