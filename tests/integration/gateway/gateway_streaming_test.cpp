@@ -262,6 +262,28 @@ class GatewayClientGone : public SimBehindGatewayTest {
         5s))
         << "the backend's in-flight slot was not released: " << last.status << " " << last.body;
   }
+  // A raw connection that sent a non-streaming request the backend would run for half an hour.
+  std::unique_ptr<RawConnection> send_endless(const std::string& request_id) {
+    auto raw = std::make_unique<RawConnection>(gw_->port());
+    const std::string body =
+        R"({"prompt":"a very long answer","max_tokens":100000,"ignore_eos":true})";
+    EXPECT_TRUE(raw->send(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "X-Request-Id: " +
+        request_id + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+    return raw;
+  }
+  // The backend's running count comes back to 0 within 5 s.
+  void expect_backend_idle() {
+    double now = -1;
+    EXPECT_TRUE(poll_until(
+        [&] {
+          now = running(sim_->port());
+          return now == 0;
+        },
+        5s))
+        << "the backend still runs the abandoned request: num_requests_running " << now;
+  }
   std::string outcome(const std::string& request_id) {
     HttpClient c(sim_->port());
     Response r = c.get("/debug/requests/" + request_id);
@@ -281,37 +303,17 @@ TEST_F(GatewayClientGone, StreamingClientLeavingAbortsUpstream) {
   ASSERT_EQ(r.events.size(), 3u) << to_string(r.end) << "\n" << r.raw();
   EXPECT_EQ(running(sim_->port()), 1);
   s->close();
-  double now = -1;
-  EXPECT_TRUE(poll_until(
-      [&] {
-        now = running(sim_->port());
-        return now == 0;
-      },
-      5s))
-      << "the backend still runs the abandoned request: num_requests_running " << now;
+  expect_backend_idle();
   EXPECT_EQ(outcome("gone-streaming"), "client_gone");
   expect_slot_released();
 }
 
 TEST_F(GatewayClientGone, WaitingNonStreamingClientLeavingAbortsUpstream) {
   ASSERT_EQ(running(sim_->port()), 0);
-  auto raw = std::make_unique<RawConnection>(gw_->port());
-  const std::string body =
-      R"({"prompt":"a very long answer","max_tokens":100000,"ignore_eos":true})";
-  ASSERT_TRUE(
-      raw->send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                "X-Request-Id: gone-nonstreaming\r\nContent-Length: " +
-                std::to_string(body.size()) + "\r\n\r\n" + body));
+  auto raw = send_endless("gone-nonstreaming");
   ASSERT_TRUE(poll_until([&] { return running(sim_->port()) == 1; }, 5s));
   raw->close();  // gone while the gateway waits for the response header
-  double now = -1;
-  EXPECT_TRUE(poll_until(
-      [&] {
-        now = running(sim_->port());
-        return now == 0;
-      },
-      5s))
-      << "the backend still runs the abandoned request: num_requests_running " << now;
+  expect_backend_idle();
   EXPECT_EQ(outcome("gone-nonstreaming"), "client_gone");
   expect_slot_released();
 }
@@ -320,13 +322,7 @@ TEST_F(GatewayClientGone, WaitingNonStreamingClientLeavingAbortsUpstream) {
 // never pays for one; a client that leaves sooner than that is still noticed once it starts.
 TEST_F(GatewayClientGone, ClientLeavingAtOnceAbortsUpstream) {
   ASSERT_EQ(running(sim_->port()), 0);
-  auto raw = std::make_unique<RawConnection>(gw_->port());
-  const std::string body =
-      R"({"prompt":"a very long answer","max_tokens":100000,"ignore_eos":true})";
-  ASSERT_TRUE(
-      raw->send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                "X-Request-Id: gone-at-once\r\nContent-Length: " +
-                std::to_string(body.size()) + "\r\n\r\n" + body));
+  auto raw = send_endless("gone-at-once");
   raw->close();  // gone before the gateway's first tick
   std::string last;
   EXPECT_TRUE(poll_until(
@@ -336,7 +332,7 @@ TEST_F(GatewayClientGone, ClientLeavingAtOnceAbortsUpstream) {
       },
       5s))
       << "the backend's request did not end as client_gone: " << last;
-  EXPECT_EQ(running(sim_->port()), 0);
+  expect_backend_idle();
   expect_slot_released();
 }
 
