@@ -15,19 +15,11 @@ namespace {
 
 namespace json = boost::json;
 
-// vLLM's continuous usage carries the counts only, never prompt_tokens_details.
-std::optional<Usage> continuous(const Job& job) {
-  if (!job.req.continuous_usage) return std::nullopt;
-  Usage u = job.usage;
-  u.prompt_tokens_details = false;
-  return u;
-}
-
 }  // namespace
 
 void append_opening_frames(Job& job) {
   if (job.req.endpoint == Endpoint::Chat) {
-    job.out += chat_role_frame(job.meta, continuous(job));
+    job.out += chat_role_frame(job.meta, continuous_usage(job));
   } else if (job.req.endpoint == Endpoint::Responses) {
     json::object initial = response_object(job.meta, job.req, "in_progress", "", std::nullopt);
     job.out += responses_event("response.created", {{"response", initial}}, job.seq_number++);
@@ -62,10 +54,10 @@ void append_token_frame(Job& job, int index, bool last) {
   const std::string_view fr = last ? job.meta.finish_reason : std::string_view();
   switch (job.req.endpoint) {
     case Endpoint::Completions:
-      job.out += completion_token_frame(job.meta, piece, fr, continuous(job));
+      job.out += completion_token_frame(job.meta, piece, fr, continuous_usage(job));
       break;
     case Endpoint::Chat:
-      job.out += chat_token_frame(job.meta, piece, fr, continuous(job));
+      job.out += chat_token_frame(job.meta, piece, fr, continuous_usage(job));
       break;
     case Endpoint::Responses:
       job.out += fmt::format(

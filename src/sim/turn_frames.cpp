@@ -9,13 +9,6 @@ namespace {
 
 namespace json = boost::json;
 
-std::optional<Usage> continuous(const Job& job) {
-  if (!job.req.continuous_usage) return std::nullopt;
-  Usage u = job.usage;
-  u.prompt_tokens_details = false;
-  return u;
-}
-
 // Chat: one delta per token. vLLM's qwen3_coder parser sends a call's header
 // ({index, id, type, function: {name, arguments: ""}}) and then argument pieces
 // ({index, function: {arguments}}); the qwen3 reasoning parser puts thinking in `reasoning`.
@@ -46,7 +39,7 @@ void chat_token(Job& job, int index, bool last) {
   if (last)
     fr = chat_finish_reason(plan.emitted(static_cast<std::size_t>(index) + 1),
                             job.meta.finish_reason);
-  job.out += chat_delta_frame(job.meta, delta, fr, continuous(job));
+  job.out += chat_delta_frame(job.meta, delta, fr, continuous_usage(job));
 }
 
 void event(Job& job, std::string_view type, json::object data) {
@@ -224,6 +217,13 @@ void append_turn_token_frame(Job& job, int index, bool last) {
   } else if (job.req.endpoint == Endpoint::Responses) {
     responses_token(job, index, last);
   }
+}
+
+std::optional<Usage> continuous_usage(const Job& job) {
+  if (!job.req.continuous_usage) return std::nullopt;
+  Usage u = job.usage;
+  u.prompt_tokens_details = false;
+  return u;
 }
 
 }  // namespace llmux::sim

@@ -3,7 +3,7 @@
 # npm client (openai-node/) and the Codex CLI (codex/).
 #   npm_test.sh SOURCE_DIR WORK_DIR INSTALLED
 # Copies the package (package.json, package-lock.json, *.test.mjs and any other *.json/*.yaml
-# fixtures) into WORK_DIR (a build directory, so two build trees never share a node_modules),
+# fixtures) and the shared llmux_procs.mjs into WORK_DIR (a build directory, so two build trees never share a node_modules),
 # installs what the lockfile pins with `npm ci`, then runs `node --test`. INSTALLED is a path
 # under WORK_DIR that exists once the package is installed (node_modules/openai,
 # node_modules/.bin/codex). LLMUX_BINARY and LLMUX_SOURCE_DIR come from CTest.
@@ -21,7 +21,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   exit 1
 fi
 mkdir -p "$work"
-cp "$src"/*.json "$src"/*.test.mjs "$work/"
+cp "$src"/*.json "$src"/*.test.mjs "$(dirname "$0")/llmux_procs.mjs" "$work/"
 cp "$src"/*.yaml "$work/" 2>/dev/null || true
 cd "$work"
 echo "node $(node --version), npm $(npm --version)"

@@ -10,7 +10,8 @@
 // environment. Everything listens on free loopback ports and is stopped by this test.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { children, startLlmux, stop } from './llmux_procs.mjs';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -21,45 +22,9 @@ const SOURCE_DIR = process.env.LLMUX_SOURCE_DIR;
 const HERE = dirname(fileURLToPath(import.meta.url));
 const CODEX = join(HERE, 'node_modules', '.bin', 'codex');
 
-const children = [];
 let workDir;
 let codexHome;
 let project;
-
-// Spawns `llmux ARGS`; resolves with {child, ready} once its JSON ready line arrives on stdout.
-function startLlmux(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(child);
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`llmux ${args.join(' ')}: no ready line in 10 s: ${err}`)), 10_000);
-    child.stderr.on('data', (d) => { err += d; });
-    child.stdout.on('data', (d) => {
-      out += d;
-      const nl = out.indexOf('\n');
-      if (nl >= 0 && !child.readyLine) {
-        child.readyLine = out.slice(0, nl);
-        clearTimeout(timer);
-        resolve({ child, ready: JSON.parse(child.readyLine) });
-      }
-    });
-    child.on('exit', (code, signal) => {
-      child.exitStatus = { code, signal };
-      clearTimeout(timer);
-      if (!child.readyLine) reject(new Error(`llmux ${args.join(' ')} exited (${code ?? signal}): ${err}`));
-    });
-  });
-}
-
-function stop(child) {
-  return new Promise((resolve) => {
-    if (child.exitStatus) return resolve();
-    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => { clearTimeout(kill); resolve(); });
-    child.kill('SIGTERM');
-  });
-}
 
 // `codex exec` with the given arguments: {status, stdout, stderr}, bounded to 120 s.
 function codex(args) {

@@ -8,7 +8,7 @@
 // LLMUX_SOURCE_DIR (for examples/seed.yaml) in the environment.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { children, startLlmux, stop } from './llmux_procs.mjs';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -19,59 +19,9 @@ const BINARY = process.env.LLMUX_BINARY;
 const SOURCE_DIR = process.env.LLMUX_SOURCE_DIR;
 const MODEL = 'Qwen3.6-35B-A3B'; // the simulators' default served model name
 
-const children = [];
 let workDir;
 let gateway;
 let client;
-
-// Spawns `llmux ARGS` and resolves with {child, ready} once its JSON ready line arrives on
-// stdout; rejects if it exits first or stays silent for 10 s.
-function startLlmux(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(child);
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => {
-      reject(new Error(`llmux ${args.join(' ')}: no ready line within 10 s; stderr: ${err}`));
-    }, 10_000);
-    child.stderr.on('data', (d) => { err += d; });
-    child.stdout.on('data', (d) => {
-      out += d;
-      const nl = out.indexOf('\n');
-      if (nl >= 0 && !child.readyLine) {
-        child.readyLine = out.slice(0, nl);
-        clearTimeout(timer);
-        try {
-          resolve({ child, ready: JSON.parse(child.readyLine) });
-        } catch (e) {
-          reject(new Error(`malformed ready line: ${child.readyLine}`));
-        }
-      }
-    });
-    child.on('exit', (code, signal) => {
-      child.exitStatus = { code, signal };
-      clearTimeout(timer);
-      if (!child.readyLine) {
-        reject(new Error(`llmux ${args.join(' ')} exited (${code ?? signal}) before ready: ${err}`));
-      }
-    });
-    child.stderrText = () => err;
-  });
-}
-
-// SIGTERM, then the exit status (code, or null after SIGKILL at the 10 s bound).
-function stop(child) {
-  return new Promise((resolve) => {
-    if (child.exitStatus) return resolve(child.exitStatus.code);
-    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', (code) => {
-      clearTimeout(kill);
-      resolve(code);
-    });
-    child.kill('SIGTERM');
-  });
-}
 
 before(async () => {
   assert.ok(BINARY, 'LLMUX_BINARY must name the llmux binary under test');

@@ -32,7 +32,7 @@ std::string str(const toml::table& t, std::string_view a, std::string_view b, st
 }
 
 TEST(CodexBaseUrl, SchemeRequiredAndV1Appended) {
-  EXPECT_EQ(codex_base_url("http://10.0.0.1:8080"), "http://10.0.0.1:8080/v1");
+  EXPECT_EQ(codex_base_url("http://192.0.2.1:8080"), "http://192.0.2.1:8080/v1");
   EXPECT_EQ(codex_base_url("https://gw.example/v1/"), "https://gw.example/v1");
   EXPECT_EQ(codex_base_url("http://h:1/prefix"), "http://h:1/prefix/v1");
   for (const char* bad :
