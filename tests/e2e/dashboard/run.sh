@@ -9,9 +9,10 @@
 # screenshot lands in WORK_DIR/dashboard.png; with UPDATE_SCREENSHOT=1 also in docs/dashboard.png
 # (the README shows it). LLMUX_BINARY and LLMUX_SOURCE_DIR come from CTest.
 #
-# Offline: as tests/e2e/npm_test.sh, an existing WORK_DIR/node_modules or the npm cache is
+# Offline: as tests/e2e/npm_install.sh, an existing WORK_DIR/node_modules or the npm cache is
 # used; only when neither works is the test skipped (exit 77, CTest's SKIP_RETURN_CODE).
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 src=$1
 work=$2
 : "${LLMUX_BINARY:?LLMUX_BINARY must name the llmux binary under test}"
@@ -32,17 +33,8 @@ cp "$src/package.json" "$src/package-lock.json" "$src/check_dashboard.mjs" "$wor
 cd "$work"
 echo "node $(node --version), npm $(npm --version), $("$chromium" --version 2>/dev/null || echo chromium)"
 
-if timeout 30 npm ping >/dev/null 2>&1; then
-  npm ci --no-audit --no-fund
-elif [[ -d node_modules/playwright-core ]]; then
-  echo "npm registry unreachable: using the node_modules already installed in $work"
-elif npm ci --offline --no-audit --no-fund >/dev/null 2>&1; then
-  echo "npm registry unreachable: installed from the npm cache"
-else
-  echo "SKIP: the npm registry ($(npm config get registry)) is unreachable and playwright-core" \
-       "is neither installed in $work/node_modules nor in the npm cache" >&2
-  exit 77
-fi
+. "$here/../npm_install.sh"
+npm_install node_modules/playwright-core
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmux-e2e-dashboard.XXXXXX")
 pids=()
