@@ -344,7 +344,9 @@ int closed_port() {
     ::close(fd);
     throw std::runtime_error("closed_port: " + why);
   }
-  ::close(fd);
+  // The socket stays bound (never listening) for the process's life: a connect is refused, and
+  // no server another test starts meanwhile can take the port (closing it let a concurrent test
+  // bind it, and requests meant for a dead backend reached that test's server).
   return ntohs(addr.sin_port);
 }
 

@@ -115,8 +115,8 @@ class GatedBackend {
   int closed_ = 0;
 };
 
-/// A loopback port nothing listens on: bound to get a free port, then closed (connect is
-/// refused).
+/// A loopback port nothing listens on: bound and kept bound, never listening, for the test
+/// process's life (connect is refused, and no other server can take the port).
 int closed_port();
 
 }  // namespace llmux::test
