@@ -1,0 +1,503 @@
+// RedisClient: hiredis's async context on an io_context of its own (see redis_client.hpp).
+//
+// Everything that touches hiredis runs on the Redis thread: the public calls post to it. Each
+// command's state (Op) is shared by hiredis's callback (through a heap-held shared_ptr in its
+// privdata, freed by that callback, which hiredis calls exactly once: with the reply, or with
+// NULL when the context goes) and by its timeout timer; whichever comes first completes it, the
+// other finds it done. A reply arriving after the timeout so touches nothing that is gone.
+#include "state/redis_client.hpp"
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include <csignal>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace llmux::state {
+
+namespace net = boost::asio;
+using std::chrono::milliseconds;
+
+namespace {
+
+RedisReply convert(const redisReply* r) {
+  RedisReply out;
+  switch (r->type) {
+    case REDIS_REPLY_STRING:
+      out.kind = RedisReply::Kind::string;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_STATUS:
+      out.kind = RedisReply::Kind::status;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ERROR:
+      out.kind = RedisReply::Kind::error;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_INTEGER:
+      out.kind = RedisReply::Kind::integer;
+      out.integer = r->integer;
+      break;
+    case REDIS_REPLY_NIL:
+      out.kind = RedisReply::Kind::nil;
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.kind = RedisReply::Kind::array;
+      out.elements.reserve(r->elements);
+      for (std::size_t i = 0; i < r->elements; ++i) out.elements.push_back(convert(r->element[i]));
+      break;
+    default:
+      out.kind = RedisReply::Kind::error;
+      out.str = "unexpected reply type";
+  }
+  return out;
+}
+
+}  // namespace
+
+struct RedisClient::Impl {
+  // The event adapter of one context: its fd as a stream_descriptor, waits re-armed while
+  // hiredis wants them. Shared by the context (ev.data, raw) and each pending wait.
+  struct Watch : std::enable_shared_from_this<Watch> {
+    Watch(Impl* i, redisAsyncContext* c) : impl(i), ac(c), sd(i->io) {}
+    Impl* impl;
+    redisAsyncContext* ac;
+    net::posix::stream_descriptor sd;
+    bool want_read = false, want_write = false, reading = false, writing = false, dead = false;
+  };
+
+  // One command awaiting its reply: the completion and its timeout.
+  struct Op {
+    Op(net::io_context& io, std::unique_ptr<Completion> c) : completion(std::move(c)), timer(io) {}
+    std::unique_ptr<Completion> completion;          // null for fire()
+    std::function<void(const RedisReply&)> on_done;  // fire()'s
+    net::steady_timer timer;
+    bool done = false;
+  };
+
+  enum class Conn { idle, connecting, handshaking, up };
+
+  explicit Impl(RedisOptions o)
+      : opts(std::move(o)), work(net::make_work_guard(io)), reconnect_timer(io), connect_timer(io) {
+    backoff = opts.backoff_min;
+  }
+
+  RedisOptions opts;
+  net::io_context io;
+  net::executor_work_guard<net::io_context::executor_type> work;
+  std::thread thread;
+  std::atomic<bool> stopped{false};  // stop() called: public calls fail at once
+  std::atomic<bool> is_up{false};
+
+  // Redis thread only.
+  redisAsyncContext* ac = nullptr;
+  std::shared_ptr<Watch> watch;
+  Conn conn = Conn::idle;
+  bool stopping = false;
+  bool ever_up = false;
+  enum class Logged { none, up, down } logged = Logged::none;
+  milliseconds backoff;
+  std::atomic<std::size_t> inflight{0};  // written here only; read by counters()
+  std::uint64_t generation = 0;          // connection attempts
+  net::steady_timer reconnect_timer, connect_timer;
+  std::string last_error;
+
+  std::atomic<std::uint64_t> errors{0}, timeouts{0}, refused{0}, reconnects{0}, connect_failures{0};
+
+  std::mutex listeners_mu;
+  std::vector<std::pair<std::size_t, std::function<void()>>> listeners;
+  std::size_t next_listener = 1;
+
+  // --- the event hooks -------------------------------------------------------------------------
+
+  static void arm_read(const std::shared_ptr<Watch>& w) {
+    if (w->reading || w->dead) return;
+    w->reading = true;
+    w->sd.async_wait(net::posix::descriptor_base::wait_read,
+                     [w](const boost::system::error_code& ec) {
+                       w->reading = false;
+                       // Another error: hiredis finds it on the socket.
+                       if (ec == net::error::operation_aborted || w->dead || !w->want_read) return;
+                       redisAsyncHandleRead(w->ac);  // may free the context (w->dead)
+                       if (!w->dead && w->want_read) arm_read(w);
+                     });
+  }
+  static void arm_write(const std::shared_ptr<Watch>& w) {
+    if (w->writing || w->dead) return;
+    w->writing = true;
+    w->sd.async_wait(net::posix::descriptor_base::wait_write,
+                     [w](const boost::system::error_code& ec) {
+                       w->writing = false;
+                       if (ec == net::error::operation_aborted || w->dead || !w->want_write) return;
+                       redisAsyncHandleWrite(w->ac);
+                       if (!w->dead && w->want_write) arm_write(w);
+                     });
+  }
+  static void add_read(void* p) {
+    auto* w = static_cast<Watch*>(p);
+    w->want_read = true;
+    arm_read(w->shared_from_this());
+  }
+  static void del_read(void* p) { static_cast<Watch*>(p)->want_read = false; }
+  static void add_write(void* p) {
+    auto* w = static_cast<Watch*>(p);
+    w->want_write = true;
+    arm_write(w->shared_from_this());
+  }
+  static void del_write(void* p) { static_cast<Watch*>(p)->want_write = false; }
+  // The context is being freed: stop watching, give the fd back (hiredis closes it).
+  static void cleanup(void* p) {
+    auto w = static_cast<Watch*>(p)->shared_from_this();
+    w->dead = true;
+    w->want_read = w->want_write = false;
+    boost::system::error_code ec;
+    w->sd.cancel(ec);
+    if (w->sd.is_open()) w->sd.release();
+    w->impl->on_freed(w->ac);
+  }
+
+  // --- connection life -------------------------------------------------------------------------
+
+  void connect() {
+    if (stopping) return;
+    conn = Conn::connecting;
+    redisAsyncContext* c = redisAsyncConnect(opts.url.host.c_str(), opts.url.port);
+    if (c == nullptr) {
+      attempt_failed("out of memory");
+      return;
+    }
+    if (c->err) {
+      std::string why = c->errstr;
+      redisAsyncFree(c);
+      attempt_failed(why);
+      return;
+    }
+    // A peer that vanished (no RST: a host gone) is found within seconds, not TCP's minutes:
+    // keepalive probes when idle, and unacknowledged writes bounded by TCP_USER_TIMEOUT.
+    redisEnableKeepAlive(&c->c);
+    const unsigned int user_timeout_ms = 10000;
+    ::setsockopt(c->c.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+    auto w = std::make_shared<Watch>(this, c);
+    boost::system::error_code ec;
+    w->sd.assign(c->c.fd, ec);
+    if (ec) {
+      redisAsyncFree(c);  // no hooks yet: nothing calls back
+      attempt_failed("cannot watch the socket: " + ec.message());
+      return;
+    }
+    c->data = this;
+    c->ev.data = w.get();
+    c->ev.addRead = &Impl::add_read;
+    c->ev.delRead = &Impl::del_read;
+    c->ev.addWrite = &Impl::add_write;
+    c->ev.delWrite = &Impl::del_write;
+    c->ev.cleanup = &Impl::cleanup;
+    ac = c;
+    watch = w;
+    // No disconnect callback: the cleanup hook (on_freed) sees every end of a context, and
+    // before hiredis's onDisconnect would.
+    redisAsyncSetConnectCallback(c, &Impl::on_connect);  // arms the write wait: connected when
+                                                         // writable
+    const std::uint64_t gen = ++generation;
+    connect_timer.expires_after(opts.connect_timeout);
+    connect_timer.async_wait([this, c, gen](const boost::system::error_code& e) {
+      if (e || gen != generation || ac != c || conn == Conn::up) return;
+      last_error = "connect timed out";
+      redisAsyncFree(c);  // -> cleanup -> on_freed
+    });
+  }
+
+  static void on_connect(const redisAsyncContext* c, int status) {
+    auto* self = static_cast<Impl*>(c->data);
+    if (status != REDIS_OK) {
+      self->last_error = c->errstr ? c->errstr : "connect failed";
+      return;  // hiredis frees the context next: cleanup -> on_freed
+    }
+    self->handshake(const_cast<redisAsyncContext*>(c));
+  }
+
+  // AUTH and SELECT when asked for, then PING: up once PING answers.
+  void handshake(redisAsyncContext* c) {
+    conn = Conn::handshaking;
+    auto send = [&](std::vector<std::string> args, bool last) {
+      std::vector<const char*> argv;
+      std::vector<std::size_t> lens;
+      for (const auto& a : args) {
+        argv.push_back(a.data());
+        lens.push_back(a.size());
+      }
+      redisAsyncCommandArgv(c, &Impl::on_handshake, reinterpret_cast<void*>(last ? 1 : 0),
+                            static_cast<int>(argv.size()), argv.data(), lens.data());
+    };
+    if (!opts.url.password.empty()) {
+      if (opts.url.user.empty())
+        send({"AUTH", opts.url.password}, false);
+      else
+        send({"AUTH", opts.url.user, opts.url.password}, false);
+    }
+    if (opts.url.db != 0) send({"SELECT", std::to_string(opts.url.db)}, false);
+    send({"PING"}, true);
+  }
+
+  static void on_handshake(redisAsyncContext* c, void* r, void* priv) {
+    auto* self = static_cast<Impl*>(c->data);
+    auto* reply = static_cast<redisReply*>(r);
+    if (reply == nullptr || (c->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING))) return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+      self->last_error = std::string("handshake: ") + std::string(reply->str, reply->len);
+      redisAsyncFree(c);  // in a callback: hiredis frees it when the callback returns
+      return;
+    }
+    if (priv != nullptr) self->become_up();
+  }
+
+  void become_up() {
+    conn = Conn::up;
+    last_error.clear();
+    is_up = true;
+    backoff = opts.backoff_min;
+    connect_timer.cancel();
+    if (logged == Logged::down)
+      spdlog::warn("redis {}: up{}", opts.url.str(), ever_up ? " again" : " (was unreachable)");
+    else if (logged == Logged::none)
+      spdlog::info("redis {}: connected", opts.url.str());
+    if (ever_up) ++reconnects;
+    ever_up = true;
+    logged = Logged::up;
+    std::lock_guard lock(listeners_mu);
+    for (auto& [id, fn] : listeners) fn();
+  }
+
+  // The context is being freed (cleanup hook: it is still readable, not usable).
+  void on_freed(redisAsyncContext* c) {
+    if (c != ac) return;
+    if (c->err && c->errstr && last_error.empty()) last_error = c->errstr;
+    ac = nullptr;
+    watch.reset();
+    connect_timer.cancel();
+    inflight = 0;  // hiredis has called every pending callback (with NULL) by now
+    const bool was_up = conn == Conn::up;
+    conn = Conn::idle;
+    is_up = false;
+    if (stopping) return;
+    if (was_up) {
+      backoff = opts.backoff_min;
+      note_down();
+      schedule_reconnect();
+    } else {
+      attempt_failed(last_error.empty() ? "connection closed" : last_error);
+    }
+  }
+
+  void attempt_failed(const std::string& why) {
+    conn = Conn::idle;
+    ++connect_failures;
+    if (last_error.empty()) last_error = why;
+    note_down();
+    schedule_reconnect();
+    backoff = std::min(backoff * 2, opts.backoff_max);
+  }
+
+  void note_down() {
+    if (logged != Logged::down) {
+      spdlog::warn("redis {}: down ({}); reconnecting (backoff {}..{} ms), local state meanwhile",
+                   opts.url.str(), last_error.empty() ? "connection closed" : last_error,
+                   opts.backoff_min.count(), opts.backoff_max.count());
+      logged = Logged::down;
+    }
+    last_error.clear();
+  }
+
+  void schedule_reconnect() {
+    if (stopping) return;
+    reconnect_timer.expires_after(backoff);
+    reconnect_timer.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec && !stopping && ac == nullptr) connect();
+    });
+  }
+
+  // --- commands --------------------------------------------------------------------------------
+
+  static void on_reply(redisAsyncContext* c, void* r, void* priv) {
+    auto* self = static_cast<Impl*>(c->data);
+    std::unique_ptr<std::shared_ptr<Op>> holder(static_cast<std::shared_ptr<Op>*>(priv));
+    const std::shared_ptr<Op>& op = *holder;
+    if (self->inflight > 0) --self->inflight;
+    auto* reply = static_cast<redisReply*>(r);
+    RedisReply out = reply ? convert(reply) : RedisReply::failure("disconnected");
+    if (out.kind == RedisReply::Kind::error || out.kind == RedisReply::Kind::failed) ++self->errors;
+    if (op->done) return;  // timed out already: the late reply is dropped
+    op->done = true;
+    op->timer.cancel();
+    if (op->on_done) op->on_done(out);
+    if (op->completion) op->completion->complete(std::move(out));
+  }
+
+  // Redis thread: sends `args`, or fails `op` at once.
+  void send(const std::vector<std::string>& args, const std::shared_ptr<Op>& op,
+            milliseconds timeout) {
+    const char* why = nullptr;
+    if (stopping)
+      why = "redis client stopped";
+    else if (conn != Conn::up || ac == nullptr)
+      why = "redis down";
+    else if (inflight >= opts.max_inflight)
+      why = "too many redis commands in flight";
+    if (why == nullptr) {
+      std::vector<const char*> argv;
+      std::vector<std::size_t> lens;
+      argv.reserve(args.size());
+      lens.reserve(args.size());
+      for (const auto& a : args) {
+        argv.push_back(a.data());
+        lens.push_back(a.size());
+      }
+      auto* holder = new std::shared_ptr<Op>(op);
+      if (redisAsyncCommandArgv(ac, &Impl::on_reply, holder, static_cast<int>(argv.size()),
+                                argv.data(), lens.data()) == REDIS_OK) {
+        ++inflight;
+        if (op->completion) {
+          op->timer.expires_after(std::max(timeout, milliseconds(1)));
+          op->timer.async_wait([this, op](const boost::system::error_code& ec) {
+            if (ec || op->done) return;
+            op->done = true;
+            ++timeouts;
+            op->completion->complete(RedisReply::failure("redis timeout"));
+          });
+        }
+        return;
+      }
+      delete holder;
+      why = "redis command not sent";
+    }
+    ++refused;
+    op->done = true;
+    RedisReply f = RedisReply::failure(why);
+    if (op->on_done) op->on_done(f);
+    if (op->completion) op->completion->complete(std::move(f));
+  }
+
+  void shutdown() {
+    stopping = true;
+    reconnect_timer.cancel();
+    connect_timer.cancel();
+    if (ac != nullptr) redisAsyncFree(ac);  // pending callbacks get NULL; cleanup -> on_freed
+    ac = nullptr;
+    watch.reset();
+    is_up = false;
+    work.reset();
+  }
+};
+
+RedisClient::RedisClient(RedisOptions opts) : impl_(std::make_shared<Impl>(std::move(opts))) {
+  Impl* impl = impl_.get();
+  // spdlog's registry made here, before the thread that logs: its lazy start in an uninstrumented
+  // library would otherwise race (as ThreadSanitizer sees it) with another client's thread.
+  (void)spdlog::default_logger_raw();
+  // The thread holds the Impl too: should the client's last owner let go of it on the Redis
+  // thread itself (in a listener or a fire() callback), stop() detaches and the Impl ends with it.
+  impl->thread = std::thread([impl, keep = impl_] {
+    // hiredis writes with write(): a peer gone must be EPIPE, not a SIGPIPE for the process.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    net::post(impl->io, [impl] { impl->connect(); });
+    impl->io.run();
+  });
+}
+
+RedisClient::~RedisClient() {
+  stop();
+}
+
+void RedisClient::stop() {
+  Impl* impl = impl_.get();
+  if (!impl->stopped.exchange(true)) net::post(impl->io, [impl] { impl->shutdown(); });
+  if (!impl->thread.joinable()) return;
+  if (impl->thread.get_id() == std::this_thread::get_id())
+    impl->thread.detach();  // on the Redis thread: it ends after this handler (see above)
+  else
+    impl->thread.join();
+}
+
+bool RedisClient::up() const {
+  return impl_->is_up.load(std::memory_order_relaxed);
+}
+
+const RedisUrl& RedisClient::url() const {
+  return impl_->opts.url;
+}
+
+void RedisClient::submit(std::vector<std::string> args, milliseconds timeout,
+                         std::unique_ptr<Completion> c) {
+  Impl* impl = impl_.get();
+  if (impl->stopped.load() || !impl->is_up.load(std::memory_order_relaxed)) {
+    // Down: fail at once, without a trip through the Redis thread.
+    ++impl->refused;
+    c->complete(RedisReply::failure(impl->stopped ? "redis client stopped" : "redis down"));
+    return;
+  }
+  net::post(impl->io, [impl, c = std::move(c), args = std::move(args), timeout]() mutable {
+    impl->send(args, std::make_shared<Impl::Op>(impl->io, std::move(c)), timeout);
+  });
+}
+
+net::awaitable<RedisReply> RedisClient::command(std::vector<std::string> args,
+                                                milliseconds timeout) {
+  co_return co_await async_command(std::move(args), timeout, net::use_awaitable);
+}
+
+void RedisClient::fire(std::vector<std::string> args,
+                       std::function<void(const RedisReply&)> on_done) {
+  Impl* impl = impl_.get();
+  if (impl->stopped.load()) {
+    ++impl->refused;
+    // Not on the Redis thread (it may be gone): the failure is reported here.
+    if (on_done) on_done(RedisReply::failure("redis client stopped"));
+    return;
+  }
+  net::post(impl->io, [impl, args = std::move(args), on_done = std::move(on_done)]() mutable {
+    auto op = std::make_shared<Impl::Op>(impl->io, nullptr);
+    op->on_done = std::move(on_done);
+    impl->send(args, op, {});
+  });
+}
+
+std::size_t RedisClient::on_up(std::function<void()> fn) {
+  std::lock_guard lock(impl_->listeners_mu);
+  std::size_t id = impl_->next_listener++;
+  impl_->listeners.emplace_back(id, std::move(fn));
+  return id;
+}
+
+void RedisClient::remove_on_up(std::size_t id) {
+  std::lock_guard lock(impl_->listeners_mu);
+  std::erase_if(impl_->listeners, [id](const auto& l) { return l.first == id; });
+}
+
+RedisClient::Counters RedisClient::counters() const {
+  Counters c;
+  c.errors = impl_->errors.load();
+  c.timeouts = impl_->timeouts.load();
+  c.refused = impl_->refused.load();
+  c.reconnects = impl_->reconnects.load();
+  c.connect_failures = impl_->connect_failures.load();
+  c.inflight = impl_->inflight.load();
+  return c;
+}
+
+}  // namespace llmux::state

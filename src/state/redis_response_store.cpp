@@ -1,0 +1,123 @@
+// RedisResponseStore: a local cache in front of `<prefix>resp:<id>` keys (see the header).
+#include "state/redis_response_store.hpp"
+
+#include <utility>
+#include <vector>
+
+namespace llmux::state {
+
+namespace {
+constexpr std::size_t kFlushBatch = 1000;  // pending writes sent per round when Redis returns
+}  // namespace
+
+void RedisResponseStore::Pending::push(Write w) {
+  std::lock_guard lock(mu);
+  writes.push_back(std::move(w));
+  while (writes.size() > max) {
+    writes.pop_front();
+    ++dropped;
+  }
+}
+
+RedisResponseStore::RedisResponseStore(std::shared_ptr<RedisClient> redis,
+                                       RedisResponseStoreOptions opts)
+    : redis_(std::move(redis)),
+      opts_(std::move(opts)),
+      cache_(opts_.cache_entries, opts_.ttl),
+      pending_(std::make_shared<Pending>()) {
+  pending_->max = std::max<std::size_t>(1, opts_.max_pending);
+  // Written back each time the connection comes up (on the Redis thread).
+  RedisClient* client = redis_.get();
+  listener_ = redis_->on_up([client, p = pending_, prefix = opts_.prefix, ttl = opts_.ttl] {
+    flush(client, p, prefix, ttl);
+  });
+}
+
+RedisResponseStore::~RedisResponseStore() {
+  redis_->remove_on_up(listener_);
+}
+
+std::string RedisResponseStore::key(std::string_view id) const {
+  std::string k;
+  k.reserve(opts_.prefix.size() + 5 + id.size());
+  k.append(opts_.prefix).append("resp:").append(id);
+  return k;
+}
+
+// The callbacks run on the Redis thread, while the client lives (it joins that thread before it
+// goes), so they hold it by a plain pointer: a shared one there could end its life on its own
+// thread. The pending list is shared: it may outlive the store.
+void RedisResponseStore::send(RedisClient* redis, const std::shared_ptr<Pending>& p,
+                              const std::string& key, Write w, std::chrono::milliseconds ttl,
+                              bool last_of_flush, const std::string& prefix) {
+  std::vector<std::string> args;
+  if (w.backend)
+    args = {"SET", key, *w.backend, "PX", std::to_string(std::max<std::int64_t>(1, ttl.count()))};
+  else
+    args = {"DEL", key};
+  redis->fire(std::move(args), [redis, p, w = std::move(w), ttl, last_of_flush,
+                                prefix](const RedisReply& r) mutable {
+    if (r.failed()) {
+      p->push(std::move(w));  // not taken: again when the connection returns
+      return;
+    }
+    if (last_of_flush) flush(redis, p, prefix, ttl);  // the next batch
+  });
+}
+
+void RedisResponseStore::flush(RedisClient* redis, const std::shared_ptr<Pending>& p,
+                               const std::string& prefix, std::chrono::milliseconds ttl) {
+  std::vector<Write> batch;
+  {
+    std::lock_guard lock(p->mu);
+    while (!p->writes.empty() && batch.size() < kFlushBatch) {
+      batch.push_back(std::move(p->writes.front()));
+      p->writes.pop_front();
+    }
+  }
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    std::string k = prefix + "resp:" + batch[i].id;
+    send(redis, p, k, std::move(batch[i]), ttl, i + 1 == batch.size(), prefix);
+  }
+}
+
+boost::asio::awaitable<std::optional<std::string>> RedisResponseStore::owner(std::string_view id) {
+  if (auto hit = cache_.find(id)) co_return hit;
+  if (!redis_->up()) co_return std::nullopt;  // down: no wait at all
+  std::string id_copy(id);
+  std::vector<std::string> args{"GET", key(id_copy)};  // named: GCC 12 and init-lists in co_await
+  RedisReply r = co_await redis_->command(std::move(args), opts_.lookup_timeout);
+  if (r.kind != RedisReply::Kind::string) co_return std::nullopt;  // nil, slow, down, error
+  cache_.put(id_copy, r.str);
+  co_return std::move(r.str);
+}
+
+void RedisResponseStore::learn(std::string_view id, std::string_view backend) {
+  cache_.put(id, backend);
+  // Through the Redis thread even when down: a write it fails joins the pending list before the
+  // connection's return flushes it, never after.
+  send(redis_.get(), pending_, key(id), Write{std::string(id), std::string(backend)}, opts_.ttl,
+       false, opts_.prefix);
+}
+
+void RedisResponseStore::forget(std::string_view id) {
+  cache_.forget(id);
+  send(redis_.get(), pending_, key(id), Write{std::string(id), std::nullopt}, opts_.ttl, false,
+       opts_.prefix);
+}
+
+std::size_t RedisResponseStore::size() const {
+  return cache_.size();
+}
+
+std::size_t RedisResponseStore::pending() const {
+  std::lock_guard lock(pending_->mu);
+  return pending_->writes.size();
+}
+
+std::uint64_t RedisResponseStore::pending_dropped() const {
+  std::lock_guard lock(pending_->mu);
+  return pending_->dropped;
+}
+
+}  // namespace llmux::state
