@@ -14,5 +14,6 @@ Runner add_gateway(CLI::App& app);
 Runner add_client_config(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_demo(CLI::App& app);
+Runner add_keys(CLI::App& app);  // keys_cmd.cpp
 
 }  // namespace llmux::cli

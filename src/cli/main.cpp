@@ -21,11 +21,13 @@ int main(int argc, char** argv) {
   llmux::cli::Runner client_config = llmux::cli::add_client_config(app);
   llmux::cli::Runner bench = llmux::cli::add_bench(app);
   llmux::cli::Runner demo = llmux::cli::add_demo(app);
+  llmux::cli::Runner keys = llmux::cli::add_keys(app);
   CLI11_PARSE(app, argc, argv);
   if (app.got_subcommand("sim")) return sim();
   if (app.got_subcommand("gateway")) return gateway();
   if (app.got_subcommand("client-config")) return client_config();
   if (app.got_subcommand("bench")) return bench();
   if (app.got_subcommand("demo")) return demo();
+  if (app.got_subcommand("keys")) return keys();
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace llmux::config {
@@ -171,6 +172,43 @@ struct Admin {
   std::string token_file;
 };
 
+/// A key's limits (auth/quota.hpp); 0: none. Tokens are those the responses' `usage` reports.
+struct KeyLimits {
+  std::int64_t requests_per_minute = 0;
+  std::int64_t tokens_per_minute = 0;
+  std::int64_t concurrent = 0;
+};
+
+/// One client API key (auth/keys.hpp). Written as `key:` (plaintext: hashed while loading, never
+/// kept) or `sha256:` (its hex digest); only the digest is kept.
+struct ApiKey {
+  std::string name;                 // who it is, in usage and logs; unique
+  std::string sha256;               // 64 lower-case hex digits (validate() lowers it)
+  std::vector<std::string> models;  // allowed models; empty: all
+  std::vector<std::string> routes;  // allowed route names; empty: all
+  KeyLimits limits;
+};
+
+/// `auth`: on when any key is configured (inline or in `keys_file`); then every request needs
+/// `Authorization: Bearer <key>`. `file_keys` is filled by validate() from `keys_file` (read on
+/// every load and reload).
+struct Auth {
+  std::vector<ApiKey> keys;
+  std::string keys_file;
+  std::vector<ApiKey> file_keys;
+  Millis usage_retention{std::chrono::hours(24 * 31)};  // usage ledger: hours kept
+  bool enabled() const { return !keys.empty() || !keys_file.empty(); }
+};
+
+/// `quotas`: while the shared state store is away, each replica admits `local_share` of each
+/// limit; unset: 1 / the number of replicas the state store reports (1 with `state: memory`).
+struct Quotas {
+  std::optional<double> local_share;
+};
+
+/// The SHA-256 of `key` as 64 lower-case hex digits: how `auth.keys[].sha256` is written.
+std::string hash_key(std::string_view key);
+
 struct GatewayConfig {
   std::vector<Listener> listeners{Listener{}};
   int threads = 0;  // 0: one per core
@@ -188,6 +226,8 @@ struct GatewayConfig {
   BackendMetrics backend_metrics;
   Metrics metrics;
   Admin admin;
+  Auth auth;
+  Quotas quotas;
 };
 
 struct ConfigError {

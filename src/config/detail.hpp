@@ -11,6 +11,8 @@
 //   units.cpp     parse_duration(), parse_size(), format_millis()
 //   text.cpp      string helpers: join, case, "did you mean", field paths
 //   yaml_guard.cpp  parser_would_loop(): yaml-cpp 0.7's endless loop, caught before loading
+//   yaml_reader.hpp YamlReader: typed, strict reading of YAML nodes (load.cpp, auth.cpp)
+//   auth.cpp      `auth` and `quotas`: loading, the keys file, validation; hash_key()
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,7 +21,13 @@
 
 #include "config/config.hpp"
 
+namespace YAML {
+class Node;
+}
+
 namespace llmux::config::detail {
+
+class YamlReader;
 
 // --- text.cpp
 
@@ -61,5 +69,13 @@ void parse_backend_url(Backend& b, const std::string& field, std::vector<ConfigE
 /// True when yaml-cpp 0.7 would loop forever in LoadAll() on `text` (yaml-cpp#1040); throws
 /// YAML::Exception on a syntax error.
 bool parser_would_loop(const std::string& text);
+
+// --- auth.cpp
+
+void load_auth(const YAML::Node& n, Auth& out, YamlReader& r);
+void load_quotas(const YAML::Node& n, Quotas& out, YamlReader& r);
+/// Reads `auth.keys_file` into auth.file_keys and checks auth and quotas (called by validate()
+/// after the routes got their names).
+void validate_auth(GatewayConfig& cfg, std::vector<ConfigError>& errs);
 
 }  // namespace llmux::config::detail

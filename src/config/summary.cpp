@@ -124,6 +124,20 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
     fmt::format_to(out, "backend_metrics: {} every {} (stale after {})\n", cfg.backend_metrics.path,
                    format_duration(cfg.backend_metrics.interval),
                    format_duration(cfg.backend_metrics.stale_after));
+  if (cfg.auth.enabled()) {
+    const std::size_t n = cfg.auth.keys.size() + cfg.auth.file_keys.size();
+    const std::string from_file =
+        cfg.auth.keys_file.empty()
+            ? ""
+            : fmt::format(" ({} from {})", cfg.auth.file_keys.size(), cfg.auth.keys_file);
+    fmt::format_to(
+        out, "auth: {} key{}{}, usage kept {}h (not enforced yet)\n", n, n == 1 ? "" : "s",
+        from_file,
+        std::chrono::duration_cast<std::chrono::hours>(cfg.auth.usage_retention).count());
+  }
+  if (cfg.quotas.local_share)
+    fmt::format_to(out, "quotas: local_share {} while the shared state is away\n",
+                   *cfg.quotas.local_share);
   return fmt::to_string(b);
 }
 

@@ -385,6 +385,7 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   if (cfg.access_log.target.empty())
     add("access_log", "", "must be stdout, off or a file path; an empty string is not allowed");
 
+  detail::validate_auth(cfg, errs);  // auth.cpp; after the routes got their names
   return errs;
 }
 

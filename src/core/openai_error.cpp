@@ -37,8 +37,10 @@ std::string_view error_type_for_status(int status) {
   }
 }
 
-std::string openai_error_json(int status, std::string_view message, std::string_view type,
-                              std::optional<std::string_view> param) {
+namespace {
+
+std::string error_json(int status, std::string_view message, std::string_view type,
+                       std::optional<std::string_view> param, std::string_view code) {
   boost::json::object err;
   err["message"] = message;
   err["type"] = type.empty() ? error_type_for_status(status) : type;
@@ -47,10 +49,26 @@ std::string openai_error_json(int status, std::string_view message, std::string_
   } else {
     err["param"] = nullptr;
   }
-  err["code"] = status;
+  if (code.empty()) {
+    err["code"] = status;
+  } else {
+    err["code"] = code;
+  }
   boost::json::object body;
   body["error"] = std::move(err);
   return boost::json::serialize(body);
+}
+
+}  // namespace
+
+std::string openai_error_json(int status, std::string_view message, std::string_view type,
+                              std::optional<std::string_view> param) {
+  return error_json(status, message, type, param, {});
+}
+
+std::string openai_error_json(int status, std::string_view message, std::string_view type,
+                              std::optional<std::string_view> param, std::string_view code) {
+  return error_json(status, message, type, param, code);
 }
 
 }  // namespace llmux

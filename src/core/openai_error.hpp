@@ -16,4 +16,9 @@ std::string_view error_type_for_status(int status);
 std::string openai_error_json(int status, std::string_view message, std::string_view type = {},
                               std::optional<std::string_view> param = std::nullopt);
 
+/// The same with a string `code` in place of the status, as OpenAI's own API answers some errors
+/// (`"type":"invalid_request_error","code":"invalid_api_key"`, `"code":"rate_limit_exceeded"`).
+std::string openai_error_json(int status, std::string_view message, std::string_view type,
+                              std::optional<std::string_view> param, std::string_view code);
+
 }  // namespace llmux

@@ -24,6 +24,19 @@ TEST(OpenAIError, ExplicitTypeAndParamAndEscaping) {
   EXPECT_EQ(e.at("param").as_string(), "response_id");
 }
 
+TEST(OpenAIError, StringCode) {
+  auto v = boost::json::parse(openai_error_json(401, "Incorrect API key provided.",
+                                                "invalid_request_error", std::nullopt,
+                                                "invalid_api_key"));
+  const auto& e = v.at("error");
+  EXPECT_EQ(e.at("code").as_string(), "invalid_api_key");
+  EXPECT_TRUE(e.at("param").is_null());
+  // An empty code keeps the status, as the four-argument form does.
+  v = boost::json::parse(openai_error_json(429, "slow down", {}, std::nullopt, {}));
+  EXPECT_EQ(v.at("error").at("code").as_int64(), 429);
+  EXPECT_EQ(v.at("error").at("type").as_string(), "RateLimitError");
+}
+
 TEST(OpenAIError, TypesByStatus) {
   EXPECT_EQ(error_type_for_status(429), "RateLimitError");
   EXPECT_EQ(error_type_for_status(503), "ServiceUnavailableError");

@@ -1,0 +1,147 @@
+#include "auth/keys.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/openai_error.hpp"
+
+namespace llmux::auth {
+namespace {
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t';
+}
+
+std::uint64_t prefix(const Digest& d) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, d.data(), sizeof v);
+  return v;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// 64 hex digits -> digest; false when malformed (validate() rejects those already).
+bool from_hex(std::string_view hex, Digest& out) {
+  if (hex.size() != 64) return false;
+  for (std::size_t i = 0; i < 32; ++i) {
+    const int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = static_cast<unsigned char>(hi * 16 + lo);
+  }
+  return true;
+}
+
+std::string list(const std::vector<std::string>& items) {
+  return fmt::format("{}", fmt::join(items, ", "));
+}
+
+Decision forbidden(const std::string& message, std::optional<std::string_view> param) {
+  return {403, openai_error_json(403, message, "invalid_request_error", param, "permission_denied"),
+          0};
+}
+
+}  // namespace
+
+std::optional<std::string_view> bearer_token(std::string_view h) {
+  while (!h.empty() && is_space(h.front())) h.remove_prefix(1);
+  while (!h.empty() && is_space(h.back())) h.remove_suffix(1);
+  constexpr std::string_view kScheme = "bearer";
+  if (h.size() <= kScheme.size() || !is_space(h[kScheme.size()])) return std::nullopt;
+  for (std::size_t i = 0; i < kScheme.size(); ++i)
+    if ((h[i] | 0x20) != kScheme[i]) return std::nullopt;
+  h.remove_prefix(kScheme.size());
+  while (!h.empty() && is_space(h.front())) h.remove_prefix(1);
+  if (h.empty()) return std::nullopt;
+  return h;
+}
+
+Digest digest(std::string_view key) {
+  Digest d{};
+  unsigned int len = 0;
+  EVP_Digest(key.data(), key.size(), d.data(), &len, EVP_sha256(), nullptr);
+  return d;
+}
+
+KeyTable::KeyTable(const config::Auth& auth) : enabled_(auth.enabled()) {
+  auto add = [&](const config::ApiKey& k) {
+    KeyEntry e{k.name, {}, k.models, k.routes, k.limits};
+    if (!from_hex(k.sha256, e.sha256)) return;  // not validated: such a key can never match
+    entries_.push_back(std::move(e));
+  };
+  for (const auto& k : auth.keys) add(k);
+  for (const auto& k : auth.file_keys) add(k);
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    by_prefix_.emplace(prefix(entries_[i].sha256), i);
+}
+
+const KeyEntry* KeyTable::find(std::string_view authorization) const {
+  const auto token = bearer_token(authorization);
+  if (!token) return nullptr;
+  const Digest d = digest(*token);
+  const auto [first, last] = by_prefix_.equal_range(prefix(d));
+  for (auto it = first; it != last; ++it) {
+    const KeyEntry& e = entries_[it->second];
+    if (CRYPTO_memcmp(e.sha256.data(), d.data(), d.size()) == 0) return &e;
+  }
+  return nullptr;
+}
+
+Decision KeyTable::missing_key() {
+  return {401,
+          openai_error_json(401,
+                            "You didn't provide an API key. You need to provide your API key in "
+                            "an Authorization header using Bearer auth (i.e. Authorization: "
+                            "Bearer YOUR_KEY).",
+                            "invalid_request_error", std::nullopt, "invalid_api_key"),
+          0};
+}
+
+Decision KeyTable::invalid_key() {
+  return {401,
+          openai_error_json(401, "Incorrect API key provided.", "invalid_request_error",
+                            std::nullopt, "invalid_api_key"),
+          0};
+}
+
+Decision KeyTable::check(const KeyEntry* key, std::string_view route,
+                         std::optional<std::string_view> model) const {
+  if (key == nullptr) return invalid_key();
+  if (!key->routes.empty() &&
+      std::find(key->routes.begin(), key->routes.end(), route) == key->routes.end())
+    return forbidden(fmt::format("The API key '{}' may not use this endpoint (route '{}'); it may "
+                                 "use the routes: {}.",
+                                 key->name, route, list(key->routes)),
+                     std::nullopt);
+  if (model && !key->models.empty() &&
+      std::find(key->models.begin(), key->models.end(), *model) == key->models.end()) {
+    if (model->empty())
+      return forbidden(fmt::format("The API key '{}' may only use the models: {}; the request "
+                                   "names none.",
+                                   key->name, list(key->models)),
+                       "model");
+    return forbidden(fmt::format("The API key '{}' may not use the model '{}'; it may use: {}.",
+                                 key->name, *model, list(key->models)),
+                     "model");
+  }
+  return {};
+}
+
+KeyTable::Result KeyTable::authorize(std::string_view authorization, std::string_view route,
+                                     std::optional<std::string_view> model) const {
+  if (!enabled_) return {};
+  const KeyEntry* key = find(authorization);
+  if (key == nullptr) return {nullptr, bearer_token(authorization) ? invalid_key() : missing_key()};
+  return {key, check(key, route, model)};
+}
+
+}  // namespace llmux::auth

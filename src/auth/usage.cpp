@@ -1,0 +1,226 @@
+#include "auth/usage.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace llmux::auth {
+namespace {
+
+constexpr std::int64_t kHour = 3600;
+
+std::int64_t hour_of(std::int64_t unix_s) {
+  std::int64_t h = unix_s / kHour;
+  if (unix_s % kHour < 0) --h;
+  return h * kHour;
+}
+
+/// `n` digits at `s[pos]` as a number; -1 when they are not all digits.
+int digits(std::string_view s, std::size_t pos, std::size_t n) {
+  if (pos + n > s.size()) return -1;
+  int v = 0;
+  for (std::size_t i = pos; i < pos + n; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace
+
+MemoryUsageLedger::MemoryUsageLedger(std::chrono::hours retention, std::size_t max_rows)
+    : retention_s_(std::max<std::int64_t>(1, retention.count()) * kHour),
+      max_rows_(std::max<std::size_t>(1, max_rows)) {}
+
+void MemoryUsageLedger::add(std::string_view key, std::string_view model, std::string_view backend,
+                            std::int64_t unix_s, const TokenUsage& usage) {
+  const std::int64_t hour = hour_of(unix_s);
+  std::lock_guard lock(mutex_);
+  if (hour > newest_hour_) {
+    newest_hour_ = hour;
+    // Hours that fell out of the retention go (the map is ordered by hour first).
+    const std::int64_t oldest_kept = newest_hour_ - retention_s_ + kHour;
+    while (!rows_.empty() && std::get<0>(rows_.begin()->first) < oldest_kept)
+      rows_.erase(rows_.begin());
+  } else if (hour <= newest_hour_ - retention_s_) {
+    return;  // older than anything kept
+  }
+  auto it =
+      rows_.find(std::tuple<std::int64_t, std::string_view, std::string_view, std::string_view>(
+          hour, key, model, backend));
+  if (it == rows_.end()) {
+    const std::string_view m = rows_.size() >= max_rows_ ? std::string_view("(other)") : model;
+    it = rows_.try_emplace(Key(hour, std::string(key), std::string(m), std::string(backend))).first;
+  }
+  Sums& s = it->second;
+  s.requests += 1;
+  s.prompt += usage.prompt;
+  s.cached += usage.cached;
+  s.completion += usage.completion;
+}
+
+std::vector<UsageRow> MemoryUsageLedger::query(const UsageQuery& q) const {
+  std::vector<UsageRow> out;
+  // An hour [h, h+3600) overlaps [from, to) when h < to and h + 3600 > from.
+  const std::int64_t first =
+      q.from == std::numeric_limits<std::int64_t>::min() ? q.from : hour_of(q.from);
+  std::lock_guard lock(mutex_);
+  for (auto it = rows_.lower_bound(
+           std::tuple<std::int64_t, std::string_view, std::string_view, std::string_view>(first, {},
+                                                                                          {}, {}));
+       it != rows_.end(); ++it) {
+    const auto& [hour, key, model, backend] = it->first;
+    if (hour >= q.to) break;
+    if (!q.key.empty() && key != q.key) continue;
+    const Sums& s = it->second;
+    out.push_back({hour, key, model, backend, s.requests, s.prompt, s.cached, s.completion});
+  }
+  return out;
+}
+
+std::size_t MemoryUsageLedger::rows() const {
+  std::lock_guard lock(mutex_);
+  return rows_.size();
+}
+
+std::optional<std::int64_t> parse_time(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  if (std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit((unsigned char)c); })) {
+    std::int64_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+    return v;
+  }
+  const int y = digits(s, 0, 4), mo = digits(s, 5, 2), d = digits(s, 8, 2);
+  if (y < 0 || mo < 0 || d < 0 || s[4] != '-' || s[7] != '-') return std::nullopt;
+  const std::chrono::year_month_day ymd{std::chrono::year(y), std::chrono::month(mo),
+                                        std::chrono::day(d)};
+  if (!ymd.ok()) return std::nullopt;
+  const std::int64_t day = std::chrono::sys_days(ymd).time_since_epoch().count() * 86400;
+  if (s.size() == 10) return day;
+  if (s.size() < 20 || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' ||
+      s[16] != ':')
+    return std::nullopt;
+  const int h = digits(s, 11, 2), mi = digits(s, 14, 2), sec = digits(s, 17, 2);
+  if (h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60) return std::nullopt;
+  std::size_t pos = 19;
+  if (s[pos] == '.') {
+    ++pos;
+    const std::size_t start = pos;
+    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
+    if (pos == start) return std::nullopt;
+  }
+  std::int64_t offset = 0;
+  const std::string_view zone = s.substr(pos);
+  if (zone == "Z" || zone == "z") {
+    offset = 0;
+  } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
+    const int oh = digits(zone, 1, 2), om = digits(zone, 4, 2);
+    if (oh < 0 || oh > 23 || om < 0 || om > 59) return std::nullopt;
+    offset = (zone[0] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+  } else {
+    return std::nullopt;
+  }
+  return day + h * 3600 + mi * 60 + sec - offset;
+}
+
+std::string format_time(std::int64_t unix_s) {
+  std::int64_t days = unix_s / 86400, rest = unix_s % 86400;
+  if (rest < 0) {
+    rest += 86400;
+    --days;
+  }
+  const std::chrono::year_month_day ymd{std::chrono::sys_days(std::chrono::days(days))};
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", static_cast<int>(ymd.year()),
+                     static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                     rest / 3600, rest / 60 % 60, rest % 60);
+}
+
+std::optional<UsageQuery> parse_usage_query(std::string_view key, std::string_view from,
+                                            std::string_view to, std::string& why) {
+  UsageQuery q;
+  q.key = std::string(key);
+  const std::pair<std::string_view, std::int64_t*> times[] = {{from, &q.from}, {to, &q.to}};
+  for (const auto& [text, out] : times) {
+    if (text.empty()) continue;
+    const auto t = parse_time(text);
+    if (!t) {
+      why = fmt::format(
+          "'{}' is not a time: use Unix seconds, an RFC 3339 date-time "
+          "(2026-12-03T10:00:00Z) or a date (2026-12-03)",
+          text);
+      return std::nullopt;
+    }
+    *out = *t;
+  }
+  if (q.from >= q.to) {
+    why = fmt::format("from ({}) must be before to ({})", from, to);
+    return std::nullopt;
+  }
+  return q;
+}
+
+std::string usage_json(const std::vector<UsageRow>& rows, const UsageQuery& q) {
+  namespace json = boost::json;
+  json::object body;
+  body["object"] = "usage";
+  body["key"] = q.key.empty() ? json::value(nullptr) : json::value(q.key);
+  body["from"] = q.from == std::numeric_limits<std::int64_t>::min()
+                     ? json::value(nullptr)
+                     : json::value(format_time(q.from));
+  body["to"] = q.to == std::numeric_limits<std::int64_t>::max() ? json::value(nullptr)
+                                                                : json::value(format_time(q.to));
+  json::array data;
+  std::int64_t requests = 0, prompt = 0, cached = 0, completion = 0;
+  for (const UsageRow& r : rows) {
+    data.push_back(json::object{{"hour", format_time(r.hour)},
+                                {"hour_unix", r.hour},
+                                {"key", r.key},
+                                {"model", r.model},
+                                {"backend", r.backend},
+                                {"requests", r.requests},
+                                {"prompt_tokens", r.prompt_tokens},
+                                {"cached_tokens", r.cached_tokens},
+                                {"completion_tokens", r.completion_tokens},
+                                {"total_tokens", r.prompt_tokens + r.completion_tokens}});
+    requests += r.requests;
+    prompt += r.prompt_tokens;
+    cached += r.cached_tokens;
+    completion += r.completion_tokens;
+  }
+  body["data"] = std::move(data);
+  body["totals"] = json::object{{"requests", requests},
+                                {"prompt_tokens", prompt},
+                                {"cached_tokens", cached},
+                                {"completion_tokens", completion},
+                                {"total_tokens", prompt + completion}};
+  return json::serialize(body);
+}
+
+std::string usage_csv(const std::vector<UsageRow>& rows) {
+  std::string out =
+      "hour,key,model,backend,requests,prompt_tokens,cached_tokens,completion_tokens,"
+      "total_tokens\n";
+  for (const UsageRow& r : rows)
+    out += fmt::format("{},{},{},{},{},{},{},{},{}\n", format_time(r.hour), csv_field(r.key),
+                       csv_field(r.model), csv_field(r.backend), r.requests, r.prompt_tokens,
+                       r.cached_tokens, r.completion_tokens, r.prompt_tokens + r.completion_tokens);
+  return out;
+}
+
+}  // namespace llmux::auth
