@@ -17,6 +17,7 @@
 #include "gateway/request_view.hpp"
 #include "gateway/router.hpp"
 #include "http/linger.hpp"
+#include "http/read_parsed.hpp"
 
 namespace llmux::gateway {
 
@@ -152,8 +153,11 @@ net::awaitable<void> answer_here(Shared& s, const Fleet& f, Worker& w, Client& c
 const RouteRt* plan(const Fleet& f, Request& req, bool metrics_only, std::string& request_id,
                     BodyFields& fields, Here& here) {
   const std::string_view path = path_of(req);
-  request_id = req["x-request-id"];
-  if (request_id.empty() || request_id.size() > 200) request_id = random_id("", 32);
+  const std::string_view client_id = req["x-request-id"];
+  if (client_id.empty() || client_id.size() > 200)
+    random_id_into(request_id, "", 32);
+  else
+    request_id.assign(client_id);
   here = answered_here(f, req, path, metrics_only);
   if (here != Here::none) return nullptr;
   fields = req.body().empty() ? BodyFields{} : read_body_fields(req.body());
@@ -187,7 +191,8 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
     c.buf.commit(n);
   }
   c.dl.arm(t.client_header, /*close_on_expiry=*/false);
-  auto [ec, n] = co_await bhttp::async_read_header(c.sock, c.buf, parser, use_tuple);
+  boost::system::error_code ec =
+      co_await http::read_parsed(c.sock, c.buf, parser, http::Until::header);
   c.dl.disarm();
   std::size_t header_fields = 0;
   if (!ec) {
@@ -206,10 +211,11 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
       auto [wec, wn] = co_await net::async_write(c.sock, net::buffer(kContinue), use_tuple);
       if (wec) co_return Read::closed;
     }
-    while (!ec && !parser.is_done()) {
+    while (!http::parse_buffered(parser, c.buf, http::Until::message, ec)) {
       c.dl.arm(t.client_body, /*close_on_expiry=*/false);
-      std::tie(ec, n) = co_await bhttp::async_read_some(c.sock, c.buf, parser, use_tuple);
+      ec = co_await http::read_more(c.sock, c.buf, parser);
       c.dl.disarm();
+      if (ec) break;
     }
   }
   if (c.dl.fired && ec) ec = beast::error::timeout;
