@@ -176,7 +176,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
   const config::Timeouts t = w.fleet().cfg.timeouts;
   const config::Limits limits = w.fleet().cfg.limits;
   c.write_timeout = t.idle;
-  bhttp::request_parser<bhttp::string_body> parser;
+  RequestParser parser(req);
   parser.header_limit(limits.max_header_bytes);
   parser.body_limit(limits.max_body_bytes);
   // Idle keep-alive connections wait up to client_idle for a first byte; once a request
@@ -194,19 +194,16 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
   boost::system::error_code ec =
       co_await http::read_parsed(c.sock, c.buf, parser, http::Until::header);
   c.dl.disarm();
-  std::size_t header_fields = 0;
   if (!ec) {
-    auto& h = parser.get();
     // How the body is delimited is checked here, before a byte of it is read: a request
     // whose length cannot be determined is never passed on, and its body never parsed as
     // the next request.
-    if (auto bad = check_request_framing(h, h.version())) {
+    if (auto bad = check_request_framing(req.fields(), req.version())) {
       co_await write_error(c, bad->status, bad->message, nullptr, false);
       co_return Read::answered_linger;
     }
-    header_fields = static_cast<std::size_t>(std::distance(h.begin(), h.end()));
-    if (h.version() >= 11 && !parser.is_done() &&
-        beast::iequals(h[bhttp::field::expect], "100-continue")) {
+    if (req.version() >= 11 && !parser.is_done() &&
+        beast::iequals(req[bhttp::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       auto [wec, wn] = co_await net::async_write(c.sock, net::buffer(kContinue), use_tuple);
       if (wec) co_return Read::closed;
@@ -240,9 +237,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
     co_await write_error(c, status, msg, nullptr, false);
     co_return Read::answered_linger;
   }
-  req = parser.release();
-  // Trailer fields of a chunked body were appended to the header: they end here.
-  drop_fields_after(req, header_fields);
+  // (Trailer fields of a chunked body were dropped as they were parsed: gateway/request.hpp.)
   // The bytes of the request are parsed: an empty read buffer is given back rather than kept
   // through the response (the watch reads into a few bytes of its own; a pipelined request
   // lands here again).

@@ -4,8 +4,8 @@
 // does not have, what is left is an incomplete piece (a chunk-size line, a chunk's closing CRLF),
 // which a few bytes keep aside while the read buffer is freed for the wait.
 //
-// Plain functions on the response parser (gateway/upstream_response.hpp) and flat_buffer; no I/O. Tested with random bodies
-// cut at random points (tests/unit/gateway/upstream_body_test.cpp).
+// Plain functions on the response parser (gateway/upstream_response.hpp) and flat_buffer; no I/O.
+// Tested with random bodies cut at random points (tests/unit/gateway/upstream_body_test.cpp).
 #include <cstddef>
 #include <cstdint>
 
