@@ -1,9 +1,13 @@
 #include "gateway/http_rules.hpp"
 
+#include "core/ascii.hpp"
+
 #include <array>
 
 #include <fmt/format.h>
 #include <boost/beast/core/string.hpp>
+
+#include "core/append.hpp"
 
 namespace llmux::gateway {
 
@@ -39,9 +43,7 @@ bool is_decimal(std::string_view s) {
   return true;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  return boost::beast::iequals(a, b);
-}
+using llmux::iequals;
 
 }  // namespace
 
@@ -123,10 +125,10 @@ bool named_by_connection(std::span<const HeaderField> fields, std::string_view n
 
 void build_upstream_head(std::string& out, const Request& client,
                          const UpstreamRequestParts& parts) {
+  using namespace std::string_view_literals;
   out.clear();
   const std::string_view method = client.method_string();
-  out.append(method).append(" ").append(parts.target).append(" HTTP/1.1\r\nHost: ");
-  out.append(parts.host).append("\r\n");
+  append_all(out, {method, " "sv, parts.target, " HTTP/1.1\r\nHost: "sv, parts.host, "\r\n"sv});
 
   // Tokens of the client's Connection fields name fields that end at the gateway.
   std::array<std::string_view, 32> named{};
@@ -177,24 +179,22 @@ void build_upstream_head(std::string& out, const Request& client,
     for (std::size_t i = 0; i < n && !named_here; ++i) named_here = iequals(name_string, named[i]);
     if (!named_here && overflow) named_here = named_by_connection(client.fields(), name_string);
     if (named_here) continue;
-    out.append(name_string).append(": ").append(f.value).append("\r\n");
+    append_all(out, {name_string, ": "sv, f.value, "\r\n"sv});
   }
   if (!parts.authorization.empty())
-    out.append("Authorization: ").append(parts.authorization).append("\r\n");
-  out.append("X-Forwarded-For: ");
-  if (xff_count == 1) out.append(xff_first).append(", ");
-  if (xff_count > 1) out.append(xff_joined).append(", ");
-  out.append(parts.client_addr).append("\r\nX-Forwarded-Proto: http\r\n");
-  if (!parts.request_id.empty())
-    out.append("X-Request-Id: ").append(parts.request_id).append("\r\n");
+    append_all(out, {"Authorization: "sv, parts.authorization, "\r\n"sv});
+  const std::string_view xff = xff_count == 1 ? xff_first : std::string_view(xff_joined);
+  append_all(out, {"X-Forwarded-For: "sv, xff, xff_count > 0 ? ", "sv : ""sv, parts.client_addr,
+                   "\r\nX-Forwarded-Proto: http\r\n"sv});
+  if (!parts.request_id.empty()) append_all(out, {"X-Request-Id: "sv, parts.request_id, "\r\n"sv});
   const auto verb = client.method();
   if (parts.body_size > 0 || verb == bhttp::verb::post || verb == bhttp::verb::put ||
       verb == bhttp::verb::patch) {
     char digits[24];
     const auto r = fmt::format_to_n(digits, sizeof digits, "{}", parts.body_size);
-    out.append("Content-Length: ").append(digits, r.size).append("\r\n");
+    append_all(out, {"Content-Length: "sv, std::string_view(digits, r.size), "\r\n"sv});
   }
-  out.append("\r\n");
+  out.append("\r\n"sv);
 }
 
 }  // namespace llmux::gateway

@@ -8,6 +8,7 @@
 #include <boost/beast/core/read_size.hpp>
 #include <boost/json.hpp>
 
+#include "core/append.hpp"
 #include "core/clock.hpp"
 #include "core/openai_error.hpp"
 #include "gateway/health.hpp"
@@ -89,8 +90,8 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   // A worker-pooled string, given back as soon as the header is out: a held-open stream keeps
   // no copy of its header.
   std::string header_bytes = std::move(p.header());
-  header_bytes.append("x-llmux-backend: "sv).append(b.name);
-  header_bytes.append("\r\nx-request-id: "sv).append(rec.request_id).append("\r\n"sv);
+  append_all(header_bytes,
+             {"x-llmux-backend: "sv, b.name, "\r\nx-request-id: "sv, rec.request_id, "\r\n"sv});
   if (rec.queue_depth > 0) {
     char digits[16];
     const auto r = fmt::format_to_n(digits, sizeof digits, "{}", rec.queue_depth);

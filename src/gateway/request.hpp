@@ -1,11 +1,11 @@
 #pragma once
 // A client's request as the gateway keeps it while serving it, and the parser that reads it.
-// Beast's HTTP/1 parser (basic_parser) without Beast's fields container: when the header is
-// complete, the method, the target and every field's name and value are copied once into one
-// block, and the fields are a list of views into it, in order. Nothing is allocated per field,
-// lookups walk a short list instead of a tree, and a connection's next request reuses the memory
-// of the last one. Trailer fields of a chunked body are dropped as they are parsed (they never
-// become header fields). The body is read whole into a string (string_body's behaviour).
+// Beast's HTTP/1 parser (basic_parser) without Beast's fields container: the method, the target
+// and every field's name and value are copied, as they are parsed, into one block, and when the
+// header is complete the fields become a list of views into it, in order. Nothing is allocated per
+// field, lookups walk a short list instead of a tree, and a connection's next request reuses the
+// memory of the last one. Trailer fields of a chunked body are dropped as they are parsed (they
+// never become header fields). The body is read whole into a string (string_body's behaviour).
 //
 // Thread safety: one thread. A Request is movable, not copyable (its views point into its block).
 #include <cstddef>
@@ -72,6 +72,9 @@ class Request {
 class RequestParser final : public bhttp::basic_parser<true> {
  public:
   explicit RequestParser(Request& into);
+  ~RequestParser() override;
+  RequestParser(const RequestParser&) = delete;
+  RequestParser& operator=(const RequestParser&) = delete;
 
  private:
   using error_code = boost::system::error_code;
@@ -88,7 +91,18 @@ class RequestParser final : public bhttp::basic_parser<true> {
   std::size_t on_chunk_body_impl(std::uint64_t, sv body, error_code&) override;
   void on_finish_impl(error_code&) override {}
 
+  std::uint32_t keep(std::string_view s);
+
+  /// Where a field's name and value lie in the block while the header is read (the block may
+  /// still move as it grows; the views are made once it is complete).
+  struct FieldAt {
+    bhttp::field name;
+    std::uint32_t at, name_size, value_size;
+  };
+  friend struct ParserLists;
   Request& r_;
+  std::vector<FieldAt> at_;  // the fields read so far, as offsets into r_'s block
+  std::uint32_t method_at_ = 0, method_size_ = 0, target_size_ = 0;
 };
 
 }  // namespace llmux::gateway

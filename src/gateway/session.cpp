@@ -4,6 +4,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include "core/ascii.hpp"
 #include "core/clock.hpp"
 #include "core/ids.hpp"
 #include "gateway/admin.hpp"
@@ -203,7 +204,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
       co_return Read::answered_linger;
     }
     if (req.version() >= 11 && !parser.is_done() &&
-        beast::iequals(req[bhttp::field::expect], "100-continue")) {
+        llmux::iequals(req[bhttp::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       auto [wec, wn] = co_await net::async_write(c.sock, net::buffer(kContinue), use_tuple);
       if (wec) co_return Read::closed;

@@ -1,15 +1,15 @@
 #include "gateway/upstream_response.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
-#include <vector>
 
 #include <fmt/format.h>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/status.hpp>
 
+#include "core/append.hpp"
+#include "core/ascii.hpp"
 #include "gateway/http_rules.hpp"
 
 namespace llmux::gateway {
@@ -18,24 +18,25 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
-/// What one put() saw of the header: views into the parser's input, valid until that put()
-/// returns (Beast parses the status line, every field and calls on_header_impl in the one call
-/// that finds the header's end). Per thread, reused: no allocation once it has grown.
-struct HeaderScratch {
-  struct Field {
-    bhttp::field name;
-    std::string_view name_string, value;
-  };
-  std::string_view reason;
-  std::vector<Field> fields;
-};
-thread_local HeaderScratch scratch;
-
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
+
+/// Calls fn(token) for each non-empty element of a comma-separated list.
+template <typename Fn>
+void for_each_token(std::string_view v, Fn&& fn) {
+  for (;;) {
+    const auto comma = v.find(',');
+    const auto token = trim_ows(v.substr(0, comma));
+    if (!token.empty()) fn(token);
+    if (comma == std::string_view::npos) return;
+    v.remove_prefix(comma + 1);
+  }
+}
+
+using llmux::iequals;
 
 }  // namespace
 
@@ -43,86 +44,81 @@ UpstreamResponse::UpstreamResponse(std::string header) : header_(std::move(heade
   header_.clear();
 }
 
+// Every view Beast gives is valid only during the call that gives it (the input may change
+// between two put() calls; a folded value lives in Beast's own scratch): each piece is copied
+// into the client's header as it comes.
+
 void UpstreamResponse::on_response_impl(int code, sv reason, int, error_code&) {
+  using namespace std::string_view_literals;
   status_ = code;
-  scratch.reason = reason;
-  scratch.fields.clear();
+  char digits[8];
+  const auto r = fmt::format_to_n(digits, sizeof digits, "{:03}", code);
+  const std::string_view phrase =
+      reason.empty() ? std::string_view(bhttp::obsolete_reason(static_cast<bhttp::status>(code)))
+                     : std::string_view(reason);
+  header_.clear();
+  append_all(header_, {"HTTP/1.1 "sv, std::string_view(digits, r.size), " "sv, phrase, "\r\n"sv});
 }
 
 void UpstreamResponse::on_field_impl(bhttp::field name, sv name_string, sv value, error_code&) {
+  using namespace std::string_view_literals;
+  if (is_header_done()) return;  // a trailer field: nothing of it reaches the client
   if (name == bhttp::field::content_length) has_content_length_ = true;
-  scratch.fields.push_back({name, name_string, value});
+  if (name == bhttp::field::connection) {
+    // Its tokens name fields that end here (RFC 9110 §7.6.1), maybe fields already written.
+    if (!connection_.empty()) connection_.push_back(',');
+    connection_.append(value.data(), value.size());
+  }
+  if (is_hop_by_hop(name)) return;
+  if (!name_string.empty() && (name_string[0] == 'x' || name_string[0] == 'X')) {
+    // Set by the gateway itself (relay.cpp).
+    if (iequals(name_string, "x-llmux-backend") || iequals(name_string, "x-request-id") ||
+        (omit_queue_depth_ && iequals(name_string, "x-llmux-queue-depth")))
+      return;
+  }
+  if (name == bhttp::field::content_type && content_type_at_ == 0) {  // the first one
+    content_type_at_ = static_cast<std::uint32_t>(header_.size() + name_string.size() + 2);
+    content_type_size_ = static_cast<std::uint32_t>(value.size());
+  }
+  append_all(header_, {name_string, ": "sv, value, "\r\n"sv});
 }
 
 void UpstreamResponse::on_header_impl(error_code&) {
-  // The tokens of every Connection field name fields that end here (RFC 9110 §7.6.1).
-  std::array<std::string_view, 32> named{};
-  std::size_t n = 0;
-  bool overflow = false;
-  for (const auto& f : scratch.fields) {
-    if (f.name != bhttp::field::connection) continue;
-    std::string_view v = f.value;
-    for (;;) {
-      const auto comma = v.find(',');
-      const auto token = trim_ows(v.substr(0, comma));
-      // `close` and `keep-alive` name no field (the framing is the gateway's own).
-      if (!token.empty() && !boost::beast::iequals(token, "close") &&
-          !boost::beast::iequals(token, "keep-alive")) {
-        if (n < named.size())
-          named[n++] = token;
-        else
-          overflow = true;
-      }
-      if (comma == std::string_view::npos) break;
-      v.remove_prefix(comma + 1);
-    }
-  }
-  auto named_by_connection = [&](std::string_view name) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (boost::beast::iequals(name, named[i])) return true;
-    if (!overflow) return false;
-    for (const auto& f : scratch.fields) {  // more than 32 tokens: look again, slowly
-      if (f.name != bhttp::field::connection) continue;
-      std::string_view v = f.value;
-      for (;;) {
-        const auto comma = v.find(',');
-        if (boost::beast::iequals(trim_ows(v.substr(0, comma)), name)) return true;
-        if (comma == std::string_view::npos) break;
-        v.remove_prefix(comma + 1);
-      }
-    }
-    return false;
+  if (connection_.empty()) return;
+  // `close` and `keep-alive` name no field (the framing is the gateway's own).
+  bool names_some = false;
+  for_each_token(connection_, [&](std::string_view t) {
+    if (!iequals(t, "close") && !iequals(t, "keep-alive")) names_some = true;
+  });
+  if (!names_some) return;
+  // Rare: the lines of the fields it names are taken out of what was written.
+  auto named = [&](std::string_view field) {
+    bool found = false;
+    for_each_token(connection_, [&](std::string_view t) { found = found || iequals(t, field); });
+    return found;
   };
-
-  header_.clear();
-  const std::string_view reason =
-      scratch.reason.empty()
-          ? std::string_view(bhttp::obsolete_reason(static_cast<bhttp::status>(status_)))
-          : scratch.reason;
-  char code[8];
-  const auto r = fmt::format_to_n(code, sizeof code, "{}", status_);
-  using namespace std::string_view_literals;
-  header_.append("HTTP/1.1 "sv).append(code, r.size).append(" "sv).append(reason).append("\r\n"sv);
-  for (const auto& f : scratch.fields) {
-    if (is_hop_by_hop(f.name)) continue;
-    if (!f.name_string.empty() && (f.name_string[0] == 'x' || f.name_string[0] == 'X')) {
-      // Set by the gateway itself (relay.cpp).
-      if (boost::beast::iequals(f.name_string, "x-llmux-backend") ||
-          boost::beast::iequals(f.name_string, "x-request-id") ||
-          (omit_queue_depth_ && boost::beast::iequals(f.name_string, "x-llmux-queue-depth")))
-        continue;
+  std::string kept;
+  kept.reserve(header_.size());
+  std::string_view rest = header_;
+  const auto status_end = rest.find("\r\n") + 2;
+  kept.append(rest.substr(0, status_end));
+  rest.remove_prefix(status_end);
+  const bool had_type = content_type_size_ > 0 || content_type_at_ > 0;
+  content_type_at_ = content_type_size_ = 0;
+  while (!rest.empty()) {
+    const auto end = rest.find("\r\n") + 2;  // every line was written with its CRLF
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(end);
+    const std::string_view field = line.substr(0, line.find(':'));
+    if (named(field)) continue;
+    if (had_type && content_type_at_ == 0 && iequals(field, "content-type")) {
+      content_type_at_ = static_cast<std::uint32_t>(kept.size() + field.size() + 2);
+      content_type_size_ = static_cast<std::uint32_t>(line.size() - field.size() - 4);
     }
-    if (named_by_connection(f.name_string)) continue;
-    if (f.name == bhttp::field::content_type) {
-      content_type_at_ = static_cast<std::uint32_t>(header_.size() + f.name_string.size() + 2);
-      content_type_size_ = static_cast<std::uint32_t>(f.value.size());
-    }
-    header_.append(f.name_string).append(": "sv).append(f.value).append("\r\n"sv);
+    kept.append(line);
   }
-  scratch.fields.clear();
-  scratch.reason = {};
+  header_.swap(kept);
 }
-
 std::size_t UpstreamResponse::put_body(sv body, error_code& ec) {
   // As Beast's buffer_body: what fits is taken; need_buffer when not everything did.
   if (!body_) {

@@ -7,10 +7,10 @@
 // goes into the buffer it is given, as with Beast's buffer_body (need_buffer when it is full).
 //
 // A response_parser<buffer_body> with its fields, then erasing the hop-by-hop fields and
-// serialising the rest, allocated per field and walked the header three times; this walks it
-// once and allocates nothing in the steady state (the header string comes from the worker's
-// pool; the field views live in a per-thread scratch list while one put() parses the header,
-// which Beast does in one call once the whole header is there).
+// serialising the rest, allocated per field and walked the header three times; this copies
+// each passing field once, as it is parsed, and allocates nothing in the steady state (the
+// header string comes from the worker's pool). Only a Connection field naming other fields (rare)
+// makes it take their lines out again when the header is complete.
 //
 // Thread safety: one thread, like any parser.
 #include <cstddef>
@@ -69,6 +69,7 @@ class UpstreamResponse final : public boost::beast::http::basic_parser<false> {
   std::size_t put_body(sv body, error_code& ec);
 
   std::string header_;
+  std::string connection_;  // the values of the Connection fields, joined (usually empty)
   std::uint32_t content_type_at_ = 0, content_type_size_ = 0;
   char* body_ = nullptr;
   std::size_t room_ = 0;

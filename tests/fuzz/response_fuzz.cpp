@@ -37,17 +37,12 @@ bool reference(std::string_view wire, int& status, std::string& body,
   http::response_parser<http::string_body> p;
   p.header_limit(8 * 1024);
   p.body_limit(64 * 1024);
-  p.eager(true);
   boost::system::error_code ec;
-  std::size_t used = 0;
-  while (!ec && !p.is_done() && used < wire.size())
-    used += p.put(boost::asio::buffer(wire.data() + used, wire.size() - used), ec);
-  if (ec == http::error::need_more) ec = {};
-  if (!ec && !p.is_done() && p.is_header_done()) p.put_eof(ec);
-  if (ec || !p.is_done()) return false;
-  status = p.get().result_int();
-  body = p.get().body();
-  for (const auto& f : p.get().equal_range(http::field::connection)) {
+  std::size_t used = p.put(boost::asio::buffer(wire.data(), wire.size()), ec);  // the header
+  if (ec || !p.is_header_done()) return false;
+  // The header's Connection tokens (a chunked body's trailers join p.get() later: not these).
+  for (const auto& f : p.get()) {
+    if (f.name() != http::field::connection) continue;
     std::string_view v = f.value();
     while (!v.empty()) {
       const auto comma = v.find(',');
@@ -59,6 +54,14 @@ bool reference(std::string_view wire, int& status, std::string& body,
       v.remove_prefix(comma + 1);
     }
   }
+  p.eager(true);
+  while (!ec && !p.is_done() && used < wire.size())
+    used += p.put(boost::asio::buffer(wire.data() + used, wire.size() - used), ec);
+  if (ec == http::error::need_more) ec = {};
+  if (!ec && !p.is_done()) p.put_eof(ec);
+  if (ec || !p.is_done()) return false;
+  status = static_cast<int>(p.get().result_int());
+  body = p.get().body();
   return true;
 }
 
@@ -119,7 +122,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(body == ref_body);
 
   // The client's header parses back, with no hop-by-hop field and nothing Connection named.
-  const std::string head = p.header() + "Content-Length: 0\r\n\r\n";
+  const std::string head = p.header() + "\r\n";  // read as a HEAD answer: no body
   http::response_parser<http::empty_body> back;
   back.header_limit(64 * 1024);
   back.skip(true);
@@ -127,7 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   back.put(boost::asio::buffer(head), bec);
   check(!bec);
   check(back.is_header_done());
-  check(back.get().result_int() == status);
+  check(static_cast<int>(back.get().result_int()) == status);
   for (const auto& f : back.get()) {
     check(!llmux::gateway::is_hop_by_hop(f.name()));
     for (const auto& t : tokens)

@@ -1,6 +1,9 @@
 // The HTTP/1.1 intermediary rules and the request parser they read (no sockets).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+
 #include <boost/beast/http.hpp>
 
 #include "gateway/http_rules.hpp"
@@ -108,6 +111,36 @@ TEST(RequestParser, TrailersNeverBecomeHeaderFields) {
   EXPECT_EQ(r["b"], "2");
   EXPECT_EQ(r.count("x-request-id"), 0u);
   EXPECT_EQ(r.body(), "hello");
+}
+
+TEST(RequestParser, PiecesFromBuffersThatAreGoneByTheNextRead) {
+  // Each read's bytes live in a buffer that is reused or freed before the next put() (as a
+  // connection's buffer is): everything kept must be the parser's own copy. Beast may deliver the
+  // request line and the fields in different put() calls.
+  const std::string wire =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nX-Folded: a\r\n b\r\n"
+      "Content-Length: 2\r\n\r\nhi";
+  for (std::size_t piece : {std::size_t{1}, std::size_t{3}, std::size_t{17}}) {
+    Request r;
+    RequestParser p(r);
+    std::string pending;
+    boost::system::error_code ec;
+    for (std::size_t at = 0; at < wire.size() && !p.is_done(); at += piece) {
+      pending.append(wire, at, piece);
+      auto buffer = std::make_unique<std::string>(pending);  // gone after this round
+      const std::size_t used = p.put(boost::asio::buffer(*buffer), ec);
+      if (ec == http::error::need_more) ec = {};
+      ASSERT_FALSE(ec) << ec.message();
+      pending.erase(0, used);
+      std::fill(buffer->begin(), buffer->end(), '#');
+    }
+    ASSERT_TRUE(p.is_done()) << "pieces of " << piece;
+    EXPECT_EQ(r.method_string(), "POST");
+    EXPECT_EQ(r.target(), "/v1/chat/completions");
+    EXPECT_EQ(r["host"], "gw");
+    EXPECT_EQ(r["x-folded"], "a b") << "an obsolete line folding, as Beast unfolds it";
+    EXPECT_EQ(r.body(), "hi");
+  }
 }
 
 TEST(RequestParser, AConnectionsNextRequestForgetsTheLastOne) {
