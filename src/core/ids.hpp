@@ -8,5 +8,7 @@ namespace llmux {
 
 /// `prefix` followed by `hex_digits` random lowercase hex digits.
 std::string random_id(std::string_view prefix, int hex_digits = 32);
+/// The same, written over `out` (its memory reused: no allocation once it is large enough).
+void random_id_into(std::string& out, std::string_view prefix, int hex_digits = 32);
 
 }  // namespace llmux

@@ -1,9 +1,13 @@
 #include "gateway/http_rules.hpp"
 
+#include "core/ascii.hpp"
+
 #include <array>
 
 #include <fmt/format.h>
 #include <boost/beast/core/string.hpp>
+
+#include "core/append.hpp"
 
 namespace llmux::gateway {
 
@@ -39,32 +43,20 @@ bool is_decimal(std::string_view s) {
   return true;
 }
 
-/// A range over an equal_range() pair, for range-for.
-template <typename It>
-struct Range {
-  It b, e;
-  It begin() const { return b; }
-  It end() const { return e; }
-};
-template <typename Pair>
-auto each(Pair p) {
-  return Range<decltype(p.first)>{p.first, p.second};
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return boost::beast::iequals(a, b);
-}
+using llmux::iequals;
 
 }  // namespace
 
-std::optional<FramingError> check_request_framing(const bhttp::fields& fields, unsigned version) {
+std::optional<FramingError> check_request_framing(std::span<const HeaderField> fields,
+                                                  unsigned version) {
   // Content-Length: exactly one field holding one decimal number.
   std::size_t cl_fields = 0;
-  for (const auto& f : each(fields.equal_range(bhttp::field::content_length))) {
+  for (const auto& f : fields) {
+    if (f.name != bhttp::field::content_length) continue;
     ++cl_fields;
-    if (!is_decimal(trim_ows(f.value())))
-      return FramingError{400, fmt::format("Bad request: invalid Content-Length '{}'.",
-                                           std::string_view(f.value()).substr(0, 64))};
+    if (!is_decimal(trim_ows(f.value)))
+      return FramingError{
+          400, fmt::format("Bad request: invalid Content-Length '{}'.", f.value.substr(0, 64))};
   }
   if (cl_fields > 1) return FramingError{400, "Bad request: Content-Length is repeated."};
 
@@ -74,9 +66,10 @@ std::optional<FramingError> check_request_framing(const bhttp::fields& fields, u
   bool chunked_before_last = false;
   bool last_is_chunked = false;
   std::string_view first_other;
-  for (const auto& f : each(fields.equal_range(bhttp::field::transfer_encoding))) {
+  for (const auto& f : fields) {
+    if (f.name != bhttp::field::transfer_encoding) continue;
     any_te = true;
-    for_each_list_element(f.value(), [&](std::string_view elem) {
+    for_each_list_element(f.value, [&](std::string_view elem) {
       const auto name = coding_name(elem);
       if (last_is_chunked) chunked_before_last = true;  // something follows a chunked
       last_is_chunked = iequals(name, "chunked");
@@ -118,10 +111,11 @@ bool is_hop_by_hop(bhttp::field f) {
   }
 }
 
-bool named_by_connection(const bhttp::fields& fields, std::string_view name) {
+bool named_by_connection(std::span<const HeaderField> fields, std::string_view name) {
   bool found = false;
-  for (const auto& f : each(fields.equal_range(bhttp::field::connection))) {
-    for_each_list_element(f.value(), [&](std::string_view token) {
+  for (const auto& f : fields) {
+    if (f.name != bhttp::field::connection) continue;
+    for_each_list_element(f.value, [&](std::string_view token) {
       if (iequals(token, name)) found = true;
     });
     if (found) break;
@@ -129,67 +123,20 @@ bool named_by_connection(const bhttp::fields& fields, std::string_view name) {
   return found;
 }
 
-void strip_hop_by_hop(bhttp::fields& fields) {
-  // Collect the names first (views into the Connection fields, which are erased last).
-  std::array<std::string_view, 32> named{};
-  std::size_t n = 0;
-  bool overflow = false;
-  for (const auto& f : each(fields.equal_range(bhttp::field::connection))) {
-    for_each_list_element(f.value(), [&](std::string_view token) {
-      if (iequals(token, "close") || iequals(token, "keep-alive")) return;
-      if (n < named.size()) {
-        named[n++] = token;
-      } else {
-        overflow = true;
-      }
-    });
-  }
-  for (auto it = fields.begin(); it != fields.end();) {
-    const bool named_here = [&] {
-      if (it->name() == bhttp::field::connection) return false;
-      for (std::size_t i = 0; i < n; ++i)
-        if (iequals(it->name_string(), named[i])) return true;
-      return overflow && named_by_connection(fields, it->name_string());
-    }();
-    if (named_here && it->name() != bhttp::field::connection) {
-      it = fields.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (auto it = fields.begin(); it != fields.end();) {
-    if (is_hop_by_hop(it->name())) {
-      it = fields.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void drop_fields_after(bhttp::fields& fields, std::size_t keep) {
-  std::size_t i = 0;
-  for (auto it = fields.begin(); it != fields.end();) {
-    if (i++ >= keep) {
-      it = fields.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void build_upstream_head(std::string& out, const bhttp::request_header<>& client,
+void build_upstream_head(std::string& out, const Request& client,
                          const UpstreamRequestParts& parts) {
+  using namespace std::string_view_literals;
   out.clear();
   const std::string_view method = client.method_string();
-  out.append(method).append(" ").append(parts.target).append(" HTTP/1.1\r\nHost: ");
-  out.append(parts.host).append("\r\n");
+  append_all(out, {method, " "sv, parts.target, " HTTP/1.1\r\nHost: "sv, parts.host, "\r\n"sv});
 
   // Tokens of the client's Connection fields name fields that end at the gateway.
   std::array<std::string_view, 32> named{};
   std::size_t n = 0;
   bool overflow = false;
-  for (const auto& f : each(client.equal_range(bhttp::field::connection))) {
-    for_each_list_element(f.value(), [&](std::string_view token) {
+  for (const auto& f : client) {
+    if (f.name != bhttp::field::connection) continue;
+    for_each_list_element(f.value, [&](std::string_view token) {
       if (n < named.size()) {
         named[n++] = token;
       } else {
@@ -201,7 +148,7 @@ void build_upstream_head(std::string& out, const bhttp::request_header<>& client
   std::string xff_joined;      // several: joined with ", "
   std::size_t xff_count = 0;
   for (const auto& f : client) {
-    const auto name = f.name();
+    const auto name = f.name;
     if (is_hop_by_hop(name)) continue;
     switch (name) {
       case bhttp::field::host:
@@ -213,15 +160,15 @@ void build_upstream_head(std::string& out, const bhttp::request_header<>& client
       default:
         break;
     }
-    const std::string_view name_string = f.name_string();
+    const std::string_view name_string = f.name_string;
     if (name == bhttp::field::unknown) {
       // Set by the gateway below (X-Forwarded-For extended with the client's address).
       if (iequals(name_string, "x-forwarded-for")) {
         if (xff_count++ == 0) {
-          xff_first = f.value();
+          xff_first = f.value;
         } else {
           if (xff_count == 2) xff_joined.assign(xff_first);
-          xff_joined.append(", ").append(f.value());
+          xff_joined.append(", ").append(f.value);
         }
         continue;
       }
@@ -230,26 +177,24 @@ void build_upstream_head(std::string& out, const bhttp::request_header<>& client
     }
     bool named_here = false;
     for (std::size_t i = 0; i < n && !named_here; ++i) named_here = iequals(name_string, named[i]);
-    if (!named_here && overflow) named_here = named_by_connection(client, name_string);
+    if (!named_here && overflow) named_here = named_by_connection(client.fields(), name_string);
     if (named_here) continue;
-    out.append(name_string).append(": ").append(f.value()).append("\r\n");
+    append_all(out, {name_string, ": "sv, f.value, "\r\n"sv});
   }
   if (!parts.authorization.empty())
-    out.append("Authorization: ").append(parts.authorization).append("\r\n");
-  out.append("X-Forwarded-For: ");
-  if (xff_count == 1) out.append(xff_first).append(", ");
-  if (xff_count > 1) out.append(xff_joined).append(", ");
-  out.append(parts.client_addr).append("\r\nX-Forwarded-Proto: http\r\n");
-  if (!parts.request_id.empty())
-    out.append("X-Request-Id: ").append(parts.request_id).append("\r\n");
+    append_all(out, {"Authorization: "sv, parts.authorization, "\r\n"sv});
+  const std::string_view xff = xff_count == 1 ? xff_first : std::string_view(xff_joined);
+  append_all(out, {"X-Forwarded-For: "sv, xff, xff_count > 0 ? ", "sv : ""sv, parts.client_addr,
+                   "\r\nX-Forwarded-Proto: http\r\n"sv});
+  if (!parts.request_id.empty()) append_all(out, {"X-Request-Id: "sv, parts.request_id, "\r\n"sv});
   const auto verb = client.method();
   if (parts.body_size > 0 || verb == bhttp::verb::post || verb == bhttp::verb::put ||
       verb == bhttp::verb::patch) {
     char digits[24];
     const auto r = fmt::format_to_n(digits, sizeof digits, "{}", parts.body_size);
-    out.append("Content-Length: ").append(digits, r.size).append("\r\n");
+    append_all(out, {"Content-Length: "sv, std::string_view(digits, r.size), "\r\n"sv});
   }
-  out.append("\r\n");
+  out.append("\r\n"sv);
 }
 
 }  // namespace llmux::gateway

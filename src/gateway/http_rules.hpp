@@ -4,14 +4,17 @@
 // fields (fixed ones and every token of every Connection header), trailer fields dropped, and
 // each attempt's upstream request built fresh from the client's request.
 //
-// Pure functions over Beast's header types: no I/O, no state; safe from any thread.
+// Pure functions over a request's fields (gateway/request.hpp): no I/O, no state; safe from any
+// thread. The response side's rules are applied as its header is parsed
+// (gateway/upstream_response.hpp).
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include <boost/beast/http/fields.hpp>
-#include <boost/beast/http/message.hpp>
+#include <span>
+
+#include "gateway/request.hpp"
 
 namespace llmux::gateway {
 
@@ -32,7 +35,8 @@ struct FramingError {
 /// - a coding before the final `chunked` (`gzip, chunked`): 501 (not implemented here);
 /// - Content-Length repeated (even with equal values), as a list, or not a decimal number: 400.
 /// nullopt when the framing is acceptable.
-std::optional<FramingError> check_request_framing(const bhttp::fields& fields, unsigned version);
+std::optional<FramingError> check_request_framing(std::span<const HeaderField> fields,
+                                                  unsigned version);
 
 /// True for the fields that are hop-by-hop by definition (Connection, Keep-Alive, TE, Trailer,
 /// Transfer-Encoding, Upgrade, Proxy-*; and Expect, which the gateway answers itself).
@@ -40,14 +44,7 @@ bool is_hop_by_hop(bhttp::field f);
 
 /// True when `name` is listed by any Connection header of `fields` (RFC 9110 §7.6.1: the tokens
 /// of every Connection header name hop-by-hop fields). `close` and `keep-alive` name none.
-bool named_by_connection(const bhttp::fields& fields, std::string_view name);
-
-/// Removes every hop-by-hop field: the fixed ones and those named by any Connection header.
-void strip_hop_by_hop(bhttp::fields& fields);
-
-/// Removes every field after the first `keep` (Beast appends a chunked message's trailer
-/// fields to its header; a request's trailers must not become headers upstream).
-void drop_fields_after(bhttp::fields& fields, std::size_t keep);
+bool named_by_connection(std::span<const HeaderField> fields, std::string_view name);
 
 /// What one attempt changes in the client's request.
 struct UpstreamRequestParts {
@@ -64,7 +61,7 @@ struct UpstreamRequestParts {
 /// client's end-to-end fields (hop-by-hop ones and those named by Connection left out; the
 /// client's Authorization kept unless the backend has a key), X-Forwarded-For/-Proto,
 /// X-Request-Id, Content-Length, and the blank line. The body follows it unchanged.
-void build_upstream_head(std::string& out, const bhttp::request_header<>& client,
+void build_upstream_head(std::string& out, const Request& client,
                          const UpstreamRequestParts& parts);
 
 }  // namespace llmux::gateway

@@ -16,6 +16,7 @@
 #include "gateway/http_rules.hpp"
 #include "gateway/relay.hpp"
 #include "gateway/stream_usage.hpp"
+#include "http/read_parsed.hpp"
 
 namespace llmux::gateway {
 
@@ -71,10 +72,11 @@ Attempt failed(Outcome& fail, Kind kind, std::string message) {
 /// out closed before a byte of the request was written is replaced by a fresh one (same
 /// backend). Once any byte was written, a failure is final for this request: the backend may
 /// have received it, and a retry could run the generation twice. No connection in the answer:
-/// `fail` says why.
+/// `fail` says why. `queued`: the request waited in the route's queue (the client gets the
+/// gateway's X-Llmux-Queue-Depth, not the backend's).
 net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
                              const std::string& head, const UsageRequest& usage, ClientWatch& watch,
-                             Outcome& fail) {
+                             bool queued, Outcome& fail) {
   auto client_gone = [&] { return failed(fail, Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
     watch.up = nullptr;
@@ -108,15 +110,14 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
     a.sent_ns = mono_ns();
     boost::system::error_code rec;
     for (int interim = 0;; ++interim) {
-      a.parser = std::make_unique<bhttp::response_parser<bhttp::buffer_body>>();
+      a.parser = std::make_unique<UpstreamResponse>(w.take_string());
+      a.parser->omit_queue_depth(queued);
       a.parser->body_limit(boost::none);
       a.parser->header_limit(64 * 1024);
       if (req.method() == bhttp::verb::head) a.parser->skip(true);
-      std::size_t rn = 0;
-      std::tie(rec, rn) =
-          co_await bhttp::async_read_header(a.up->sock, a.up->buf, *a.parser, use_tuple);
+      rec = co_await http::read_parsed(a.up->sock, a.up->buf, *a.parser, http::Until::header);
       if (rec) break;
-      const int status = a.parser->get().result_int();
+      const int status = a.parser->status();
       if (status >= 200) break;
       // An interim response (100 Continue, 103 Early Hints): the final one follows on this
       // connection. It is not relayed (the client gets the final response only).
@@ -476,7 +477,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
     // Each attempt's request is built fresh from the client's, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
     std::string head = upstream_head(w, b, req, c.peer, request_id, usage);
-    Attempt a = co_await send(f, w, b, req, head, usage, c.watch, last);
+    Attempt a = co_await send(f, w, b, req, head, usage, c.watch, rec.queue_depth > 0, last);
     w.give_string(std::move(head));
     if (!a.up) {
       c.watch.up = nullptr;

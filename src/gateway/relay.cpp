@@ -8,6 +8,7 @@
 #include <boost/beast/core/read_size.hpp>
 #include <boost/json.hpp>
 
+#include "core/append.hpp"
 #include "core/clock.hpp"
 #include "core/openai_error.hpp"
 #include "gateway/health.hpp"
@@ -53,21 +54,6 @@ void set_outcome(upstream::Outcome& out, const AccessRecord& rec, bool client_le
   }
 }
 
-/// The response header as Beast writes it, appended to `out` (a plain function: the serializer
-/// would otherwise take room in every relay's frame).
-void serialize_header(bhttp::response<bhttp::buffer_body>& res, std::string& out) {
-  bhttp::response_serializer<bhttp::buffer_body> sr{res};
-  sr.split(true);
-  boost::system::error_code sec;
-  while (!sr.is_header_done() && !sec) {
-    sr.next(sec, [&](boost::system::error_code&, auto const& buffers) {
-      for (auto b : beast::buffers_range_ref(buffers))
-        out.append(static_cast<const char*>(b.data()), b.size());
-      sr.consume(beast::buffer_bytes(buffers));
-    });
-  }
-}
-
 /// A judged stream's wait ended with nothing (upstream/stall.hpp): false while it may wait on;
 /// true when it ends, with `error` set when the backend stalled (recorded against it).
 bool stalled(const Fleet& f, upstream::Backend& b, const upstream::StallWatch& stall,
@@ -91,29 +77,43 @@ constexpr std::size_t kMaxRead = 64 * 1024;
 net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& req,
                            upstream::Backend& b, Attempt& a, AccessRecord& rec,
                            upstream::Outcome& out, state::ResponseStore* learn, bool strip_usage) {
-  auto& p = *a.parser;
-  auto& res = p.get();
-  ResponseTap tap(dialect_of(rec.path), res[bhttp::field::content_type], w.json);
+  using namespace std::string_view_literals;
+  UpstreamResponse& p = *a.parser;
+  ResponseTap tap(dialect_of(rec.path), p.content_type(), w.json);
   const bool sse = tap.kind() == ResponseTap::Kind::sse;
   const bool responses_api = rec.path.starts_with("/v1/responses");
-  rec.status = res.result_int();
+  rec.status = p.status();
   if (rec.status < 200 || rec.status > 299) learn = nullptr;
-  // Client-facing header.
-  strip_hop_by_hop(res);
-  res.set("x-llmux-backend", b.name);
-  res.set("x-request-id", rec.request_id);
-  if (rec.queue_depth > 0) res.set("x-llmux-queue-depth", std::to_string(rec.queue_depth));
   const bool head = req.method() == bhttp::verb::head;
-  const bool has_length = res.has_content_length();
-  if (!has_length && !head && !p.is_done() && res.result_int() >= 200 && res.result_int() != 204 &&
-      res.result_int() != 304) {
+  // The client's header: the status line and the backend's end-to-end fields (the parser wrote
+  // them as it read them: gateway/upstream_response.hpp), then the gateway's own and the framing.
+  // A worker-pooled string, given back as soon as the header is out: a held-open stream keeps
+  // no copy of its header.
+  std::string header_bytes = std::move(p.header());
+  append_all(header_bytes,
+             {"x-llmux-backend: "sv, b.name, "\r\nx-request-id: "sv, rec.request_id, "\r\n"sv});
+  if (rec.queue_depth > 0) {
+    char digits[16];
+    const auto r = fmt::format_to_n(digits, sizeof digits, "{}", rec.queue_depth);
+    header_bytes.append("x-llmux-queue-depth: "sv).append(digits, r.size).append("\r\n"sv);
+  }
+  // The body is framed here (chunk size, data, CRLF) when the backend's is delimited otherwise
+  // than by a length (chunked, or by the close): an HTTP/1.0 client gets it until the close.
+  bool chunked = false;
+  if (!p.has_content_length() && !head && !p.is_done() && rec.status >= 200 && rec.status != 204 &&
+      rec.status != 304) {
     if (req.version() >= 11) {
-      res.chunked(true);
+      chunked = true;
+      header_bytes.append("Transfer-Encoding: chunked\r\n"sv);
     } else {
       c.keep_alive = false;
     }
   }
-  res.keep_alive(c.keep_alive);
+  if (!c.keep_alive)
+    header_bytes.append("Connection: close\r\n"sv);
+  else if (req.version() < 11)
+    header_bytes.append("Connection: keep-alive\r\n"sv);
+  header_bytes.append("\r\n"sv);
 
   upstream::Upstream* up = a.up.get();
   c.watch.up = up;
@@ -127,17 +127,6 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   upstream::StallWatch stall(
       b, sse && f.outlier.enabled ? f.outlier.stall_timeout : std::chrono::milliseconds(0), idle);
 
-  // The header is serialised by Beast into `header_bytes` and goes out with the first piece of
-  // the body in one gathered write; the body is framed here (chunk size, data, CRLF), which costs
-  // far less than a serializer pass per piece.
-  // A worker-pooled string, given back as soon as the header is out: a held-open stream keeps
-  // no copy of its header.
-  std::string header_bytes = w.take_string();
-  serialize_header(res, header_bytes);
-  const bool chunked = res.chunked();
-  // The header is in header_bytes: its fields are freed (the parser keeps what it needs of them,
-  // framing and keep-alive, in its own state), as a held-open stream should cost little.
-  res.clear();
   if (sse && !header_bytes.empty()) {
     // A stream's header goes out at once: the client sees the response begin (TTFB) even
     // while the first event is still being computed (a long prefill).
@@ -181,10 +170,9 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
             relay_buf = w.take_buf(sse);
             buf = relay_buf.data.get();
           }
-          res.body().data = buf + have;
-          res.body().size = buf_size - have;
+          p.body_buffer(buf + have, buf_size - have);
           const Fed fed = feed(p, up->buf, ec);
-          got = (buf_size - have) - res.body().size;
+          got = (buf_size - have) - p.body_room();
           if (fed != Fed::need_more) break;
         }
         // A stream being judged for a stall waits in short steps (its deadline cancels the
@@ -350,7 +338,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   if (header_bytes.capacity() > 0) w.give_string(std::move(header_bytes));
   stall.end();
   if (p.is_done() && !upstream_failed && rec.status < 500) upstream::note_progress(b, mono_ns());
-  res.body().data = nullptr;
+  p.body_buffer(nullptr, 0);
   if (buf) w.give_buf(std::move(relay_buf));
   c.watch.up = nullptr;  // from here on the connection may go back to the pool
   rec.bytes_out = bytes_out;

@@ -8,10 +8,10 @@
 #include <memory>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/beast/http.hpp>
 
 #include "gateway/access_log.hpp"
 #include "gateway/client.hpp"
+#include "gateway/upstream_response.hpp"
 #include "gateway/worker.hpp"
 #include "state/response_store.hpp"
 #include "upstream/outcome.hpp"
@@ -21,7 +21,7 @@ namespace llmux::gateway {
 /// One attempt whose final response header has arrived (`up` null: none did; why is elsewhere).
 struct Attempt {
   std::shared_ptr<upstream::Upstream> up;
-  std::unique_ptr<bhttp::response_parser<bhttp::buffer_body>> parser;
+  std::unique_ptr<UpstreamResponse> parser;
   std::int64_t sent_ns = 0;  // when the request's last byte was written (mono_ns)
 };
 

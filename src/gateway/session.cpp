@@ -4,6 +4,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include "core/ascii.hpp"
 #include "core/clock.hpp"
 #include "core/ids.hpp"
 #include "gateway/admin.hpp"
@@ -17,6 +18,7 @@
 #include "gateway/request_view.hpp"
 #include "gateway/router.hpp"
 #include "http/linger.hpp"
+#include "http/read_parsed.hpp"
 
 namespace llmux::gateway {
 
@@ -152,8 +154,11 @@ net::awaitable<void> answer_here(Shared& s, const Fleet& f, Worker& w, Client& c
 const RouteRt* plan(const Fleet& f, Request& req, bool metrics_only, std::string& request_id,
                     BodyFields& fields, Here& here) {
   const std::string_view path = path_of(req);
-  request_id = req["x-request-id"];
-  if (request_id.empty() || request_id.size() > 200) request_id = random_id("", 32);
+  const std::string_view client_id = req["x-request-id"];
+  if (client_id.empty() || client_id.size() > 200)
+    random_id_into(request_id, "", 32);
+  else
+    request_id.assign(client_id);
   here = answered_here(f, req, path, metrics_only);
   if (here != Here::none) return nullptr;
   fields = req.body().empty() ? BodyFields{} : read_body_fields(req.body());
@@ -172,7 +177,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
   const config::Timeouts t = w.fleet().cfg.timeouts;
   const config::Limits limits = w.fleet().cfg.limits;
   c.write_timeout = t.idle;
-  bhttp::request_parser<bhttp::string_body> parser;
+  RequestParser parser(req);
   parser.header_limit(limits.max_header_bytes);
   parser.body_limit(limits.max_body_bytes);
   // Idle keep-alive connections wait up to client_idle for a first byte; once a request
@@ -187,29 +192,28 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
     c.buf.commit(n);
   }
   c.dl.arm(t.client_header, /*close_on_expiry=*/false);
-  auto [ec, n] = co_await bhttp::async_read_header(c.sock, c.buf, parser, use_tuple);
+  boost::system::error_code ec =
+      co_await http::read_parsed(c.sock, c.buf, parser, http::Until::header);
   c.dl.disarm();
-  std::size_t header_fields = 0;
   if (!ec) {
-    auto& h = parser.get();
     // How the body is delimited is checked here, before a byte of it is read: a request
     // whose length cannot be determined is never passed on, and its body never parsed as
     // the next request.
-    if (auto bad = check_request_framing(h, h.version())) {
+    if (auto bad = check_request_framing(req.fields(), req.version())) {
       co_await write_error(c, bad->status, bad->message, nullptr, false);
       co_return Read::answered_linger;
     }
-    header_fields = static_cast<std::size_t>(std::distance(h.begin(), h.end()));
-    if (h.version() >= 11 && !parser.is_done() &&
-        beast::iequals(h[bhttp::field::expect], "100-continue")) {
+    if (req.version() >= 11 && !parser.is_done() &&
+        llmux::iequals(req[bhttp::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       auto [wec, wn] = co_await net::async_write(c.sock, net::buffer(kContinue), use_tuple);
       if (wec) co_return Read::closed;
     }
-    while (!ec && !parser.is_done()) {
+    while (!http::parse_buffered(parser, c.buf, http::Until::message, ec)) {
       c.dl.arm(t.client_body, /*close_on_expiry=*/false);
-      std::tie(ec, n) = co_await bhttp::async_read_some(c.sock, c.buf, parser, use_tuple);
+      ec = co_await http::read_more(c.sock, c.buf, parser);
       c.dl.disarm();
+      if (ec) break;
     }
   }
   if (c.dl.fired && ec) ec = beast::error::timeout;
@@ -234,9 +238,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
     co_await write_error(c, status, msg, nullptr, false);
     co_return Read::answered_linger;
   }
-  req = parser.release();
-  // Trailer fields of a chunked body were appended to the header: they end here.
-  drop_fields_after(req, header_fields);
+  // (Trailer fields of a chunked body were dropped as they were parsed: gateway/request.hpp.)
   // The bytes of the request are parsed: an empty read buffer is given back rather than kept
   // through the response (the watch reads into a few bytes of its own; a pipelined request
   // lands here again).

@@ -15,7 +15,7 @@ namespace bhttp = boost::beast::http;
 /// buffer is full, or the bytes are not HTTP (`ec`). When it needs more, what is left in `in` is
 /// an incomplete piece (a chunk header or its closing CRLF), never one it could parse.
 Fed feed(UpstreamParser& p, beast::flat_buffer& in, boost::system::error_code& ec) {
-  const std::size_t room = p.get().body().size;
+  const std::size_t room = p.body_room();
   while (in.size() > 0) {
     const std::size_t used = p.put(in.data(), ec);
     in.consume(used);
@@ -29,7 +29,7 @@ Fed feed(UpstreamParser& p, beast::flat_buffer& in, boost::system::error_code& e
     }
     if (ec) return Fed::error;
     if (p.is_done()) return Fed::done;
-    if (p.get().body().size != room) return Fed::body;
+    if (p.body_room() != room) return Fed::body;
     if (used == 0) break;
   }
   return Fed::need_more;

@@ -4,25 +4,25 @@
 // does not have, what is left is an incomplete piece (a chunk-size line, a chunk's closing CRLF),
 // which a few bytes keep aside while the read buffer is freed for the wait.
 //
-// Plain functions on Beast's response parser and flat_buffer; no I/O. Tested with random bodies
-// cut at random points (tests/unit/gateway/upstream_body_test.cpp).
+// Plain functions on the response parser (gateway/upstream_response.hpp) and flat_buffer; no I/O.
+// Tested with random bodies cut at random points (tests/unit/gateway/upstream_body_test.cpp).
 #include <cstddef>
 #include <cstdint>
 
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/parser.hpp>
+
+#include "gateway/upstream_response.hpp"
 
 namespace llmux::gateway {
 
-using UpstreamParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+using UpstreamParser = UpstreamResponse;
 
 /// How feed() ended: body bytes came out, more bytes are needed, the message is complete, the
 /// body buffer is full, or the bytes are not HTTP (`ec` says how).
 enum class Fed { body, need_more, done, full, error };
 
 /// Gives the parser what `in` holds (the parser's header already read), until body bytes come
-/// out into the body buffer it was given (`p.get().body()`), it needs more bytes than there are,
+/// out into the body buffer it was given (`p.body_buffer()`), it needs more bytes than there are,
 /// the message is complete, the body buffer is full, or the bytes are not HTTP. When it needs
 /// more, what is left in `in` is an incomplete piece, never one it could parse.
 Fed feed(UpstreamParser& p, boost::beast::flat_buffer& in, boost::system::error_code& ec);

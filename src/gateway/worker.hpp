@@ -25,6 +25,7 @@
 #include "gateway/access_log.hpp"
 #include "gateway/fleet.hpp"
 #include "gateway/metrics.hpp"
+#include "gateway/request.hpp"
 #include "http/deadline.hpp"
 #include "openai/stream.hpp"
 #include "state/response_store.hpp"
@@ -38,8 +39,6 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
 inline constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
-
-using Request = bhttp::request<bhttp::string_body>;
 
 struct AdminChange;  // gateway/admin.hpp
 

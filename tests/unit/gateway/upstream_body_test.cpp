@@ -135,10 +135,9 @@ std::string relay(const std::vector<std::string>& pieces, std::size_t buffer_siz
   std::vector<char> buf(buffer_size);
   Leftover keep;
   for (int guard = 0; guard < 1000000 && !p.is_done(); ++guard) {
-    p.get().body().data = buf.data();
-    p.get().body().size = buf.size();
+    p.body_buffer(buf.data(), buf.size());
     const Fed fed = feed(p, in, ec);
-    out.append(buf.data(), buf.size() - p.get().body().size);
+    out.append(buf.data(), buf.size() - p.body_room());
     if (fed == Fed::error) {
       ADD_FAILURE() << "parse error: " << ec.message();
       return out;

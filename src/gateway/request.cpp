@@ -1,0 +1,126 @@
+#include "gateway/request.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "core/ascii.hpp"
+
+namespace llmux::gateway {
+
+namespace {
+
+/// A body's first reservation at most (a client's Content-Length is a claim, not memory).
+constexpr std::uint64_t kMaxReserve = 1 << 20;
+
+}  // namespace
+
+/// The parsers' offset lists, reused: a parser takes one when it starts and gives it back when
+/// it ends (several requests may be half read on one thread at once).
+struct ParserLists {
+  static std::vector<std::vector<RequestParser::FieldAt>>& spare() {
+    thread_local std::vector<std::vector<RequestParser::FieldAt>> lists;
+    return lists;
+  }
+};
+
+std::string_view Request::operator[](bhttp::field name) const {
+  for (const auto& f : fields_)
+    if (f.name == name) return f.value;
+  return {};
+}
+
+std::string_view Request::operator[](std::string_view name) const {
+  for (const auto& f : fields_)
+    if (iequals(f.name_string, name)) return f.value;
+  return {};
+}
+
+std::size_t Request::count(bhttp::field name) const {
+  return static_cast<std::size_t>(
+      std::count_if(fields_.begin(), fields_.end(), [&](const auto& f) { return f.name == name; }));
+}
+
+std::size_t Request::count(std::string_view name) const {
+  return static_cast<std::size_t>(std::count_if(
+      fields_.begin(), fields_.end(), [&](const auto& f) { return iequals(f.name_string, name); }));
+}
+
+RequestParser::RequestParser(Request& into) : r_(into) {
+  r_.block_.clear();
+  r_.fields_.clear();
+  r_.body_.clear();
+  r_.method_string_ = r_.target_ = {};
+  r_.method_ = bhttp::verb::unknown;
+  r_.version_ = 11;
+  r_.keep_alive_ = true;
+  auto& spare = ParserLists::spare();
+  if (!spare.empty()) {
+    at_ = std::move(spare.back());
+    spare.pop_back();
+  }
+}
+
+RequestParser::~RequestParser() {
+  at_.clear();
+  auto& spare = ParserLists::spare();
+  if (at_.capacity() > 0 && spare.size() < 64) spare.push_back(std::move(at_));
+}
+
+std::uint32_t RequestParser::keep(std::string_view s) {
+  // Every view Beast gives is valid only during the call that gives it (the input buffer may
+  // change between two put() calls, a folded value lives in Beast's own scratch): copied now.
+  const auto at = static_cast<std::uint32_t>(r_.block_.size());
+  r_.block_.insert(r_.block_.end(), s.begin(), s.end());
+  return at;
+}
+
+void RequestParser::on_request_impl(bhttp::verb method, sv method_string, sv target, int version,
+                                    error_code&) {
+  r_.method_ = method;
+  r_.version_ = static_cast<unsigned>(version);
+  method_at_ = keep(method_string);
+  method_size_ = static_cast<std::uint32_t>(method_string.size());
+  target_size_ = static_cast<std::uint32_t>(target.size());
+  keep(target);
+}
+
+void RequestParser::on_field_impl(bhttp::field name, sv name_string, sv value, error_code&) {
+  if (is_header_done()) return;  // a trailer field of a chunked body: never a header field
+  const std::uint32_t at = keep(name_string);
+  keep(value);
+  at_.push_back({name, at, static_cast<std::uint32_t>(name_string.size()),
+                 static_cast<std::uint32_t>(value.size())});
+}
+
+void RequestParser::on_header_impl(error_code&) {
+  // The block is complete: the views are made once, into its final place.
+  const char* base = r_.block_.data();
+  r_.method_string_ = std::string_view(base + method_at_, method_size_);
+  r_.target_ = std::string_view(base + method_at_ + method_size_, target_size_);
+  r_.fields_.resize(at_.size());
+  for (std::size_t i = 0; i < at_.size(); ++i) {
+    const FieldAt& f = at_[i];
+    r_.fields_[i] = {f.name, std::string_view(base + f.at, f.name_size),
+                     std::string_view(base + f.at + f.name_size, f.value_size)};
+  }
+  r_.keep_alive_ = keep_alive();
+}
+
+void RequestParser::on_body_init_impl(boost::optional<std::uint64_t> const& content_length,
+                                      error_code&) {
+  if (content_length)
+    r_.body_.reserve(static_cast<std::size_t>(std::min(*content_length, kMaxReserve)));
+}
+
+std::size_t RequestParser::on_body_impl(sv body, error_code&) {
+  r_.body_.append(body.data(), body.size());
+  return body.size();
+}
+
+std::size_t RequestParser::on_chunk_body_impl(std::uint64_t, sv body, error_code&) {
+  r_.body_.append(body.data(), body.size());
+  return body.size();
+}
+
+}  // namespace llmux::gateway

@@ -1,0 +1,108 @@
+#pragma once
+// A client's request as the gateway keeps it while serving it, and the parser that reads it.
+// Beast's HTTP/1 parser (basic_parser) without Beast's fields container: the method, the target
+// and every field's name and value are copied, as they are parsed, into one block, and when the
+// header is complete the fields become a list of views into it, in order. Nothing is allocated per
+// field, lookups walk a short list instead of a tree, and a connection's next request reuses the
+// memory of the last one. Trailer fields of a chunked body are dropped as they are parsed (they
+// never become header fields). The body is read whole into a string (string_body's behaviour).
+//
+// Thread safety: one thread. A Request is movable, not copyable (its views point into its block).
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/basic_parser.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
+
+namespace llmux::gateway {
+
+namespace bhttp = boost::beast::http;
+
+/// One header field, as received (views into its Request).
+struct HeaderField {
+  bhttp::field name = bhttp::field::unknown;  // Beast's known fields; unknown for the rest
+  std::string_view name_string, value;
+};
+
+class Request {
+ public:
+  Request() = default;
+  Request(Request&&) = default;
+  Request& operator=(Request&&) = default;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  bhttp::verb method() const { return method_; }
+  std::string_view method_string() const { return method_string_; }
+  std::string_view target() const { return target_; }
+  unsigned version() const { return version_; }
+  /// What the client asked for the connection after this request (Connection, HTTP version).
+  bool keep_alive() const { return keep_alive_; }
+  std::string& body() { return body_; }
+  const std::string& body() const { return body_; }
+
+  std::span<const HeaderField> fields() const { return fields_; }
+  const HeaderField* begin() const { return fields_.data(); }
+  const HeaderField* end() const { return fields_.data() + fields_.size(); }
+  /// The first field's value by name (case-insensitive), or "" when there is none.
+  std::string_view operator[](bhttp::field name) const;
+  std::string_view operator[](std::string_view name) const;
+  std::size_t count(bhttp::field name) const;
+  std::size_t count(std::string_view name) const;
+
+ private:
+  friend class RequestParser;
+  std::vector<char> block_;  // method, target, names and values
+  std::vector<HeaderField> fields_;
+  std::string body_;
+  std::string_view method_string_, target_;
+  bhttp::verb method_ = bhttp::verb::unknown;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+};
+
+/// Reads one request into a Request (emptied first; its memory kept). Limits as Beast's:
+/// header_limit(), body_limit().
+class RequestParser final : public bhttp::basic_parser<true> {
+ public:
+  explicit RequestParser(Request& into);
+  ~RequestParser() override;
+  RequestParser(const RequestParser&) = delete;
+  RequestParser& operator=(const RequestParser&) = delete;
+
+ private:
+  using error_code = boost::system::error_code;
+  using sv = boost::beast::string_view;  // Beast's (boost::core::string_view in 1.81)
+  void on_request_impl(bhttp::verb method, sv method_string, sv target, int version,
+                       error_code&) override;
+  void on_response_impl(int, sv, int, error_code&) override {}
+  void on_field_impl(bhttp::field name, sv name_string, sv value, error_code&) override;
+  void on_header_impl(error_code&) override;
+  void on_body_init_impl(boost::optional<std::uint64_t> const& content_length,
+                         error_code&) override;
+  std::size_t on_body_impl(sv body, error_code&) override;
+  void on_chunk_header_impl(std::uint64_t, sv, error_code&) override {}
+  std::size_t on_chunk_body_impl(std::uint64_t, sv body, error_code&) override;
+  void on_finish_impl(error_code&) override {}
+
+  std::uint32_t keep(std::string_view s);
+
+  /// Where a field's name and value lie in the block while the header is read (the block may
+  /// still move as it grows; the views are made once it is complete).
+  struct FieldAt {
+    bhttp::field name;
+    std::uint32_t at, name_size, value_size;
+  };
+  friend struct ParserLists;
+  Request& r_;
+  std::vector<FieldAt> at_;  // the fields read so far, as offsets into r_'s block
+  std::uint32_t method_at_ = 0, method_size_ = 0, target_size_ = 0;
+};
+
+}  // namespace llmux::gateway

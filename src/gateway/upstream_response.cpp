@@ -1,0 +1,136 @@
+#include "gateway/upstream_response.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/status.hpp>
+
+#include "core/append.hpp"
+#include "core/ascii.hpp"
+#include "gateway/http_rules.hpp"
+
+namespace llmux::gateway {
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+/// Calls fn(token) for each non-empty element of a comma-separated list.
+template <typename Fn>
+void for_each_token(std::string_view v, Fn&& fn) {
+  for (;;) {
+    const auto comma = v.find(',');
+    const auto token = trim_ows(v.substr(0, comma));
+    if (!token.empty()) fn(token);
+    if (comma == std::string_view::npos) return;
+    v.remove_prefix(comma + 1);
+  }
+}
+
+using llmux::iequals;
+
+}  // namespace
+
+UpstreamResponse::UpstreamResponse(std::string header) : header_(std::move(header)) {
+  header_.clear();
+}
+
+// Every view Beast gives is valid only during the call that gives it (the input may change
+// between two put() calls; a folded value lives in Beast's own scratch): each piece is copied
+// into the client's header as it comes.
+
+void UpstreamResponse::on_response_impl(int code, sv reason, int, error_code&) {
+  using namespace std::string_view_literals;
+  status_ = code;
+  char digits[8];
+  const auto r = fmt::format_to_n(digits, sizeof digits, "{:03}", code);
+  const std::string_view phrase =
+      reason.empty() ? std::string_view(bhttp::obsolete_reason(static_cast<bhttp::status>(code)))
+                     : std::string_view(reason);
+  header_.clear();
+  append_all(header_, {"HTTP/1.1 "sv, std::string_view(digits, r.size), " "sv, phrase, "\r\n"sv});
+}
+
+void UpstreamResponse::on_field_impl(bhttp::field name, sv name_string, sv value, error_code&) {
+  using namespace std::string_view_literals;
+  if (is_header_done()) return;  // a trailer field: nothing of it reaches the client
+  if (name == bhttp::field::content_length) has_content_length_ = true;
+  if (name == bhttp::field::connection) {
+    // Its tokens name fields that end here (RFC 9110 §7.6.1), maybe fields already written.
+    if (!connection_.empty()) connection_.push_back(',');
+    connection_.append(value.data(), value.size());
+  }
+  if (is_hop_by_hop(name)) return;
+  if (!name_string.empty() && (name_string[0] == 'x' || name_string[0] == 'X')) {
+    // Set by the gateway itself (relay.cpp).
+    if (iequals(name_string, "x-llmux-backend") || iequals(name_string, "x-request-id") ||
+        (omit_queue_depth_ && iequals(name_string, "x-llmux-queue-depth")))
+      return;
+  }
+  if (name == bhttp::field::content_type && content_type_at_ == 0) {  // the first one
+    content_type_at_ = static_cast<std::uint32_t>(header_.size() + name_string.size() + 2);
+    content_type_size_ = static_cast<std::uint32_t>(value.size());
+  }
+  append_all(header_, {name_string, ": "sv, value, "\r\n"sv});
+}
+
+void UpstreamResponse::on_header_impl(error_code&) {
+  if (connection_.empty()) return;
+  // `close` and `keep-alive` name no field (the framing is the gateway's own).
+  bool names_some = false;
+  for_each_token(connection_, [&](std::string_view t) {
+    if (!iequals(t, "close") && !iequals(t, "keep-alive")) names_some = true;
+  });
+  if (!names_some) return;
+  // Rare: the lines of the fields it names are taken out of what was written.
+  auto named = [&](std::string_view field) {
+    bool found = false;
+    for_each_token(connection_, [&](std::string_view t) { found = found || iequals(t, field); });
+    return found;
+  };
+  std::string kept;
+  kept.reserve(header_.size());
+  std::string_view rest = header_;
+  const auto status_end = rest.find("\r\n") + 2;
+  kept.append(rest.substr(0, status_end));
+  rest.remove_prefix(status_end);
+  const bool had_type = content_type_size_ > 0 || content_type_at_ > 0;
+  content_type_at_ = content_type_size_ = 0;
+  while (!rest.empty()) {
+    const auto end = rest.find("\r\n") + 2;  // every line was written with its CRLF
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(end);
+    const std::string_view field = line.substr(0, line.find(':'));
+    if (named(field)) continue;
+    if (had_type && content_type_at_ == 0 && iequals(field, "content-type")) {
+      content_type_at_ = static_cast<std::uint32_t>(kept.size() + field.size() + 2);
+      content_type_size_ = static_cast<std::uint32_t>(line.size() - field.size() - 4);
+    }
+    kept.append(line);
+  }
+  header_.swap(kept);
+}
+std::size_t UpstreamResponse::put_body(sv body, error_code& ec) {
+  // As Beast's buffer_body: what fits is taken; need_buffer when not everything did.
+  if (!body_) {
+    ec = bhttp::error::need_buffer;
+    return 0;
+  }
+  const std::size_t n = std::min(room_, body.size());
+  std::memcpy(body_, body.data(), n);
+  body_ += n;
+  room_ -= n;
+  if (n < body.size()) ec = bhttp::error::need_buffer;
+  return n;
+}
+
+}  // namespace llmux::gateway
