@@ -15,12 +15,12 @@ constexpr std::uint64_t kMaxReserve = 1 << 20;
 
 }  // namespace
 
-/// The parsers' offset lists, reused: a parser takes one when it starts and gives it back when
-/// it ends (several requests may be half read on one thread at once).
-struct ParserLists {
-  static std::vector<std::vector<RequestParser::FieldAt>>& spare() {
-    thread_local std::vector<std::vector<RequestParser::FieldAt>> lists;
-    return lists;
+/// The parsers' stages, reused: a parser takes one when it starts and gives it back when it
+/// ends (several requests may be half read on one thread at once).
+struct ParserStages {
+  static std::vector<RequestParser::Stage>& spare() {
+    thread_local std::vector<RequestParser::Stage> stages;
+    return stages;
   }
 };
 
@@ -47,31 +47,32 @@ std::size_t Request::count(std::string_view name) const {
 }
 
 RequestParser::RequestParser(Request& into) : r_(into) {
-  r_.block_.clear();
   r_.fields_.clear();
   r_.body_.clear();
   r_.method_string_ = r_.target_ = {};
   r_.method_ = bhttp::verb::unknown;
   r_.version_ = 11;
   r_.keep_alive_ = true;
-  auto& spare = ParserLists::spare();
+  auto& spare = ParserStages::spare();
   if (!spare.empty()) {
-    at_ = std::move(spare.back());
+    stage_ = std::move(spare.back());
     spare.pop_back();
   }
 }
 
 RequestParser::~RequestParser() {
-  at_.clear();
-  auto& spare = ParserLists::spare();
-  if (at_.capacity() > 0 && spare.size() < 64) spare.push_back(std::move(at_));
+  stage_.bytes.clear();
+  stage_.at.clear();
+  auto& spare = ParserStages::spare();
+  if (stage_.bytes.capacity() > 0 && stage_.bytes.capacity() <= (64u << 10) && spare.size() < 64)
+    spare.push_back(std::move(stage_));
 }
 
 std::uint32_t RequestParser::keep(std::string_view s) {
   // Every view Beast gives is valid only during the call that gives it (the input buffer may
   // change between two put() calls, a folded value lives in Beast's own scratch): copied now.
-  const auto at = static_cast<std::uint32_t>(r_.block_.size());
-  r_.block_.insert(r_.block_.end(), s.begin(), s.end());
+  const auto at = static_cast<std::uint32_t>(stage_.bytes.size());
+  stage_.bytes.append(s);
   return at;
 }
 
@@ -79,28 +80,39 @@ void RequestParser::on_request_impl(bhttp::verb method, sv method_string, sv tar
                                     error_code&) {
   r_.method_ = method;
   r_.version_ = static_cast<unsigned>(version);
-  method_at_ = keep(method_string);
+  keep(method_string);
+  keep(target);
   method_size_ = static_cast<std::uint32_t>(method_string.size());
   target_size_ = static_cast<std::uint32_t>(target.size());
-  keep(target);
 }
 
 void RequestParser::on_field_impl(bhttp::field name, sv name_string, sv value, error_code&) {
   if (is_header_done()) return;  // a trailer field of a chunked body: never a header field
   const std::uint32_t at = keep(name_string);
   keep(value);
-  at_.push_back({name, at, static_cast<std::uint32_t>(name_string.size()),
-                 static_cast<std::uint32_t>(value.size())});
+  stage_.at.push_back({name, at, static_cast<std::uint32_t>(name_string.size()),
+                       static_cast<std::uint32_t>(value.size())});
 }
 
 void RequestParser::on_header_impl(error_code&) {
-  // The block is complete: the views are made once, into its final place.
+  // The header is complete: the request takes its bytes, exactly sized (a connection's next
+  // request reuses the memory when it fits), and the views are made once, into their place.
+  const std::string& bytes = stage_.bytes;
+  if (r_.block_.capacity() < bytes.size()) {
+    std::vector<char>().swap(r_.block_);
+    r_.block_.reserve(bytes.size());
+  }
+  r_.block_.assign(bytes.begin(), bytes.end());
   const char* base = r_.block_.data();
-  r_.method_string_ = std::string_view(base + method_at_, method_size_);
-  r_.target_ = std::string_view(base + method_at_ + method_size_, target_size_);
-  r_.fields_.resize(at_.size());
-  for (std::size_t i = 0; i < at_.size(); ++i) {
-    const FieldAt& f = at_[i];
+  r_.method_string_ = std::string_view(base, method_size_);
+  r_.target_ = std::string_view(base + method_size_, target_size_);
+  if (r_.fields_.capacity() < stage_.at.size()) {
+    std::vector<HeaderField>().swap(r_.fields_);
+    r_.fields_.reserve(stage_.at.size());
+  }
+  r_.fields_.resize(stage_.at.size());
+  for (std::size_t i = 0; i < stage_.at.size(); ++i) {
+    const FieldAt& f = stage_.at[i];
     r_.fields_[i] = {f.name, std::string_view(base + f.at, f.name_size),
                      std::string_view(base + f.at + f.name_size, f.value_size)};
   }

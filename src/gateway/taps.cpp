@@ -53,7 +53,7 @@ void ResponseTap::feed(std::string_view piece, bool last) {
       return;
     case Kind::json:
       if (last && body_.empty() && !body_too_big_) {
-        reader_.on_body(piece);  // the whole body in one piece: no copy of our own
+        read_body(piece);  // the whole body in one piece: no copy of our own
         return;
       }
       if (!body_too_big_ && body_.size() + piece.size() <= kMaxBody) {
@@ -62,9 +62,18 @@ void ResponseTap::feed(std::string_view piece, bool last) {
         body_too_big_ = true;
         body_ = std::string();
       }
-      if (last && !body_too_big_) reader_.on_body(body_);
+      if (last && !body_too_big_) read_body(body_);
       return;
   }
+}
+
+void ResponseTap::read_body(std::string_view body) {
+  // The Responses API's id is learned from its body; of chat and completions answers only the
+  // usage is wanted.
+  if (reader_.dialect() == openai::Dialect::responses)
+    reader_.on_body(body);
+  else
+    reader_.on_body_usage(body);
 }
 
 std::optional<std::int64_t> ResponseTap::prompt_tokens() const {

@@ -50,6 +50,8 @@ class ResponseTap {
   std::int64_t next_sequence_number() const;
 
  private:
+  void read_body(std::string_view body);
+
   Kind kind_;
   openai::SseParser sse_;
   openai::StreamInterpreter reader_;

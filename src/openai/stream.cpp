@@ -81,6 +81,45 @@ std::string scalar_text(od::value& v) {
   return {};
 }
 
+/// The object after the last `"usage"` key of a JSON text, "" when there is none. The key is
+/// found as raw bytes: a quote inside a JSON string is escaped, so `"usage"` followed by a colon
+/// can only be a key. The object's end is found by counting braces outside strings.
+std::string_view last_usage_object(std::string_view body) {
+  static constexpr std::string_view kKey = "\"usage\"";
+  const std::size_t key = body.rfind(kKey);
+  if (key == std::string_view::npos) return {};
+  std::size_t i = key + kKey.size();
+  auto skip_ws = [&] {
+    while (i < body.size() &&
+           (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r'))
+      ++i;
+  };
+  skip_ws();
+  if (i >= body.size() || body[i] != ':') return {};
+  ++i;
+  skip_ws();
+  if (i >= body.size() || body[i] != '{') return {};
+  const std::size_t begin = i;
+  int depth = 0;
+  bool in_string = false;
+  for (; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;  // the escaped character
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return body.substr(begin, i + 1 - begin);
+    }
+  }
+  return {};
+}
+
 void parse_usage(od::value& v, StreamUsage& u) {
   od::object o;
   if (v.get_object().get(o)) return;
@@ -480,6 +519,28 @@ struct StreamInterpreter::Run {
     return info;
   }
 
+  EventInfo on_body_usage(std::string_view body) {
+    const std::string_view obj = last_usage_object(body);
+    if (obj.empty()) return on_body(body);
+    EventInfo info;
+    const std::size_t n = obj.size();
+    if (buf.size() < n + simdjson::SIMDJSON_PADDING) buf.resize(n + simdjson::SIMDJSON_PADDING);
+    std::memcpy(buf.data(), obj.data(), n);
+    try {
+      od::document doc = parser.iterate(buf.data(), n, buf.size());
+      od::value v = doc.get_value();
+      StreamUsage u;
+      parse_usage(v, u);
+      merge_usage(u);
+      info.usage = true;
+    } catch (const simdjson::simdjson_error&) {
+      return on_body(body);  // not what it seemed: the whole body, as ever
+    }
+    info.done = true;
+    done = true;
+    return info;
+  }
+
   EventInfo on_event(std::string_view event_name, std::string_view data) {
     est = 0;
     any_text = false;
@@ -558,6 +619,9 @@ EventInfo StreamInterpreter::on_event(std::string_view event_name, std::string_v
 }
 EventInfo StreamInterpreter::on_body(std::string_view body) {
   return Run(*this).on_body(body);
+}
+EventInfo StreamInterpreter::on_body_usage(std::string_view body) {
+  return Run(*this).on_body_usage(body);
 }
 void StreamInterpreter::reset() {
   usage_ = {};

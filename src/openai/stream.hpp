@@ -108,6 +108,11 @@ class StreamInterpreter {
   /// path does; the result is done, and its tokens are usage's completion/output tokens
   /// (tokens_exact) or, without usage, the estimate of the text.
   EventInfo on_body(std::string_view body);
+  /// Only the usage of a non-streamed body (what the gateway's tap needs of a chat or
+  /// completions answer): the object of its last `"usage"` key, parsed alone, a tenth of the
+  /// body's JSON; the whole body as on_body() when it has none (an error answer) or that object
+  /// does not parse.
+  EventInfo on_body_usage(std::string_view body);
 
   /// Forgets the stream's state (keeps buffers), optionally switching dialect.
   void reset();

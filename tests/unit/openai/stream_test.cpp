@@ -360,6 +360,33 @@ TEST(OpenAiBody, NonStreamingBodies) {
   EXPECT_FALSE(r.error().has_value());
 }
 
+TEST(OpenAiBody, UsageOnlyReadsTheLastUsageObjectAndAgreesWithTheWholeBody) {
+  // Each body read both ways: the usage must come out the same (the gateway's tap reads only
+  // the usage object of chat and completions answers).
+  const std::vector<std::string> bodies = {
+      R"({"id":"cmpl-1","choices":[{"index":0,"text":" \"usage\": {\"prompt_tokens\": 99}","finish_reason":"length"}],"usage":{"prompt_tokens":7,"total_tokens":135,"completion_tokens":128,"prompt_tokens_details":null}})",
+      R"({"id":"chatcmpl-2","choices":[{"message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":"{\"usage\":{\"prompt_tokens\":1}}"}}]}}],"usage" :
+        {"prompt_tokens":11,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":8,"note":"}{\"x"}} })",
+      R"({"usage":{"prompt_tokens":5,"completion_tokens":2},"choices":[]})",
+      R"({"choices":[{"message":{"content":" a b c"}}],"usage":null})",
+      R"({"error":{"message":"bad","type":"BadRequestError","code":400}})",
+      R"({"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":)",  // cut short
+  };
+  for (const auto& body : bodies) {
+    StreamInterpreter whole(Dialect::chat), only(Dialect::chat);
+    whole.on_body(body);
+    const EventInfo e = only.on_body_usage(body);
+    EXPECT_TRUE(e.done) << body;
+    EXPECT_EQ(only.usage().prompt_tokens, whole.usage().prompt_tokens) << body;
+    EXPECT_EQ(only.usage().completion_tokens, whole.usage().completion_tokens) << body;
+    EXPECT_EQ(only.usage().cached_tokens, whole.usage().cached_tokens) << body;
+  }
+  StreamInterpreter c(Dialect::chat);
+  c.on_body_usage(bodies[1]);
+  EXPECT_EQ(c.usage().prompt_tokens, 11u) << "the top-level usage, not one inside a string";
+  EXPECT_EQ(c.usage().cached_tokens, 8u);
+}
+
 TEST(OpenAiBody, ErrorBodies) {
   StreamInterpreter c(Dialect::chat);
   EventInfo e = c.on_body(
