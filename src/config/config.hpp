@@ -139,6 +139,17 @@ struct Affinity {
   Millis lookup_timeout{2000};
 };
 
+/// Where the gateway's shared state lives (the response-id table): `memory` (this process), or a
+/// Redis every replica shares (`redis://[[user:]password@]host[:port][/db]`), keys beginning
+/// with `prefix` (one per deployment). A request waits at most `timeout` for Redis; when Redis
+/// is slow or away the gateway goes on with what it knows locally (gateway/affinity.hpp).
+struct State {
+  std::string url = "memory";
+  std::string prefix = "llmux:";
+  Millis timeout{50};
+  bool redis() const { return url != "memory"; }
+};
+
 /// Load signals from the backends themselves: their Prometheus `path` (vLLM's /metrics) read
 /// every `interval` (each read within `timeout`, off the request path); a reading older than
 /// `stale_after` no longer counts. For the least_load policy.
@@ -223,6 +234,7 @@ struct GatewayConfig {
   Retries retries;
   Queue queue;
   Affinity affinity;
+  State state;
   BackendMetrics backend_metrics;
   Metrics metrics;
   Admin admin;

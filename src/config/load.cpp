@@ -41,6 +41,8 @@
 //   queue: {size: 256, timeout: 60s}            # when every backend is at max_inflight
 //   affinity:                                  # response id -> the backend that holds it
 //     {enabled: true, max_entries: 1000000, ttl: 24h, lookup_timeout: 2s}
+//   state: memory                              # or redis://host:6379/0 shared by replicas; also
+//                                              # {url, prefix: "llmux:", timeout: 50ms}
 //   backend_metrics:                           # backends' own load (least_load), off the path
 //     {enabled: false, path: /metrics, interval: 1s, timeout: 1s, stale_after: 3s}
 //   metrics: {enabled: true, listen: "", stream_usage: true}   admin: {token: "", token_file: ""}
@@ -305,7 +307,7 @@ class Loader : public detail::YamlReader {
          entries(n, "",
                  {"listen", "threads", "backends", "routes", "timeouts", "limits", "access_log",
                   "pid_file", "health_checks", "outlier_detection", "retries", "queue", "affinity",
-                  "backend_metrics", "metrics", "admin", "auth", "quotas"})) {
+                  "backend_metrics", "metrics", "admin", "auth", "quotas", "state"})) {
       if (k == "listen") listen(v, cfg.listeners);
       if (k == "threads") integer(v, "threads", cfg.threads);
       if (k == "auth") detail::load_auth(v, cfg.auth, *this);  // auth.cpp
@@ -352,6 +354,18 @@ class Loader : public detail::YamlReader {
           if (ak == "max_entries") integer(av, child(k, ak), a.max_entries);
           if (ak == "ttl") duration(av, child(k, ak), a.ttl);
           if (ak == "lookup_timeout") duration(av, child(k, ak), a.lookup_timeout);
+        }
+      }
+      if (k == "state") {
+        // `state: redis://...` or `state: {url, prefix, timeout}`.
+        if (v.IsScalar()) {
+          string(v, k, cfg.state.url);
+        } else {
+          for (const auto& [sk, sv] : entries(v, k, {"url", "prefix", "timeout"})) {
+            if (sk == "url") string(sv, child(k, sk), cfg.state.url);
+            if (sk == "prefix") string(sv, child(k, sk), cfg.state.prefix);
+            if (sk == "timeout") duration(sv, child(k, sk), cfg.state.timeout);
+          }
         }
       }
       if (k == "backend_metrics") {

@@ -120,6 +120,16 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
                    format_duration(cfg.affinity.lookup_timeout));
   else
     fmt::format_to(out, "affinity: off\n");
+  if (cfg.state.redis()) {
+    // The URL without its password, if any.
+    std::string url = cfg.state.url;
+    if (const auto at = url.find('@'); at != std::string::npos) url = "redis://…" + url.substr(at);
+    fmt::format_to(out,
+                   "state: shared in Redis at {} (keys {}*; a request waits at most {} for it)\n",
+                   url, cfg.state.prefix, format_duration(cfg.state.timeout));
+  } else {
+    fmt::format_to(out, "state: memory (this process)\n");
+  }
   if (cfg.backend_metrics.enabled)
     fmt::format_to(out, "backend_metrics: {} every {} (stale after {})\n", cfg.backend_metrics.path,
                    format_duration(cfg.backend_metrics.interval),

@@ -15,6 +15,7 @@
 #include "config/config.hpp"
 #include "config/detail.hpp"
 #include "policy/policy.hpp"
+#include "state/redis_client.hpp"
 
 namespace llmux::config {
 namespace {
@@ -315,6 +316,16 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   if (af.ttl.count() <= 0) add("affinity.ttl", format_millis(af.ttl), "must be greater than 0");
   if (af.lookup_timeout.count() <= 0)
     add("affinity.lookup_timeout", format_millis(af.lookup_timeout), "must be greater than 0");
+
+  // Shared state.
+  if (cfg.state.redis()) {
+    std::string why;
+    if (!state::RedisUrl::parse(cfg.state.url, &why))
+      add("state.url", cfg.state.url.find('@') == std::string::npos ? cfg.state.url : "(hidden)",
+          fmt::format("must be `memory` or a Redis URL (redis://host:port/db): {}", why));
+  }
+  if (cfg.state.timeout.count() <= 0 || cfg.state.timeout.count() > 10000)
+    add("state.timeout", format_millis(cfg.state.timeout), "must be 1ms-10s");
 
   // Backend metrics.
   const auto& bm = cfg.backend_metrics;

@@ -315,8 +315,27 @@ std::string prometheus_text(const Shared& s, const Fleet& f) {
   // ---- process ----
   gauge(out, "llmux_client_connections", "Client connections open", s.connections.load());
   gauge(out, "llmux_active_requests", "Requests in progress", s.active.load());
-  gauge(out, "llmux_response_store_entries", "Response ids the affinity table holds",
-        s.responses_memory ? static_cast<double>(s.responses_memory->size()) : 0.0);
+  gauge(out, "llmux_response_store_entries", "Response ids the affinity table holds (locally)",
+        s.responses ? static_cast<double>(s.responses->size()) : 0.0);
+  if (s.redis) {
+    // state: redis://...: whether the shared state is reachable, and what waits for it.
+    gauge(out, "llmux_state_redis_up", "1 while the shared state (Redis) answers, else 0",
+          s.redis->up() ? 1.0 : 0.0);
+    gauge(out, "llmux_state_pending_writes",
+          "Response ids learned while Redis was away, waiting to be written back",
+          static_cast<double>(s.responses_redis->pending()));
+    const auto rc = s.redis->counters();
+    auto failed = family("llmux_state_redis_failures_total",
+                         "Redis commands that failed, by how (error, timeout, refused: away)",
+                         MetricType::Counter);
+    for (const auto& [how, n] : {std::pair{"error", rc.errors}, std::pair{"timeout", rc.timeouts},
+                                 std::pair{"refused", rc.refused}}) {
+      auto m = labelled({{"how", how}});
+      m.counter.value = static_cast<double>(n);
+      failed.metric.push_back(std::move(m));
+    }
+    out.push_back(std::move(failed));
+  }
   gauge(out, "llmux_config_generation", "Configuration generation in use (1 at start)",
         static_cast<double>(f.generation));
   gauge(out, "llmux_start_time_seconds", "When the gateway started (Unix time)",
@@ -428,7 +447,13 @@ std::string dashboard_json(const Shared& s, const Fleet& f) {
             [&](const metrics::WorkerMetrics& w) -> const metrics::Histogram& { return w.*which; }),
         metrics::bounds(k));
   };
+  boost::json::object state{{"kind", s.redis ? "redis" : "memory"}};
+  if (s.redis) {
+    state["up"] = s.redis->up();
+    state["pending"] = s.responses_redis->pending();
+  }
   boost::json::object gw{
+      {"state", std::move(state)},
       {"connections", s.connections.load()},
       {"active_requests", s.active.load()},
       {"overhead",

@@ -62,9 +62,26 @@ class Gateway {
     }
     fleet_ = std::move(built.fleet);
     const auto& cfg = fleet_->cfg;
-    shared_.responses_memory = std::make_unique<state::MemoryResponseStore>(
-        static_cast<std::size_t>(cfg.affinity.max_entries), cfg.affinity.ttl);
-    shared_.responses = shared_.responses_memory.get();
+    if (cfg.state.redis()) {
+      // Shared by the replicas (issue 15): a request never waits more than state.timeout for
+      // Redis, and goes on with what this process knows when Redis is slow or away.
+      state::RedisOptions ro;
+      ro.url = *state::RedisUrl::parse(cfg.state.url);  // validated
+      shared_.redis = std::make_shared<state::RedisClient>(ro);
+      state::RedisResponseStoreOptions so;
+      so.prefix = cfg.state.prefix;
+      so.ttl = cfg.affinity.ttl;
+      so.cache_entries = static_cast<std::size_t>(cfg.affinity.max_entries);
+      so.lookup_timeout = cfg.state.timeout;
+      shared_.responses_redis = std::make_unique<state::RedisResponseStore>(shared_.redis, so);
+      shared_.responses = shared_.responses_redis.get();
+      spdlog::info("state: Redis at {} (keys {}*), {} ms at most per lookup", ro.url.str(),
+                   cfg.state.prefix, cfg.state.timeout.count());
+    } else {
+      shared_.responses_memory = std::make_unique<state::MemoryResponseStore>(
+          static_cast<std::size_t>(cfg.affinity.max_entries), cfg.affinity.ttl);
+      shared_.responses = shared_.responses_memory.get();
+    }
 
     // threads: 0 → one worker per CPU this process may use (its affinity mask and cgroup
     // quota), not per core of the machine.
@@ -294,9 +311,16 @@ class Gateway {
 
   /// Puts a new fleet in use: every worker switches to it between requests.
   void install(std::shared_ptr<const Fleet> next) {
+    if (next->cfg.state.url != fleet_->cfg.state.url ||
+        next->cfg.state.prefix != fleet_->cfg.state.prefix)
+      spdlog::warn(
+          "reload: `state` changed; the shared state in use stays as it was until the "
+          "gateway restarts");
     fleet_ = std::move(next);
-    shared_.responses_memory->set_limits(static_cast<std::size_t>(fleet_->cfg.affinity.max_entries),
-                                         fleet_->cfg.affinity.ttl);
+    state::MemoryResponseStore& table =
+        shared_.responses_redis ? shared_.responses_redis->cache() : *shared_.responses_memory;
+    table.set_limits(static_cast<std::size_t>(fleet_->cfg.affinity.max_entries),
+                     fleet_->cfg.affinity.ttl);
     // The last worker to switch says the generation is in use everywhere (each worker takes the
     // reloads in order, so the generations it sets only grow).
     auto left = std::make_shared<std::atomic<std::size_t>>(workers_.size());

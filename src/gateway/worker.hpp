@@ -28,6 +28,8 @@
 #include "gateway/request.hpp"
 #include "http/deadline.hpp"
 #include "openai/stream.hpp"
+#include "state/redis_client.hpp"
+#include "state/redis_response_store.hpp"
 #include "state/response_store.hpp"
 #include "upstream/backend.hpp"
 #include "upstream/pool.hpp"
@@ -54,7 +56,11 @@ struct Shared {
   AccessLog log;
   // Response id -> backend (gateway/affinity.hpp), for the process's life (reloads keep it and
   // its contents; affinity.enabled is the fleet's to say).
+  // With `state: redis://...` the table is shared by the replicas through Redis (a local cache
+  // in front; responses_memory is then unused).
   std::unique_ptr<state::MemoryResponseStore> responses_memory;
+  std::shared_ptr<state::RedisClient> redis;
+  std::unique_ptr<state::RedisResponseStore> responses_redis;
   state::ResponseStore* responses = nullptr;
   // Every worker's metrics (gateway/metrics.hpp), gathered by a scrape.
   metrics::Registry metrics;

@@ -303,6 +303,11 @@
     const g = d.gateway || {};
     $('connections').textContent = g.connections ?? '–';
     $('active').textContent = g.active_requests ?? '–';
+    const st = g.state || {};
+    $('state').textContent = st.kind === 'redis'
+      ? (st.up ? 'redis up' : 'redis DOWN (local)') + (st.pending ? ` · ${st.pending} to write back` : '')
+      : (st.kind || '–');
+    $('state').classList.toggle('bad', st.kind === 'redis' && !st.up);
     const base = baseline(RECENT_S);
     const gBase = base && base.d.gateway && base.d.gateway.overhead;
     const ov = g.overhead || {};

@@ -676,3 +676,46 @@ admin: {token: "0123456789abcdef-token"}
 
 }  // namespace
 }  // namespace llmux::config
+
+namespace llmux::config {
+namespace {
+
+TEST(Validate, StateIsMemoryOrARedisUrl) {
+  GatewayConfig cfg;
+  cfg.backends = {backend("server1", "http://192.0.2.101:30000")};
+  cfg.routes = {route({"server1"})};
+  EXPECT_FALSE(cfg.state.redis()) << "memory by default";
+  cfg.state.url = "redis://127.0.0.1:6379/2";
+  EXPECT_TRUE(validate(cfg).empty());
+  cfg.state.url = "127.0.0.1:6379";
+  ConfigError e = only_error(cfg);
+  EXPECT_EQ(e.field, "state.url");
+  EXPECT_THAT(e.reason, HasSubstr("redis://"));
+  cfg.state.url = "redis://:s3cret@127.0.0.1:notaport";
+  e = only_error(cfg);
+  EXPECT_EQ(e.value, "(hidden)") << "a password never appears in an error";
+  cfg.state.url = "memory";
+  cfg.state.timeout = std::chrono::milliseconds(0);
+  EXPECT_EQ(only_error(cfg).field, "state.timeout");
+}
+
+TEST(Load, StateAsAUrlOrAMapping) {
+  std::vector<ConfigError> errors;
+  GatewayConfig cfg =
+      load_yaml(std::string(kBackends) + "state: redis://127.0.0.1:7000/1\n", errors);
+  EXPECT_TRUE(errors.empty()) << dump(errors);
+  EXPECT_EQ(cfg.state.url, "redis://127.0.0.1:7000/1");
+  EXPECT_EQ(cfg.state.prefix, "llmux:");
+  cfg = load_yaml(std::string(kBackends) +
+                      "state: {url: \"redis://127.0.0.1\", prefix: \"team-a:\", timeout: 20ms}\n",
+                  errors);
+  EXPECT_TRUE(errors.empty()) << dump(errors);
+  EXPECT_EQ(cfg.state.prefix, "team-a:");
+  EXPECT_EQ(cfg.state.timeout.count(), 20);
+  load_yaml(std::string(kBackends) + "state: {url: memory, prefx: a}\n", errors);
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "state.prefx");
+}
+
+}  // namespace
+}  // namespace llmux::config
