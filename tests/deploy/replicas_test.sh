@@ -13,7 +13,12 @@ fail() {
   exit 1
 }
 
-out=$("$llmux" gateway --check --config "$deploy/replicas.yaml" 2>&1) ||
+# The example's LAN addresses rewritten to loopback and its port to any free one first: nothing
+# here connects to them, and port 8080 may be taken on this machine.
+sed -e 's/192\.168\.200\.[0-9]*/127.0.0.1/g' -e 's/^listen: ":8080"/listen: "127.0.0.1:0"/' \
+  "$deploy/replicas.yaml" >"$tmp/replicas.yaml"
+grep -q '^listen: "127.0.0.1:0"' "$tmp/replicas.yaml" || fail "replicas.yaml's listen line changed"
+out=$("$llmux" gateway --check --config "$tmp/replicas.yaml" 2>&1) ||
   fail "replicas.yaml does not pass --check: $out"
 grep -qi "redis" <<<"$out" || fail "--check does not mention the shared state: $out"
 
