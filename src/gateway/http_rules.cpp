@@ -13,25 +13,6 @@ namespace llmux::gateway {
 
 namespace {
 
-std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-/// Calls fn(element) for each non-empty element of a comma-separated field value (RFC 9110
-/// §5.6.1: empty elements are allowed and ignored). Parameters (";q=1") stay on the element.
-template <typename Fn>
-void for_each_list_element(std::string_view value, Fn&& fn) {
-  while (true) {
-    const auto comma = value.find(',');
-    const auto elem = trim_ows(value.substr(0, comma));
-    if (!elem.empty()) fn(elem);
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
-  }
-}
-
 std::string_view coding_name(std::string_view elem) {
   return trim_ows(elem.substr(0, elem.find(';')));
 }

@@ -20,6 +20,26 @@ namespace llmux::gateway {
 
 namespace bhttp = boost::beast::http;
 
+/// Optional whitespace (spaces, tabs) off both ends.
+inline std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+/// Calls fn(element) for each non-empty element of a comma-separated field value (RFC 9110
+/// §5.6.1: empty elements are allowed and ignored). Parameters (";q=1") stay on the element.
+template <typename Fn>
+void for_each_list_element(std::string_view value, Fn&& fn) {
+  while (true) {
+    const auto comma = value.find(',');
+    const auto elem = trim_ows(value.substr(0, comma));
+    if (!elem.empty()) fn(elem);
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+}
+
 /// Why a request's framing is refused: the status to answer (400 or 501) and a message for the
 /// client. The connection is closed after the answer (the rest of the bytes cannot be trusted).
 struct FramingError {

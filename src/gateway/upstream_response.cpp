@@ -18,24 +18,6 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
-std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-/// Calls fn(token) for each non-empty element of a comma-separated list.
-template <typename Fn>
-void for_each_token(std::string_view v, Fn&& fn) {
-  for (;;) {
-    const auto comma = v.find(',');
-    const auto token = trim_ows(v.substr(0, comma));
-    if (!token.empty()) fn(token);
-    if (comma == std::string_view::npos) return;
-    v.remove_prefix(comma + 1);
-  }
-}
-
 using llmux::iequals;
 
 }  // namespace
@@ -87,14 +69,15 @@ void UpstreamResponse::on_header_impl(error_code&) {
   if (connection_.empty()) return;
   // `close` and `keep-alive` name no field (the framing is the gateway's own).
   bool names_some = false;
-  for_each_token(connection_, [&](std::string_view t) {
+  for_each_list_element(connection_, [&](std::string_view t) {
     if (!iequals(t, "close") && !iequals(t, "keep-alive")) names_some = true;
   });
   if (!names_some) return;
   // Rare: the lines of the fields it names are taken out of what was written.
   auto named = [&](std::string_view field) {
     bool found = false;
-    for_each_token(connection_, [&](std::string_view t) { found = found || iequals(t, field); });
+    for_each_list_element(connection_,
+                          [&](std::string_view t) { found = found || iequals(t, field); });
     return found;
   };
   std::string kept;

@@ -10,13 +10,13 @@ namespace llmux::state {
 namespace {
 
 TEST(RedisUrl, HostPortAndDatabase) {
-  auto u = RedisUrl::parse("redis://10.0.0.5:6380/3");
+  auto u = RedisUrl::parse("redis://192.0.2.5:6380/3");
   ASSERT_TRUE(u);
-  EXPECT_EQ(u->host, "10.0.0.5");
+  EXPECT_EQ(u->host, "192.0.2.5");
   EXPECT_EQ(u->port, 6380);
   EXPECT_EQ(u->db, 3);
   EXPECT_TRUE(u->password.empty());
-  EXPECT_EQ(u->str(), "redis://10.0.0.5:6380/3");
+  EXPECT_EQ(u->str(), "redis://192.0.2.5:6380/3");
 }
 
 TEST(RedisUrl, PortAndDatabaseDefault) {
