@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -73,14 +74,20 @@ bool wait_metric(int port, const std::string& name, const std::string& value) {
   return false;
 }
 
+/// A gateway replica in front of the two simulators, sharing `redis`, once it says Redis is up.
+std::unique_ptr<GatewayServer> replica(const SimServer& s1, const SimServer& s2,
+                                       const RedisServer& redis) {
+  auto gw = GatewayServer::with_config(config(s1.port(), s2.port(), redis.url()));
+  EXPECT_TRUE(wait_metric(gw->port(), "llmux_state_redis_up", "1")) << "it never saw Redis";
+  return gw;
+}
+
 TEST(GatewayReplicas, AConversationContinuesThroughAnotherReplica) {
   if (const auto why = RedisServer::skip_reason(); !why.empty()) GTEST_SKIP() << why;
   RedisServer redis;
   SimServer s1({"--time-scale", "50"}), s2({"--time-scale", "50"});
-  auto a = GatewayServer::with_config(config(s1.port(), s2.port(), redis.url()));
-  auto b = GatewayServer::with_config(config(s1.port(), s2.port(), redis.url()));
-  ASSERT_TRUE(wait_metric(a->port(), "llmux_state_redis_up", "1"));
-  ASSERT_TRUE(wait_metric(b->port(), "llmux_state_redis_up", "1"));
+  auto a = replica(s1, s2, redis);
+  auto b = replica(s1, s2, redis);
   for (int c = 0; c < 4; ++c) {
     Turn t = turn(a->port(), "", "first-" + std::to_string(c));
     ASSERT_EQ(t.status, 200) << t.body;
@@ -106,10 +113,8 @@ TEST(GatewayReplicas, RedisAwayFailsNoRequestAndWhatWasLearnedIsWrittenBack) {
   if (const auto why = RedisServer::skip_reason(); !why.empty()) GTEST_SKIP() << why;
   RedisServer redis;
   SimServer s1({"--time-scale", "50"}), s2({"--time-scale", "50"});
-  auto a = GatewayServer::with_config(config(s1.port(), s2.port(), redis.url()));
-  auto b = GatewayServer::with_config(config(s1.port(), s2.port(), redis.url()));
-  ASSERT_TRUE(wait_metric(a->port(), "llmux_state_redis_up", "1"));
-  ASSERT_TRUE(wait_metric(b->port(), "llmux_state_redis_up", "1"));
+  auto a = replica(s1, s2, redis);
+  auto b = replica(s1, s2, redis);
 
   redis.stop();
   ASSERT_TRUE(wait_metric(a->port(), "llmux_state_redis_up", "0"));
@@ -135,8 +140,7 @@ TEST(GatewayReplicas, RedisAwayFailsNoRequestAndWhatWasLearnedIsWrittenBack) {
   ASSERT_TRUE(wait_metric(a->port(), "llmux_state_pending_writes", "0"));
   // A third replica, started now with an empty table: it knows the conversations begun during
   // the outage from Redis (replica a wrote them back), without asking any backend.
-  auto c = GatewayServer::with_config(config(s1.port(), s2.port(), redis.url()));
-  ASSERT_TRUE(wait_metric(c->port(), "llmux_state_redis_up", "1"));
+  auto c = replica(s1, s2, redis);
   for (std::size_t i = 0; i < begun.size(); ++i) {
     const std::string rid = "after-" + std::to_string(i);
     Turn t = turn(c->port(), begun[i].id, rid);
