@@ -10,8 +10,8 @@
 // and the final comparison of digests is constant-time (CRYPTO_memcmp). The plaintext is never
 // stored, logged or echoed in an error.
 //
-// In the gateway's request path (wiring pending): after the route is matched and the body's
-// "model" is known, and before anything is sent upstream:
+// In the gateway's request path (gateway/proxy.cpp, admit_client): after the route is matched and
+// the body's "model" is known, and before anything is sent upstream:
 //   auto [key, d] = keys.authorize(header("Authorization"), route.name, model);
 //   if (!d.ok()) -> answer d.status with d.body (application/json)
 // then the quota admission (quota.hpp) for `key`. The client's Authorization header is never

@@ -99,12 +99,6 @@ class Linter {
           if (o == "base_ejection" || o == "max_ejection" || o == "stall_timeout")
             duration(d, child(k, o));
         });
-      // Remove once the gateway enforces them (src/auth is built, its wiring is pending).
-      if (k == "auth" || k == "quotas")
-        warn({k, "",
-              "loaded and checked, but not enforced yet: this gateway does not yet require keys, "
-              "apply quotas or count usage"},
-             v);
       if (k == "auth")
         each(v, [&](const std::string& o, const YAML::Node& d) {
           if (o == "usage_retention") duration(d, child(k, o));

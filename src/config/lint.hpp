@@ -8,8 +8,7 @@
 //     requests would go to .../v1/v1/chat/completions;
 //   - a duration written as a bare number (`connect: 5` is 5 ms): timeouts.*,
 //     backends[i].pool_idle_timeout, health_checks.interval/timeout (top level and per backend),
-//     outlier_detection.base_ejection/max_ejection, auth.usage_retention;
-//   - `auth` or `quotas` at all: loaded and checked, not enforced by the gateway yet.
+//     outlier_detection.base_ejection/max_ejection, auth.usage_retention.
 //
 // Pure functions of their arguments; thread-safe.
 #include <optional>

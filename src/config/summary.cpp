@@ -141,8 +141,7 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
             ? ""
             : fmt::format(" ({} from {})", cfg.auth.file_keys.size(), cfg.auth.keys_file);
     fmt::format_to(
-        out, "auth: {} key{}{}, usage kept {}h (not enforced yet)\n", n, n == 1 ? "" : "s",
-        from_file,
+        out, "auth: {} key{}{}, usage kept {}h\n", n, n == 1 ? "" : "s", from_file,
         std::chrono::duration_cast<std::chrono::hours>(cfg.auth.usage_retention).count());
   }
   if (cfg.quotas.local_share)

@@ -27,4 +27,11 @@ inline std::int64_t unix_time() {
       .count();
 }
 
+/// Milliseconds since the Unix epoch (wall clock: quota windows line up across replicas).
+inline std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace llmux

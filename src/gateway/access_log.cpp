@@ -122,6 +122,10 @@ void AccessLog::write(const AccessRecord& r) {
   if (r.queue_depth > 0)
     fmt::format_to(std::back_inserter(out), ",\"queue_depth\":{},\"queue_ms\":{:.3f}",
                    r.queue_depth, r.queue_ms);
+  if (!r.key.empty()) {
+    out.append(std::string_view(",\"key\":"));
+    quoted(out, r.key);
+  }
   if (!r.affinity.empty()) {
     out.append(std::string_view(",\"affinity\":"));
     quoted(out, r.affinity);

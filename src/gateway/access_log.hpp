@@ -12,6 +12,7 @@ namespace llmux::gateway {
 
 struct AccessRecord {
   std::string_view request_id, client, method, path, route, backend, model;
+  std::string_view key;  // the client API key's name (auth.keys); "" when auth is off
   // Response affinity (gateway/affinity.hpp): "known" (the table said), "found" (by asking the
   // backends), "not_found", "unavailable" (owner down or silent); "" when the request named none.
   std::string_view affinity;

@@ -6,6 +6,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+#include <boost/url/parse.hpp>
 
 #include "config/summary.hpp"
 #include "core/openai_error.hpp"
@@ -180,6 +181,53 @@ bool apply_change(const AdminChange& ch, config::GatewayConfig& cfg, std::string
   return true;
 }
 
+namespace {
+
+/// GET /admin/usage?key=&from=&to=[&format=csv]: the usage ledger's rows (auth/usage.hpp).
+net::awaitable<void> usage_report(Shared& s, Client& c, const Request& req,
+                                  const std::string& request_id) {
+  auto url = boost::urls::parse_origin_form(req.target());
+  if (!url) {
+    co_await write_error(c, 400, "The request target is not a valid URL.", &req, true, request_id);
+    co_return;
+  }
+  std::string key, from, to, format;
+  for (const auto& p : url->params()) {
+    if (p.key == "key")
+      key = p.value;
+    else if (p.key == "from")
+      from = p.value;
+    else if (p.key == "to")
+      to = p.value;
+    else if (p.key == "format")
+      format = p.value;
+    else {
+      co_await write_error(
+          c, 400, fmt::format("Unknown parameter '{}': use key, from, to and format.", p.key), &req,
+          true, request_id);
+      co_return;
+    }
+  }
+  if (!format.empty() && format != "json" && format != "csv") {
+    co_await write_error(c, 400, "format must be json or csv.", &req, true, request_id);
+    co_return;
+  }
+  std::string why;
+  const auto q = auth::parse_usage_query(key, from, to, why);
+  if (!q) {
+    co_await write_error(c, 400, why, &req, true, request_id);
+    co_return;
+  }
+  const auto rows = s.usage->query(*q);
+  if (format == "csv")
+    co_await write_content(c, 200, "text/csv; charset=utf-8", auth::usage_csv(rows), &req,
+                           request_id);
+  else
+    co_await write_json(c, 200, auth::usage_json(rows, *q), &req, request_id);
+}
+
+}  // namespace
+
 net::awaitable<void> admin(Shared& s, const Fleet& f, Client& c, const Request& req,
                            std::string_view path, const std::string& request_id) {
   const std::string& token = f.cfg.admin.token;
@@ -199,6 +247,10 @@ net::awaitable<void> admin(Shared& s, const Fleet& f, Client& c, const Request& 
     co_return;
   }
   const auto method = req.method();
+  if (path == "/admin/usage" && method == bhttp::verb::get) {
+    co_await usage_report(s, c, req, request_id);
+    co_return;
+  }
   if (path == kBackends && method == bhttp::verb::get) {
     co_await write_json(c, 200, admin_backends_json(s, f), &req, request_id);
     co_return;

@@ -114,6 +114,7 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
   f->cfg = std::move(cfg);
   f->generation = prev ? prev->generation + 1 : 1;
   const auto& c = f->cfg;
+  f->keys = auth::KeyTable(c.auth);
 
   // Backends: the ones kept first (no resolution), then the new ones.
   std::vector<bool> kept(c.backends.size(), false);

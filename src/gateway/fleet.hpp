@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/keys.hpp"
 #include "config/config.hpp"
 #include "gateway/admission.hpp"
 #include "policy/policy.hpp"
@@ -39,6 +40,8 @@ struct Fleet {
   std::vector<std::shared_ptr<upstream::Backend>> backends;  // cfg.backends' order
   std::vector<RouteRt> routes;                               // cfg.routes' order
   upstream::OutlierSettings outlier;
+  /// The client API keys of this configuration (auth.keys, auth.keys_file): disabled when none.
+  auth::KeyTable keys;
   std::uint64_t generation = 1;  // 1 at start, +1 per reload that took effect
   /// The queues of the routes each backend serves, by backend slot (Backend::index): a request
   /// that ends on a backend wakes them.

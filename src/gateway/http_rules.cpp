@@ -136,7 +136,7 @@ void build_upstream_head(std::string& out, const Request& client,
       case bhttp::field::content_length:
         continue;
       case bhttp::field::authorization:
-        if (!parts.authorization.empty()) continue;
+        if (!parts.authorization.empty() || !parts.keep_client_authorization) continue;
         break;
       default:
         break;

@@ -74,13 +74,17 @@ struct UpstreamRequestParts {
   std::string_view client_addr;    // appended to X-Forwarded-For
   std::string_view request_id;     // X-Request-Id
   std::size_t body_size = 0;       // Content-Length of the (de-chunked) body
+  // False when the gateway checks client API keys (auth.keys): the client's key is then never
+  // passed on, and a backend gets its own key or none.
+  bool keep_client_authorization = true;
 };
 
 /// Writes into `out` (cleared first) the upstream request head for one attempt, built from the
 /// client's request header, which is never modified: request line (HTTP/1.1), Host, the
 /// client's end-to-end fields (hop-by-hop ones and those named by Connection left out; the
-/// client's Authorization kept unless the backend has a key), X-Forwarded-For/-Proto,
-/// X-Request-Id, Content-Length, and the blank line. The body follows it unchanged.
+/// client's Authorization kept unless the backend has a key or the gateway checks keys),
+/// X-Forwarded-For/-Proto, X-Request-Id, Content-Length, and the blank line. The body follows it
+/// unchanged.
 void build_upstream_head(std::string& out, const Request& client,
                          const UpstreamRequestParts& parts);
 

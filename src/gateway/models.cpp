@@ -14,6 +14,21 @@ namespace json = boost::json;
 
 net::awaitable<void> models(const Fleet& f, Worker& w, Client& c, const Request& req,
                             const std::string& request_id) {
+  const auth::KeyEntry* key = nullptr;
+  if (f.keys.enabled()) {
+    const std::string_view authorization = req[bhttp::field::authorization];
+    key = f.keys.find(authorization);
+    if (!key) {
+      const auth::Decision d =
+          authorization.empty() ? auth::KeyTable::missing_key() : auth::KeyTable::invalid_key();
+      co_await write_json(c, d.status, d.body, &req, request_id);
+      co_return;
+    }
+  }
+  auto allowed = [key](const std::string& id) {
+    return !key || key->models.empty() ||
+           std::find(key->models.begin(), key->models.end(), id) != key->models.end();
+  };
   json::array data;
   std::vector<std::string> seen;
   std::vector<std::string> errors;
@@ -50,7 +65,7 @@ net::awaitable<void> models(const Fleet& f, Worker& w, Client& c, const Request&
         for (auto& m : v.at("data").as_array()) {
           if (!m.is_object() || !m.as_object().contains("id") || !m.at("id").is_string()) continue;
           std::string id(m.at("id").as_string());
-          if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
+          if (!allowed(id) || std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
           seen.push_back(id);
           data.push_back(m);
         }

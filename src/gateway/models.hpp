@@ -1,6 +1,7 @@
 #pragma once
 // GET /v1/models answered by the gateway: the union of its backends' models (first seen wins),
-// or a 503 naming every backend that failed when none answered.
+// or a 503 naming every backend that failed when none answered. With client API keys
+// (auth.keys) the caller needs a known key (401 otherwise) and sees only the models it may use.
 #include <string>
 
 #include <boost/asio/awaitable.hpp>

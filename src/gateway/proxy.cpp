@@ -215,13 +215,13 @@ void report(const Fleet& fleet, const RouteRt& route, const Request& req, const 
 /// The upstream request's head for `b` (a worker's pooled string; give it back).
 std::string upstream_head(Worker& w, const upstream::Backend& b, const Request& req,
                           std::string_view peer, std::string_view request_id,
-                          const UsageRequest& usage) {
+                          const UsageRequest& usage, bool keep_client_authorization) {
   std::string head = w.take_string();
   std::string target = w.take_string();
   target.append(b.base_path).append(req.target());
-  build_upstream_head(
-      head, req,
-      {target, b.host_header, b.authorization, peer, request_id, usage.size(req.body())});
+  build_upstream_head(head, req,
+                      {target, b.host_header, b.authorization, peer, request_id,
+                       usage.size(req.body()), keep_client_authorization});
   w.give_string(std::move(target));
   return head;
 }
@@ -317,6 +317,39 @@ net::awaitable<bool> pin_owner(Shared& s, const Fleet& f, Client& c, const Reque
   co_return false;
 }
 
+/// auth.keys: the client's key, its right to this route and model, then its quotas (`permit`
+/// holds its concurrency slot). False when the request was answered here instead (401, 403 or
+/// 429 with Retry-After). A coroutine of its own, so that the decision and its message take no
+/// room in every proxy frame.
+net::awaitable<bool> admit_client(Shared& s, const Fleet& f, Client& c, const Request& req,
+                                  const RouteRt& route, const BodyFields& fields,
+                                  const std::string& request_id, AccessRecord& rec,
+                                  const auth::KeyEntry*& key, auth::QuotaLimiter::Permit& permit) {
+  // A request with a body names its model there ("" when it does not); one without (GET
+  // /v1/responses/{id}) is held to the key's routes only.
+  const std::optional<std::string_view> model =
+      req.body().empty() ? std::nullopt : std::optional<std::string_view>(fields.model);
+  auto [entry, decision] =
+      f.keys.authorize(req[bhttp::field::authorization], route.cfg->name, model);
+  if (entry) rec.key = entry->name;
+  if (decision.ok()) {
+    auto admission = s.quotas->admit(*entry, unix_ms());
+    if (admission.decision.ok()) {
+      key = entry;
+      permit = std::move(admission.permit);
+      co_return true;
+    }
+    decision = std::move(admission.decision);
+  }
+  rec.status = decision.status;
+  rec.error = decision.status == 401   ? "missing or unknown API key"
+              : decision.status == 403 ? "the API key may not use this route or model"
+                                       : "over the API key's quota";
+  co_await write_json(c, decision.status, std::move(decision.body), &req, request_id,
+                      static_cast<int>(decision.retry_after_s));
+  co_return false;
+}
+
 /// The answer to a request nothing was relayed for: why (a full queue, a queue timeout, every
 /// backend full, the one backend holding its conversation failed, the last attempt's failure).
 /// A coroutine of its own, so that its messages take no room in every proxy frame.
@@ -364,12 +397,26 @@ net::awaitable<void> answer_failure(Client& c, const Request& req, const RouteRt
   co_await write_error(c, answer.status, answer.message, &req, true, request_id, retry_after);
 }
 
+/// An admitted key's request that a backend answered: the tokens its `usage` reported go to the
+/// key's tokens-per-minute quota and to the usage ledger (under the hour it ended in).
+void charge_key(Shared& s, const auth::KeyEntry& key, const upstream::Backend& b,
+                const BodyFields& fields, const AccessRecord& rec) {
+  const auth::TokenUsage used{rec.prompt_tokens.value_or(0), rec.cached_tokens.value_or(0),
+                              rec.completion_tokens.value_or(0)};
+  const std::int64_t now_ms = unix_ms();
+  if (used.prompt + used.completion > 0)
+    s.quotas->charge(key, used.prompt + used.completion, now_ms);
+  s.usage->add(key.name, fields.model, b.name, now_ms / 1000, used);
+}
+
 /// The request's metrics and access log line, once it ended. `b`: the backend that answered
 /// (null when none did).
 void finish(Shared& s, const Fleet& f, Worker& w, const RouteRt& route, const upstream::Backend* b,
-            const BodyFields& fields, AccessRecord& rec, std::int64_t start) {
+            const BodyFields& fields, AccessRecord& rec, std::int64_t start,
+            const auth::KeyEntry* key = nullptr) {
   const std::int64_t now = mono_ns();
   rec.total_ms = static_cast<double>(now - start) / 1e6;
+  if (key && b) charge_key(s, *key, *b, fields, rec);
   if (!f.cfg.metrics.enabled) {
     s.log.write(rec);
     return;
@@ -427,6 +474,14 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
   rec.stream = fields.stream;
   rec.bytes_in = req.body().size();
 
+  // auth.keys: who is calling, may they, and within which quotas (held until the request ends).
+  const auth::KeyEntry* key = nullptr;
+  auth::QuotaLimiter::Permit permit;
+  if (f.keys.enabled() &&
+      !co_await admit_client(s, f, c, req, route, fields, request_id, rec, key, permit)) {
+    finish(s, f, w, route, nullptr, fields, rec, start);
+    co_return;
+  }
   route.retry_budget->on_request(start);
 
   upstream::Backend* pinned = nullptr;
@@ -476,7 +531,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
     const std::int64_t attempt_start = mono_ns();
     // Each attempt's request is built fresh from the client's, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
-    std::string head = upstream_head(w, b, req, c.peer, request_id, usage);
+    std::string head = upstream_head(w, b, req, c.peer, request_id, usage, !f.keys.enabled());
     Attempt a = co_await send(f, w, b, req, head, usage, c.watch, rec.queue_depth > 0, last);
     w.give_string(std::move(head));
     if (!a.up) {
@@ -527,7 +582,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
     report(f, route, req, fields, path, b, last, request_id);
     if (last.kind == Kind::broken_mid_stream && f.cfg.metrics.enabled)
       w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
-    finish(s, f, w, route, &b, fields, rec, start);
+    finish(s, f, w, route, &b, fields, rec, start, key);
     if (!end_watch(c)) co_await stop_watch(c);
     co_return;
   }

@@ -82,6 +82,10 @@ class Gateway {
           static_cast<std::size_t>(cfg.affinity.max_entries), cfg.affinity.ttl);
       shared_.responses = shared_.responses_memory.get();
     }
+    shared_.quotas =
+        std::make_unique<auth::QuotaLimiter>(nullptr, auth::local_share(cfg.quotas, 1));
+    shared_.usage = std::make_unique<auth::MemoryUsageLedger>(
+        std::chrono::duration_cast<std::chrono::hours>(cfg.auth.usage_retention));
 
     // threads: 0 → one worker per CPU this process may use (its affinity mask and cgroup
     // quota), not per core of the machine.

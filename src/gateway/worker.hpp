@@ -21,6 +21,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 
+#include "auth/quota.hpp"
+#include "auth/usage.hpp"
 #include "config/config.hpp"
 #include "gateway/access_log.hpp"
 #include "gateway/fleet.hpp"
@@ -62,6 +64,10 @@ struct Shared {
   std::shared_ptr<state::RedisClient> redis;
   std::unique_ptr<state::RedisResponseStore> responses_redis;
   state::ResponseStore* responses = nullptr;
+  // Per-key quotas and usage accounting (auth/quota.hpp, auth/usage.hpp), used when the
+  // configuration has client API keys: for the process's life (a reload keeps the counts).
+  std::unique_ptr<auth::QuotaLimiter> quotas;
+  std::unique_ptr<auth::UsageLedger> usage;
   // Every worker's metrics (gateway/metrics.hpp), gathered by a scrape.
   metrics::Registry metrics;
   // The admin API's run-time changes (gateway/admin.hpp) run on the control thread, one at a

@@ -273,13 +273,12 @@ TEST(ConfigAuth, KeysFileMissingOrBroken) {
       HasSubstr("unknown key"));
 }
 
-TEST(ConfigAuth, LintSaysAuthIsNotEnforcedYet) {
+TEST(ConfigAuth, LintChecksUsageRetentionAsADuration) {
+  // Keys and quotas are enforced: the only warning is a bare number where a duration belongs.
   const auto warnings =
       lint(kBase + "auth:\n  keys: [{name: a, key: abc}]\n  usage_retention: 3600000\n");
-  ASSERT_EQ(warnings.size(), 2u);
-  EXPECT_EQ(warnings[0].field, "auth");
-  EXPECT_THAT(warnings[0].reason, HasSubstr("not enforced yet"));
-  EXPECT_EQ(warnings[1].field, "auth.usage_retention");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].field, "auth.usage_retention");
   EXPECT_TRUE(lint(kBase).empty());
 }
 
