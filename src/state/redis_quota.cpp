@@ -1,0 +1,163 @@
+// RedisQuotaCounters: a local mirror of Redis window counters, kept by asynchronous INCRBY/GET
+// (see the header).
+#include "state/redis_quota.hpp"
+
+#include <charconv>
+#include <utility>
+#include <vector>
+
+#include "state/redis_scripts.hpp"
+
+namespace llmux::state {
+
+namespace {
+
+std::size_t shard_of(std::string_view key) {
+  return std::hash<std::string_view>{}(key) % 16;
+}
+
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The total a reply carries: INCRBY's integer, GET's string (nil: the key is gone, 0).
+std::optional<std::int64_t> total_of(const RedisReply& r) {
+  using K = RedisReply::Kind;
+  if (r.kind == K::integer) return r.integer;
+  if (r.kind == K::nil) return 0;
+  if (r.kind == K::string) {
+    std::int64_t v = 0;
+    const auto [p, ec] = std::from_chars(r.str.data(), r.str.data() + r.str.size(), v);
+    if (ec == std::errc() && p == r.str.data() + r.str.size()) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+RedisQuotaCounters::RedisQuotaCounters(std::shared_ptr<RedisClient> redis, RedisQuotaOptions opts)
+    : redis_(std::move(redis)), opts_(std::move(opts)), mirror_(std::make_shared<Mirror>()) {
+  if (!opts_.clock) opts_.clock = steady_ms;
+  mirror_->clock = opts_.clock;
+  // Needed until the end of the next window; relative to the first increment, which comes no
+  // earlier than the window's start.
+  expiry_ms_ = std::to_string(2 * std::max<std::int64_t>(1, opts_.window_ms) +
+                              std::max<std::int64_t>(0, opts_.expiry_margin.count()));
+}
+
+std::string RedisQuotaCounters::redis_key(std::string_view key,
+                                          std::int64_t window_start_ms) const {
+  std::string k;
+  k.reserve(opts_.prefix.size() + key.size() + 28);
+  k.append(opts_.prefix)
+      .append("quota:")
+      .append(key)
+      .append(":")
+      .append(std::to_string(window_start_ms));
+  return k;
+}
+
+std::optional<std::int64_t> RedisQuotaCounters::incr(std::string_view key,
+                                                     std::int64_t window_start_ms,
+                                                     std::int64_t amount) {
+  Mirror& m = *mirror_;
+  if (!redis_->up()) {
+    m.unanswered.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  const std::int64_t now = opts_.clock();
+  if (m.inflight.load(std::memory_order_relaxed) > 0 &&
+      now - m.progress_ms.load(std::memory_order_relaxed) > opts_.max_lag.count()) {
+    m.unanswered.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;  // Redis has not answered for max_lag: away until it does
+  }
+  std::int64_t total = 0;
+  bool refresh = false;
+  {
+    Shard& sh = m.shards[shard_of(key)];
+    std::lock_guard lock(sh.mutex);
+    auto it = sh.counters.find(key);
+    if (it == sh.counters.end()) it = sh.counters.emplace(std::string(key), Counter{}).first;
+    Slot* slot = nullptr;
+    for (Slot& s : it->second.slots)
+      if (s.start == window_start_ms) slot = &s;
+    if (slot == nullptr) {
+      Slot& oldest = it->second.slots[0].start <= it->second.slots[1].start ? it->second.slots[0]
+                                                                            : it->second.slots[1];
+      // Older than both windows kept: expired for the limiter; not sent.
+      if (oldest.start > window_start_ms) return amount;
+      oldest = Slot{};
+      oldest.start = window_start_ms;
+      slot = &oldest;
+    }
+    if (amount != 0) {
+      slot->unacked += amount;
+    } else if (!slot->refreshing &&
+               (!slot->heard || now - slot->heard_ms >= opts_.refresh.count())) {
+      slot->refreshing = true;
+      refresh = true;
+    }
+    total = slot->known + slot->unacked;
+  }
+  std::string rkey = redis_key(key, window_start_ms);
+  if (amount != 0)
+    send({"EVAL", scripts::kIncrWindow, "1", rkey, std::to_string(amount), expiry_ms_},
+         std::string(key), window_start_ms, amount, false);
+  if (refresh) {
+    m.refreshes.fetch_add(1, std::memory_order_relaxed);
+    send({"GET", std::move(rkey)}, std::string(key), window_start_ms, 0, true);
+  }
+  return total;
+}
+
+void RedisQuotaCounters::send(std::vector<std::string> args, std::string key, std::int64_t start,
+                              std::int64_t amount, bool refresh) {
+  Mirror& m = *mirror_;
+  // Waiting starts now when nothing else was in flight (max_lag counts from here).
+  if (m.inflight.fetch_add(1, std::memory_order_relaxed) == 0)
+    m.progress_ms.store(opts_.clock(), std::memory_order_relaxed);
+  // The callback runs on the Redis thread (or here, at once, after the client stopped): no lock
+  // is held while firing.
+  redis_->fire(std::move(args),
+               [m = mirror_, key = std::move(key), start, amount, refresh](const RedisReply& r) {
+                 m->on_reply(key, start, amount, total_of(r), refresh);
+               });
+}
+
+void RedisQuotaCounters::Mirror::on_reply(const std::string& key, std::int64_t start,
+                                          std::int64_t amount, std::optional<std::int64_t> total,
+                                          bool refresh) {
+  const std::int64_t now = clock();
+  {
+    Shard& sh = shards[shard_of(key)];
+    std::lock_guard lock(sh.mutex);
+    if (auto it = sh.counters.find(key); it != sh.counters.end()) {
+      for (Slot& s : it->second.slots) {
+        if (s.start != start) continue;  // pruned meanwhile: nothing to update
+        s.unacked -= amount;
+        if (refresh) s.refreshing = false;
+        if (total) {
+          // The latest state Redis executed: it includes each of this replica's increments
+          // answered so far, and none of those still unacknowledged.
+          s.known = *total;
+          s.heard = true;
+          s.heard_ms = now;
+        }
+      }
+    }
+  }
+  if (!total) failed.fetch_add(1, std::memory_order_relaxed);
+  progress_ms.store(now, std::memory_order_relaxed);
+  inflight.fetch_sub(1, std::memory_order_relaxed);
+}
+
+RedisQuotaCounters::Stats RedisQuotaCounters::stats() const {
+  const Mirror& m = *mirror_;
+  return {m.inflight.load(std::memory_order_relaxed), m.failed.load(std::memory_order_relaxed),
+          m.refreshes.load(std::memory_order_relaxed),
+          m.unanswered.load(std::memory_order_relaxed)};
+}
+
+}  // namespace llmux::state
