@@ -89,6 +89,10 @@ double local_share(const config::Quotas& quotas, int replicas) {
 QuotaLimiter::QuotaLimiter(std::shared_ptr<QuotaCounters> shared, double local_share)
     : shared_(std::move(shared)), local_share_(std::clamp(local_share, 1e-6, 1.0)) {}
 
+void QuotaLimiter::set_local_share(double share) {
+  local_share_.store(std::clamp(share, 1e-6, 1.0), std::memory_order_relaxed);
+}
+
 QuotaLimiter::Counts QuotaLimiter::count(const std::string& counter, std::int64_t w,
                                          std::int64_t amount, std::int64_t limit) {
   if (shared_) {
@@ -104,7 +108,7 @@ QuotaLimiter::Counts QuotaLimiter::count(const std::string& counter, std::int64_
   }
   const std::int64_t prev = local_.incr(counter, w - kW, 0).value_or(0);
   const std::int64_t cur = local_.incr(counter, w, amount).value_or(0);
-  const double lim = shared_ ? std::max(1.0, static_cast<double>(limit) * local_share_)
+  const double lim = shared_ ? std::max(1.0, static_cast<double>(limit) * local_share())
                              : static_cast<double>(limit);
   return {prev, cur, lim, false};
 }

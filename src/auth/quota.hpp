@@ -142,7 +142,9 @@ class QuotaLimiter {
   std::int64_t concurrent(std::string_view key_name);
   /// False after the shared counters last failed to answer (local counting in force).
   bool shared_ok() const { return shared_ok_.load(std::memory_order_relaxed); }
-  double local_share() const { return local_share_; }
+  double local_share() const { return local_share_.load(std::memory_order_relaxed); }
+  /// A new local share in (0, 1] (clamped): the replicas counted changed (state/replicas.hpp).
+  void set_local_share(double share);
 
  private:
   struct Counts {
@@ -158,7 +160,7 @@ class QuotaLimiter {
 
   std::shared_ptr<QuotaCounters> shared_;
   MemoryQuotaCounters local_;
-  double local_share_;
+  std::atomic<double> local_share_;
   std::atomic<bool> shared_ok_{true};
   struct ConcurrencyShard {
     std::mutex mutex;

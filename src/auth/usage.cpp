@@ -175,7 +175,7 @@ std::optional<UsageQuery> parse_usage_query(std::string_view key, std::string_vi
   return q;
 }
 
-std::string usage_json(const std::vector<UsageRow>& rows, const UsageQuery& q) {
+std::string usage_json(const std::vector<UsageRow>& rows, const UsageQuery& q, bool partial) {
   namespace json = boost::json;
   json::object body;
   body["object"] = "usage";
@@ -209,6 +209,11 @@ std::string usage_json(const std::vector<UsageRow>& rows, const UsageQuery& q) {
                                 {"cached_tokens", cached},
                                 {"completion_tokens", completion},
                                 {"total_tokens", prompt + completion}};
+  if (partial) {
+    body["partial"] = true;
+    body["note"] =
+        "The shared state store (Redis) did not answer: these are this replica's own counts.";
+  }
   return json::serialize(body);
 }
 

@@ -102,7 +102,10 @@ std::optional<UsageQuery> parse_usage_query(std::string_view key, std::string_vi
 ///  "total_tokens":..}}, each ROW {"hour":"2026-12-03T10:00:00Z","hour_unix":1764756000,"key",
 ///  "model","backend","requests","prompt_tokens","cached_tokens","completion_tokens",
 ///  "total_tokens"}; total_tokens = prompt + completion.
-std::string usage_json(const std::vector<UsageRow>& rows, const UsageQuery& q);
+/// `partial`: the shared ledger could not be read, so the rows are this replica's own; the body
+/// then says so ("partial":true and a "note").
+std::string usage_json(const std::vector<UsageRow>& rows, const UsageQuery& q,
+                       bool partial = false);
 
 /// "hour,key,model,backend,requests,prompt_tokens,cached_tokens,completion_tokens,total_tokens\n"
 /// then one line per row ("\n" line ends), hour in RFC 3339; a field with a comma, quote or line

@@ -218,12 +218,18 @@ net::awaitable<void> usage_report(Shared& s, Client& c, const Request& req,
     co_await write_error(c, 400, why, &req, true, request_id);
     co_return;
   }
-  const auto rows = s.usage->query(*q);
+  // Shared by the replicas (Redis): every replica's rows; when Redis does not answer, this
+  // replica's own, said to be partial.
+  std::optional<std::vector<auth::UsageRow>> shared;
+  if (s.usage_redis) shared = co_await s.usage_redis->query_shared(*q);
+  const bool partial = s.usage_redis && !shared;
+  const auto rows = shared ? std::move(*shared) : s.usage->query(*q);
   if (format == "csv")
     co_await write_content(c, 200, "text/csv; charset=utf-8", auth::usage_csv(rows), &req,
-                           request_id);
+                           request_id,
+                           partial ? ExtraHeader{"x-llmux-usage-partial", "true"} : ExtraHeader{});
   else
-    co_await write_json(c, 200, auth::usage_json(rows, *q), &req, request_id);
+    co_await write_json(c, 200, auth::usage_json(rows, *q, partial), &req, request_id);
 }
 
 }  // namespace

@@ -19,6 +19,8 @@
 #include <memory>
 #include <thread>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -35,6 +37,7 @@
 #include "gateway/worker.hpp"
 #include "http/linger.hpp"
 #include "policy/policy.hpp"
+#include "state/redis_quota.hpp"
 
 namespace llmux::gateway {
 namespace {
@@ -82,10 +85,7 @@ class Gateway {
           static_cast<std::size_t>(cfg.affinity.max_entries), cfg.affinity.ttl);
       shared_.responses = shared_.responses_memory.get();
     }
-    shared_.quotas =
-        std::make_unique<auth::QuotaLimiter>(nullptr, auth::local_share(cfg.quotas, 1));
-    shared_.usage = std::make_unique<auth::MemoryUsageLedger>(
-        std::chrono::duration_cast<std::chrono::hours>(cfg.auth.usage_retention));
+    make_quotas_and_usage(cfg);
 
     // threads: 0 → one worker per CPU this process may use (its affinity mask and cgroup
     // quota), not per core of the machine.
@@ -200,6 +200,7 @@ class Gateway {
     net::signal_set signals(control_);
     add_signals(signals);
     net::co_spawn(control_, signal_loop(signals), net::detached);
+    if (shared_.replicas) net::co_spawn(control_, replica_beat(*shared_.replicas), net::detached);
     std::thread control([this] { control_.run(); });
     spdlog::info("llmux gateway: listening on {} ({} backends, {} routes, {} threads{})",
                  config::listen_addresses(cfg.listeners, ports), initial->backends.size(),
@@ -221,6 +222,49 @@ class Gateway {
   }
 
  private:
+  // ---- quotas and usage (auth/): in memory, or shared by the replicas through Redis ----
+  void make_quotas_and_usage(const config::GatewayConfig& cfg) {
+    const auto retention = std::chrono::duration_cast<std::chrono::hours>(cfg.auth.usage_retention);
+    if (!shared_.redis) {
+      shared_.quotas = std::make_unique<auth::QuotaLimiter>(nullptr, 1.0);
+      shared_.usage = std::make_unique<auth::MemoryUsageLedger>(retention);
+      return;
+    }
+    state::RedisQuotaOptions qo;
+    qo.prefix = cfg.state.prefix;
+    shared_.quotas = std::make_unique<auth::QuotaLimiter>(
+        std::make_shared<state::RedisQuotaCounters>(shared_.redis, qo),
+        auth::local_share(cfg.quotas, 1));
+    state::RedisUsageOptions uo;
+    uo.prefix = cfg.state.prefix;
+    uo.retention = retention;
+    auto ledger = std::make_unique<state::RedisUsageLedger>(shared_.redis, uo);
+    shared_.usage_redis = ledger.get();
+    shared_.usage = std::move(ledger);
+    // Without quotas.local_share, each replica takes 1 / the replicas alive of each limit while
+    // Redis is away: the last count seen before it went.
+    std::array<char, 256> host{};
+    ::gethostname(host.data(), host.size() - 1);
+    shared_.replicas = std::make_unique<state::ReplicaPresence>(
+        shared_.redis, cfg.state.prefix, fmt::format("{}:{}", host.data(), ::getpid()),
+        std::chrono::seconds(15),
+        [quotas = shared_.quotas.get(), fixed = cfg.quotas.local_share.has_value()](int n) {
+          spdlog::info("state: {} gateway replica{} share Redis", n, n == 1 ? "" : "s");
+          if (!fixed) quotas->set_local_share(1.0 / n);
+        });
+  }
+
+  /// Says this replica is alive to the others every 5 s (control thread).
+  static awaitable<void> replica_beat(state::ReplicaPresence& presence) {
+    net::steady_timer t(co_await net::this_coro::executor);
+    for (;;) {
+      presence.beat(unix_ms());
+      t.expires_after(std::chrono::seconds(5));
+      auto [ec] = co_await t.async_wait(use_tuple);
+      if (ec) co_return;
+    }
+  }
+
   // ---- signals ----
   /// Every signal whose default would end the process, except the crashes (fatal_signal_report)
   /// and SIGPIPE (ignored: a write to a closed pipe fails instead).

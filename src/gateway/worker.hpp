@@ -32,6 +32,8 @@
 #include "openai/stream.hpp"
 #include "state/redis_client.hpp"
 #include "state/redis_response_store.hpp"
+#include "state/redis_usage.hpp"
+#include "state/replicas.hpp"
 #include "state/response_store.hpp"
 #include "upstream/backend.hpp"
 #include "upstream/pool.hpp"
@@ -68,6 +70,9 @@ struct Shared {
   // configuration has client API keys: for the process's life (a reload keeps the counts).
   std::unique_ptr<auth::QuotaLimiter> quotas;
   std::unique_ptr<auth::UsageLedger> usage;
+  state::RedisUsageLedger* usage_redis = nullptr;  // `usage` when it is shared through Redis
+  // With Redis: how many replicas share it (their quotas' local share while it is away).
+  std::unique_ptr<state::ReplicaPresence> replicas;
   // Every worker's metrics (gateway/metrics.hpp), gathered by a scrape.
   metrics::Registry metrics;
   // The admin API's run-time changes (gateway/admin.hpp) run on the control thread, one at a

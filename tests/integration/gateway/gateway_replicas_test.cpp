@@ -96,6 +96,11 @@ TEST(GatewayReplicas, AConversationContinuesThroughAnotherReplica) {
       // Turns alternate between the replicas: each learns ids the other must know.
       GatewayServer& gw = k % 2 == 1 ? *b : *a;
       const std::string rid = "c" + std::to_string(c) + "-k" + std::to_string(k);
+      // The replica that answered writes the id to Redis as the response ends, not before the
+      // client has it: wait (bounded) until it is there, as a user's next turn would come later.
+      for (int i = 0;
+           i < 100 && redis.command({"EXISTS", "replicas-test:resp:" + t.id}).integer == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling interval
       t = turn(gw.port(), t.id, rid);
       ASSERT_EQ(t.status, 200) << rid << ": " << t.body;
       EXPECT_EQ(t.backend, home) << rid;

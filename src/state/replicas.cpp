@@ -1,0 +1,44 @@
+// ReplicaPresence: a sorted set of replica ids scored by their last beat.
+#include "state/replicas.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace llmux::state {
+
+namespace {
+
+// ZADD this replica, drop those older than the cut, keep the set a while past the last beat, and
+// count.
+constexpr const char* kBeat =
+    "redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])\n"
+    "redis.call('PEXPIRE', KEYS[1], ARGV[4])\n"
+    "return redis.call('ZCARD', KEYS[1])\n";
+
+}  // namespace
+
+ReplicaPresence::ReplicaPresence(std::shared_ptr<RedisClient> redis, std::string prefix,
+                                 std::string id, std::chrono::milliseconds stale_after,
+                                 std::function<void(int)> on_count)
+    : redis_(std::move(redis)),
+      key_(std::move(prefix) + "replicas"),
+      id_(std::move(id)),
+      stale_after_(stale_after) {
+  state_->on_count = std::move(on_count);
+}
+
+void ReplicaPresence::beat(std::int64_t now_ms) {
+  if (!redis_->up()) return;
+  const std::int64_t stale = std::max<std::int64_t>(1, stale_after_.count());
+  redis_->fire({"EVAL", kBeat, "1", key_, std::to_string(now_ms), id_,
+                std::to_string(now_ms - stale), std::to_string(stale * 4)},
+               [state = state_](const RedisReply& r) {
+                 if (r.kind != RedisReply::Kind::integer || r.integer < 1) return;
+                 const int n = static_cast<int>(std::min<std::int64_t>(r.integer, 1 << 20));
+                 if (state->count.exchange(n, std::memory_order_relaxed) != n && state->on_count)
+                   state->on_count(n);
+               });
+}
+
+}  // namespace llmux::state
