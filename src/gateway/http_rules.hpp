@@ -74,6 +74,7 @@ struct UpstreamRequestParts {
   std::string_view client_addr;    // appended to X-Forwarded-For
   std::string_view request_id;     // X-Request-Id
   std::size_t body_size = 0;       // Content-Length of the (de-chunked) body
+  bool https = false;              // the client came over TLS (X-Forwarded-Proto: https)
 };
 
 /// Writes into `out` (cleared first) the upstream request head for one attempt, built from the
