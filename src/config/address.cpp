@@ -72,9 +72,9 @@ void parse_backend_url(Backend& b, const std::string& field, std::vector<ConfigE
   auto fail = [&](std::string reason) { errs.push_back({field, url, std::move(reason)}); };
   if (url.empty()) return fail("a backend needs a url, e.g. http://127.0.0.1:30000");
   std::string why;
-  const auto u = http::Url::parse(url, &why, {.scheme_optional = false});
+  const auto u = http::Url::parse(url, &why, {.scheme_optional = false, .https = true});
   if (!u) return fail(why);
-  b.scheme = "http";
+  b.scheme = u->tls ? "https" : "http";
   b.host = u->host;
   b.port = u->port;
   b.base_path = u->path;

@@ -15,9 +15,17 @@ namespace llmux::config {
 
 using Millis = std::chrono::milliseconds;
 
+/// A listener's `tls: {cert, key}`: it serves HTTPS with this certificate chain and private key
+/// (PEM files, read at start and at each reload). Both empty: plain HTTP.
+struct ListenerTls {
+  std::string cert, key;
+  bool enabled() const { return !cert.empty() || !key.empty(); }
+};
+
 struct Listener {
   std::string address = "0.0.0.0";
   std::uint16_t port = 8080;
+  ListenerTls tls{};
 };
 
 /// Active health checks: GET `path` every `interval` (± `jitter` of it), failing after
@@ -59,12 +67,21 @@ struct OutlierDetection {
   Millis stall_timeout{3000};
 };
 
+/// An https:// backend's `tls: {ca_file, verify}`: its certificate is checked against `ca_file`
+/// (PEM) or, when empty, the system's CA store, and against its host name; `verify: false`
+/// checks nothing (lint warns).
+struct BackendTls {
+  std::string ca_file;
+  bool verify = true;
+};
+
 struct Backend {
   std::string name;
-  std::string url;  // http://host:port[/base-path]
+  std::string url;  // http[s]://host[:port][/base-path]
   // Parsed from url by validate():
   std::string scheme, host, base_path;
   std::uint16_t port = 0;
+  BackendTls tls{};      // https:// only
   std::string api_key;   // sent upstream as "Authorization: Bearer <key>" when set
   int weight = 1;        // 1-100
   int max_inflight = 0;  // 0: unlimited

@@ -74,6 +74,14 @@ class Linter {
       }
       if (k == "pool_idle_timeout") duration(v, f);
       if (k == "health_checks") health_checks(v, f);
+      if (k == "tls")
+        each(v, [&](const std::string& tk, const YAML::Node& tv) {
+          if (tk == "verify" && tv.IsScalar() && (tv.Scalar() == "false" || tv.Scalar() == "no"))
+            warn({child(f, tk), tv.Scalar(),
+                  "the backend's certificate is not checked: anyone on the path can read and "
+                  "change its traffic; prefer ca_file"},
+                 tv);
+        });
     });
   }
 
@@ -114,7 +122,7 @@ std::string ConfigWarning::to_string() const {
 }
 
 std::optional<ConfigWarning> lint_backend_url(const std::string& field, const std::string& url) {
-  const auto u = http::Url::parse(url, nullptr, {.scheme_optional = false});
+  const auto u = http::Url::parse(url, nullptr, {.scheme_optional = false, .https = true});
   if (!u) return std::nullopt;
   std::string_view path = u->path;
   while (!path.empty() && path.back() == '/') path.remove_suffix(1);

@@ -5,12 +5,14 @@
 //   listen: [{address: 0.0.0.0, port: 8080}]  # default. Also a string ":8080", "127.0.0.1:8080",
 //                                              # "[::1]:8080", a bare port 8080, or a list of any
 //                                              # of these. Port 0: a free port chosen at start.
+//                                              # HTTPS: {address, port, tls: {cert: PEM, key: PEM}}
 //   threads: 0                                 # worker threads; 0 = one per core; 0-1024
 //   backends:                                  # 1-64 of them
 //     - name: server1                          # required; letters, digits, '-', '_', '.'
-//       url: http://192.168.200.101:30000      # required; http:// only (https:// not yet);
-//                                              # port 1-65535, default 80; an optional base
+//       url: http://192.168.200.101:30000      # required; http:// or https://; port 1-65535,
+//                                              # default 80 (https: 443); an optional base
 //                                              # path is prepended to every request path
+//       tls: {ca_file: ca.pem, verify: true}   # https:// only; default: the system's CA store
 //       api_key: "..."                         # optional; sent as "Authorization: Bearer ..."
 //       weight: 1                              # 1-100, for round_robin
 //       max_inflight: 0                        # 0 = unlimited
@@ -139,8 +141,14 @@ class Loader : public detail::YamlReader {
       return;
     }
     Listener l;
-    for (const auto& [k, v] : entries(n, field, {"address", "port"})) {
+    for (const auto& [k, v] : entries(n, field, {"address", "port", "tls"})) {
       if (k == "address") string(v, child(field, k), l.address);
+      if (k == "tls") {
+        for (const auto& [tk, tv] : entries(v, child(field, k), {"cert", "key"})) {
+          if (tk == "cert") string(tv, child(child(field, k), tk), l.tls.cert);
+          if (tk == "key") string(tv, child(child(field, k), tk), l.tls.key);
+        }
+      }
       if (k == "port") {
         std::uint64_t port = 0;
         if (!v.IsScalar() || !parse_uint(v.Scalar(), port))
@@ -166,7 +174,7 @@ class Loader : public detail::YamlReader {
   void backend(const YAML::Node& n, const std::string& field, Backend& b) {
     for (const auto& [k, v] : entries(n, field,
                                       {"name", "url", "api_key", "weight", "max_inflight",
-                                       "pool_idle_timeout", "health_checks"})) {
+                                       "pool_idle_timeout", "health_checks", "tls"})) {
       const std::string f = child(field, k);
       if (k == "name") string(v, f, b.name);
       if (k == "url") string(v, f, b.url);
@@ -175,6 +183,12 @@ class Loader : public detail::YamlReader {
       if (k == "max_inflight") integer(v, f, b.max_inflight);
       if (k == "pool_idle_timeout") duration(v, f, b.pool_idle_timeout);
       if (k == "health_checks") health_checks(v, f, b.health_override);
+      if (k == "tls") {
+        for (const auto& [tk, tv] : entries(v, f, {"ca_file", "verify"})) {
+          if (tk == "ca_file") string(tv, child(f, tk), b.tls.ca_file);
+          if (tk == "verify") boolean(tv, child(f, tk), b.tls.verify);
+        }
+      }
     }
   }
 

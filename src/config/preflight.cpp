@@ -77,11 +77,15 @@ std::vector<CheckResult> probe_one(const Backend& b, Millis timeout) {
   http::Url root;
   root.host = b.host;
   root.port = b.port;
+  root.tls = b.scheme == "https";
+  std::string tls_why;
+  const http::TlsContextPtr tls =
+      root.tls ? http::make_client_context(b.tls.ca_file, b.tls.verify, tls_why) : nullptr;
   http::RequestSpec health;
   health.method = "GET";
   health.target = b.health.path;
   health.content_type = {};
-  const auto h = http::fetch_blocking(root, health, timeout);
+  const auto h = http::fetch_blocking(root, health, timeout, tls, b.tls.verify);
   CheckResult hr{true, subject, fmt::format("GET {}: ", b.health.path)};
   if (h.r.failure != http::Failure::none) {
     hr.ok = false;
@@ -102,7 +106,7 @@ std::vector<CheckResult> probe_one(const Backend& b, Millis timeout) {
   models.target = "/v1/models";
   models.content_type = {};
   if (!b.api_key.empty()) models.headers = auth;
-  const auto m = http::fetch_blocking(base, models, timeout);
+  const auto m = http::fetch_blocking(base, models, timeout, tls, b.tls.verify);
   CheckResult mr{true, subject, fmt::format("GET {}/v1/models: ", b.base_path)};
   if (m.r.failure != http::Failure::none) {
     mr.ok = false;

@@ -14,6 +14,7 @@
 
 #include "config/config.hpp"
 #include "config/detail.hpp"
+#include "http/stream.hpp"
 #include "policy/policy.hpp"
 #include "state/redis_client.hpp"
 
@@ -113,6 +114,32 @@ bool sets(const HealthChecksOverride& o, std::string_view key) {
 
 }  // namespace
 
+namespace {
+
+/// A listener's `tls`: both files, and a certificate and key OpenSSL accepts together (read
+/// here, so that --check, start-up and a reload all refuse a bad pair).
+void check_listener_tls(const ListenerTls& t, const std::string& field,
+                        std::vector<ConfigError>& errs) {
+  if (!t.enabled()) return;
+  if (t.cert.empty()) return errs.push_back({field + ".cert", "", "tls needs a cert (PEM file)"});
+  if (t.key.empty()) return errs.push_back({field + ".key", "", "tls needs a key (PEM file)"});
+  std::string why;
+  if (!http::make_server_context(t.cert, t.key, why)) errs.push_back({field, t.cert, why});
+}
+
+/// A backend's `tls`: only for https://, and a CA file OpenSSL can read.
+void check_backend_tls(const Backend& b, const std::string& field, std::vector<ConfigError>& errs) {
+  const bool set = !b.tls.ca_file.empty() || !b.tls.verify;
+  if (b.scheme == "http" && set)
+    return errs.push_back({field, b.url, "tls applies to https:// backends only"});
+  if (b.scheme != "https" || b.tls.ca_file.empty() || !b.tls.verify) return;
+  std::string why;
+  if (!http::make_client_context(b.tls.ca_file, true, why))
+    errs.push_back({field + ".ca_file", b.tls.ca_file, why});
+}
+
+}  // namespace
+
 std::vector<ConfigError> validate(GatewayConfig& cfg) {
   std::vector<ConfigError> errs;
   auto add = [&](std::string field, std::string value, std::string reason) {
@@ -124,6 +151,7 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   for (std::size_t i = 0; i < cfg.listeners.size(); ++i) {
     const Listener& l = cfg.listeners[i];
     const std::string f = index("listen", i);
+    check_listener_tls(l.tls, f + ".tls", errs);
     if (!is_ip(l.address)) {
       add(f + ".address", l.address,
           "expected an IP address such as 0.0.0.0, 127.0.0.1 or :: (host names are not "
@@ -169,6 +197,7 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
     }
     if (!b.name.empty()) names.push_back(b.name);
     parse_backend_url(b, f + ".url", errs);
+    check_backend_tls(b, f + ".tls", errs);
     if (std::any_of(b.api_key.begin(), b.api_key.end(),
                     [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0; }))
       add(f + ".api_key", "(hidden)", "must not contain control characters");
@@ -343,6 +372,8 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   if (cfg.metrics.listen.size() > 1)
     add("metrics.listen", "", "one address at most (\"ADDRESS:PORT\")");
   for (const Listener& l : cfg.metrics.listen) {
+    if (l.tls.enabled())
+      add("metrics.listen.tls", l.tls.cert, "metrics.listen serves plain HTTP only (no tls)");
     if (!is_ip(l.address))
       add("metrics.listen", l.address, "expected an IP address such as 127.0.0.1");
     for (std::size_t j = 0; j < cfg.listeners.size(); ++j)

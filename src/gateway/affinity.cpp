@@ -38,9 +38,11 @@ struct Ask {
 /// GET /v1/responses/{id} on one backend; copies what it needs of the backend (the request may
 /// have ended before the ask does).
 net::awaitable<void> ask_one(std::shared_ptr<Ask> ask, int index, std::string name, http::Url url,
-                             std::string authorization, std::string target,
-                             std::chrono::milliseconds timeout) {
+                             std::string authorization, http::TlsContextPtr tls, bool tls_verify,
+                             std::string target, std::chrono::milliseconds timeout) {
   http::ClientOptions opt;
+  opt.tls = std::move(tls);
+  opt.tls_verify = tls_verify;
   opt.mode = http::ConnectionMode::fresh;
   opt.timeouts.connect = timeout;
   opt.timeouts.idle = timeout;
@@ -149,11 +151,12 @@ net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f, cons
     http::Url url;
     url.host = b.host;
     url.port = b.port;
+    url.tls = b.tls != nullptr;
     url.path = b.base_path;
     ++ask->pending;
     net::co_spawn(ex,
-                  ask_one(ask, static_cast<int>(i), b.name, url, b.authorization, target,
-                          f.cfg.affinity.lookup_timeout),
+                  ask_one(ask, static_cast<int>(i), b.name, url, b.authorization, b.tls,
+                          b.tls_verify, target, f.cfg.affinity.lookup_timeout),
                   net::detached);
   }
   // The asks cancel the timer when the answer is known (they run on this thread, so none can

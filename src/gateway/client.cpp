@@ -40,7 +40,7 @@ bool end_watch(Client& c) {
 
 net::awaitable<void> stop_watch(Client& c) {
   end_watch(c);
-  return c.watch.peer.stop(c.sock);  // not a coroutine itself: no frame of its own
+  return c.watch.peer.stop(c.sock.socket());  // not a coroutine itself: no frame of its own
 }
 
 net::awaitable<bool> write_content(Client& c, int status, std::string_view content_type,

@@ -13,6 +13,7 @@
 
 #include "gateway/worker.hpp"
 #include "http/peer_watch.hpp"
+#include "http/stream.hpp"
 
 namespace llmux::gateway {
 
@@ -33,11 +34,11 @@ struct ClientWatch {
 };
 
 struct Client {
-  Client(tcp::socket s, http::DeadlineList& list) : sock(std::move(s)), dl(list, sock) {}
+  Client(tcp::socket s, http::DeadlineList& list) : sock(std::move(s)), dl(list, sock.socket()) {}
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
   ~Client() { LaterList::unlink(watch_later); }
-  tcp::socket sock;
+  http::Stream sock;  // TLS on it when the listener has `tls` (session() shakes hands)
   beast::flat_buffer buf;
   bool keep_alive = true;
   std::string peer;

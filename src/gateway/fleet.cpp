@@ -35,7 +35,8 @@ std::atomic<std::uint64_t> next_uid{1};
 bool same_backend(const upstream::Backend& b, const config::Backend& bc) {
   const std::string auth = bc.api_key.empty() ? std::string() : "Bearer " + bc.api_key;
   return b.name == bc.name && b.url == bc.url && b.authorization == auth &&
-         b.pool_idle_timeout == bc.pool_idle_timeout;
+         b.pool_idle_timeout == bc.pool_idle_timeout && b.tls_ca_file == bc.tls.ca_file &&
+         b.tls_verify == bc.tls.verify;
 }
 
 const config::Route* find_route(const config::GatewayConfig& cfg, const std::string& name) {
@@ -153,10 +154,21 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
     b->port = bc.port;
     b->base_path = bc.base_path;
     b->pool_idle_timeout = bc.pool_idle_timeout;
-    b->host_header = bc.port == 80 ? bc.host : fmt::format("{}:{}", bc.host, bc.port);
+    const bool default_port = bc.port == (bc.scheme == "https" ? 443 : 80);
+    b->host_header = default_port ? bc.host : fmt::format("{}:{}", bc.host, bc.port);
     if (!bc.api_key.empty()) b->authorization = "Bearer " + bc.api_key;
     b->weight = bc.weight;
     b->max_inflight = bc.max_inflight;
+    if (bc.scheme == "https") {
+      std::string why;
+      b->tls = http::make_client_context(bc.tls.ca_file, bc.tls.verify, why);
+      b->tls_ca_file = bc.tls.ca_file;
+      b->tls_verify = bc.tls.verify;
+      if (!b->tls) {
+        out.errors.push_back(fmt::format("backend {}: {}", bc.name, why));
+        return out;
+      }
+    }
     boost::system::error_code ec;
     auto results = resolver.resolve(bc.host, std::to_string(bc.port), ec);
     if (ec) {
@@ -166,6 +178,19 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
     }
     for (auto& r : results) b->endpoints.push_back(r.endpoint());
     f->backends.push_back(std::move(b));
+  }
+
+  for (const auto& l : c.listeners) {
+    http::TlsContextPtr ctx;
+    if (l.tls.enabled()) {
+      std::string why;
+      ctx = http::make_server_context(l.tls.cert, l.tls.key, why);
+      if (!ctx) {
+        out.errors.push_back(fmt::format("listen {}:{}: {}", l.address, l.port, why));
+        return out;
+      }
+    }
+    f->listener_tls.push_back(std::move(ctx));
   }
 
   const auto& od = c.outlier_detection;
@@ -216,12 +241,15 @@ std::vector<std::string> keep_restart_only(const config::GatewayConfig& running,
   std::vector<std::string> out;
   auto listeners = [](const config::GatewayConfig& c) {
     std::vector<std::string> v;
-    for (const auto& l : c.listeners) v.push_back(fmt::format("{}:{}", l.address, l.port));
+    for (const auto& l : c.listeners)
+      v.push_back(fmt::format("{}:{}{}", l.address, l.port, l.tls.enabled() ? " (tls)" : ""));
     return fmt::format("{}", fmt::join(v, ", "));
   };
-  if (listeners(running) != listeners(next))
+  if (listeners(running) != listeners(next)) {
     out.push_back(fmt::format("listen: {} → {} needs a restart; still listening on {}",
                               listeners(running), listeners(next), listeners(running)));
+    next.listeners = running.listeners;  // Fleet::listener_tls follows the sockets open
+  }
   if (running.threads != next.threads)
     out.push_back(fmt::format("threads: {} → {} needs a restart; keeping {}", running.threads,
                               next.threads, running.threads));

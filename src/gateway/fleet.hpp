@@ -18,6 +18,7 @@
 #include "auth/keys.hpp"
 #include "config/config.hpp"
 #include "gateway/admission.hpp"
+#include "http/stream.hpp"
 #include "policy/policy.hpp"
 #include "upstream/backend.hpp"
 #include "upstream/health.hpp"
@@ -46,6 +47,10 @@ struct Fleet {
   /// The queues of the routes each backend serves, by backend slot (Backend::index): a request
   /// that ends on a backend wakes them.
   std::array<std::vector<AdmissionQueue*>, 64> queues_by_slot;
+  /// The server context of each listener with `tls` (cfg.listeners' order; null: plain HTTP),
+  /// read from its files by each build, so a reload takes renewed certificates. A connection
+  /// holds the context it was accepted with.
+  std::vector<http::TlsContextPtr> listener_tls;
 };
 
 /// The backend slots (Backend::index < 64) of the backends alive, over all fleets: a slot is

@@ -28,8 +28,11 @@ net::awaitable<std::pair<bool, std::string>> check_once(const upstream::Backend&
   http::Url url;
   url.host = b.host;
   url.port = b.port;
+  url.tls = b.tls != nullptr;
   http::ClientOptions opt;
   opt.mode = http::ConnectionMode::fresh;
+  opt.tls = b.tls;
+  opt.tls_verify = b.tls_verify;
   opt.timeouts.connect = h.timeout;
   opt.timeouts.idle = h.timeout;
   opt.timeouts.total = h.timeout;
@@ -71,9 +74,12 @@ net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Tas
   http::Url url;
   url.host = b.host;
   url.port = b.port;
+  url.tls = b.tls != nullptr;
   url.path = b.base_path;
   http::ClientOptions opt;
   opt.mode = http::ConnectionMode::fresh;
+  opt.tls = b.tls;
+  opt.tls_verify = b.tls_verify;
   opt.timeouts.connect = kProbeTimeout;
   opt.timeouts.idle = kProbeTimeout;
   opt.timeouts.total = kProbeTimeout;

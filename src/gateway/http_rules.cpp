@@ -166,7 +166,8 @@ void build_upstream_head(std::string& out, const Request& client,
     append_all(out, {"Authorization: "sv, parts.authorization, "\r\n"sv});
   const std::string_view xff = xff_count == 1 ? xff_first : std::string_view(xff_joined);
   append_all(out, {"X-Forwarded-For: "sv, xff, xff_count > 0 ? ", "sv : ""sv, parts.client_addr,
-                   "\r\nX-Forwarded-Proto: http\r\n"sv});
+                   parts.https ? "\r\nX-Forwarded-Proto: https\r\n"sv
+                               : "\r\nX-Forwarded-Proto: http\r\n"sv});
   if (!parts.request_id.empty()) append_all(out, {"X-Request-Id: "sv, parts.request_id, "\r\n"sv});
   const auto verb = client.method();
   if (parts.body_size > 0 || verb == bhttp::verb::post || verb == bhttp::verb::put ||

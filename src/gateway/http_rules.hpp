@@ -77,6 +77,7 @@ struct UpstreamRequestParts {
   // False when the gateway checks client API keys (auth.keys): the client's key is then never
   // passed on, and a backend gets its own key or none.
   bool keep_client_authorization = true;
+  bool https = false;  // the client came over TLS (X-Forwarded-Proto: https)
 };
 
 /// Writes into `out` (cleared first) the upstream request head for one attempt, built from the

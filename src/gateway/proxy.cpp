@@ -34,7 +34,7 @@ net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& 
   auto up = std::make_shared<upstream::Upstream>(w.ioc.get_executor(), w.deadlines);
   if (watch) watch->up = up.get();
   up->dl.arm(f.cfg.timeouts.connect);
-  auto [ec, ep] = co_await net::async_connect(up->sock, b.endpoints, use_tuple);
+  auto [ec, ep] = co_await net::async_connect(up->sock.socket(), b.endpoints, use_tuple);
   up->dl.disarm();
   if (ec) {
     Outcome f;
@@ -44,7 +44,23 @@ net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& 
     co_return Connected{nullptr, std::move(f)};
   }
   boost::system::error_code ignored;
-  up->sock.set_option(tcp::no_delay(true), ignored);
+  up->sock.socket().set_option(tcp::no_delay(true), ignored);
+  if (b.tls) {
+    // https://: the handshake (and the certificate's check) within what is left of
+    // timeouts.connect. A failure is a failed connect: nothing was sent, another backend may
+    // take the request.
+    up->sock.start_client(b.tls, b.host, b.tls_verify);
+    up->dl.arm(f.cfg.timeouts.connect);
+    const boost::system::error_code hec = co_await up->sock.handshake();
+    up->dl.disarm();
+    if (hec) {
+      Outcome f;
+      f.kind = Kind::connect_failed;
+      f.message = fmt::format("TLS handshake with {} ({}:{}) failed: {}", b.name, b.host, b.port,
+                              up->dl.fired ? "timed out" : up->sock.tls_error_message(hec));
+      co_return Connected{nullptr, std::move(f)};
+    }
+  }
   co_return Connected{std::move(up), {}};
 }
 
@@ -215,13 +231,15 @@ void report(const Fleet& fleet, const RouteRt& route, const Request& req, const 
 /// The upstream request's head for `b` (a worker's pooled string; give it back).
 std::string upstream_head(Worker& w, const upstream::Backend& b, const Request& req,
                           std::string_view peer, std::string_view request_id,
-                          const UsageRequest& usage, bool keep_client_authorization) {
+                          const UsageRequest& usage, bool keep_client_authorization, bool https) {
   std::string head = w.take_string();
   std::string target = w.take_string();
   target.append(b.base_path).append(req.target());
-  build_upstream_head(head, req,
-                      {target, b.host_header, b.authorization, peer, request_id,
-                       usage.size(req.body()), keep_client_authorization});
+  UpstreamRequestParts parts{target, b.host_header, b.authorization,
+                             peer,   request_id,    usage.size(req.body())};
+  parts.keep_client_authorization = keep_client_authorization;
+  parts.https = https;
+  build_upstream_head(head, req, parts);
   w.give_string(std::move(target));
   return head;
 }
@@ -531,7 +549,8 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
     const std::int64_t attempt_start = mono_ns();
     // Each attempt's request is built fresh from the client's, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
-    std::string head = upstream_head(w, b, req, c.peer, request_id, usage, !f.keys.enabled());
+    std::string head =
+        upstream_head(w, b, req, c.peer, request_id, usage, !f.keys.enabled(), c.sock.tls());
     Attempt a = co_await send(f, w, b, req, head, usage, c.watch, rec.queue_depth > 0, last);
     w.give_string(std::move(head));
     if (!a.up) {

@@ -179,12 +179,13 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
         // wait, which then goes on); any other wait has the idle timeout and is closed by it.
         const bool judged = stall.active();
         up->dl.arm(stall.read_wait(), /*close_on_expiry=*/!judged);
-        if (sse && have == 0 && park(up->buf, leftover)) {
+        // (Not over TLS: bytes OpenSSL already decrypted would not make the socket readable.)
+        if (sse && have == 0 && !up->sock.tls() && park(up->buf, leftover)) {
           if (buf) {
             w.give_buf(std::move(relay_buf));
             buf = nullptr;
           }
-          std::tie(ec) = co_await up->sock.async_wait(tcp::socket::wait_read, use_tuple);
+          std::tie(ec) = co_await up->sock.socket().async_wait(tcp::socket::wait_read, use_tuple);
           unpark(up->buf, leftover);
         }
         if (!ec) {

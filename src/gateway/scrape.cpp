@@ -19,9 +19,12 @@ net::awaitable<std::optional<upstream::LoadReport>> read_once(const upstream::Ba
   http::Url url;
   url.host = b.host;
   url.port = b.port;
+  url.tls = b.tls != nullptr;
   url.path = b.base_path;
   http::ClientOptions opt;
   opt.mode = http::ConnectionMode::fresh;
+  opt.tls = b.tls;
+  opt.tls_verify = b.tls_verify;
   opt.timeouts.connect = m.timeout;
   opt.timeouts.idle = m.timeout;
   opt.timeouts.total = m.timeout;

@@ -175,14 +175,15 @@ class Gateway {
     }
 
     for (auto& w : workers_) {
-      for (auto& acc : w->acceptors)
-        net::co_spawn(w->ioc, accept_loop(*w, *acc, false), net::detached);
+      for (std::size_t i = 0; i < w->acceptors.size(); ++i)
+        net::co_spawn(w->ioc, accept_loop(*w, *w->acceptors[i], false, static_cast<int>(i)),
+                      net::detached);
       // Worker 0's ticker also writes out the access log's buffer.
       net::co_spawn(w->ioc, deadline_ticker(*w, w == workers_[0] ? &shared_.log : nullptr),
                     net::detached);
     }
     if (metrics_acceptor_)
-      net::co_spawn(workers_[0]->ioc, accept_loop(*workers_[0], *metrics_acceptor_, true),
+      net::co_spawn(workers_[0]->ioc, accept_loop(*workers_[0], *metrics_acceptor_, true, -1),
                     net::detached);
     // The configuration the gateway starts with, read here only: once the threads run, the
     // control thread may replace fleet_ (a reload, an admin change) at any time.
@@ -505,7 +506,8 @@ class Gateway {
                                    {std::chrono::seconds(2), std::chrono::seconds(1), 1u << 20});
   }
 
-  awaitable<void> accept_loop(Worker& w, tcp::acceptor& acc, bool metrics_only) {
+  /// Accepts on `acc`: listener `listener` of the configuration (-1: metrics.listen).
+  awaitable<void> accept_loop(Worker& w, tcp::acceptor& acc, bool metrics_only, int listener) {
     for (;;) {
       auto [ec, sock] = co_await acc.async_accept(use_tuple);
       if (ec) {
@@ -518,14 +520,26 @@ class Gateway {
         continue;
       }
       sock.set_option(tcp::no_delay(true), ec);
+      // A TLS listener's connections take the context of the configuration in use now.
+      http::TlsContextPtr tls;
+      if (const auto& contexts = w.fleet().listener_tls;
+          listener >= 0 && static_cast<std::size_t>(listener) < contexts.size())
+        tls = contexts[static_cast<std::size_t>(listener)];
       const int limit = w.fleet().cfg.limits.max_connections;
       const int open = shared_.connections.fetch_add(1, std::memory_order_relaxed) + 1;
       if (limit > 0 && open > limit) {
         shared_.connections.fetch_sub(1, std::memory_order_relaxed);
-        net::co_spawn(w.ioc, refuse(std::move(sock), limit), net::detached);
+        if (tls) {
+          // No plain-text 503 into a TLS handshake (the client could not read it): closed.
+          boost::system::error_code ignored;
+          sock.close(ignored);
+        } else {
+          net::co_spawn(w.ioc, refuse(std::move(sock), limit), net::detached);
+        }
         continue;
       }
-      net::co_spawn(w.ioc, session(shared_, w, std::move(sock), metrics_only), net::detached);
+      net::co_spawn(w.ioc, session(shared_, w, std::move(sock), metrics_only, std::move(tls)),
+                    net::detached);
     }
   }
 

@@ -1,6 +1,7 @@
 #include "gateway/session.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
@@ -251,13 +252,45 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
 /// the answer), else at once. A coroutine of its own: the lingering's state takes no room in the
 /// session's frame.
 net::awaitable<void> close_connection(Client& c, bool linger) {
+  if (c.sock.tls()) {
+    // close_notify first, best effort: a client that does not read gets a second at most.
+    c.dl.arm(std::chrono::seconds(1), /*close_on_expiry=*/false);
+    co_await c.sock.tls_shutdown();
+    c.dl.disarm();
+  }
   if (linger) {
-    co_await http::lingering_close(c.sock);
+    co_await http::lingering_close(c.sock.socket());
   } else {
     boost::system::error_code ignored;
-    c.sock.shutdown(tcp::socket::shutdown_send, ignored);
+    c.sock.socket().shutdown(tcp::socket::shutdown_send, ignored);
     c.sock.close(ignored);
   }
+}
+
+/// The TLS handshake of a connection to a TLS listener, within timeouts.client_header: false
+/// when it failed (then the connection is closed here). A client that spoke plain HTTP gets a
+/// plain-HTTP 400 saying so before the close.
+net::awaitable<bool> tls_handshake(Worker& w, Client& c, http::TlsContextPtr tls) {
+  c.sock.start_server(std::move(tls));
+  c.dl.arm(w.fleet().cfg.timeouts.client_header);
+  const boost::system::error_code ec = co_await c.sock.handshake();
+  c.dl.disarm();
+  if (!ec) co_return true;
+  spdlog::debug("TLS handshake with {} failed: {}", c.peer,
+                c.dl.fired ? std::string("timed out") : c.sock.tls_error_message(ec));
+  if (!c.dl.fired && http::Stream::is_plain_http(ec)) {
+    static constexpr std::string_view kPlain =
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 49\r\n"
+        "Connection: close\r\n\r\nThis port speaks HTTPS: use https:// to reach it\n";
+    c.dl.arm(std::chrono::seconds(1));
+    co_await net::async_write(c.sock.socket(), net::buffer(kPlain), use_tuple);
+    c.dl.disarm();
+    co_await http::lingering_close(c.sock.socket(), {std::chrono::seconds(2)});
+  } else {
+    boost::system::error_code ignored;
+    c.sock.close(ignored);
+  }
+  co_return false;
 }
 
 /// limits.connection_rate: false when the request is over it (`tokens`: a bucket of one
@@ -273,7 +306,8 @@ bool within_rate(double rate, double& tokens, std::int64_t& refilled_ns) {
 
 }  // namespace
 
-net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only) {
+net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only,
+                             http::TlsContextPtr tls) {
   // The accept loop counted this connection (limits.max_connections); it ends here.
   struct Counted {
     std::atomic<int>& n;
@@ -283,7 +317,8 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metric
   double tokens = w.fleet().cfg.limits.connection_rate;
   std::int64_t refilled_ns = mono_ns();
   Client c(std::move(sock), w.deadlines);
-  c.peer = peer_address(c.sock);
+  c.peer = peer_address(c.sock.socket());
+  if (tls && !co_await tls_handshake(w, c, std::move(tls))) co_return;
   // An error answered while the client may still be sending: close by lingering, or the
   // unread bytes make the kernel reset the connection and the client never reads the answer.
   bool linger = false;

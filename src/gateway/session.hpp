@@ -5,11 +5,15 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "gateway/worker.hpp"
+#include "http/stream.hpp"
 
 namespace llmux::gateway {
 
 /// Serves one accepted connection until it closes, errs, idles out, or the gateway drains.
 /// `metrics_only`: accepted on metrics.listen (answers /metrics, /dashboard and /health only).
-net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only = false);
+/// `tls`: the listener's server context (null: plain HTTP); the TLS handshake must complete
+/// within timeouts.client_header, or the connection is closed.
+net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only = false,
+                             http::TlsContextPtr tls = nullptr);
 
 }  // namespace llmux::gateway

@@ -112,7 +112,7 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
   Impl(net::any_io_executor ex, Url u, ClientOptions o)
       : sock(ex), timer(ex), url(std::move(u)), opt(o) {}
 
-  tcp::socket sock;
+  Stream sock;  // TLS on it for an https:// url (connect() shakes hands)
   net::steady_timer timer;
   Url url;
   ClientOptions opt;
@@ -131,7 +131,7 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
 
   void close_socket() {
     boost::system::error_code ec;
-    sock.shutdown(tcp::socket::shutdown_both, ec);
+    sock.socket().shutdown(tcp::socket::shutdown_both, ec);
     sock.close(ec);
     buf.clear();
   }
@@ -179,7 +179,24 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
     }
     connecting = true;
     connect_deadline_ns = mono_ns() + opt.timeouts.connect.count() * 1'000'000;
-    auto [ec] = co_await sock.async_connect(*endpoint, use_tuple);
+    auto [ec] = co_await sock.socket().async_connect(*endpoint, use_tuple);
+    if (!ec && url.tls) {
+      if (!opt.tls) {
+        r.failure = Failure::connect;
+        r.message = fmt::format("{}: https:// needs a TLS context", url.authority());
+        close_socket();
+        co_return false;
+      }
+      sock.start_client(opt.tls, url.host, opt.tls_verify);
+      if (auto hec = co_await sock.handshake()) {
+        connecting = false;
+        r.failure = timed_out ? Failure::timeout : Failure::connect;
+        r.message = fmt::format("TLS handshake with {}: {}", url.authority(),
+                                timed_out ? "timed out" : sock.tls_error_message(hec));
+        close_socket();
+        co_return false;
+      }
+    }
     connecting = false;
     last_progress_ns = mono_ns();
     if (ec) {
@@ -191,7 +208,7 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
     }
     ++connects;
     boost::system::error_code ignored;
-    sock.set_option(tcp::no_delay(true), ignored);
+    sock.socket().set_option(tcp::no_delay(true), ignored);
     co_return true;
   }
 
@@ -349,9 +366,12 @@ net::awaitable<SimpleResponse> fetch(Connection& c, const RequestSpec& req) {
 }
 
 SimpleResponse fetch_blocking(const Url& url, const RequestSpec& req,
-                              std::chrono::milliseconds timeout) {
+                              std::chrono::milliseconds timeout, TlsContextPtr tls,
+                              bool tls_verify) {
   net::io_context ioc{1};
   ClientOptions opt;
+  opt.tls = std::move(tls);
+  opt.tls_verify = tls_verify;
   opt.mode = ConnectionMode::fresh;
   opt.timeouts.connect = timeout;
   opt.timeouts.idle = timeout;

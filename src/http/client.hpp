@@ -29,6 +29,7 @@
 #include <string>
 #include <string_view>
 
+#include "http/stream.hpp"
 #include "http/url.hpp"
 
 namespace llmux::http {
@@ -90,6 +91,10 @@ struct ClientOptions {
   ConnectionMode mode = ConnectionMode::keep_alive;
   Timeouts timeouts;
   std::size_t read_size = 16 * 1024;  ///< bytes asked of each socket read
+  /// An https:// Url's client context (required then), and whether the server's certificate is
+  /// checked against the Url's host.
+  TlsContextPtr tls{};
+  bool tls_verify = true;
 };
 
 /// Called once the status line and headers have been parsed (status, Content-Type).
@@ -127,8 +132,9 @@ struct SimpleResponse {
 boost::asio::awaitable<SimpleResponse> fetch(Connection& c, const RequestSpec& req);
 
 /// Runs `fetch` on a private io_context until it completes (setup calls such as GET /v1/models
-/// before a run; not for the measured path).
+/// before a run; not for the measured path). `tls`: an https:// url's client context.
 SimpleResponse fetch_blocking(const Url& url, const RequestSpec& req,
-                              std::chrono::milliseconds timeout = std::chrono::seconds(10));
+                              std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                              TlsContextPtr tls = nullptr, bool tls_verify = true);
 
 }  // namespace llmux::http

@@ -8,6 +8,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "http/stream.hpp"
+
 namespace llmux::http {
 
 namespace net = boost::asio;
@@ -33,6 +35,18 @@ void PeerWatch::start(net::ip::tcp::socket& sock, boost::beast::flat_buffer& buf
   stopping_ = false;
   gone_ = false;
   sock.async_read_some(net::buffer(bytes_, std::min(max_read, sizeof bytes_)), Handler{this});
+}
+
+void PeerWatch::start(Stream& stream, boost::beast::flat_buffer& buf, std::size_t max_read,
+                      OnGone on_gone, void* ctx) {
+  if (!stream.tls()) return start(stream.socket(), buf, max_read, on_gone, ctx);
+  buf_ = &buf;
+  on_gone_ = on_gone;
+  ctx_ = ctx;
+  active_ = true;
+  stopping_ = false;
+  gone_ = false;
+  stream.async_read_some(net::buffer(bytes_, std::min(max_read, sizeof bytes_)), Handler{this});
 }
 
 void PeerWatch::on_read(const boost::system::error_code& ec, std::size_t n) {

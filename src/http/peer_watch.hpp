@@ -27,6 +27,8 @@
 
 namespace llmux::http {
 
+class Stream;
+
 class PeerWatch {
  public:
   /// Called from the read's handler, once, when the peer is gone (not after stop()).
@@ -43,6 +45,11 @@ class PeerWatch {
   /// connection; an error after stop() or a cancelled read is not the peer leaving.
   void start(boost::asio::ip::tcp::socket& sock, boost::beast::flat_buffer& buf,
              std::size_t max_read, OnGone on_gone = nullptr, void* ctx = nullptr);
+  /// The same on a Stream: on a TLS connection the watch reads through TLS (a raw read would
+  /// take TLS records away from it), so the peer's close_notify or its TCP close ends it, and a
+  /// pipelined request's first decrypted bytes go to `buf`. stop() takes its socket().
+  void start(Stream& stream, boost::beast::flat_buffer& buf, std::size_t max_read,
+             OnGone on_gone = nullptr, void* ctx = nullptr);
 
   /// The peer closed or reset its connection while watched.
   bool gone() const { return gone_; }

@@ -50,12 +50,13 @@ bool parse_buffered(boost::beast::http::basic_parser<isRequest>& p, boost::beast
   return false;
 }
 
-/// One read from `sock` into `buf` (up to `max_read` bytes, beast::read_size), for a parser
-/// that needs more: an EOF is given to `p` as Beast does (put_eof when it got some bytes, else
-/// http::error::end_of_stream). The bytes read are left in `buf` for parse_buffered().
-template <bool isRequest>
+/// One read from `sock` (a tcp::socket or an http::Stream) into `buf` (up to `max_read` bytes,
+/// beast::read_size), for a parser that needs more: an EOF is given to `p` as Beast does (put_eof
+/// when it got some bytes, else http::error::end_of_stream). The bytes read are left in `buf` for
+/// parse_buffered().
+template <typename ReadStream, bool isRequest>
 boost::asio::awaitable<boost::system::error_code> read_more(
-    boost::asio::ip::tcp::socket& sock, boost::beast::flat_buffer& buf,
+    ReadStream& sock, boost::beast::flat_buffer& buf,
     boost::beast::http::basic_parser<isRequest>& p, std::size_t max_read = 64 * 1024) {
   auto [ec, n] = co_await sock.async_read_some(buf.prepare(boost::beast::read_size(buf, max_read)),
                                                boost::asio::as_tuple(boost::asio::use_awaitable));
@@ -69,9 +70,9 @@ boost::asio::awaitable<boost::system::error_code> read_more(
 }
 
 /// Reads and parses with `p` until `until` is reached or an error (the result).
-template <bool isRequest>
+template <typename ReadStream, bool isRequest>
 boost::asio::awaitable<boost::system::error_code> read_parsed(
-    boost::asio::ip::tcp::socket& sock, boost::beast::flat_buffer& buf,
+    ReadStream& sock, boost::beast::flat_buffer& buf,
     boost::beast::http::basic_parser<isRequest>& p, Until until, std::size_t max_read = 64 * 1024) {
   boost::system::error_code ec;
   while (!parse_buffered(p, buf, until, ec)) {

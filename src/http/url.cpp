@@ -19,7 +19,9 @@ std::optional<Url> Url::parse(std::string_view text, std::string* error, Options
   };
   std::string with_scheme;
   if (text.find("://") == std::string_view::npos) {
-    if (!options.scheme_optional) return fail("expected http://HOST[:PORT][/PATH]");
+    if (!options.scheme_optional)
+      return fail(options.https ? "expected http[s]://HOST[:PORT][/PATH]"
+                                : "expected http://HOST[:PORT][/PATH]");
     with_scheme = "http://" + std::string(text);
     text = with_scheme;
   }
@@ -28,14 +30,17 @@ std::optional<Url> Url::parse(std::string_view text, std::string* error, Options
   const boost::urls::url_view u = *parsed;
   std::string scheme(u.scheme());
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (scheme == "https")
-    return fail("https:// backends are not supported yet; only http:// is supported");
-  if (scheme != "http")
-    return fail(fmt::format("unsupported scheme '{}'; only http:// is supported", scheme));
+  if (scheme == "https" && !options.https)
+    return fail("https:// is not supported here; only http:// is supported");
+  if (scheme != "http" && scheme != "https")
+    return fail(fmt::format("unsupported scheme '{}'; only http:// {}is supported", scheme,
+                            options.https ? "or https:// " : ""));
   if (u.has_userinfo()) return fail("credentials in the URL are not supported; use api_key");
   if (u.has_query()) return fail("a base URL cannot have a query (?...)");
   if (u.has_fragment()) return fail("a base URL cannot have a fragment (#...)");
   Url out;
+  out.tls = scheme == "https";
+  if (out.tls) out.port = 443;
   out.host = u.host_address();
   if (out.host.empty()) return fail("a host is required");
   if (u.has_port()) {
@@ -62,7 +67,7 @@ std::string Url::authority() const {
 }
 
 std::string Url::str() const {
-  return fmt::format("http://{}{}", authority(), path);
+  return fmt::format("{}://{}{}", tls ? "https" : "http", authority(), path);
 }
 
 }  // namespace llmux::http

@@ -18,6 +18,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include "http/stream.hpp"
 #include "upstream/capacity.hpp"
 #include "upstream/prefix_table.hpp"
 
@@ -35,6 +36,11 @@ struct Backend {
   std::string host_header;    // "host" or "host:port"
   std::string authorization;  // "Bearer <key>" or empty (the client's is kept)
   std::chrono::milliseconds pool_idle_timeout{4000};
+  // https:// only: the client context its connections use (CA file or the system's store), and
+  // whether its certificate is checked (against `host`). Connections hold the context too.
+  http::TlsContextPtr tls;
+  std::string tls_ca_file;
+  bool tls_verify = true;
   std::vector<boost::asio::ip::tcp::endpoint> endpoints;  // resolved at start
   int metric_id = 0;  // its id in the metrics' backend label table (gateway/metrics.hpp)
 

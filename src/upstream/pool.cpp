@@ -36,7 +36,7 @@ void Pool::sweep() {
   boost::system::error_code ignored;
   std::erase_if(idle_, [&](const auto& up) {
     if (!up->sock.is_open()) return true;  // its idle timeout closed it
-    if (quiet(up->sock)) return false;
+    if (quiet(up->sock.socket())) return false;
     up->dl.disarm();
     up->sock.close(ignored);  // EOF, reset or stray bytes from the backend
     return true;
@@ -50,7 +50,7 @@ std::shared_ptr<Upstream> Pool::take() {
     up->pooled = false;
     up->dl.disarm();
     boost::system::error_code ignored;
-    if (!up->sock.is_open() || !quiet(up->sock)) {
+    if (!up->sock.is_open() || !quiet(up->sock.socket())) {
       up->sock.close(ignored);
       continue;
     }

@@ -20,12 +20,14 @@
 #include <boost/beast/core/flat_buffer.hpp>
 
 #include "http/deadline.hpp"
+#include "http/stream.hpp"
 
 namespace llmux::upstream {
 
 struct Upstream {
-  Upstream(boost::asio::any_io_executor ex, http::DeadlineList& list) : sock(ex), dl(list, sock) {}
-  boost::asio::ip::tcp::socket sock;
+  Upstream(const boost::asio::ip::tcp::socket::executor_type& ex, http::DeadlineList& list)
+      : sock(ex), dl(list, sock.socket()) {}
+  http::Stream sock;  // TLS on it for an https:// backend (gateway::connect() shakes hands)
   boost::beast::flat_buffer buf;
   bool reused = false;  // taken from the pool (it carried an earlier exchange)
   http::ScopedDeadline dl;

@@ -33,14 +33,14 @@ std::vector<std::string> error_lines(const std::string& err) {
 
 TEST(GatewayConfig, InvalidFileExits2AndReportsEveryError) {
   TempDir dir;
-  // Three distinct problems: a thread count out of range, an https backend, and a route naming
+  // Three distinct problems: a thread count out of range, an ftp:// backend, and a route naming
   // a backend that does not exist.
   const std::string path = dir.write("bad.yaml",
                                      "listen: \"127.0.0.1:0\"\n"
                                      "threads: 5000\n"
                                      "backends:\n"
                                      "  - {name: server1, url: \"http://127.0.0.1:30001\"}\n"
-                                     "  - {name: server2, url: \"https://127.0.0.1:30002\"}\n"
+                                     "  - {name: server2, url: \"ftp://127.0.0.1:30002\"}\n"
                                      "routes:\n"
                                      "  - {name: all, backends: [server1, server3]}\n");
   RunResult r = run_gateway({"--config", path});

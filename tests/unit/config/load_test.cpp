@@ -452,7 +452,7 @@ TEST(LoadAndValidate, ReportsLoadAndValidationErrorsTogetherWithoutRepeats) {
   load_and_validate(R"(
 threads: -1
 backends:
-  - {name: a, url: "https://h:1", weight: heavy}
+  - {name: a, url: "ftp://h:1", weight: heavy}
 routes:
   - backends: [a, b]
     polcy: first

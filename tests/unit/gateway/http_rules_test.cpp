@@ -244,6 +244,16 @@ TEST(UpstreamHead, ABackendWithoutAKeyGetsTheClientsAuthorization) {
   EXPECT_EQ(client["X-Request-Id"], "client-id");
 }
 
+TEST(UpstreamHead, ForwardedProtoSaysHowTheClientCame) {
+  const auto client = client_request();
+  std::string head;
+  build_upstream_head(head, client, {"/v1/x", "h:1", "", "127.0.0.1", "rid", 0});
+  EXPECT_EQ(parse_head(head, "")["X-Forwarded-Proto"], "http");
+  build_upstream_head(head, client,
+                      {"/v1/x", "h:1", "", "127.0.0.1", "rid", 0, true, /*https=*/true});
+  EXPECT_EQ(parse_head(head, "")["X-Forwarded-Proto"], "https");
+}
+
 TEST(UpstreamHead, BodylessGetHasNoContentLength) {
   const Request get = parse("GET /v1/models HTTP/1.1\r\nHost: gateway\r\n\r\n");
   std::string head;

@@ -1,0 +1,133 @@
+#pragma once
+// A connection's byte stream: a TCP socket, with TLS on it when the listener or the backend
+// asks for it (Asio's ssl::stream over OpenSSL). Plain connections pay one branch per read and
+// write: async_read_some/async_write_some hand the caller's handler straight to the socket, so
+// net::async_write, Beast's reads and writes and http::read_parsed work on a Stream as on a
+// socket, with no frame or allocation of their own. TLS operations go through a type-erased
+// handler into stream.cpp (one allocation per operation, TLS only), which keeps OpenSSL's and
+// ssl::stream's headers out of the gateway's hot files.
+//
+// Timeouts, cancellation and closing act on socket() (http::Deadline closes or cancels it: an
+// ssl operation in progress then fails); a TLS connection is closed the same way, after
+// close_notify when time allows (tls_shutdown()).
+//
+// Thread safety and ownership: one thread, the socket's. At most one read and one write in
+// flight at a time (ssl::stream serialises what they need of the socket). The ssl::context must
+// outlive the stream: start_server/start_client take a shared_ptr to it.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+namespace boost::asio::ssl {
+class context;
+}
+
+namespace llmux::http {
+
+using TlsContext = boost::asio::ssl::context;
+using TlsContextPtr = std::shared_ptr<TlsContext>;
+
+class Stream {
+ public:
+  using executor_type = boost::asio::ip::tcp::socket::executor_type;
+  using IoHandler =
+      boost::asio::any_completion_handler<void(boost::system::error_code, std::size_t)>;
+
+  explicit Stream(boost::asio::ip::tcp::socket s);
+  explicit Stream(const executor_type& ex);
+  Stream(Stream&&) noexcept;
+  Stream& operator=(Stream&&) noexcept;
+  ~Stream();
+
+  executor_type get_executor() { return sock_.get_executor(); }
+  boost::asio::ip::tcp::socket& socket() { return sock_; }
+  const boost::asio::ip::tcp::socket& socket() const { return sock_; }
+  /// TLS is on (start_server/start_client was called).
+  bool tls() const { return tls_ != nullptr; }
+
+  bool is_open() const { return sock_.is_open(); }
+  void cancel(boost::system::error_code& ec) { sock_.cancel(ec); }
+  void close(boost::system::error_code& ec) { sock_.close(ec); }
+
+  /// Puts TLS on the connected socket, as the server; then await handshake().
+  void start_server(TlsContextPtr ctx);
+  /// Puts TLS on the connected socket, as the client of `host` (SNI when it is a name; the
+  /// certificate is checked against it when `ctx` verifies peers); then await handshake().
+  void start_client(TlsContextPtr ctx, const std::string& host, bool verify);
+  /// The TLS handshake; the error's message names a failed certificate verification
+  /// (tls_error_message()). Bound it by a deadline on socket().
+  boost::asio::awaitable<boost::system::error_code> handshake();
+  /// Sends close_notify (best effort: a deadline on socket() bounds it). Nothing without TLS.
+  boost::asio::awaitable<void> tls_shutdown();
+  /// What failed in a TLS operation that ended with `ec`: OpenSSL's reason, and the certificate
+  /// verification result when that is what failed ("certificate verify failed: self-signed
+  /// certificate").
+  std::string tls_error_message(const boost::system::error_code& ec) const;
+  /// A server handshake that failed because the client spoke plain HTTP.
+  static bool is_plain_http(const boost::system::error_code& ec);
+
+  template <typename MutableBufferSequence, typename Token>
+  auto async_read_some(const MutableBufferSequence& buffers, Token&& token) {
+    if (!tls_) return sock_.async_read_some(buffers, std::forward<Token>(token));
+    return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
+        [this](auto handler, const MutableBufferSequence& b) {
+          tls_read(*boost::asio::buffer_sequence_begin(b), IoHandler(std::move(handler)));
+        },
+        token, buffers);
+  }
+
+  template <typename ConstBufferSequence, typename Token>
+  auto async_write_some(const ConstBufferSequence& buffers, Token&& token) {
+    if (!tls_) return sock_.async_write_some(buffers, std::forward<Token>(token));
+    return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
+        [this](auto handler, const ConstBufferSequence& b) {
+          // Several small buffers (a chunk's size line, its data, its CRLF) go out as one TLS
+          // record: copied into the connection's staging buffer (ssl::stream writes the first
+          // buffer only).
+          auto it = boost::asio::buffer_sequence_begin(b);
+          const auto end = boost::asio::buffer_sequence_end(b);
+          while (it != end && boost::asio::const_buffer(*it).size() == 0) ++it;
+          if (it == end) {
+            tls_write(boost::asio::const_buffer(), IoHandler(std::move(handler)));
+            return;
+          }
+          const boost::asio::const_buffer first(*it);
+          if (std::next(it) == end || first.size() >= kRecord) {
+            tls_write(first, IoHandler(std::move(handler)));
+            return;
+          }
+          const boost::asio::mutable_buffer staging = tls_staging();
+          const std::size_t n = boost::asio::buffer_copy(staging, b);
+          tls_write(boost::asio::buffer(staging.data(), n), IoHandler(std::move(handler)));
+        },
+        token, buffers);
+  }
+
+ private:
+  static constexpr std::size_t kRecord = 16 * 1024;  // a TLS record's most plaintext
+  struct Tls;
+  void tls_read(boost::asio::mutable_buffer b, IoHandler h);
+  void tls_write(boost::asio::const_buffer b, IoHandler h);
+  boost::asio::mutable_buffer tls_staging();
+
+  boost::asio::ip::tcp::socket sock_;
+  std::unique_ptr<Tls> tls_;
+};
+
+/// A server context with `cert_file` (PEM, the chain) and `key_file` (PEM); null with the reason
+/// in `error` when either cannot be read or they do not match.
+TlsContextPtr make_server_context(const std::string& cert_file, const std::string& key_file,
+                                  std::string& error);
+/// A client context: peers verified against `ca_file` (PEM) or, when it is empty, the system's
+/// default CA store; `verify` false checks nothing. Null with the reason in `error`.
+TlsContextPtr make_client_context(const std::string& ca_file, bool verify, std::string& error);
+
+}  // namespace llmux::http
