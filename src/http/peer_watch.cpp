@@ -26,26 +26,25 @@ struct PeerWatch::Handler {
   }
 };
 
-void PeerWatch::start(net::ip::tcp::socket& sock, boost::beast::flat_buffer& buf,
-                      std::size_t max_read, OnGone on_gone, void* ctx) {
+void PeerWatch::arm(boost::beast::flat_buffer& buf, OnGone on_gone, void* ctx) {
   buf_ = &buf;
   on_gone_ = on_gone;
   ctx_ = ctx;
   active_ = true;
   stopping_ = false;
   gone_ = false;
+}
+
+void PeerWatch::start(net::ip::tcp::socket& sock, boost::beast::flat_buffer& buf,
+                      std::size_t max_read, OnGone on_gone, void* ctx) {
+  arm(buf, on_gone, ctx);
   sock.async_read_some(net::buffer(bytes_, std::min(max_read, sizeof bytes_)), Handler{this});
 }
 
 void PeerWatch::start(Stream& stream, boost::beast::flat_buffer& buf, std::size_t max_read,
                       OnGone on_gone, void* ctx) {
   if (!stream.tls()) return start(stream.socket(), buf, max_read, on_gone, ctx);
-  buf_ = &buf;
-  on_gone_ = on_gone;
-  ctx_ = ctx;
-  active_ = true;
-  stopping_ = false;
-  gone_ = false;
+  arm(buf, on_gone, ctx);
   stream.async_read_some(net::buffer(bytes_, std::min(max_read, sizeof bytes_)), Handler{this});
 }
 

@@ -68,6 +68,8 @@ class PeerWatch {
 
  private:
   struct Handler;
+  /// The state of a new watch (both start()s).
+  void arm(boost::beast::flat_buffer& buf, OnGone on_gone, void* ctx);
   void on_read(const boost::system::error_code& ec, std::size_t n);
 
   // Never expires: cancel() wakes until_gone(). Made by its first call (the gateway never makes
