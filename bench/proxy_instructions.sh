@@ -85,11 +85,16 @@ for p in ${PATHS//,/ }; do
     [ "$code" = 200 ] && break; sleep 0.2
   done
   [ "$code" = 200 ] || { echo "$p did not answer: $(tail -3 "$d/out")" >&2; exit 1; }
-  wrk -t1 -c"$CONN" -d1s -s "$PEERS/post.lua" "$url" >/dev/null   # warm: pools, caches
-  callgrind_control -i on "$vpid" >/dev/null
-  wrk -t1 -c"$CONN" -d"${DUR}s" -s "$PEERS/post.lua" "$url" >"$d/wrk.txt"
-  callgrind_control -i off "$vpid" >/dev/null
-  kill -INT "$vpid" 2>/dev/null || true; wait "$vpid" 2>/dev/null || true
+  # Every step bounded: a proxy that stops answering under valgrind ends the run with a message.
+  timeout 60 wrk -t1 -c"$CONN" -d1s -s "$PEERS/post.lua" "$url" >/dev/null   # warm: pools, caches
+  timeout 60 callgrind_control -i on "$vpid" >/dev/null || { echo "$p: callgrind_control -i on failed" >&2; exit 1; }
+  timeout $((DUR + 60)) wrk -t1 -c"$CONN" -d"${DUR}s" -s "$PEERS/post.lua" "$url" >"$d/wrk.txt" ||
+    { echo "$p: wrk did not finish" >&2; exit 1; }
+  timeout 60 callgrind_control -i off "$vpid" >/dev/null || { echo "$p: callgrind_control -i off failed" >&2; exit 1; }
+  kill -INT "$vpid" 2>/dev/null || true
+  for _ in $(seq 600); do kill -0 "$vpid" 2>/dev/null || break; sleep 0.1; done   # callgrind writes its file
+  kill -0 "$vpid" 2>/dev/null && { echo "$p: did not exit within 60 s of SIGINT" >&2; kill -9 "$vpid"; exit 1; }
+  wait "$vpid" 2>/dev/null || true
   req=$(awk '/requests in/{print $1}' "$d/wrk.txt")
   non2xx=$(awk '/Non-2xx/{print $NF}' "$d/wrk.txt"); non2xx=${non2xx:-0}
   ir=0

@@ -13,26 +13,11 @@
 
 #include "gateway/client.hpp"
 #include "gateway/request_view.hpp"
+#include "gateway/upstream_attempt.hpp"
 #include "gateway/worker.hpp"
 #include "upstream/outcome.hpp"
 
 namespace llmux::gateway {
-
-/// A connection to a backend, or why there is none.
-struct Connected {
-  std::shared_ptr<upstream::Upstream> up;
-  upstream::Outcome fail;
-};
-
-/// A pooled connection to `b` when `allow_pooled` and one is idle, else a new one (connect
-/// timeout). `watch`, when given, learns the connection at once (a client leaving closes it).
-net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& b,
-                                  bool allow_pooled, ClientWatch* watch = nullptr);
-
-/// Back to the worker's pool: only a connection whose last response was complete, did not end
-/// by close, and left nothing unread (the caller checks the first two); never one of a backend a
-/// reload removed.
-void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream> up);
 
 /// Serves `req` through `route`: relays the response, or answers the error when no attempt got
 /// one. Writes the access log line.

@@ -1,0 +1,152 @@
+#include "gateway/upstream_attempt.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
+
+#include "core/clock.hpp"
+#include "http/read_parsed.hpp"
+
+namespace llmux::gateway {
+
+using upstream::Outcome;
+using Kind = upstream::Outcome::Kind;
+
+net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& b,
+                                  bool allow_pooled, ClientWatch* watch) {
+  if (allow_pooled) {
+    if (auto up = w.pool_for(b).take()) {
+      if (watch) watch->up = up.get();
+      co_return Connected{std::move(up), {}};
+    }
+  }
+  auto up = std::make_shared<upstream::Upstream>(w.ioc.get_executor(), w.deadlines);
+  if (watch) watch->up = up.get();
+  up->dl.arm(f.cfg.timeouts.connect);
+  auto [ec, ep] = co_await net::async_connect(up->sock.socket(), b.endpoints, use_tuple);
+  up->dl.disarm();
+  if (ec) {
+    Outcome f;
+    f.kind = Kind::connect_failed;
+    f.message = fmt::format("connect to {} ({}:{}) failed: {}", b.name, b.host, b.port,
+                            up->dl.fired ? "timed out" : ec.message());
+    co_return Connected{nullptr, std::move(f)};
+  }
+  boost::system::error_code ignored;
+  up->sock.socket().set_option(tcp::no_delay(true), ignored);
+  if (b.tls) {
+    // https://: the handshake (and the certificate's check) within what is left of
+    // timeouts.connect. A failure is a failed connect: nothing was sent, another backend may
+    // take the request.
+    up->sock.start_client(b.tls, b.host, b.tls_verify);
+    up->dl.arm(f.cfg.timeouts.connect);
+    const boost::system::error_code hec = co_await up->sock.handshake();
+    up->dl.disarm();
+    if (hec) {
+      Outcome f;
+      f.kind = Kind::connect_failed;
+      f.message = fmt::format("TLS handshake with {} ({}:{}) failed: {}", b.name, b.host, b.port,
+                              up->dl.fired ? "timed out" : up->sock.tls_error_message(hec));
+      co_return Connected{nullptr, std::move(f)};
+    }
+  }
+  co_return Connected{std::move(up), {}};
+}
+
+void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream> up) {
+  if (up->buf.size() != 0 || b.retired.load(std::memory_order_relaxed)) {
+    boost::system::error_code ignored;
+    up->sock.close(ignored);
+    return;
+  }
+  w.pool_for(b).put(std::move(up), b.pool_idle_timeout);
+}
+
+namespace {
+
+/// No attempt: `fail` says why.
+Attempt failed(Outcome& fail, Kind kind, std::string message) {
+  fail = Outcome{};
+  fail.kind = kind;
+  fail.message = std::move(message);
+  return {};
+}
+
+}  // namespace
+
+net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
+                             const std::string& head, const UsageRequest& usage, ClientWatch& watch,
+                             bool queued, Outcome& fail) {
+  auto client_gone = [&] { return failed(fail, Kind::client_left, "the client left"); };
+  for (int round = 0; round < 2; ++round) {
+    watch.up = nullptr;
+    auto conn = co_await connect(f, w, b, round == 0, &watch);
+    if (watch.client_gone) co_return client_gone();
+    if (!conn.up) {
+      fail = std::move(conn.fail);
+      co_return Attempt{};
+    }
+    Attempt a;
+    a.up = std::move(conn.up);
+    const std::array<net::const_buffer, 3> out{net::buffer(head),
+                                               net::buffer(usage.first(req.body())),
+                                               net::buffer(usage.second(req.body()))};
+    a.up->dl.arm(f.cfg.timeouts.first_byte);
+    auto [wec, wn] = co_await net::async_write(a.up->sock, out, use_tuple);
+    if (watch.client_gone) co_return client_gone();
+    if (wec) {
+      a.up->dl.disarm();
+      const bool unsent = wn == 0 && !a.up->dl.fired;
+      if (unsent && a.up->reused && round == 0) continue;  // a pooled connection closed under us
+      watch.up = nullptr;
+      if (unsent)
+        co_return failed(fail, Kind::reset_before_send,
+                         fmt::format("sending to {} failed before a byte was written: {}", b.name,
+                                     wec.message()));
+      co_return failed(fail, a.up->dl.fired ? Kind::timeout : Kind::broken,
+                       fmt::format("sending to {} failed after {} bytes: {}", b.name, wn,
+                                   a.up->dl.fired ? "timed out" : wec.message()));
+    }
+    a.sent_ns = mono_ns();
+    boost::system::error_code rec;
+    for (int interim = 0;; ++interim) {
+      a.parser = std::make_unique<UpstreamResponse>(w.take_string());
+      a.parser->omit_queue_depth(queued);
+      a.parser->body_limit(boost::none);
+      a.parser->header_limit(64 * 1024);
+      if (req.method() == bhttp::verb::head) a.parser->skip(true);
+      rec = co_await http::read_parsed(a.up->sock, a.up->buf, *a.parser, http::Until::header);
+      if (rec) break;
+      const int status = a.parser->status();
+      if (status >= 200) break;
+      // An interim response (100 Continue, 103 Early Hints): the final one follows on this
+      // connection. It is not relayed (the client gets the final response only).
+      if (status == 101 || interim >= 16) {
+        rec = bhttp::error::bad_value;  // an upgrade nobody asked for, or endless 1xx
+        break;
+      }
+    }
+    a.up->dl.disarm();
+    if (watch.client_gone) co_return client_gone();
+    if (rec) {
+      const bool nothing = rec == bhttp::error::end_of_stream ||
+                           rec == net::error::connection_reset || rec == net::error::eof;
+      watch.up = nullptr;
+      if (a.up->dl.fired)
+        co_return failed(fail, Kind::timeout,
+                         fmt::format("{} sent no response within {} ms", b.name,
+                                     f.cfg.timeouts.first_byte.count()));
+      if (nothing)
+        co_return failed(fail, Kind::broken,
+                         fmt::format("{} closed the connection without a response", b.name));
+      co_return failed(fail, Kind::bad_response,
+                       fmt::format("{} sent an invalid response: {}", b.name, rec.message()));
+    }
+    co_return a;
+  }
+  co_return failed(fail, Kind::reset_before_send, "stale connection");
+}
+
+}  // namespace llmux::gateway

@@ -1,0 +1,46 @@
+#pragma once
+// One attempt of a request at a backend: a connection (pooled or new), the request written, the
+// final response header read. The proxy (gateway/proxy.hpp) decides which backend and whether
+// another attempt follows; the relay (gateway/relay.hpp) streams the response.
+#include <memory>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "gateway/client.hpp"
+#include "gateway/relay.hpp"
+#include "gateway/request_view.hpp"
+#include "gateway/stream_usage.hpp"
+#include "gateway/worker.hpp"
+#include "upstream/outcome.hpp"
+
+namespace llmux::gateway {
+
+/// A connection to a backend, or why there is none.
+struct Connected {
+  std::shared_ptr<upstream::Upstream> up;
+  upstream::Outcome fail;
+};
+
+/// A pooled connection to `b` when `allow_pooled` and one is idle, else a new one (connect
+/// timeout). `watch`, when given, learns the connection at once (a client leaving closes it).
+net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& b,
+                                  bool allow_pooled, ClientWatch* watch = nullptr);
+
+/// Back to the worker's pool: only a connection whose last response was complete, did not end
+/// by close, and left nothing unread (the caller checks the first two); never one of a backend a
+/// reload removed.
+void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream> up);
+
+/// Sends the request (`head`, built for this backend, then the client's body) to `b` and reads
+/// the final response header, skipping interim 1xx responses. A pooled connection that turns
+/// out closed before a byte of the request was written is replaced by a fresh one (same
+/// backend). Once any byte was written, a failure is final for this request: the backend may
+/// have received it, and a retry could run the generation twice. No connection in the answer:
+/// `fail` says why. `queued`: the request waited in the route's queue (the client gets the
+/// gateway's X-Llmux-Queue-Depth, not the backend's).
+net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
+                             const std::string& head, const UsageRequest& usage, ClientWatch& watch,
+                             bool queued, upstream::Outcome& fail);
+
+}  // namespace llmux::gateway
