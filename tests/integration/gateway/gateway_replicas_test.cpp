@@ -1,16 +1,18 @@
 // Gateway replicas sharing their state in Redis (issue 15): a conversation begun through one
 // replica continues through another, which knows where it lives without asking the backends
-// ("known", not "found"); with Redis stopped, every turn still succeeds (each replica goes on
-// with what it knows, and asks the backends for the rest), the metric and the dashboard say
-// Redis is down, and once Redis is back the ids learned meanwhile are written back and known
-// to the other replica. A real redis-server on a free loopback port, two simulators, two
-// gateway processes.
+// ("known", not "found"); with Redis silent (paused), a turn waits for it no longer than the
+// lookup timeout, and what was sent meanwhile lands once it answers; with Redis stopped, every
+// turn still succeeds (each replica goes on with what it knows, and asks the backends for the
+// rest), the metric and the dashboard say Redis is down, and once Redis is back the ids learned
+// meanwhile are written back and known to the other replica. A real redis-server on a free
+// loopback port, two simulators, two or three gateway processes.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "support/gateway_support.hpp"
 #include "support/http_client.hpp"
@@ -148,6 +150,49 @@ TEST(GatewayReplicas, RedisAwayFailsNoRequestAndWhatWasLearnedIsWrittenBack) {
   auto c = replica(s1, s2, redis);
   for (std::size_t i = 0; i < begun.size(); ++i) {
     const std::string rid = "after-" + std::to_string(i);
+    Turn t = turn(c->port(), begun[i].id, rid);
+    ASSERT_EQ(t.status, 200) << t.body;
+    EXPECT_EQ(t.backend, begun[i].backend);
+    EXPECT_EQ(affinity_of(*c, rid), "known") << rid;
+  }
+}
+
+TEST(GatewayReplicas, ASlowRedisCostsATurnNoMoreThanTheLookupTimeout) {
+  if (const auto why = RedisServer::skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  RedisServer redis;
+  SimServer s1({"--time-scale", "50"}), s2({"--time-scale", "50"});
+  auto a = replica(s1, s2, redis);
+  auto b = replica(s1, s2, redis);
+
+  // Redis stops answering but keeps its connections: the replicas' commands wait in vain. Each
+  // turn still succeeds, through a replica that never saw its conversation too: the lookup gives
+  // up after state.timeout (50 ms) and the backends are asked. Were the wait unbounded, the turn
+  // would still be waiting when Redis answers again, long after this loop.
+  redis.pause();
+  std::vector<Turn> begun;
+  for (int c = 0; c < 3; ++c) {
+    Turn t = turn(a->port(), "", "slow-first-" + std::to_string(c));
+    ASSERT_EQ(t.status, 200) << t.body;
+    const std::string rid = "slow-next-" + std::to_string(c);
+    const auto sent = std::chrono::steady_clock::now();
+    Turn next = turn(b->port(), t.id, rid);
+    const auto took = std::chrono::steady_clock::now() - sent;
+    ASSERT_EQ(next.status, 200) << next.body;
+    EXPECT_EQ(next.backend, t.backend);
+    EXPECT_EQ(affinity_of(*b, rid), "found") << "Redis silent: replica b asked the backends";
+    EXPECT_LT(took, 5s) << "a turn waited on a silent Redis";
+    begun.push_back(t);
+  }
+  // Redis answers again: the writes it was sent meanwhile land, and a replica started now knows
+  // those conversations from Redis.
+  redis.resume();
+  for (const Turn& t : begun)
+    for (int i = 0; i < 200 && redis.command({"EXISTS", "replicas-test:resp:" + t.id}).integer == 0;
+         ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));  // polling interval
+  auto c = replica(s1, s2, redis);
+  for (std::size_t i = 0; i < begun.size(); ++i) {
+    const std::string rid = "after-slow-" + std::to_string(i);
     Turn t = turn(c->port(), begun[i].id, rid);
     ASSERT_EQ(t.status, 200) << t.body;
     EXPECT_EQ(t.backend, begun[i].backend);

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
@@ -152,8 +153,21 @@ bool RedisServer::launch(std::string& why) {
   return false;
 }
 
+void RedisServer::pause() {
+  if (pid_ <= 0 || paused_) return;
+  ::kill(pid_, SIGSTOP);
+  paused_ = true;
+}
+
+void RedisServer::resume() {
+  if (pid_ <= 0 || !paused_) return;
+  ::kill(pid_, SIGCONT);
+  paused_ = false;
+}
+
 void RedisServer::stop() {
   if (pid_ <= 0) return;
+  resume();  // a stopped process would act on SIGTERM only once continued
   proc::stop(pid_, 5s);
   pid_ = -1;
 }

@@ -34,6 +34,10 @@ class RedisServer {
   /// Starts it again on the same port (after stop()).
   void start();
   bool running() const { return pid_ > 0; }
+  /// SIGSTOP: the server keeps its connections and its data but answers nothing (a Redis that
+  /// is slow, not gone) until resume() (SIGCONT). stop() resumes it first.
+  void pause();
+  void resume();
 
   int port() const { return port_; }
   /// redis://127.0.0.1:PORT/db
@@ -52,6 +56,7 @@ class RedisServer {
   TempDir dir_;
   int port_ = 0;
   pid_t pid_ = -1;
+  bool paused_ = false;
 };
 
 }  // namespace llmux::test
