@@ -385,8 +385,8 @@ def report(a):
         base = next(r for r in rows if r["name"] == "memory")
         md += ["## 4. What the Redis path costs", "",
                f"The same conversations ({meta['latency_users']} users x {meta['turns']} turns, "
-               f"`max_output_tokens` 1, on simulators with `--zero-cost`) through three sets of "
-               f"three replicas, taking turns in {meta['latency_rounds']} rounds. Latency: a "
+               f"`max_output_tokens` 1, on simulators with `--zero-cost`) through two sets of "
+               f"three replicas (four ways), taking turns in {meta['latency_rounds']} rounds. Latency: a "
                "follow-up turn, sent to answer received, at the client. CPU: the three "
                "replicas' user+system time over the rounds (/proc), per request answered.", "",
                "| set | requests | failed | p50 ms | p99 ms | vs memory p50 | vs memory p99 | gateway CPU µs/request | vs memory |",

@@ -21,7 +21,8 @@
 #                     that replica's own table; and, for reference, at random replicas, where a
 #                     replica asks the backends for ids it never saw), taking turns for
 #                     --latency-rounds rounds: p50/p99 of a follow-up turn, and the replicas' CPU
-#                     time per request (/proc)
+#                     time per request (/proc); also the Redis replicas with each user always at
+#                     the same one (every lookup a hit in its own cache: the cost of the writes)
 # Report: OUT/replicas_bench.md and OUT/replicas_bench.json.
 #
 # Usage: bench/replicas_bench.sh [--users 32] [--turns 20] [--quota-limit 600]
@@ -174,7 +175,7 @@ if has_part quota; then
     --duration "$QUOTA_DURATION" --key sk-bench-limited --out "$TMP/quota.jsonl"
 fi
 
-OUTAGE_JSON=null
+OUTAGE_JSON=None
 if has_part outage; then
   log "3. outage: Redis stopped at ${OUTAGE_AT}s for ${OUTAGE_FOR}s"
   T0=$(now)
@@ -200,12 +201,13 @@ if has_part latency; then
   for n in l1 l2 l3; do start_replica "$n" redis "llmux:bench-latency:" "${SIM_PORT[ZA]}" "${SIM_PORT[ZB]}"; done
   for n in m1 m2 m3; do start_replica "$n" memory "" "${SIM_PORT[ZA]}" "${SIM_PORT[ZB]}"; done
   wait_redis_up l1 l2 l3
-  LAT_CPU[redis]=0 LAT_CPU[memory]=0 LAT_CPU[memory_random]=0
+  LAT_CPU[redis]=0 LAT_CPU[redis_sticky]=0 LAT_CPU[memory]=0 LAT_CPU[memory_random]=0
   log "4. latency: $LAT_ROUNDS rounds of $LAT_USERS users x $TURNS turns per set"
   for round in $(seq "$LAT_ROUNDS"); do
-    for set in memory redis memory_random; do
+    for set in memory redis redis_sticky memory_random; do
       case $set in
         redis) reps=(l1 l2 l3) flags=() ;;
+        redis_sticky) reps=(l1 l2 l3) flags=(--sticky) ;;
         memory) reps=(m1 m2 m3) flags=(--sticky) ;;
         memory_random) reps=(m1 m2 m3) flags=() ;;
       esac
@@ -226,7 +228,7 @@ with open(sys.argv[1], "w") as f:
         r["set"] = r["set"].rsplit("-", 1)[0]
         f.write(json.dumps(r) + "\n")
 PYEOF
-  LAT_SETS='[{"name": "memory", "desc": "state: memory, each user at one replica"}, {"name": "redis", "desc": "state: redis, random replica"}, {"name": "memory_random", "desc": "state: memory, random replica"}]'
+  LAT_SETS='[{"name": "memory", "desc": "state: memory, each user at one replica"}, {"name": "redis", "desc": "state: redis, random replica"}, {"name": "redis_sticky", "desc": "state: redis, each user at one replica (ids in its own cache: writes only)"}, {"name": "memory_random", "desc": "state: memory, random replica"}]'
 fi
 
 # Stopping the replicas writes out their access logs.
@@ -241,7 +243,7 @@ m = dict(command="$CMDLINE", date="$(date -u +%FT%TZ)", machine="$MACHINE",
          quota_duration=$QUOTA_DURATION, outage=$OUTAGE_JSON, outage_users=$USERS,
          outage_stagger=$OUTAGE_STAGGER, outage_think=$OUTAGE_THINK,
          latency_rounds=$LAT_ROUNDS, latency_users=$LAT_USERS, latency_sets=$LAT_SETS,
-         latency_cpu={"redis": ${LAT_CPU[redis]:-0}, "memory": ${LAT_CPU[memory]:-0},
+         latency_cpu={"redis": ${LAT_CPU[redis]:-0}, "redis_sticky": ${LAT_CPU[redis_sticky]:-0}, "memory": ${LAT_CPU[memory]:-0},
                       "memory_random": ${LAT_CPU[memory_random]:-0}},
          replica_logs=["r1", "r2", "r3", "l1", "l2", "l3", "m1", "m2", "m3"],
          notes=[
