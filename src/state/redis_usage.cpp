@@ -156,12 +156,15 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
 
   void on_reply(Write w, const RedisReply& r, bool last_of_round) {
     --inflight;
-    bool applied = false;
+    bool applied = false, gap = false;
     if (r.kind == RedisReply::Kind::integer && r.integer != 0) {
       applied = true;  // 1: applied now; 2: applied before (a resend)
       ++written;
     } else if (r.kind == RedisReply::Kind::integer || r.kind == RedisReply::Kind::error) {
-      bump = true;  // definitely not applied (a gap, or refused): new rows, new sequence
+      // Definitely not applied (a gap, or refused): new rows, new sequence. A gap means Redis
+      // has lost this sender's sequence (it came back empty): the new epoch's writes go through.
+      gap = r.kind == RedisReply::Kind::integer;
+      bump = true;
       to_pending(std::move(w.rows));
     } else {
       // No reply (down, refused, or the connection lost with it): maybe applied; the resend
@@ -175,10 +178,10 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
       }
       count_waiting();
     }
-    if (last_of_round) {
-      flushing = false;
-      if (applied && waiting > 0) flush();  // the next round
-    }
+    if (last_of_round) flushing = false;
+    // The next round: after a round that went through, or at once after a gap (else the rows
+    // would wait for this replica's next add()). Not after an error: it would come again.
+    if (((applied && last_of_round) || gap) && waiting > 0) flush();
   }
 
   // Writes back unsure writes (their own sequence, in order), then up to kFlushRows pending rows.

@@ -15,11 +15,12 @@
 // Exactly once: every write carries (sender, sequence) and Redis applies it only when its
 // sequence follows the sender's last applied one (scripts::kHincrSeq; a sequence key per sender,
 // `<prefix>usage:seq:<replica>:<epoch>`). So a reply of "not applied" is definite (the rows go
-// back to pending, to be sent under a new sequence), and a write whose reply was lost with the
-// connection is resent with its own sequence when Redis returns: applied if it was not, ignored if
-// it was. After any failure the sender starts a new epoch (a new sequence key). The one case not
-// covered: a dead connection's writes that Redis executes after the replacement connection's
-// resends of them (Redis reads a closed socket's last commands late).
+// back to pending, to be sent under a new sequence; at once when it was a gap, as after Redis came
+// back empty, without the sequence keys), and a write whose reply was lost with the connection is
+// resent with its own sequence when Redis returns: applied if it was not, ignored if it was. After
+// any failure the sender starts a new epoch (a new sequence key). The one case not covered: a dead
+// connection's writes that Redis executes after the replacement connection's resends of them (Redis
+// reads a closed socket's last commands late).
 //
 // query_shared() reads the hours of [from, to) within the retention in one round trip (a Lua
 // HGETALL per hour), plus the pending rows (not in Redis: never counted twice); nullopt when Redis

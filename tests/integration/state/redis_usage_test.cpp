@@ -144,6 +144,30 @@ TEST_F(RedisUsage, DownThenBackWritesBackExactlyOnce) {
   EXPECT_EQ(a->stats().dropped_rows, 0u);
 }
 
+TEST_F(RedisUsage, BackEmptyAfterWritingBeforeWritesBackWithoutAnotherAdd) {
+  // Ledgers that have written before: Redis comes back without their sequence keys, and refuses
+  // their next sequence as a gap. The rows go out at once under a new one, not at the next add().
+  auto ca = client(), cb = client();
+  auto a = ledger(ca), b = ledger(cb);
+  add(*a, "before", "llama", kH0 + 3 * 3600, {1, 0, 0});
+  add(*b, "before", "llama", kH0 + 3 * 3600, {1, 0, 0});
+  ASSERT_TRUE(written({a.get(), b.get()}));
+  server->stop();
+  ASSERT_TRUE(poll_until([&] { return !ca->up() && !cb->up(); }, 5s));
+  add(*b, "bob", "llama", kH0 + 3 * 3600, {2, 0, 1});  // waits for Redis
+  server->start();                                     // empty: nothing persisted
+  ASSERT_TRUE(poll_until([&] { return ca->up() && cb->up(); }, 10s));
+  // b's row, written back as Redis came up; a's, written as it is added.
+  add(*a, "alice", "llama", kH0 + 3 * 3600, {3, 0, 1});
+  EXPECT_TRUE(written({a.get(), b.get()})) << "rows wait for another add()";
+  // Each read by the other ledger (a ledger's answer includes its own rows still waiting).
+  for (auto [reader, key] : {std::pair{b.get(), "alice"}, std::pair{a.get(), "bob"}}) {
+    const auto rows = shared(*reader, {.key = key});
+    ASSERT_TRUE(rows.has_value());
+    EXPECT_EQ(*rows, oracle.query({.key = key})) << key;
+  }
+}
+
 TEST_F(RedisUsage, WritesCutOffWithTheConnectionAreResentOnce) {
   auto c = client();
   auto a = ledger(c);
