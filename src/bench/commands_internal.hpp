@@ -186,6 +186,7 @@ GatewayRow gateway_row(const std::string& path, const std::string& baseline,
 std::string backends_cell(const std::map<std::string, std::size_t>& b);
 
 /// `given`, or else the first model of the URL's /v1/models; throws std::runtime_error.
-std::string resolve_model(const std::string& given, const http::Url& url);
+std::string resolve_model(const std::string& given, const http::Url& url,
+                          const http::ClientOptions& client);
 
 }  // namespace llmux::bench::detail

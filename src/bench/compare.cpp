@@ -90,7 +90,7 @@ int bench_compare(const CompareCommand& c, std::ostream& md) {
   const std::int64_t t0 = mono_ns();
   for (const auto& p : c.paths) {
     PathMeasured pr;
-    model = resolve_model(c.model, p.url);
+    model = resolve_model(c.model, p.url, c.client);
     const std::string slug = [&] {
       std::string s = p.name;
       for (char& ch : s)

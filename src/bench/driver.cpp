@@ -364,11 +364,15 @@ void classify(const http::Response& r, bool stream, const StreamInterpreter& int
   }
 }
 
-std::string discover_model(const http::Url& url, std::string* error) {
+std::string discover_model(const http::Url& url, std::string* error,
+                           const http::ClientOptions& client,
+                           std::span<const http::Header> headers) {
   http::RequestSpec req;
   req.method = "GET";
   req.target = "/v1/models";
-  auto res = http::fetch_blocking(url, req);
+  req.headers = headers;
+  auto res =
+      http::fetch_blocking(url, req, std::chrono::seconds(10), client.tls, client.tls_verify);
   auto fail = [&](std::string msg) {
     if (error) *error = std::move(msg);
     return std::string();
@@ -388,10 +392,12 @@ std::string discover_model(const http::Url& url, std::string* error) {
 }
 
 GroundTruthCheck check_against_sim(const http::Url& url, std::span<const Record> records,
-                                   std::size_t max_requests) {
+                                   std::size_t max_requests, const http::ClientOptions& client) {
   GroundTruthCheck out;
   net::io_context ioc{1};
   http::ClientOptions copt;
+  copt.tls = client.tls;
+  copt.tls_verify = client.tls_verify;
   copt.timeouts.total = std::chrono::seconds(10);
   http::Connection conn(ioc.get_executor(), url, copt);
   net::co_spawn(

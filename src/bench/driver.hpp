@@ -89,7 +89,10 @@ void classify(const http::Response& r, bool stream, const StreamInterpreter& int
               bool sse_failed, RequestTiming& t);
 
 /// GET /v1/models and return the first model id ("" when it cannot be found; `error` says why).
-std::string discover_model(const http::Url& url, std::string* error = nullptr);
+/// `client`: an https:// URL's TLS context; `headers`: sent too (an API key).
+std::string discover_model(const http::Url& url, std::string* error = nullptr,
+                           const http::ClientOptions& client = {},
+                           std::span<const http::Header> headers = {});
 
 /// Timing error against `llmux sim`'s ground truth (GET /debug/requests/{X-Request-Id}).
 struct GroundTruthCheck {
@@ -103,6 +106,7 @@ struct GroundTruthCheck {
   std::size_t missing = 0;  ///< records the sim had no timing for
 };
 GroundTruthCheck check_against_sim(const http::Url& url, std::span<const Record> records,
-                                   std::size_t max_requests = 2000);
+                                   std::size_t max_requests = 2000,
+                                   const http::ClientOptions& client = {});
 
 }  // namespace llmux::bench

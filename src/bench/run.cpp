@@ -36,7 +36,7 @@ json::object ground_truth(const RunCommand& c, const std::vector<LevelResult>& l
   json::object gt_json;
   std::vector<Record> all;
   for (const auto& l : levels) all.insert(all.end(), l.run.records.begin(), l.run.records.end());
-  GroundTruthCheck g = check_against_sim(c.run.url, all);
+  GroundTruthCheck g = check_against_sim(c.run.url, all, 2000, c.run.client);
   const Summary te = summarize(g.ttft_err_s), ie = summarize(g.itl_err_s),
                 ke = summarize(g.token_err_s), rd = summarize(g.request_delay_s);
   auto abs_of = [](std::vector<double> v) {

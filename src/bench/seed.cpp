@@ -97,10 +97,11 @@ std::string step_label(const std::string& command, std::size_t step, std::size_t
   return fmt::format("llmux bench {} [{}/{}] {}:", command, step, steps, what);
 }
 
-std::string resolve_model(const std::string& given, const http::Url& url) {
+std::string resolve_model(const std::string& given, const http::Url& url,
+                          const http::ClientOptions& client) {
   if (!given.empty()) return given;
   std::string err;
-  std::string m = discover_model(url, &err);
+  std::string m = discover_model(url, &err, client);
   if (m.empty())
     throw std::runtime_error(
         fmt::format("cannot find the model of {} ({}); pass --model", url.str(), err));

@@ -135,7 +135,7 @@ int bench_throughput(const ThroughputCommand& c, std::ostream& md) {
   const std::int64_t t0 = mono_ns();
   for (const auto& t : c.targets) {
     TargetResult tr;
-    tr.model = resolve_model(c.model, t.url);
+    tr.model = resolve_model(c.model, t.url, c.client);
     for (const char* size : kSizes) {
       auto ro =
           seed_options(t, tr.model, c.max_tokens, c.client, fmt::format("tp-{}-{}", t.name, size));

@@ -2,6 +2,7 @@
 // bench_report (src/bench/commands.hpp). Wiring only.
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "bench/commands.hpp"
 #include "cli/bench_common.hpp"
 #include "cli/commands.hpp"
+#include "http/stream.hpp"
 
 namespace llmux::cli {
 
@@ -21,9 +23,31 @@ namespace bench_cli {
 
 http::Url parse_url_or_throw(const std::string& s, const std::string& flag) {
   std::string err;
-  auto u = http::Url::parse(s, &err);
+  auto u = http::Url::parse(s, &err, {.scheme_optional = true, .https = true});
   if (!u) throw std::invalid_argument(fmt::format("{} '{}': {}", flag, s, err));
   return *u;
+}
+
+void TlsFlags::add(CLI::App* sub) {
+  sub->add_option("--ca-file", ca_file,
+                  "https:// URLs: trust the servers' certificates signed by this CA (PEM) "
+                  "instead of the system's store");
+  sub->add_flag("--insecure", insecure,
+                "https:// URLs: do not check the servers' certificates (names nor signers)");
+}
+
+void TlsFlags::apply(http::ClientOptions& c, bool any_https) const {
+  if (!any_https) {
+    if (!ca_file.empty() || insecure)
+      throw std::invalid_argument("--ca-file and --insecure are for https:// URLs");
+    return;
+  }
+  if (!ca_file.empty() && insecure)
+    throw std::invalid_argument("--ca-file and --insecure: one or the other");
+  std::string err;
+  c.tls = http::make_client_context(ca_file, !insecure, err);
+  if (!c.tls) throw std::invalid_argument(fmt::format("--ca-file '{}': {}", ca_file, err));
+  c.tls_verify = !insecure;
 }
 
 std::chrono::milliseconds secs(double s) {
@@ -46,6 +70,7 @@ namespace {
 using bench_cli::guarded;
 using bench_cli::parse_url_or_throw;
 using bench_cli::secs;
+using bench_cli::TlsFlags;
 
 /// "2", "2%" or "0.02"? Percent: "2" and "2%" both mean 2%.
 double parse_percent(const std::string& s, const std::string& flag) {
@@ -72,8 +97,10 @@ struct SeedFlags {
   double timeout = 300;
   std::string out;
   bool no_progress = false, no_plots = false, fail_on_reject = false;
+  TlsFlags tls;
   void add(CLI::App* sub, const std::string& default_levels) {
     levels = default_levels;
+    tls.add(sub);
     sub->add_option("--model", model,
                     "Model name to send (default: the first id of each URL's GET /v1/models)");
     sub->add_option("--repeat", repeat, "Serial runs of each prompt (the seed: 3)")
@@ -159,6 +186,8 @@ Runner add_throughput(CLI::App* bench) {
       c.max_tokens = f->seed.max_tokens;
       c.agree = parse_percent(f->agree, "--agree");
       c.client = f->seed.client();
+      f->seed.tls.apply(c.client, std::any_of(c.targets.begin(), c.targets.end(),
+                                              [](const NamedUrl& t) { return t.url.tls; }));
       c.out = f->seed.output();
       return bench_throughput(c, std::cout);
     });
@@ -218,6 +247,8 @@ Runner add_compare(CLI::App* bench) {
       c.max_tokens = f->seed.max_tokens;
       c.prompt = f->prompt;
       c.client = f->seed.client();
+      f->seed.tls.apply(c.client, std::any_of(c.paths.begin(), c.paths.end(),
+                                              [](const NamedUrl& p) { return p.url.tls; }));
       c.out = f->seed.output();
       return bench_compare(c, std::cout);
     });

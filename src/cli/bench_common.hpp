@@ -10,8 +10,18 @@
 
 namespace llmux::cli::bench_cli {
 
-/// The URL, or std::invalid_argument naming the flag.
+/// The URL (http:// or https://), or std::invalid_argument naming the flag.
 http::Url parse_url_or_throw(const std::string& s, const std::string& flag);
+
+/// --ca-file and --insecure, for https:// URLs.
+struct TlsFlags {
+  std::string ca_file;
+  bool insecure = false;
+  void add(CLI::App* sub);
+  /// Gives `c` a TLS client context when `any_https` (std::invalid_argument when the CA file
+  /// cannot be read); --ca-file or --insecure without an https:// URL is an error too.
+  void apply(http::ClientOptions& c, bool any_https) const;
+};
 std::chrono::milliseconds secs(double s);
 /// Runs `f`; an exception is logged and becomes exit status 2.
 int guarded(const std::function<int()>& f);

@@ -41,6 +41,7 @@ struct RunFlags {
   std::string connection = "keep-alive";
   double timeout = 600, idle_timeout = 60, connect_timeout = 10;
   std::vector<std::string> headers;
+  TlsFlags tls;
   double slo_ttft = 0, slo_tpot = 0, slo_e2e = 0;
   std::string percentiles;
   std::string out;
@@ -79,6 +80,7 @@ Runner add_run(CLI::App* bench) {
   sub->add_option("--model", f->model,
                   "Model name to send (default: the first id of GET /v1/models)")
       ->group(tg);
+  f->tls.add(sub);
   sub->add_option("--header", f->headers, "Extra request header 'Name: value' (repeatable)")
       ->group(tg);
 
@@ -259,11 +261,23 @@ Runner add_run(CLI::App* bench) {
         split_clients += n;
       }
       if (!c.split.empty()) c.run.url = c.split.front().url;  // the model is asked there
+      for (const auto& h : f->headers) {
+        const auto colon = h.find(':');
+        if (colon == std::string::npos || colon == 0)
+          throw std::invalid_argument(fmt::format("--header '{}': expected 'Name: value'", h));
+        std::string v = h.substr(colon + 1);
+        while (!v.empty() && v.front() == ' ') v.erase(0, 1);
+        c.run.headers.push_back(http::Header{h.substr(0, colon), v});
+      }
+      // https:// (the URL, or any --split target): the TLS context, before GET /v1/models.
+      bool any_https = c.run.url.tls;
+      for (const auto& t : c.split) any_https = any_https || t.url.tls;
+      f->tls.apply(c.run.client, any_https);
       c.run.body.dialect = *parse_dialect(f->endpoint);
       c.run.body.model = f->model;
       if (c.run.body.model.empty()) {
         std::string err;
-        c.run.body.model = discover_model(c.run.url, &err);
+        c.run.body.model = discover_model(c.run.url, &err, c.run.client, c.run.headers);
         if (c.run.body.model.empty())
           throw std::runtime_error(
               fmt::format("cannot find the model at {} ({}); pass --model", c.run.url.str(), err));
@@ -277,14 +291,6 @@ Runner add_run(CLI::App* bench) {
       c.run.client.timeouts.idle = secs(f->idle_timeout);
       c.run.client.timeouts.connect = secs(f->connect_timeout);
       c.run.request_id_prefix = f->request_id_prefix;
-      for (const auto& h : f->headers) {
-        const auto colon = h.find(':');
-        if (colon == std::string::npos || colon == 0)
-          throw std::invalid_argument(fmt::format("--header '{}': expected 'Name: value'", h));
-        std::string v = h.substr(colon + 1);
-        while (!v.empty() && v.front() == ' ') v.erase(0, 1);
-        c.run.headers.push_back(http::Header{h.substr(0, colon), v});
-      }
       c.load.mode = f->rate > 0 ? LoadSpec::Mode::open : LoadSpec::Mode::closed;
       c.load.request_rate = f->rate;
       c.load.concurrency = f->concurrency;

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "http/client.hpp"
 #include "http/stream.hpp"
@@ -189,6 +190,45 @@ TEST_F(GatewayTls, HandshakeThatNeverCompletesIsClosedWithinClientHeader) {
   EXPECT_TRUE(partial.read_until_closed(5s)) << "a half handshake was never closed";
   EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
   EXPECT_EQ(HttpsClient(port(), good_.cert).post("/v1/chat/completions", kChat).r.status, 200);
+}
+
+TEST_F(GatewayTls, BenchMeasuresAnHttpsGatewayTrustingItsCaFile) {
+  const std::string url = "https://127.0.0.1:" + std::to_string(port());
+  auto bench = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{llmux_binary(),
+                                  "bench",
+                                  "run",
+                                  "--url",
+                                  url,
+                                  "--endpoint",
+                                  "chat",
+                                  "--num-requests",
+                                  "6",
+                                  "--concurrency",
+                                  "2",
+                                  "--output-len",
+                                  "4",
+                                  "--no-progress"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_to_completion(args, 60s);
+  };
+  TempDir out;
+  const RunResult ok = bench({"--ca-file", good_.cert, "--out", out.path()});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const auto doc = parse_json(read_text_file(out.path() + "/run.json"));
+  const auto& agg = doc.at("levels").as_array().at(0).at("aggregate");
+  EXPECT_EQ(agg.at("ok").as_int64(), 6) << ok.out;
+  // The system's store does not know the test's CA: the model lookup fails, saying why.
+  const RunResult untrusted = bench({});
+  EXPECT_NE(untrusted.exit_code, 0);
+  EXPECT_NE(untrusted.err.find("certificate verify failed"), std::string::npos) << untrusted.err;
+  EXPECT_EQ(bench({"--insecure"}).exit_code, 0);
+  const RunResult plain_flags =
+      run_to_completion({llmux_binary(), "bench", "run", "--url", "http://127.0.0.1:1", "--model",
+                         "m", "--insecure", "--no-progress"},
+                        30s);
+  EXPECT_EQ(plain_flags.exit_code, 2);
+  EXPECT_NE(plain_flags.err.find("for https:// URLs"), std::string::npos) << plain_flags.err;
 }
 
 TEST_F(GatewayTls, HttpsBackendVerifiedWithItsCaFileServesPlainAndStreamed) {
