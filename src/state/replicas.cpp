@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/clock.hpp"
+
 namespace llmux::state {
 
 namespace {
@@ -26,6 +28,12 @@ ReplicaPresence::ReplicaPresence(std::shared_ptr<RedisClient> redis, std::string
       id_(std::move(id)),
       stale_after_(stale_after) {
   state_->on_count = std::move(on_count);
+  // Also as soon as the connection is up (at start-up it is not yet when the first beat comes).
+  listener_ = redis_->on_up([this] { beat(unix_ms()); });
+}
+
+ReplicaPresence::~ReplicaPresence() {
+  redis_->remove_on_up(listener_);
 }
 
 void ReplicaPresence::beat(std::int64_t now_ms) {

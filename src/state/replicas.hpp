@@ -4,8 +4,9 @@
 // from for `stale_after` are dropped, and the set's size is the count. The quotas' local share
 // while Redis is away (auth/quota.hpp, `quotas.local_share` unset) is 1 / the last count seen.
 //
-// Thread safety: beat() from one thread at a time (the server's control thread); count() from
-// any thread. The reply arrives on the Redis thread.
+// Thread safety: beat() from any thread (the server's control thread; the Redis thread, each
+// time the connection comes up, so a replica is counted at once and not a period later); count()
+// from any thread. The reply arrives on the Redis thread.
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -23,6 +24,9 @@ class ReplicaPresence {
   ReplicaPresence(std::shared_ptr<RedisClient> redis, std::string prefix, std::string id,
                   std::chrono::milliseconds stale_after = std::chrono::seconds(15),
                   std::function<void(int)> on_count = {});
+  ~ReplicaPresence();
+  ReplicaPresence(const ReplicaPresence&) = delete;
+  ReplicaPresence& operator=(const ReplicaPresence&) = delete;
   /// Says this replica is alive (Unix ms `now_ms`) and asks for the count; nothing when Redis is
   /// down (the last count stays).
   void beat(std::int64_t now_ms);
@@ -38,6 +42,7 @@ class ReplicaPresence {
   std::string key_, id_;
   std::chrono::milliseconds stale_after_;
   std::shared_ptr<State> state_ = std::make_shared<State>();  // outlives replies in flight
+  std::size_t listener_ = 0;                                  // RedisClient::on_up
 };
 
 }  // namespace llmux::state

@@ -3,6 +3,7 @@
 // redis-server. incr() answers from the local mirror at once; replies keep the mirror in step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "auth/quota.hpp"
 #include "state/redis_fixture.hpp"
 #include "state/redis_quota.hpp"
+#include "state/replicas.hpp"
 
 namespace llmux::state_test {
 namespace {
@@ -209,6 +211,25 @@ TEST_F(RedisQuota, ThreeReplicasHoldTheLimitWithin5Percent) {
 TEST_F(RedisQuota, ThreeReplicasHoldTheLimitWithRepliesLagging300ms) {
   drive_three_replicas(*this, {counters(client()), counters(client()), counters(client())}, now,
                        10);
+}
+
+// The local share's count: a replica that starts before Redis answers is counted as soon as its
+// connection comes up, not a beat period (5 s in the gateway) later. No beat() is called here
+// after Redis is up: only the connection's coming up can announce the replicas.
+TEST_F(RedisQuota, ReplicasAreCountedAsSoonAsTheirConnectionComesUp) {
+  server->stop();
+  auto c1 = client(false), c2 = client(false);
+  state::ReplicaPresence a(c1, "presence:", "a");
+  state::ReplicaPresence b(c2, "presence:", "b");
+  a.beat(1'000);  // Redis down: nothing sent, the count stays 1
+  b.beat(1'000);
+  EXPECT_EQ(a.count(), 1);
+  server->start();
+  EXPECT_TRUE(poll_until([&] { return c1->up() && c2->up(); }, 10s));
+  // Each announced itself when its connection came up: the set holds both within a moment, and
+  // the one that announced last has counted both.
+  EXPECT_TRUE(poll_until([&] { return raw({"ZCARD", "presence:replicas"}).integer == 2; }, 5s));
+  EXPECT_TRUE(poll_until([&] { return std::max(a.count(), b.count()) == 2; }, 5s));
 }
 
 }  // namespace
