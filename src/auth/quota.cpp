@@ -11,7 +11,8 @@
 namespace llmux::auth {
 namespace {
 
-constexpr std::int64_t kW = kQuotaWindowMs;
+constexpr std::int64_t kB = kQuotaBucketMs;
+constexpr int kN = kQuotaBuckets;
 // Estimates are fractional: comparisons allow for rounding (an estimate of exactly the limit
 // admits).
 constexpr double kEps = 1e-6;
@@ -20,10 +21,10 @@ std::size_t shard_of(std::string_view key) {
   return std::hash<std::string_view>{}(key) % 16;
 }
 
-std::int64_t window_start(std::int64_t now_ms) {
-  std::int64_t w = now_ms / kW;
-  if (now_ms % kW < 0) --w;  // before 1970: still the window that contains now
-  return w * kW;
+std::int64_t bucket_start(std::int64_t now_ms) {
+  std::int64_t w = now_ms / kB;
+  if (now_ms % kB < 0) --w;  // before 1970: still the bucket that contains now
+  return w * kB;
 }
 
 std::int64_t retry_after_s(std::int64_t ms) {
@@ -37,7 +38,7 @@ Decision too_many(std::string_view type, const std::string& message, std::int64_
 }  // namespace
 
 std::optional<std::int64_t> MemoryQuotaCounters::incr(std::string_view key,
-                                                      std::int64_t window_start_ms,
+                                                      std::int64_t bucket_start_ms,
                                                       std::int64_t amount) {
   Shard& sh = shards_[shard_of(key)];
   std::lock_guard lock(sh.mutex);
@@ -47,37 +48,43 @@ std::optional<std::int64_t> MemoryQuotaCounters::incr(std::string_view key,
     it = sh.keys.emplace(std::string(key), Slots{}).first;
   }
   Slots& s = it->second;
-  for (int i = 0; i < 3; ++i)
-    if (s.start[i] == window_start_ms) return s.count[i] += amount;
+  for (int i = 0; i < kSlots; ++i)
+    if (s.start[i] == bucket_start_ms) return s.count[i] += amount;
   int oldest = 0;
-  for (int i = 1; i < 3; ++i)
+  for (int i = 1; i < kSlots; ++i)
     if (s.start[i] < s.start[oldest]) oldest = i;
-  // A window older than every one kept has expired: it counts 0 and is not stored again.
-  if (amount == 0 || s.start[oldest] > window_start_ms) return amount;
-  s.start[oldest] = window_start_ms;
+  // A bucket older than every one kept has expired: it counts 0 and is not stored again.
+  if (amount == 0 || s.start[oldest] > bucket_start_ms) return amount;
+  s.start[oldest] = bucket_start_ms;
   s.count[oldest] = amount;
   return amount;
 }
 
 namespace window {
 
-double estimate(std::int64_t previous, std::int64_t current, std::int64_t elapsed_ms) {
-  const double f = std::clamp(static_cast<double>(elapsed_ms) / kW, 0.0, 1.0);
-  return static_cast<double>(previous) * (1.0 - f) + static_cast<double>(current);
+double estimate(const BucketCounts& b, std::int64_t elapsed_ms) {
+  const double f = std::clamp(static_cast<double>(elapsed_ms) / kB, 0.0, 1.0);
+  double sum = static_cast<double>(b[0]) * (1.0 - f);
+  for (int i = 1; i <= kN; ++i) sum += static_cast<double>(b[i]);
+  return sum;
 }
 
-std::int64_t ms_until_at_most(std::int64_t previous, std::int64_t current, std::int64_t elapsed_ms,
-                              double threshold) {
-  if (estimate(previous, current, elapsed_ms) <= threshold + kEps) return 0;
-  const double cur = static_cast<double>(current);
-  if (cur <= threshold && previous > 0) {
-    // previous * (1 - t/W) + current <= threshold, for t in this window.
-    const double t = (1.0 - (threshold - cur) / static_cast<double>(previous)) * kW;
+std::int64_t ms_until_at_most(const BucketCounts& b, std::int64_t elapsed_ms, double threshold) {
+  if (estimate(b, elapsed_ms) <= threshold + kEps) return 0;
+  // Phase k (k buckets from the current one's start): b[k] is leaving the minute, b[k+1..] count
+  // whole. The estimate only falls; find the first phase where it reaches `threshold`.
+  for (int k = 0; k <= kN; ++k) {
+    double rest = 0;
+    for (int j = k + 1; j <= kN; ++j) rest += static_cast<double>(b[j]);
+    if (rest > threshold + kEps) continue;
+    // b[k] * (1 - f) + rest <= threshold
+    const double f =
+        b[k] > 0 ? std::max(0.0, 1.0 - (threshold - rest) / static_cast<double>(b[k])) : 0.0;
+    const double t = (static_cast<double>(k) + f) * static_cast<double>(kB);
     return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(t - kEps)) - elapsed_ms);
   }
-  // Not in this window: in the next one, current becomes the previous window.
-  const double g = threshold <= 0 ? 1.0 : std::max(0.0, 1.0 - threshold / cur);
-  return (kW - elapsed_ms) + static_cast<std::int64_t>(std::ceil(g * kW - kEps));
+  // A threshold below zero: once every bucket has left.
+  return (kN + 1) * kB - elapsed_ms;
 }
 
 }  // namespace window
@@ -93,30 +100,39 @@ void QuotaLimiter::set_local_share(double share) {
   local_share_.store(std::clamp(share, 1e-6, 1.0), std::memory_order_relaxed);
 }
 
-QuotaLimiter::Counts QuotaLimiter::count(const std::string& counter, std::int64_t w,
+QuotaLimiter::Counts QuotaLimiter::count(const std::string& counter, std::int64_t bucket,
                                          std::int64_t amount, std::int64_t limit) {
+  Counts c;
   if (shared_) {
-    const auto prev = shared_->incr(counter, w - kW, 0);
+    bool ok = true;
+    for (int i = 0; i < kN && ok; ++i) {
+      const auto v = shared_->incr(counter, bucket - (kN - i) * kB, 0);
+      ok = v.has_value();
+      c.b[i] = v.value_or(0);
+    }
     std::optional<std::int64_t> cur;
-    if (prev) cur = shared_->incr(counter, w, amount);
-    if (prev && cur) {
+    if (ok) cur = shared_->incr(counter, bucket, amount);
+    if (cur) {
+      c.b[kN] = *cur;
       shared_ok_.store(true, std::memory_order_relaxed);
-      if (amount != 0) local_.incr(counter, w, amount);  // in step, for a fallback later
-      return {*prev, *cur, static_cast<double>(limit), true};
+      if (amount != 0) local_.incr(counter, bucket, amount);  // in step, for a fallback later
+      c.limit = static_cast<double>(limit);
+      c.shared = true;
+      return c;
     }
     shared_ok_.store(false, std::memory_order_relaxed);
   }
-  const std::int64_t prev = local_.incr(counter, w - kW, 0).value_or(0);
-  const std::int64_t cur = local_.incr(counter, w, amount).value_or(0);
-  const double lim = shared_ ? std::max(1.0, static_cast<double>(limit) * local_share())
-                             : static_cast<double>(limit);
-  return {prev, cur, lim, false};
+  for (int i = 0; i < kN; ++i) c.b[i] = local_.incr(counter, bucket - (kN - i) * kB, 0).value_or(0);
+  c.b[kN] = local_.incr(counter, bucket, amount).value_or(0);
+  c.limit = shared_ ? std::max(1.0, static_cast<double>(limit) * local_share())
+                    : static_cast<double>(limit);
+  return c;
 }
 
-void QuotaLimiter::take_back(const std::string& counter, std::int64_t w, std::int64_t amount,
+void QuotaLimiter::take_back(const std::string& counter, std::int64_t bucket, std::int64_t amount,
                              bool shared) {
-  if (shared) shared_->incr(counter, w, -amount);
-  local_.incr(counter, w, -amount);
+  if (shared) shared_->incr(counter, bucket, -amount);
+  local_.incr(counter, bucket, -amount);
 }
 
 std::shared_ptr<std::atomic<std::int64_t>> QuotaLimiter::slot(std::string_view key_name) {
@@ -133,15 +149,14 @@ std::int64_t QuotaLimiter::concurrent(std::string_view key_name) {
 
 QuotaLimiter::Admission QuotaLimiter::admit(const KeyEntry& key, std::int64_t now_ms) {
   const config::KeyLimits& l = key.limits;
-  const std::int64_t w = window_start(now_ms);
+  const std::int64_t w = bucket_start(now_ms);
   const std::int64_t elapsed = now_ms - w;
 
   if (l.tokens_per_minute > 0) {
     const Counts c = count("t:" + key.name, w, 0, l.tokens_per_minute);
-    const double used = window::estimate(c.previous, c.current, elapsed);
+    const double used = window::estimate(c.b, elapsed);
     if (used >= c.limit - kEps) {
-      const std::int64_t s =
-          retry_after_s(window::ms_until_at_most(c.previous, c.current, elapsed, c.limit - 1));
+      const std::int64_t s = retry_after_s(window::ms_until_at_most(c.b, elapsed, c.limit - 1));
       return {too_many("tokens",
                        fmt::format("Rate limit reached for key '{}' on tokens per minute (TPM): "
                                    "Limit {}, Used {}. Please try again in {}s.",
@@ -170,10 +185,11 @@ QuotaLimiter::Admission QuotaLimiter::admit(const KeyEntry& key, std::int64_t no
   if (l.requests_per_minute > 0) {
     const std::string counter = "r:" + key.name;
     const Counts c = count(counter, w, 1, l.requests_per_minute);
-    if (window::estimate(c.previous, c.current, elapsed) > c.limit + kEps) {
+    if (window::estimate(c.b, elapsed) > c.limit + kEps) {
       take_back(counter, w, 1, c.shared);
-      const std::int64_t s =
-          retry_after_s(window::ms_until_at_most(c.previous, c.current - 1, elapsed, c.limit - 1));
+      BucketCounts without = c.b;
+      without[kN] -= 1;  // the request just taken back
+      const std::int64_t s = retry_after_s(window::ms_until_at_most(without, elapsed, c.limit - 1));
       return {too_many("requests",
                        fmt::format("Rate limit reached for key '{}' on requests per minute (RPM): "
                                    "Limit {}, Requested 1. Please try again in {}s.",
@@ -187,7 +203,7 @@ QuotaLimiter::Admission QuotaLimiter::admit(const KeyEntry& key, std::int64_t no
 
 void QuotaLimiter::charge(const KeyEntry& key, std::int64_t tokens, std::int64_t now_ms) {
   if (key.limits.tokens_per_minute <= 0 || tokens <= 0) return;
-  count("t:" + key.name, window_start(now_ms), tokens, key.limits.tokens_per_minute);
+  count("t:" + key.name, bucket_start(now_ms), tokens, key.limits.tokens_per_minute);
 }
 
 }  // namespace llmux::auth

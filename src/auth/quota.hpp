@@ -1,13 +1,19 @@
 #pragma once
 // Per-key quotas (issue 15, part 4): requests per minute, tokens per minute, concurrent requests.
 //
-// Requests and tokens per minute use a sliding window made of two fixed one-minute windows
-// (aligned to the Unix epoch, so every replica agrees on them): the count in the last 60 s is
-// estimated as  previous * (1 - elapsed/60 s) + current,  which assumes the previous minute's
-// requests were spread evenly over it. Only admitted requests are counted (a refused one is taken
-// back), so a key driven at any rate over its limit is admitted at its limit (within a few
-// percent; quota_test checks ±5% at 3x the rate). It needs two counters per key and limit, both
-// plain increments: what a shared store (Redis INCRBY + EXPIRE) does cheaply and atomically.
+// Requests and tokens per minute are counted in fixed 10 s buckets (aligned to the Unix epoch, so
+// every replica agrees on them): the count in the last 60 s is estimated as the six newest
+// buckets (the current one included) plus the part of the seventh still within the minute,
+// oldest * (1 - elapsed/10 s), which assumes that bucket's requests were spread evenly over it.
+// Only admitted requests are counted (a refused one is taken back), so a key driven at any rate
+// over its limit is admitted at its limit (quota_test checks ±5% at 3x the rate). Any 60 s admit
+// at most the limit plus what the estimate misses of that one bucket: at a steady rate r over the
+// limit, at most r x 10 s / 4 (quota_test: no 60 s over 7/6 of the limit at 3x); with two
+// one-minute windows it was the previous minute's count assumed even, up to 1.7x the limit when
+// the load began near a minute's end (bench/results/replicas_bench). A burst of the whole limit at
+// once is let through again as its bucket leaves the minute (over 10 s, not over a minute).
+// Seven counters per key and limit, all plain increments: what a shared store (Redis INCRBY +
+// EXPIRE) does cheaply and atomically.
 //
 //   requests_per_minute: checked and counted when a request is admitted.
 //   tokens_per_minute:   the tokens `usage` reports (prompt + completion), charged by charge()
@@ -15,7 +21,7 @@
 //                        the limit until the window frees it (one request may overshoot it).
 //   concurrent:          an in-process count per replica, held by a Permit (RAII).
 // Over a limit: Decision 429, OpenAI-shaped (code rate_limit_exceeded), with Retry-After seconds
-// computed from the window (when the estimate will leave room again; 1 s for `concurrent`).
+// computed from the buckets (when the estimate will leave room again; 1 s for `concurrent`).
 //
 // Counting goes through QuotaCounters: nullptr (state: memory, one replica) counts in memory with
 // the full limits; a shared implementation (Redis, later) counts across replicas, and whenever it
@@ -33,6 +39,7 @@
 //   if (!adm.decision.ok()) -> answer status, body and `Retry-After: retry_after_s`
 //   keep adm.permit alive until the response (stream included) has ended, then
 //   quotas.charge(*key, prompt_tokens + completion_tokens, now_ms) with the usage the tap saw.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -47,30 +54,40 @@
 
 namespace llmux::auth {
 
-inline constexpr std::int64_t kQuotaWindowMs = 60'000;
+inline constexpr std::int64_t kQuotaWindowMs = 60'000;  // the limits are per minute
+inline constexpr int kQuotaBuckets = 6;                 // the minute in buckets of 10 s
+inline constexpr std::int64_t kQuotaBucketMs = kQuotaWindowMs / kQuotaBuckets;
+/// The buckets an estimate reads, oldest first: the one that began a whole minute before the
+/// current one, ..., the current one.
+using BucketCounts = std::array<std::int64_t, kQuotaBuckets + 1>;
 
-/// Counters per (name, fixed window). Implementations must be thread safe and must not block a
+/// Counters per (name, fixed bucket). Implementations must be thread safe and must not block a
 /// worker thread for long (a remote one answers nullopt rather than wait).
 class QuotaCounters {
  public:
   virtual ~QuotaCounters() = default;
-  /// Adds `amount` (0: just read; negative: take back) to counter `key` of the window that starts
-  /// at `window_start_ms`, and returns the new total; nullopt when the store cannot answer now.
-  /// A window's counter is needed until the end of the next window (then it may expire).
-  virtual std::optional<std::int64_t> incr(std::string_view key, std::int64_t window_start_ms,
+  /// Adds `amount` (0: just read; negative: take back) to counter `key` of the bucket that starts
+  /// at `bucket_start_ms`, and returns the new total; nullopt when the store cannot answer now.
+  /// A bucket's counter is needed while it is among the kQuotaBuckets + 1 newest (then it may
+  /// expire).
+  virtual std::optional<std::int64_t> incr(std::string_view key, std::int64_t bucket_start_ms,
                                            std::int64_t amount) = 0;
 };
 
-/// In memory: the last three windows per key, in 16 mutex-guarded shards.
+/// In memory: the last kQuotaBuckets + 2 buckets per key, in 16 mutex-guarded shards.
 class MemoryQuotaCounters final : public QuotaCounters {
  public:
-  std::optional<std::int64_t> incr(std::string_view key, std::int64_t window_start_ms,
+  std::optional<std::int64_t> incr(std::string_view key, std::int64_t bucket_start_ms,
                                    std::int64_t amount) override;
 
  private:
+  static constexpr int kSlots = kQuotaBuckets + 2;
   struct Slots {
-    std::int64_t start[3] = {-1, -1, -1};
-    std::int64_t count[3] = {0, 0, 0};
+    Slots() {
+      start.fill(-1);
+      count.fill(0);
+    }
+    std::array<std::int64_t, kSlots> start, count;
   };
   struct Shard {
     std::mutex mutex;
@@ -79,14 +96,14 @@ class MemoryQuotaCounters final : public QuotaCounters {
   Shard shards_[16];
 };
 
-/// The pure sliding-window arithmetic, exposed for tests.
+/// The pure sliding-window arithmetic, exposed for tests. `elapsed_ms`: time into the current
+/// bucket.
 namespace window {
-/// The estimated count over the last window: previous * (1 - elapsed/window) + current.
-double estimate(std::int64_t previous, std::int64_t current, std::int64_t elapsed_ms);
-/// Milliseconds from `elapsed_ms` into the current window until the estimate is at most
+/// The estimated count over the last minute: b[0] * (1 - elapsed/bucket) + b[1] + ... + b[6].
+double estimate(const BucketCounts& b, std::int64_t elapsed_ms);
+/// Milliseconds from `elapsed_ms` into the current bucket until the estimate is at most
 /// `threshold` (0 when it already is), assuming nothing more is counted.
-std::int64_t ms_until_at_most(std::int64_t previous, std::int64_t current, std::int64_t elapsed_ms,
-                              double threshold);
+std::int64_t ms_until_at_most(const BucketCounts& b, std::int64_t elapsed_ms, double threshold);
 }  // namespace window
 
 /// The share of each limit a replica counts on its own while the shared counters are away:
@@ -148,14 +165,15 @@ class QuotaLimiter {
 
  private:
   struct Counts {
-    std::int64_t previous = 0, current = 0;
+    BucketCounts b{};
     double limit = 0;  // the limit that applies to the store that answered
     bool shared = false;
   };
-  /// Reads (amount 0) or adds to `counter`'s current window; shared store first, then local.
-  Counts count(const std::string& counter, std::int64_t window, std::int64_t amount,
+  /// Reads the older buckets and reads (amount 0) or adds to `counter`'s current one; shared
+  /// store first, then local.
+  Counts count(const std::string& counter, std::int64_t bucket, std::int64_t amount,
                std::int64_t limit);
-  void take_back(const std::string& counter, std::int64_t window, std::int64_t amount, bool shared);
+  void take_back(const std::string& counter, std::int64_t bucket, std::int64_t amount, bool shared);
   std::shared_ptr<std::atomic<std::int64_t>> slot(std::string_view key_name);
 
   std::shared_ptr<QuotaCounters> shared_;

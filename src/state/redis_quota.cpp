@@ -1,7 +1,8 @@
-// RedisQuotaCounters: a local mirror of Redis window counters, kept by asynchronous INCRBY/GET
+// RedisQuotaCounters: a local mirror of Redis bucket counters, kept by asynchronous INCRBY/GET
 // (see the header).
 #include "state/redis_quota.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <utility>
 #include <vector>
@@ -41,26 +42,27 @@ RedisQuotaCounters::RedisQuotaCounters(std::shared_ptr<RedisClient> redis, Redis
     : redis_(std::move(redis)), opts_(std::move(opts)), mirror_(std::make_shared<Mirror>()) {
   if (!opts_.clock) opts_.clock = steady_ms;
   mirror_->clock = opts_.clock;
-  // Needed until the end of the next window; relative to the first increment, which comes no
-  // earlier than the window's start.
-  expiry_ms_ = std::to_string(2 * std::max<std::int64_t>(1, opts_.window_ms) +
-                              std::max<std::int64_t>(0, opts_.expiry_margin.count()));
+  // Needed while among the buckets kept; relative to the first increment, which comes no earlier
+  // than the bucket's start.
+  expiry_ms_ =
+      std::to_string((auth::kQuotaBuckets + 2) * std::max<std::int64_t>(1, opts_.bucket_ms) +
+                     std::max<std::int64_t>(0, opts_.expiry_margin.count()));
 }
 
 std::string RedisQuotaCounters::redis_key(std::string_view key,
-                                          std::int64_t window_start_ms) const {
+                                          std::int64_t bucket_start_ms) const {
   std::string k;
   k.reserve(opts_.prefix.size() + key.size() + 28);
   k.append(opts_.prefix)
       .append("quota:")
       .append(key)
       .append(":")
-      .append(std::to_string(window_start_ms));
+      .append(std::to_string(bucket_start_ms));
   return k;
 }
 
 std::optional<std::int64_t> RedisQuotaCounters::incr(std::string_view key,
-                                                     std::int64_t window_start_ms,
+                                                     std::int64_t bucket_start_ms,
                                                      std::int64_t amount) {
   Mirror& m = *mirror_;
   if (!redis_->up()) {
@@ -81,33 +83,37 @@ std::optional<std::int64_t> RedisQuotaCounters::incr(std::string_view key,
     auto it = sh.counters.find(key);
     if (it == sh.counters.end()) it = sh.counters.emplace(std::string(key), Counter{}).first;
     Slot* slot = nullptr;
-    for (Slot& s : it->second.slots)
-      if (s.start == window_start_ms) slot = &s;
-    if (slot == nullptr) {
-      Slot& oldest = it->second.slots[0].start <= it->second.slots[1].start ? it->second.slots[0]
-                                                                            : it->second.slots[1];
-      // Older than both windows kept: expired for the limiter; not sent.
-      if (oldest.start > window_start_ms) return amount;
-      oldest = Slot{};
-      oldest.start = window_start_ms;
-      slot = &oldest;
+    Slot* oldest = &it->second.slots[0];
+    std::int64_t newest = -1;
+    for (Slot& s : it->second.slots) {
+      if (s.start == bucket_start_ms) slot = &s;
+      if (s.start < oldest->start) oldest = &s;
+      newest = std::max(newest, s.start);
     }
+    if (slot == nullptr) {
+      // Older than every bucket kept: expired for the limiter; not sent.
+      if (oldest->start > bucket_start_ms) return amount;
+      *oldest = Slot{};
+      oldest->start = bucket_start_ms;
+      slot = oldest;
+      newest = std::max(newest, bucket_start_ms);
+    }
+    const std::int64_t period = (slot->start < newest ? opts_.past_refresh : opts_.refresh).count();
     if (amount != 0) {
       slot->unacked += amount;
-    } else if (!slot->refreshing &&
-               (!slot->heard || now - slot->heard_ms >= opts_.refresh.count())) {
+    } else if (!slot->refreshing && (!slot->heard || now - slot->heard_ms >= period)) {
       slot->refreshing = true;
       refresh = true;
     }
     total = slot->known + slot->unacked;
   }
-  std::string rkey = redis_key(key, window_start_ms);
+  std::string rkey = redis_key(key, bucket_start_ms);
   if (amount != 0)
     send({"EVAL", scripts::kIncrWindow, "1", rkey, std::to_string(amount), expiry_ms_},
-         std::string(key), window_start_ms, amount, false);
+         std::string(key), bucket_start_ms, amount, false);
   if (refresh) {
     m.refreshes.fetch_add(1, std::memory_order_relaxed);
-    send({"GET", std::move(rkey)}, std::string(key), window_start_ms, 0, true);
+    send({"GET", std::move(rkey)}, std::string(key), bucket_start_ms, 0, true);
   }
   return total;
 }

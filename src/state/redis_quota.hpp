@@ -2,19 +2,20 @@
 // Quota counters shared by gateway replicas through Redis (issue 15), for auth::QuotaLimiter.
 //
 // incr() runs on the request path, on worker threads, and never waits for Redis: it answers from
-// a local mirror and sends its increment in the background. Per (counter, window) the mirror
+// a local mirror and sends its increment in the background. Per (counter, bucket) the mirror
 // holds `known`, the total Redis last reported, and `unacked`, this replica's increments sent and
 // not answered yet; incr() adds to `unacked`, fires `EVAL incr-window` (INCRBY, and an expiry of
-// two windows + a margin set on the key's first increment) and returns known + unacked. Each
+// the buckets kept + a margin set on the key's first increment) and returns known + unacked. Each
 // reply sets known to the total it carries and takes its amount out of `unacked`. One connection
 // answers in the order it executed, so a reply's total includes exactly the increments of this
 // replica answered so far: known + unacked never counts one twice nor loses one, whatever order
 // worker threads sent them in. A read (amount 0) answers the mirror too and, when the mirror has
-// not heard from Redis for `refresh` (and no refresh is in flight), fires a GET for it.
+// not heard from Redis for `refresh` (`past_refresh` for a bucket older than the counter's newest:
+// other replicas add to it only while it is current) and no refresh is in flight, fires a GET.
 //
-// Keys: `<prefix>quota:<counter>:<window start, Unix ms>`, e.g.
-// `llmux:quota:r:alice:1764756000000`. Only the two newest windows of each counter are mirrored
-// (the limiter reads the current and the previous one); an older window reads as its amount and is
+// Keys: `<prefix>quota:<counter>:<bucket start, Unix ms>`, e.g.
+// `llmux:quota:r:alice:1764756000000`. Only the kQuotaBuckets + 2 newest buckets of each counter
+// are mirrored (the limiter reads the newest seven); an older bucket reads as its amount and is
 // not sent.
 //
 // What the mirror misses: other replicas' increments since this replica last heard from Redis
@@ -29,7 +30,8 @@
 // away until it answers again). A command that gets no reply (disconnected, refused) leaves
 // `unacked`; the next reply or refresh brings the total back.
 //
-// Memory: two slots per counter name ever used (names come from the configured keys).
+// Memory: kQuotaBuckets + 2 slots per counter name ever used (names come from the configured
+// keys).
 //
 // Thread safety: incr() and stats() from any thread (16 mutex-guarded shards; no lock is held
 // while sending); replies arrive on the Redis thread. Callbacks in flight hold the mirror, not
@@ -52,12 +54,14 @@ namespace llmux::state {
 
 struct RedisQuotaOptions {
   std::string prefix;  // `state.prefix`, e.g. "llmux:"
-  /// A read's mirror older than this fires a GET (answering the mirror meanwhile).
+  /// A read's mirror older than this fires a GET (answering the mirror meanwhile); for a bucket
+  /// older than the counter's newest, `past_refresh`.
   std::chrono::milliseconds refresh{100};
+  std::chrono::milliseconds past_refresh{1000};
   /// Commands in flight with no answer for this long: answer nullopt (count locally).
   std::chrono::milliseconds max_lag{1000};
-  /// The window length (the limiter's) and the margin kept past its second window.
-  std::int64_t window_ms = auth::kQuotaWindowMs;
+  /// The bucket length (the limiter's) and the margin kept past the buckets kept.
+  std::int64_t bucket_ms = auth::kQuotaBucketMs;
   std::chrono::milliseconds expiry_margin{10000};
   /// A monotonic clock in ms for `refresh` and `max_lag` (tests inject theirs); default steady.
   std::function<std::int64_t()> clock;
@@ -69,11 +73,11 @@ class RedisQuotaCounters final : public auth::QuotaCounters {
   RedisQuotaCounters(const RedisQuotaCounters&) = delete;
   RedisQuotaCounters& operator=(const RedisQuotaCounters&) = delete;
 
-  std::optional<std::int64_t> incr(std::string_view key, std::int64_t window_start_ms,
+  std::optional<std::int64_t> incr(std::string_view key, std::int64_t bucket_start_ms,
                                    std::int64_t amount) override;
 
-  /// The Redis key of counter `key`'s window starting at `window_start_ms`.
-  std::string redis_key(std::string_view key, std::int64_t window_start_ms) const;
+  /// The Redis key of counter `key`'s bucket starting at `bucket_start_ms`.
+  std::string redis_key(std::string_view key, std::int64_t bucket_start_ms) const;
 
   /// For metrics and tests (cheap reads): e.g. llmux_quota_redis_inflight,
   /// llmux_quota_redis_unanswered_total (requests counted locally meanwhile).
@@ -87,7 +91,7 @@ class RedisQuotaCounters final : public auth::QuotaCounters {
 
  private:
   struct Slot {
-    std::int64_t start = -1;    // window start (ms); -1: unused
+    std::int64_t start = -1;    // bucket start (ms); -1: unused
     std::int64_t known = 0;     // the total Redis last reported
     std::int64_t unacked = 0;   // this replica's amounts sent, not answered
     std::int64_t heard_ms = 0;  // clock when Redis last reported
@@ -95,7 +99,7 @@ class RedisQuotaCounters final : public auth::QuotaCounters {
     bool refreshing = false;    // a GET in flight
   };
   struct Counter {
-    Slot slots[2];
+    Slot slots[auth::kQuotaBuckets + 2];
   };
   struct Hash {
     using is_transparent = void;

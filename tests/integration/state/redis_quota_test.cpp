@@ -25,7 +25,8 @@ using state::RedisQuotaOptions;
 using test::poll_until;
 
 constexpr std::int64_t kW = auth::kQuotaWindowMs;
-constexpr std::int64_t kT0 = 1'764'756'000'000;  // a window start (Unix ms)
+constexpr std::int64_t kB = auth::kQuotaBucketMs;
+constexpr std::int64_t kT0 = 1'764'756'000'000;  // a minute's (and a bucket's) start (Unix ms)
 
 /// Every reply of `qs` has come back (bounded).
 bool settled(const std::vector<std::shared_ptr<RedisQuotaCounters>>& qs) {
@@ -68,15 +69,15 @@ TEST_F(RedisQuota, CountsAreSharedAcrossReplicas) {
   a->incr("r:alice", kT0, 0);
   ASSERT_TRUE(settled({a, b}));
   EXPECT_EQ(a->incr("r:alice", kT0, 0), 4);
-  // Another window, another key, prefixed; expiring after two windows and the margin.
-  EXPECT_EQ(a->incr("r:alice", kT0 + kW, 1), 1);
+  // Another bucket, another key, prefixed; expiring once no estimate reads it, and the margin.
+  EXPECT_EQ(a->incr("r:alice", kT0 + kB, 1), 1);
   ASSERT_TRUE(settled({a, b}));
-  const std::string k = a->redis_key("r:alice", kT0 + kW);
-  EXPECT_EQ(k, "t:quota:r:alice:" + std::to_string(kT0 + kW));
+  const std::string k = a->redis_key("r:alice", kT0 + kB);
+  EXPECT_EQ(k, "t:quota:r:alice:" + std::to_string(kT0 + kB));
   EXPECT_EQ(raw({"GET", k}).str, "1");
   const auto pttl = raw({"PTTL", k}).integer;
-  EXPECT_GT(pttl, 2 * kW) << "expires before the next window has ended";
-  EXPECT_LE(pttl, 2 * kW + 10000);
+  EXPECT_GT(pttl, (auth::kQuotaBuckets + 1) * kB) << "expires while an estimate still reads it";
+  EXPECT_LE(pttl, (auth::kQuotaBuckets + 2) * kB + 10000);
 }
 
 TEST_F(RedisQuota, ConcurrentIncrementsAreNeitherLostNorCountedTwice) {
@@ -162,15 +163,37 @@ TEST_F(RedisQuota, SlowRedisNeverBlocksIncrAndCountsAsAwayAfterMaxLag) {
   EXPECT_EQ(a->stats().failed, 0u);
 }
 
-TEST_F(RedisQuota, OnlyTheTwoNewestWindowsAreMirrored) {
+TEST_F(RedisQuota, OnlyTheNewestBucketsAreMirrored) {
   auto a = counters(client());
   a->incr("r:k", kT0, 5);
-  a->incr("r:k", kT0 + kW, 1);
-  a->incr("r:k", kT0 + 2 * kW, 1);  // the first window leaves the mirror
+  // Every bucket an estimate reads (kQuotaBuckets + 1) is kept, and one more.
+  for (int i = 1; i <= auth::kQuotaBuckets + 1; ++i) a->incr("r:k", kT0 + i * kB, 1);
   ASSERT_TRUE(settled({a}));
-  EXPECT_EQ(a->incr("r:k", kT0, 0), 0) << "a window older than the two kept is expired";
-  EXPECT_EQ(a->incr("r:k", kT0 + kW, 0), 1);
-  EXPECT_EQ(a->stats().inflight, 0) << "nothing sent for an expired window";
+  EXPECT_EQ(a->incr("r:k", kT0, 0), 5);
+  a->incr("r:k", kT0 + (auth::kQuotaBuckets + 2) * kB, 1);  // the first bucket leaves the mirror
+  ASSERT_TRUE(settled({a}));
+  EXPECT_EQ(a->incr("r:k", kT0, 0), 0) << "a bucket older than those kept is expired";
+  EXPECT_EQ(a->incr("r:k", kT0 + kB, 0), 1);
+  EXPECT_EQ(a->stats().inflight, 0) << "nothing sent for an expired bucket";
+}
+
+// Another replica adds to a bucket only while it is current: a past bucket's mirror is refreshed
+// every `past_refresh` (1 s), the current one's every `refresh` (100 ms).
+TEST_F(RedisQuota, PastBucketsAreRefreshedLessOften) {
+  auto a = counters(client());
+  a->incr("r:k", kT0, 1);
+  a->incr("r:k", kT0 + kB, 1);  // kT0 is past now
+  ASSERT_TRUE(settled({a}));
+  const auto before = a->stats().refreshes;
+  now += 200;
+  a->incr("r:k", kT0 + kB, 0);
+  a->incr("r:k", kT0, 0);
+  ASSERT_TRUE(settled({a}));
+  EXPECT_EQ(a->stats().refreshes, before + 1) << "only the current bucket, after 200 ms";
+  now += 1000;
+  a->incr("r:k", kT0, 0);
+  ASSERT_TRUE(settled({a}));
+  EXPECT_EQ(a->stats().refreshes, before + 2) << "the past bucket, after 1.2 s";
 }
 
 // Issue 15's figure: one key limited to 600 requests/minute, driven at 2,000/minute spread at

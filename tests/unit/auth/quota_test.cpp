@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -58,10 +59,25 @@ class FlakyCounters final : public QuotaCounters {
   MemoryQuotaCounters store_;
 };
 
-TEST(QuotaWindow, Estimate) {
-  EXPECT_DOUBLE_EQ(window::estimate(100, 10, 0), 110);
-  EXPECT_DOUBLE_EQ(window::estimate(100, 10, 30'000), 60);
-  EXPECT_DOUBLE_EQ(window::estimate(100, 10, 60'000), 10);
+TEST(QuotaWindow, EstimateCountsSixBucketsAndTheLeavingPartOfTheSeventh) {
+  const BucketCounts b{100, 1, 2, 3, 4, 5, 10};
+  EXPECT_DOUBLE_EQ(window::estimate(b, 0), 125);
+  EXPECT_DOUBLE_EQ(window::estimate(b, kQuotaBucketMs / 2), 75);
+  EXPECT_DOUBLE_EQ(window::estimate(b, kQuotaBucketMs), 25);
+}
+
+TEST(QuotaWindow, TimeUntilRoomCrossesBuckets) {
+  // 60 in the current bucket only: they count whole for six buckets, then leave over the
+  // seventh; an estimate of 59 is reached a sixtieth of a bucket into it.
+  const BucketCounts now{0, 0, 0, 0, 0, 0, 60};
+  EXPECT_EQ(window::ms_until_at_most(now, 0, 59), 6 * kQuotaBucketMs + kQuotaBucketMs / 60 + 1);
+  EXPECT_EQ(window::ms_until_at_most(now, 0, 60), 0);
+  // 30 leaving now, 30 whole: half of the leaving bucket must go first.
+  const BucketCounts mid{30, 0, 0, 30, 0, 0, 0};
+  EXPECT_EQ(window::ms_until_at_most(mid, 0, 45), kQuotaBucketMs / 2);
+  EXPECT_EQ(window::ms_until_at_most(mid, kQuotaBucketMs / 4, 45), kQuotaBucketMs / 4);
+  // Below the newer buckets' sum: not before they leave too (the third of seven, at its end).
+  EXPECT_EQ(window::ms_until_at_most(mid, 0, 0), 4 * kQuotaBucketMs);
 }
 
 TEST(Quota, RequestsPerMinuteWithinFivePercentAtThreeTimesTheRate) {
@@ -70,6 +86,29 @@ TEST(Quota, RequestsPerMinuteWithinFivePercentAtThreeTimesTheRate) {
   const int admitted = drive(q, k, 2000, 3, kT0, kT0 + kMinute);
   // The last two minutes: 2 x 600.
   EXPECT_NEAR(admitted, 1200, 60) << admitted;
+}
+
+// The load begins at each point of a bucket and of a minute: at three times the limit, no 60 s
+// admit more than 7/6 of it (what the oldest bucket's even-spread estimate may miss: r x 10 s / 4
+// = 83 here). With two one-minute windows the first minute admitted up to 1.7x.
+TEST(Quota, NoSixtySecondsOverSevenSixthsAtThreeTimesTheRate) {
+  for (std::int64_t offset = 0; offset < kMinute; offset += 2'500) {
+    QuotaLimiter q;
+    const KeyEntry k = key(600);
+    const std::int64_t start = (kT0 / kMinute + 1) * kMinute + offset;
+    std::vector<std::int64_t> admitted;
+    for (int i = 0; i < 2000 * 3; ++i) {
+      const std::int64_t now = start + static_cast<std::int64_t>(i) * kMinute / 2000;
+      if (q.admit(k, now).decision.ok()) admitted.push_back(now);
+    }
+    std::size_t most = 0;
+    for (std::size_t i = 0, j = 0; i < admitted.size(); ++i) {
+      while (j < admitted.size() && admitted[j] < admitted[i] + kMinute) ++j;
+      most = std::max(most, j - i);
+    }
+    EXPECT_LE(most, 700u) << "load starting " << offset << " ms into a minute";
+    EXPECT_GE(most, 600u) << "load starting " << offset << " ms into a minute";
+  }
 }
 
 TEST(Quota, NoDoubleBurstAtAWindowBoundary) {
@@ -91,19 +130,20 @@ TEST(Quota, RetryAfterIsWhenTheWindowAdmitsAgain) {
   for (int i = 0; i < 60; ++i) ASSERT_TRUE(q.admit(k, w).decision.ok()) << i;
   const auto refused = q.admit(k, w);
   ASSERT_EQ(refused.decision.status, 429);
-  // 60 in this window: the next one starts at +60 s with an estimate of 60, which falls to 59
-  // (room for one) after another 1 s.
+  // 60 in this bucket: they count whole for a minute, then leave over the next 10 s; room for
+  // one after a sixtieth of those (167 ms): 60.167 s, 61 in whole seconds.
   EXPECT_EQ(refused.decision.retry_after_s, 61);
   const auto err = boost::json::parse(refused.decision.body).as_object().at("error").as_object();
   EXPECT_EQ(err.at("code").as_string(), "rate_limit_exceeded");
   EXPECT_EQ(err.at("type").as_string(), "requests");
   EXPECT_THAT(std::string(err.at("message").as_string()), HasSubstr("try again in 61s"));
-  EXPECT_FALSE(q.admit(k, w + 60'500).decision.ok());
-  EXPECT_TRUE(q.admit(k, w + 61'000).decision.ok());
+  EXPECT_FALSE(q.admit(k, w + 59'999).decision.ok());
+  EXPECT_FALSE(q.admit(k, w + 60'100).decision.ok());
+  EXPECT_TRUE(q.admit(k, w + 60'200).decision.ok());
 
-  // Half way through the next window: 30 of the previous 60 still count, so 29 more fit now
-  // (one was admitted at +61 s), and the next room comes within the second.
-  const std::int64_t mid = w + kMinute + 30'000;
+  // Half way through that bucket's leaving: 30 of its 60 still count, with the one admitted at
+  // +60.2 s: 29 more fit now, and the next room comes within the second (a sixtieth of 10 s).
+  const std::int64_t mid = w + kMinute + 5'000;
   int admitted = 0;
   while (q.admit(k, mid).decision.ok()) ++admitted;
   EXPECT_EQ(admitted, 29);
@@ -125,10 +165,11 @@ TEST(Quota, TokensAreChargedAfterTheRequest) {
   const auto err = boost::json::parse(refused.decision.body).as_object().at("error").as_object();
   EXPECT_EQ(err.at("type").as_string(), "tokens");
   EXPECT_EQ(err.at("code").as_string(), "rate_limit_exceeded");
-  // Next window: 1200 * (1 - g) <= 999 when g >= 0.1675, i.e. 10.05 s in: 57 s + 10.05 s.
-  EXPECT_EQ(refused.decision.retry_after_s, 68);
-  EXPECT_FALSE(q.admit(k, w + kMinute + 10'000).decision.ok());
-  EXPECT_TRUE(q.admit(k, w + kMinute + 10'100).decision.ok());
+  // The 1200 count whole for a minute from their bucket's start, then leave over 10 s:
+  // 1200 * (1 - f) <= 999 when f >= 0.1675, 1.675 s in: from +3 s, 58.675 s, 59 in whole seconds.
+  EXPECT_EQ(refused.decision.retry_after_s, 59);
+  EXPECT_FALSE(q.admit(k, w + kMinute + 1'600).decision.ok());
+  EXPECT_TRUE(q.admit(k, w + kMinute + 1'700).decision.ok());
 }
 
 TEST(Quota, TokensUnderTheBudgetAdmit) {
@@ -238,17 +279,20 @@ TEST(Quota, LocalShareDefaultsToOnePerReplica) {
   EXPECT_DOUBLE_EQ(local_share(q, 3), 0.5);
 }
 
-TEST(MemoryQuotaCounters, KeepsTheLastWindows) {
+TEST(MemoryQuotaCounters, KeepsTheLastBuckets) {
   MemoryQuotaCounters c;
+  constexpr std::int64_t B = kQuotaBucketMs;
   EXPECT_EQ(c.incr("a", 0, 0), 0);
   EXPECT_EQ(c.incr("a", 0, 5), 5);
-  EXPECT_EQ(c.incr("a", 60'000, 2), 2);
+  EXPECT_EQ(c.incr("a", B, 2), 2);
   EXPECT_EQ(c.incr("a", 0, 0), 5);
   EXPECT_EQ(c.incr("b", 0, 0), 0);
-  EXPECT_EQ(c.incr("a", 120'000, 1), 1);
-  EXPECT_EQ(c.incr("a", 180'000, 1), 1);  // window 0 goes
+  // Every bucket an estimate reads (kQuotaBuckets + 1) stays, and one more.
+  for (int i = 2; i < kQuotaBuckets + 2; ++i) EXPECT_EQ(c.incr("a", i * B, 1), 1);
+  EXPECT_EQ(c.incr("a", 0, 0), 5);
+  EXPECT_EQ(c.incr("a", (kQuotaBuckets + 2) * B, 1), 1);  // bucket 0 goes
   EXPECT_EQ(c.incr("a", 0, 0), 0);
-  EXPECT_EQ(c.incr("a", 60'000, 0), 2);
+  EXPECT_EQ(c.incr("a", B, 0), 2);
 }
 
 }  // namespace
