@@ -397,7 +397,8 @@ def report(a):
                f"`max_output_tokens` 1, on simulators with `--zero-cost`) through two sets of "
                f"three replicas (four ways), taking turns in {meta['latency_rounds']} rounds. Latency: a "
                "follow-up turn, sent to answer received, at the client. CPU: the three "
-               "replicas' user+system time over the rounds (/proc), per request answered.", "",
+               "replicas' threads' time on a CPU over the rounds (/proc/PID/task/*/schedstat, "
+               "ns), per request answered.", "",
                "| set | requests | failed | p50 ms | p99 ms | vs memory p50 | vs memory p99 | gateway CPU µs/request | vs memory |",
                "|---|---|---|---|---|---|---|---|---|"]
         for r in rows:

@@ -21,7 +21,7 @@
 #                     that replica's own table; and, for reference, at random replicas, where a
 #                     replica asks the backends for ids it never saw), taking turns for
 #                     --latency-rounds rounds: p50/p99 of a follow-up turn, and the replicas' CPU
-#                     time per request (/proc); also the Redis replicas with each user always at
+#                     time per request (/proc schedstat); also the Redis replicas with each user always at
 #                     the same one (every lookup a hit in its own cache: the cost of the writes)
 # Report: OUT/replicas_bench.md and OUT/replicas_bench.json.
 #
@@ -76,7 +76,9 @@ LLMUX_SRC=${LLMUX:-$ROOT/build/llmux}
 [ -x "$LLMUX_SRC" ] || { echo "no $LLMUX_SRC: make build first" >&2; exit 1; }
 cp "$LLMUX_SRC" "$TMP/llmux"
 LLMUX=$TMP/llmux
-cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' /proc/$1/stat 2>/dev/null || echo 0; }
+# CPU seconds of a process: the time its threads have run, in ns (schedstat), not /proc/PID/stat's
+# 10 ms ticks (a set of part 4 uses ~0.2 s, where ticks are 5% apart per process).
+cpu_s() { cat /proc/$1/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.6f", s / 1e9}'; }
 free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # --- redis-server ------------------------------------------------------------------------
