@@ -4,9 +4,10 @@
 //
 // The rooms along the life of a request (docs/architecture.md draws them):
 //   session.cpp (read, limits, timeouts, lingering close) → router.cpp (route table) →
-//   proxy.cpp (policy pick + slot, each attempt's request built by http_rules.cpp, send, retry
-//   decision from upstream/outcome) → relay.cpp (response to the client, taps.cpp on the way)
-//   ‖ client.cpp (the watch on the client, local answers); models.cpp answers /v1/models.
+//   proxy.cpp (policy pick + slot, each attempt's request built by http_rules.cpp, sent by
+//   upstream_attempt.cpp, retry decision from upstream/outcome) → relay.cpp (response to the
+//   client, taps.cpp on the way) ‖ client.cpp (the watch on the client, local answers);
+//   models.cpp answers /v1/models.
 #include "gateway/gateway.hpp"
 
 #include <boost/asio.hpp>
