@@ -17,7 +17,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "support/gateway_support.hpp"
@@ -78,16 +77,6 @@ std::unique_ptr<GatewayServer> replica(const SimServer& sim, const RedisServer& 
   return gw;
 }
 
-/// The requests-per-minute window is the clock's minute. A phase whose counts must stay in one
-/// minute (else they fade in as the previous minute's) starts with at least `need` left in it,
-/// or else just after it turns. Each phase uses a key of its own, unused in the minute before.
-void room_in_minute(std::chrono::milliseconds need) {
-  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::system_clock::now().time_since_epoch());
-  const auto left = 60s - now % 60s;
-  if (left < need) std::this_thread::sleep_for(left + 200ms);
-}
-
 struct Tally {
   int admitted = 0, refused = 0;
   std::int64_t tokens = 0;  // prompt + completion of the admitted ones
@@ -135,13 +124,29 @@ std::int64_t wait_in_redis(const RedisServer& redis, const std::string& counter,
   return got;
 }
 
-TEST(GatewayReplicaQuotas, RequestsPerMinuteAreCountedOnceForAllReplicas) {
-  if (const auto why = RedisServer::skip_reason(); !why.empty()) GTEST_SKIP() << why;
-  RedisServer redis;
-  SimServer sim({"--time-scale", "100", "--served-model-name", "m"});
-  auto a = replica(sim, redis);
-  auto b = replica(sim, redis);
-  room_in_minute(10s);
+/// Every test: a redis-server of its own, one simulator, and two replicas sharing them, both of
+/// which must exit cleanly at the end. A count stays whole for at least 50 s after it is made
+/// (10 s buckets: auth/quota.hpp), longer than any phase here; each phase uses a key of its own.
+class GatewayReplicaQuotas : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const auto why = RedisServer::skip_reason(); !why.empty()) GTEST_SKIP() << why;
+    redis = std::make_unique<RedisServer>();
+    sim = std::make_unique<SimServer>(
+        std::vector<std::string>{"--time-scale", "100", "--served-model-name", "m"});
+    a = replica(*sim, *redis);
+    b = replica(*sim, *redis);
+  }
+  void TearDown() override {
+    if (a) a->expect_clean_exit();
+    if (b) b->expect_clean_exit();
+  }
+  std::unique_ptr<RedisServer> redis;
+  std::unique_ptr<SimServer> sim;
+  std::unique_ptr<GatewayServer> a, b;
+};
+
+TEST_F(GatewayReplicaQuotas, RequestsPerMinuteAreCountedOnceForAllReplicas) {
   // Three times the limit, alternating between the replicas, one request at a time.
   Tally ta, tb;
   for (int i = 0; i < 3 * kRpm; ++i)
@@ -158,18 +163,10 @@ TEST(GatewayReplicaQuotas, RequestsPerMinuteAreCountedOnceForAllReplicas) {
   EXPECT_GT(ta.refused, 0);
   EXPECT_GT(tb.refused, 0);
   // Redis counts each admitted request once (refused ones are taken back).
-  EXPECT_EQ(wait_in_redis(redis, "r:shared", admitted), admitted);
-  a->expect_clean_exit();
-  b->expect_clean_exit();
+  EXPECT_EQ(wait_in_redis(*redis, "r:shared", admitted), admitted);
 }
 
-TEST(GatewayReplicaQuotas, TokensChargedThroughOneReplicaHoldTheOther) {
-  if (const auto why = RedisServer::skip_reason(); !why.empty()) GTEST_SKIP() << why;
-  RedisServer redis;
-  SimServer sim({"--time-scale", "100", "--served-model-name", "m"});
-  auto a = replica(sim, redis);
-  auto b = replica(sim, redis);
-  room_in_minute(10s);
+TEST_F(GatewayReplicaQuotas, TokensChargedThroughOneReplicaHoldTheOther) {
   // Replica 1 spends the key's tokens per minute (charged as each response ends) until refused.
   Tally ta, tb;
   for (int i = 0; i < 20 && ta.refused == 0; ++i) send(a->port(), "tokens", ta);
@@ -182,9 +179,7 @@ TEST(GatewayReplicaQuotas, TokensChargedThroughOneReplicaHoldTheOther) {
   EXPECT_LE(tb.admitted, 1);
   EXPECT_GE(tb.refused, 3);
   // Redis holds every admitted response's tokens, charged once.
-  EXPECT_EQ(wait_in_redis(redis, "t:tokens", ta.tokens + tb.tokens), ta.tokens + tb.tokens);
-  a->expect_clean_exit();
-  b->expect_clean_exit();
+  EXPECT_EQ(wait_in_redis(*redis, "t:tokens", ta.tokens + tb.tokens), ta.tokens + tb.tokens);
 }
 
 /// Waits (bounded) until the gateway has logged that `n` replicas share Redis (each replica
@@ -194,21 +189,15 @@ bool wait_replicas(const GatewayServer& gw, int n) {
   return poll_until([&] { return gw.stderr_text().find(line) != std::string::npos; }, 15s, 100ms);
 }
 
-TEST(GatewayReplicaQuotas, RedisAwayEachReplicaAdmitsItsShareThenSharedAgain) {
-  if (const auto why = RedisServer::skip_reason(); !why.empty()) GTEST_SKIP() << why;
-  RedisServer redis;
-  SimServer sim({"--time-scale", "100", "--served-model-name", "m"});
-  auto a = replica(sim, redis);
-  auto b = replica(sim, redis);
+TEST_F(GatewayReplicaQuotas, RedisAwayEachReplicaAdmitsItsShareThenSharedAgain) {
   ASSERT_TRUE(wait_replicas(*a, 2)) << a->stderr_text();
   ASSERT_TRUE(wait_replicas(*b, 2)) << b->stderr_text();
 
-  room_in_minute(15s);
   // Two requests through replica 1 while Redis answers: its own count, kept all along.
   Tally before;
   for (int i = 0; i < 2; ++i) send(a->port(), "down", before);
   ASSERT_EQ(before.admitted, 2);
-  redis.stop();
+  redis->stop();
   ASSERT_TRUE(wait_metric(a->port(), "llmux_state_redis_up", 0));
   ASSERT_TRUE(wait_metric(b->port(), "llmux_state_redis_up", 0));
   // Redis away: each replica admits half the limit (two replicas), replica 1 counting the two it
@@ -219,11 +208,10 @@ TEST(GatewayReplicaQuotas, RedisAwayEachReplicaAdmitsItsShareThenSharedAgain) {
   EXPECT_EQ(before.admitted + ta.admitted, kRpm / 2);
   EXPECT_EQ(tb.admitted, kRpm / 2);
 
-  redis.start();
+  redis->start();
   ASSERT_TRUE(wait_metric(a->port(), "llmux_state_redis_up", 1));
   ASSERT_TRUE(wait_metric(b->port(), "llmux_state_redis_up", 1));
   // Shared again: replica 1 admits the whole limit of a fresh key (not its half) ...
-  room_in_minute(10s);
   Tally ta2, tb2;
   for (int i = 0; i < kRpm + 2; ++i) send(a->port(), "after", ta2);
   EXPECT_EQ(ta2.admitted, kRpm);
@@ -231,10 +219,8 @@ TEST(GatewayReplicaQuotas, RedisAwayEachReplicaAdmitsItsShareThenSharedAgain) {
   // request passes, decided on a mirror that had not heard from Redis for this key.
   for (int i = 0; i < 4; ++i) send(b->port(), "after", tb2);
   EXPECT_LE(tb2.admitted, 1);
-  EXPECT_EQ(wait_in_redis(redis, "r:after", ta2.admitted + tb2.admitted),
+  EXPECT_EQ(wait_in_redis(*redis, "r:after", ta2.admitted + tb2.admitted),
             ta2.admitted + tb2.admitted);
-  a->expect_clean_exit();
-  b->expect_clean_exit();
 }
 
 /// /admin/usage?key=usage on one replica, summed over its rows (hours), JSON or CSV.
@@ -294,12 +280,7 @@ Usage wait_usage(int port, std::int64_t requests) {
   return u;
 }
 
-TEST(GatewayReplicaQuotas, UsageListsEveryReplicasRowsPartialWithoutRedisWrittenBackAfter) {
-  if (const auto why = RedisServer::skip_reason(); !why.empty()) GTEST_SKIP() << why;
-  RedisServer redis;
-  SimServer sim({"--time-scale", "100", "--served-model-name", "m"});
-  auto a = replica(sim, redis);
-  auto b = replica(sim, redis);
+TEST_F(GatewayReplicaQuotas, UsageListsEveryReplicasRowsPartialWithoutRedisWrittenBackAfter) {
   Tally ta, tb;
   for (int i = 0; i < 3; ++i) send(a->port(), "usage", ta);
   for (int i = 0; i < 2; ++i) send(b->port(), "usage", tb);
@@ -314,8 +295,8 @@ TEST(GatewayReplicaQuotas, UsageListsEveryReplicasRowsPartialWithoutRedisWritten
   }
 
   // Redis goes (what it holds is saved, so it comes back as it was: a partition, not a loss).
-  ASSERT_TRUE(redis.command({"SAVE"}).ok());
-  redis.stop();
+  ASSERT_TRUE(redis->command({"SAVE"}).ok());
+  redis->stop();
   ASSERT_TRUE(wait_metric(a->port(), "llmux_state_redis_up", 0));
   ASSERT_TRUE(wait_metric(b->port(), "llmux_state_redis_up", 0));
   Tally ta2, tb2;
@@ -339,7 +320,7 @@ TEST(GatewayReplicaQuotas, UsageListsEveryReplicasRowsPartialWithoutRedisWritten
 
   // Redis is back: the rows written meanwhile are written back, and either replica's shared
   // answer has every request again.
-  redis.start();
+  redis->start();
   ASSERT_TRUE(wait_metric(a->port(), "llmux_state_redis_up", 1));
   ASSERT_TRUE(wait_metric(b->port(), "llmux_state_redis_up", 1));
   const std::int64_t all = ta.admitted + tb.admitted + ta2.admitted + tb2.admitted;
@@ -353,30 +334,23 @@ TEST(GatewayReplicaQuotas, UsageListsEveryReplicasRowsPartialWithoutRedisWritten
   const Usage c = usage_csv(b->port());
   EXPECT_FALSE(c.partial);
   EXPECT_EQ(c.requests, all) << c.body;
-  a->expect_clean_exit();
-  b->expect_clean_exit();
 }
 
 // Redis comes back empty (restarted without persistence): the usage sequences it kept for the
 // replicas are gone with it. What a replica wrote during the outage still reaches it, without
 // waiting for that replica's next request, so the other replica's answer has it.
-TEST(GatewayReplicaQuotas, UsageWrittenDuringTheOutageReachesARedisThatCameBackEmpty) {
-  if (const auto why = RedisServer::skip_reason(); !why.empty()) GTEST_SKIP() << why;
-  RedisServer redis;
-  SimServer sim({"--time-scale", "100", "--served-model-name", "m"});
-  auto a = replica(sim, redis);
-  auto b = replica(sim, redis);
+TEST_F(GatewayReplicaQuotas, UsageWrittenDuringTheOutageReachesARedisThatCameBackEmpty) {
   Tally before;
   send(a->port(), "usage", before);  // replica 1 has written to Redis before
   ASSERT_EQ(wait_usage(b->port(), before.admitted).requests, before.admitted);
 
-  redis.stop();
+  redis->stop();
   ASSERT_TRUE(wait_metric(a->port(), "llmux_state_redis_up", 0));
   ASSERT_TRUE(wait_metric(b->port(), "llmux_state_redis_up", 0));
   Tally ta, tb;
   for (int i = 0; i < 2; ++i) send(a->port(), "usage", ta);
   send(b->port(), "usage", tb);
-  redis.start();  // empty
+  redis->start();  // empty
   ASSERT_TRUE(wait_metric(a->port(), "llmux_state_redis_up", 1));
   ASSERT_TRUE(wait_metric(b->port(), "llmux_state_redis_up", 1));
   // No request since: each replica's outage rows are in Redis, as either replica answers.
@@ -386,8 +360,6 @@ TEST(GatewayReplicaQuotas, UsageWrittenDuringTheOutageReachesARedisThatCameBackE
     EXPECT_EQ(u.requests, ta.admitted + tb.admitted) << u.body;
     EXPECT_EQ(u.tokens, ta.tokens + tb.tokens) << u.body;
   }
-  a->expect_clean_exit();
-  b->expect_clean_exit();
 }
 
 }  // namespace
