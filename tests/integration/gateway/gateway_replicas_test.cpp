@@ -44,6 +44,15 @@ Turn turn(int port, const std::string& prev, const std::string& rid) {
   return t;
 }
 
+/// Waits (bounded: 5 s) until Redis holds response `id`; false if it never does.
+bool in_redis(const RedisServer& redis, const std::string& id) {
+  return poll_until(
+      [&] {
+        return redis.command({"EXISTS", "replicas-test:resp:" + id}).integer == 1;
+      },
+      5s);
+}
+
 std::string affinity_of(const GatewayServer& gw, const std::string& rid) {
   auto rec = gw.wait_access_record(rid, 5s);
   const auto* a = rec.if_contains("affinity");
@@ -100,9 +109,7 @@ TEST(GatewayReplicas, AConversationContinuesThroughAnotherReplica) {
       const std::string rid = "c" + std::to_string(c) + "-k" + std::to_string(k);
       // The replica that answered writes the id to Redis as the response ends, not before the
       // client has it: wait (bounded) until it is there, as a user's next turn would come later.
-      for (int i = 0;
-           i < 100 && redis.command({"EXISTS", "replicas-test:resp:" + t.id}).integer == 0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling interval
+      EXPECT_TRUE(in_redis(redis, t.id)) << "the id never reached Redis";
       t = turn(gw.port(), t.id, rid);
       ASSERT_EQ(t.status, 200) << rid << ": " << t.body;
       EXPECT_EQ(t.backend, home) << rid;
@@ -186,10 +193,7 @@ TEST(GatewayReplicas, ASlowRedisCostsATurnNoMoreThanTheLookupTimeout) {
   // Redis answers again: the writes it was sent meanwhile land, and a replica started now knows
   // those conversations from Redis.
   redis.resume();
-  for (const Turn& t : begun)
-    for (int i = 0; i < 200 && redis.command({"EXISTS", "replicas-test:resp:" + t.id}).integer == 0;
-         ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));  // polling interval
+  for (const Turn& t : begun) EXPECT_TRUE(in_redis(redis, t.id)) << t.id;
   auto c = replica(s1, s2, redis);
   for (std::size_t i = 0; i < begun.size(); ++i) {
     const std::string rid = "after-slow-" + std::to_string(i);
