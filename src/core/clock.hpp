@@ -2,6 +2,8 @@
 // Clocks. Monotonic time is CLOCK_MONOTONIC (system-wide on Linux), so timestamps taken in two
 // processes on one machine are comparable; that is what lets `llmux bench` be checked against
 // the simulator's ground truth.
+#include <time.h>
+
 #include <chrono>
 #include <cstdint>
 
@@ -13,6 +15,16 @@ using MonoClock = std::chrono::steady_clock;
 inline std::int64_t mono_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(MonoClock::now().time_since_epoch())
       .count();
+}
+
+/// Nanoseconds on CLOCK_MONOTONIC_COARSE: the same clock as mono_ns() as of the kernel's last
+/// tick (1-10 ms behind it), read without the TSC: about a third of mono_ns()'s cost (11 vs
+/// 36 ns here). For what is checked at a coarser step anyway: per-socket deadlines (armed several
+/// times a request, checked every 50 ms).
+inline std::int64_t coarse_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 /// Seconds since the Unix epoch (wall clock), as a double.

@@ -1,20 +1,59 @@
 #include "core/ids.hpp"
 
+#include <array>
+#include <cstdint>
+#include <cstring>
 #include <random>
 
 namespace llmux {
 
+namespace {
+
+/// SplitMix64 (Steele, Lea, Flood 2014; the seeder of the xoshiro family): 64 well-mixed bits
+/// per call for a few multiplications, where std::mt19937_64 costs several times more per id
+/// (ids are made per request on the gateway's hot path). Unique ids, not secrets: seeded per
+/// thread from std::random_device, as before.
+struct SplitMix64 {
+  std::uint64_t state;
+  std::uint64_t operator()() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+};
+
+std::uint64_t seed() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+/// Every byte's two hex digits, as one 16-bit store.
+constexpr std::array<std::array<char, 2>, 256> kHexPairs = [] {
+  std::array<std::array<char, 2>, 256> t{};
+  constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 256; ++i) t[static_cast<std::size_t>(i)] = {kHex[i >> 4], kHex[i & 0xf]};
+  return t;
+}();
+
+}  // namespace
+
 void random_id_into(std::string& out, std::string_view prefix, int hex_digits) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
+  thread_local SplitMix64 rng{seed()};
   out.assign(prefix);
   out.resize(prefix.size() + static_cast<std::size_t>(hex_digits));
   char* p = out.data() + prefix.size();
-  std::uint64_t bits = 0;
-  for (int i = 0; i < hex_digits; ++i) {
-    if (i % 16 == 0) bits = rng();
-    p[i] = kHex[bits & 0xf];
-    bits >>= 4;
+  std::size_t left = static_cast<std::size_t>(hex_digits);
+  while (left >= 16) {  // 64 bits, 16 digits
+    const std::uint64_t bits = rng();
+    for (int i = 0; i < 8; ++i)
+      std::memcpy(p + 2 * i, kHexPairs[(bits >> (8 * i)) & 0xff].data(), 2);
+    p += 16;
+    left -= 16;
+  }
+  if (left > 0) {
+    const std::uint64_t bits = rng();
+    for (std::size_t i = 0; i < left; ++i) p[i] = kHexPairs[(bits >> (4 * i)) & 0xf][1];
   }
 }
 

@@ -155,7 +155,8 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   const int mid = b.metric_id;
   std::uint64_t events_written = 0;
   std::int64_t last_content_ns = 0;
-  std::int64_t read_ns = 0;
+  std::int64_t read_ns = 0;   // when the last read with body bytes completed (metrics or SSE)
+  std::int64_t wrote_ns = 0;  // when the last write completed (metrics on), else 0
   int model_id = -1;
   while (!client_failed && !head) {
     bool done = p.is_done();
@@ -210,8 +211,10 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
         break;
       }
       have += got;
-      if (got > 0 && counting) read_ns = mono_ns();
-      if (got > 0 && sse) stall.on_bytes(mono_ns());
+      if (got > 0 && (counting || sse)) {
+        read_ns = mono_ns();  // one clock read for the metrics, the stall watch and the sampler
+        if (sse) stall.on_bytes(read_ns);
+      }
       if (ec) {
         upstream_failed = true;
         if (c.watch.client_gone)
@@ -251,7 +254,8 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
       }
     }
     // Its decode rate teaches the backend's capacity curve (upstream/capacity.hpp).
-    if (sse && cut > 0) sampler.on_tokens(tap.reader().content_events(), mono_ns());
+    // (At the read that completed the events: the bytes of an event are all read by then.)
+    if (sse && cut > 0) sampler.on_tokens(tap.reader().content_events(), read_ns);
     if (can_end_cleanly) {
       tail = mid_stream_error_tail(
           responses_api, tap.next_sequence_number(),
@@ -293,6 +297,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
       }
       bytes_out += cut + tail.size();
       const std::int64_t now = counting ? mono_ns() : 0;
+      wrote_ns = now;
       if (counting && read_ns > 0)
         m.relay_overhead.observe(metrics::bounds(metrics::HistKind::relay_overhead), now - read_ns);
       if (const std::uint64_t ev = tap.reader().content_events();
@@ -338,7 +343,8 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   }
   if (header_bytes.capacity() > 0) w.give_string(std::move(header_bytes));
   stall.end();
-  if (p.is_done() && !upstream_failed && rec.status < 500) upstream::note_progress(b, mono_ns());
+  if (p.is_done() && !upstream_failed && rec.status < 500)
+    upstream::note_progress(b, wrote_ns > 0 ? wrote_ns : mono_ns());
   p.body_buffer(nullptr, 0);
   if (buf) w.give_buf(std::move(relay_buf));
   c.watch.up = nullptr;  // from here on the connection may go back to the pool

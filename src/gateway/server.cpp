@@ -480,7 +480,7 @@ class Gateway {
       t.expires_after(std::chrono::milliseconds(50));
       auto [ec] = co_await t.async_wait(use_tuple);
       if (ec) co_return;
-      w.deadlines.fire_expired(mono_ns());
+      w.deadlines.fire_expired(coarse_ns());
       w.later.run_due(++w.tick);               // the client watches of requests served for a tick
       if (tick % 4 == 0) w.sweep_pools();      // idle connections the backends closed
       if (log && tick % 2 == 0) log->flush();  // the access log's lines, 100 ms at most late

@@ -82,7 +82,13 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
   auto client_gone = [&] { return failed(fail, Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
     watch.up = nullptr;
-    auto conn = co_await connect(f, w, b, round == 0, &watch);
+    // A pooled connection is taken here, without a coroutine frame of connect()'s own.
+    Connected conn;
+    if (round == 0) conn.up = w.pool_for(b).take();
+    if (conn.up)
+      watch.up = conn.up.get();
+    else
+      conn = co_await connect(f, w, b, false, &watch);
     if (watch.client_gone) co_return client_gone();
     if (!conn.up) {
       fail = std::move(conn.fail);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <fmt/format.h>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/status.hpp>
@@ -33,13 +32,15 @@ UpstreamResponse::UpstreamResponse(std::string header) : header_(std::move(heade
 void UpstreamResponse::on_response_impl(int code, sv reason, int, error_code&) {
   using namespace std::string_view_literals;
   status_ = code;
-  char digits[8];
-  const auto r = fmt::format_to_n(digits, sizeof digits, "{:03}", code);
+  // Beast gives a status of three digits (100-999).
+  const char digits[3] = {static_cast<char>('0' + code / 100 % 10),
+                          static_cast<char>('0' + code / 10 % 10),
+                          static_cast<char>('0' + code % 10)};
   const std::string_view phrase =
       reason.empty() ? std::string_view(bhttp::obsolete_reason(static_cast<bhttp::status>(code)))
                      : std::string_view(reason);
   header_.clear();
-  append_all(header_, {"HTTP/1.1 "sv, std::string_view(digits, r.size), " "sv, phrase, "\r\n"sv});
+  append_all(header_, {"HTTP/1.1 "sv, std::string_view(digits, 3), " "sv, phrase, "\r\n"sv});
 }
 
 void UpstreamResponse::on_field_impl(bhttp::field name, sv name_string, sv value, error_code&) {

@@ -3,7 +3,8 @@
 // disarming are plain stores, so no timer-queue operation happens per read or write (Beast's
 // tcp_stream reschedules a timer on every operation). On expiry the socket is closed (an
 // upstream, a pooled connection) or only has its operations cancelled (a client that must still
-// get its 408).
+// get its 408). Times are on the coarse monotonic clock (core/clock.hpp coarse_ns(), a tick
+// behind at most): a deadline is armed several times per request, and checked at 50 ms steps.
 //
 // One worker thread only: a DeadlineList and the deadlines linked into it belong to the thread
 // that runs their io_context. The list must outlive every deadline linked into it (declare it
@@ -18,7 +19,7 @@
 namespace llmux::http {
 
 struct Deadline {
-  std::int64_t at = 0;  // CLOCK_MONOTONIC ns; 0 = disarmed
+  std::int64_t at = 0;  // coarse_ns() (CLOCK_MONOTONIC_COARSE); 0 = disarmed
   bool fired = false;
   bool close = true;
   boost::asio::ip::tcp::socket* sock = nullptr;
@@ -28,7 +29,7 @@ struct Deadline {
   void arm(std::chrono::milliseconds t, bool close_on_expiry = true) {
     fired = false;
     close = close_on_expiry;
-    at = mono_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(t).count();
+    at = coarse_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(t).count();
   }
   void disarm() { at = 0; }
 };

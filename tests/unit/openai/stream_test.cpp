@@ -368,6 +368,9 @@ TEST(OpenAiBody, UsageOnlyReadsTheLastUsageObjectAndAgreesWithTheWholeBody) {
       R"({"id":"chatcmpl-2","choices":[{"message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":"{\"usage\":{\"prompt_tokens\":1}}"}}]}}],"usage" :
         {"prompt_tokens":11,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":8,"note":"}{\"x"}} })",
       R"({"usage":{"prompt_tokens":5,"completion_tokens":2},"choices":[]})",
+      // A string in the usage ending in an escaped backslash (its quote closes it), then one
+      // with an escaped quote and backslashes before it (it does not).
+      R"({"choices":[],"usage":{"note":"a\\","prompt_tokens":6,"x":"\\\"}","completion_tokens":2}})",
       R"({"choices":[{"message":{"content":" a b c"}}],"usage":null})",
       R"({"error":{"message":"bad","type":"BadRequestError","code":400}})",
       R"({"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":)",  // cut short
