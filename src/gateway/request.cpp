@@ -121,8 +121,11 @@ void RequestParser::on_header_impl(error_code&) {
 
 void RequestParser::on_body_init_impl(boost::optional<std::uint64_t> const& content_length,
                                       error_code&) {
+  // With room for the padding the JSON parser reads past the end (gateway/request_view.cpp:
+  // read_body_fields), which would otherwise reallocate and copy the body.
   if (content_length)
-    r_.body_.reserve(static_cast<std::size_t>(std::min(*content_length, kMaxReserve)));
+    r_.body_.reserve(
+        static_cast<std::size_t>(std::min(*content_length, kMaxReserve) + kBodyPadding));
 }
 
 std::size_t RequestParser::on_body_impl(sv body, error_code&) {

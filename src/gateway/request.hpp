@@ -24,6 +24,10 @@ namespace llmux::gateway {
 
 namespace bhttp = boost::beast::http;
 
+/// Room a body gets past its end when it is read (Content-Length known): the padding simdjson
+/// needs to parse it in place (static_assert in request_view.cpp).
+inline constexpr std::uint64_t kBodyPadding = 64;
+
 /// One header field, as received (views into its Request).
 struct HeaderField {
   bhttp::field name = bhttp::field::unknown;  // Beast's known fields; unknown for the rest

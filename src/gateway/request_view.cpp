@@ -2,11 +2,15 @@
 
 #include <simdjson.h>
 
+#include "gateway/request.hpp"
+
 namespace llmux::gateway {
 
 namespace {
 
 namespace od = simdjson::ondemand;
+
+static_assert(simdjson::SIMDJSON_PADDING <= kBodyPadding);
 
 bool pad(std::string& body) {
   if (body.empty()) return false;
