@@ -288,9 +288,17 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
       out[k++] = net::buffer(buf, cut);
     }
     if (k > 0) {
-      c.dl.arm(idle);
-      auto [ec, n] = co_await net::async_write(c.sock, out, use_tuple);
-      c.dl.disarm();
+      // At once when the socket takes it all (the usual case), else the rest awaited.
+      std::size_t total = 0;
+      for (std::size_t i = 0; i < k; ++i) total += out[i].size();
+      boost::system::error_code ec;
+      const std::size_t sent_now = c.sock.write_now(out, ec);
+      if (!ec && sent_now < total) {
+        http::skip_bytes(out, sent_now);
+        c.dl.arm(idle);
+        std::tie(ec, std::ignore) = co_await net::async_write(c.sock, out, use_tuple);
+        c.dl.disarm();
+      }
       if (ec) {
         client_failed = true;
         break;

@@ -96,11 +96,19 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
     }
     Attempt a;
     a.up = std::move(conn.up);
-    const std::array<net::const_buffer, 3> out{net::buffer(head),
-                                               net::buffer(usage.first(req.body())),
-                                               net::buffer(usage.second(req.body()))};
+    std::array<net::const_buffer, 3> out{net::buffer(head), net::buffer(usage.first(req.body())),
+                                         net::buffer(usage.second(req.body()))};
+    const std::size_t total = out[0].size() + out[1].size() + out[2].size();
     a.up->dl.arm(f.cfg.timeouts.first_byte);
-    auto [wec, wn] = co_await net::async_write(a.up->sock, out, use_tuple);
+    // At once when the socket takes it all (the usual case), else the rest awaited.
+    boost::system::error_code wec;
+    std::size_t wn = a.up->sock.write_now(out, wec);
+    if (!wec && wn < total) {
+      http::skip_bytes(out, wn);
+      std::size_t more = 0;
+      std::tie(wec, more) = co_await net::async_write(a.up->sock, out, use_tuple);
+      wn += more;
+    }
     if (watch.client_gone) co_return client_gone();
     if (wec) {
       a.up->dl.disarm();

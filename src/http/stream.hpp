@@ -14,6 +14,7 @@
 // Thread safety and ownership: one thread, the socket's. At most one read and one write in
 // flight at a time (ssl::stream serialises what they need of the socket). The ssl::context must
 // outlive the stream: start_server/start_client take a shared_ptr to it.
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -74,6 +75,24 @@ class Stream {
   /// A server handshake that failed because the client spoke plain HTTP.
   static bool is_plain_http(const boost::system::error_code& ec);
 
+  /// Sends what the kernel takes at once, without suspending: one non-blocking send (plain TCP;
+  /// nothing over TLS). Most writes of a small exchange complete here, without the allocation,
+  /// scheduler round trip and coroutine resumption of an asynchronous operation (a completion
+  /// in place is posted, never run inline). `ec` is set on a failure, not when the socket takes
+  /// nothing now; the caller awaits async_write for what is left (skip_bytes()).
+  template <typename ConstBufferSequence>
+  std::size_t write_now(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
+    ec = {};
+    if (tls_) return 0;
+    if (!sock_.non_blocking()) {  // once: a synchronous send then fails instead of waiting
+      sock_.non_blocking(true, ec);
+      if (ec) return 0;
+    }
+    const std::size_t n = sock_.write_some(buffers, ec);
+    if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) ec = {};
+    return ec ? 0 : n;
+  }
+
   template <typename MutableBufferSequence, typename Token>
   auto async_read_some(const MutableBufferSequence& buffers, Token&& token) {
     if (!tls_) return sock_.async_read_some(buffers, std::forward<Token>(token));
@@ -121,6 +140,16 @@ class Stream {
   boost::asio::ip::tcp::socket sock_;
   std::unique_ptr<Tls> tls_;
 };
+
+/// Drops the first `n` bytes of `b` (what write_now() sent): the rest, in place.
+template <std::size_t N>
+void skip_bytes(std::array<boost::asio::const_buffer, N>& b, std::size_t n) {
+  for (auto& piece : b) {
+    const std::size_t k = n < piece.size() ? n : piece.size();
+    piece += k;
+    n -= k;
+  }
+}
 
 /// A server context with `cert_file` (PEM, the chain) and `key_file` (PEM); null with the reason
 /// in `error` when either cannot be read or they do not match.
