@@ -1,11 +1,12 @@
 #pragma once
 // A client's request as the gateway keeps it while serving it, and the parser that reads it.
-// Beast's HTTP/1 parser (basic_parser) without Beast's fields container: the method, the target
-// and every field's name and value are copied, as they are parsed, into one block, and when the
-// header is complete the fields become a list of views into it, in order. Nothing is allocated per
-// field, lookups walk a short list instead of a tree, and a connection's next request reuses the
-// memory of the last one. Trailer fields of a chunked body are dropped as they are parsed (they
-// never become header fields). The body is read whole into a string (string_body's behaviour).
+// llmux's HTTP/1 parser (http/parser.hpp, Beast's basic_parser's drop-in) without Beast's fields
+// container: the method, the target and every field's name and value are copied, as they are
+// parsed, into one block, and when the header is complete the fields become a list of views into
+// it, in order. Nothing is allocated per field, lookups walk a short list instead of a tree, and
+// a connection's next request reuses the memory of the last one. Trailer fields of a chunked body
+// are dropped as they are parsed (they never become header fields). The body is read whole into
+// a string (string_body's behaviour).
 //
 // Thread safety: one thread. A Request is movable, not copyable (its views point into its block).
 #include <cstddef>
@@ -16,9 +17,9 @@
 #include <vector>
 
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
+#include "http/parser.hpp"
 
 namespace llmux::gateway {
 
@@ -73,7 +74,7 @@ class Request {
 
 /// Reads one request into a Request (emptied first; its memory kept). Limits as Beast's:
 /// header_limit(), body_limit().
-class RequestParser final : public bhttp::basic_parser<true> {
+class RequestParser final : public llmux::http::Parser<true> {
  public:
   explicit RequestParser(Request& into);
   ~RequestParser() override;

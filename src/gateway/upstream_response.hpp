@@ -1,10 +1,11 @@
 #pragma once
-// A backend's response as the relay needs it: Beast's HTTP/1 parser (basic_parser) without a
-// fields container. As the header is parsed, its end-to-end fields are written straight into the
-// header the client will get ("Name: value\r\n" each, in order): hop-by-hop fields (the fixed
-// ones and those named by any Connection field) and the fields the gateway sets itself are left
-// out. What the relay decides on (status, Content-Type, framing, keep-alive) is kept; the body
-// goes into the buffer it is given, as with Beast's buffer_body (need_buffer when it is full).
+// A backend's response as the relay needs it: llmux's HTTP/1 parser (http/parser.hpp, Beast's
+// basic_parser's drop-in) without a fields container. As the header is parsed, its end-to-end
+// fields are written straight into the header the client will get ("Name: value\r\n" each, in
+// order): hop-by-hop fields (the fixed ones and those named by any Connection field) and the fields
+// the gateway sets itself are left out. What the relay decides on (status, Content-Type, framing,
+// keep-alive) is kept; the body goes into the buffer it is given, as with Beast's buffer_body
+// (need_buffer when it is full).
 //
 // A response_parser<buffer_body> with its fields, then erasing the hop-by-hop fields and
 // serialising the rest, allocated per field and walked the header three times; this copies
@@ -19,11 +20,11 @@
 #include <string_view>
 
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/http/basic_parser.hpp>
+#include "http/parser.hpp"
 
 namespace llmux::gateway {
 
-class UpstreamResponse final : public boost::beast::http::basic_parser<false> {
+class UpstreamResponse final : public llmux::http::Parser<false> {
  public:
   /// `header`: where the client's header goes (cleared first): a worker's pooled string.
   explicit UpstreamResponse(std::string header = {});

@@ -2,7 +2,6 @@
 
 #include <boost/asio.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 
 #include <array>
@@ -11,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/clock.hpp"
+#include "http/parser.hpp"
 
 namespace llmux::http {
 namespace {
@@ -23,7 +23,7 @@ constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 /// Feeds Beast's HTTP/1.1 response parser by hand and forwards body bytes with the time of the
 /// read that brought them.
-class ResponseParser final : public bhttp::basic_parser<false> {
+class ResponseParser final : public Parser<false> {
  public:
   ResponseParser(Response& r, const HeadCallback& on_head, const BodyCallback& on_body,
                  std::string_view capture)

@@ -1,11 +1,12 @@
 #pragma once
-// Reading an HTTP message with a Beast parser without Beast's composed read operations: what the
-// connection's buffer holds is parsed at once, and the socket is read only when the parser needs
-// more. Beast's async_read_header/async_read_some complete a read that needed no I/O through the
-// scheduler (a post, so that the handler never runs inside the initiating call), which costs a
-// scheduler hop, a handler allocation and the composed operation's machinery per call: for a
-// small request, whose header and body came in one read, two hops per request. Awaited from a
-// coroutine, a completion in place is safe, so none is needed here.
+// Reading an HTTP message with llmux's parser (parser.hpp, Beast's basic_parser's drop-in) without
+// Beast's composed read operations: what the connection's buffer holds is parsed at once, and the
+// socket is read only when the parser needs more. Beast's async_read_header/async_read_some
+// complete a read that needed no I/O through the scheduler (a post, so that the handler never runs
+// inside the initiating call), which costs a scheduler hop, a handler allocation and the composed
+// operation's machinery per call: for a small request, whose header and body came in one read, two
+// hops per request. Awaited from a coroutine, a completion in place is safe, so none is needed
+// here.
 //
 // Same results as Beast's: need_more never escapes; an EOF after some bytes of the message is
 // given to the parser (put_eof: the end of a body delimited by the close, else partial_message),
@@ -22,8 +23,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/read_size.hpp>
-#include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
+
+#include "http/parser.hpp"
 
 namespace llmux::http {
 
@@ -33,8 +35,8 @@ enum class Until { header, message };
 /// Gives `p` what `buf` holds (consumed as parsed) until `until` is reached (true), the parser
 /// needs more bytes than there are (false, `ec` clear), or the bytes are not HTTP (true, `ec`).
 template <bool isRequest>
-bool parse_buffered(boost::beast::http::basic_parser<isRequest>& p, boost::beast::flat_buffer& buf,
-                    Until until, boost::system::error_code& ec) {
+bool parse_buffered(Parser<isRequest>& p, boost::beast::flat_buffer& buf, Until until,
+                    boost::system::error_code& ec) {
   auto reached = [&] { return until == Until::header ? p.is_header_done() : p.is_done(); };
   if (reached()) return true;
   while (buf.size() > 0) {
@@ -55,9 +57,10 @@ bool parse_buffered(boost::beast::http::basic_parser<isRequest>& p, boost::beast
 /// when it got some bytes, else http::error::end_of_stream). The bytes read are left in `buf` for
 /// parse_buffered().
 template <typename ReadStream, bool isRequest>
-boost::asio::awaitable<boost::system::error_code> read_more(
-    ReadStream& sock, boost::beast::flat_buffer& buf,
-    boost::beast::http::basic_parser<isRequest>& p, std::size_t max_read = 64 * 1024) {
+boost::asio::awaitable<boost::system::error_code> read_more(ReadStream& sock,
+                                                            boost::beast::flat_buffer& buf,
+                                                            Parser<isRequest>& p,
+                                                            std::size_t max_read = 64 * 1024) {
   auto [ec, n] = co_await sock.async_read_some(buf.prepare(boost::beast::read_size(buf, max_read)),
                                                boost::asio::as_tuple(boost::asio::use_awaitable));
   buf.commit(n);
@@ -71,9 +74,10 @@ boost::asio::awaitable<boost::system::error_code> read_more(
 
 /// Reads and parses with `p` until `until` is reached or an error (the result).
 template <typename ReadStream, bool isRequest>
-boost::asio::awaitable<boost::system::error_code> read_parsed(
-    ReadStream& sock, boost::beast::flat_buffer& buf,
-    boost::beast::http::basic_parser<isRequest>& p, Until until, std::size_t max_read = 64 * 1024) {
+boost::asio::awaitable<boost::system::error_code> read_parsed(ReadStream& sock,
+                                                              boost::beast::flat_buffer& buf,
+                                                              Parser<isRequest>& p, Until until,
+                                                              std::size_t max_read = 64 * 1024) {
   boost::system::error_code ec;
   while (!parse_buffered(p, buf, until, ec)) {
     ec = co_await read_more(sock, buf, p, max_read);

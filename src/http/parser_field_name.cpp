@@ -1,0 +1,111 @@
+// The field enum of a field name for llmux::http::Parser: the same mapping as Beast's
+// string_to_field (the gateway looks fields up by enum), in fewer instructions.
+//
+// Beast's string_to_field (impl/field.ipp) returns the field whose name equals `s` by its
+// `equals`: same length, and every byte pair equal but for bit 0x20 (((a ^ b) & 0xDF) == 0:
+// ASCII case folding, applied to every byte), else field::unknown. Its hash buckets cannot miss
+// such a name: its digest ORs 0x20 into every byte, so names equal that way have equal digests.
+// This index holds the same names (to_string() of every field) and applies the same equality;
+// only the hash differs (a few bytes instead of all, one probe as a rule instead of a division).
+// tests/unit/http/parser_test.cpp compares the two on every name, with case changes and
+// one-byte changes at every position, and the fuzzer compares every field's enum.
+#include <cstdint>
+#include <cstring>
+
+#include <boost/beast/http/field.hpp>
+
+#include "http/parser_impl.hpp"
+
+namespace llmux::http {
+#if defined(LLMUX_NO_SIMD)
+inline namespace parser_scalar {
+#else
+inline namespace parser_simd {
+#endif
+namespace parser_detail {
+namespace {
+
+using boost::beast::http::field;
+
+constexpr unsigned field_count = static_cast<unsigned>(field::xref) + 1;  // xref: the last
+
+std::uint32_t load4_folded(const char* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v | 0x20202020u;
+}
+
+// Equal names (in Beast's sense) hash the same: only bytes with 0x20 set are used.
+[[gnu::always_inline]] inline std::uint32_t hash(const char* p, std::size_t n) {
+  std::uint32_t h = static_cast<std::uint32_t>(n) * 0x9e3779b1u;
+  if (n >= 4) {
+    h ^= load4_folded(p);
+    h = (h ^ (h >> 15)) * 0x85ebca6bu;
+    h ^= load4_folded(p + n - 4);
+  } else {
+    for (std::size_t i = 0; i < n; ++i)
+      h = (h ^ (static_cast<unsigned char>(p[i]) | 0x20u)) * 0x01000193u;
+  }
+  h = (h ^ (h >> 13)) * 0xc2b2ae35u;
+  return h ^ (h >> 16);
+}
+
+template <class Int>
+[[gnu::always_inline]] inline bool differ(const char* a, const char* b) {
+  Int x, y;
+  std::memcpy(&x, a, sizeof x);
+  std::memcpy(&y, b, sizeof y);
+  return ((x ^ y) & static_cast<Int>(0xdfdfdfdfdfdfdfdfull)) != 0;
+}
+
+// Beast's field_table::equals (every byte pair equal but for bit 0x20), on n bytes: in 8- or
+// 4-byte words, the last word overlapping the one before (bytes compared twice compare alike).
+[[gnu::always_inline]] inline bool equals(const char* a, const char* b, std::size_t n) {
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 < n; i += 8)
+      if (differ<std::uint64_t>(a + i, b + i)) return false;
+    return !differ<std::uint64_t>(a + n - 8, b + n - 8);
+  }
+  if (n >= 4) return !differ<std::uint32_t>(a, b) && !differ<std::uint32_t>(a + n - 4, b + n - 4);
+  for (; n; ++a, ++b, --n)
+    if ((*a ^ *b) & 0xdf) return false;
+  return true;
+}
+
+struct FieldIndex {
+  static constexpr std::size_t size = 2048;  // a power of 2, well above field_count
+  std::uint16_t slot[size] = {};             // a field, 0: empty
+  string_view names[field_count];
+
+  FieldIndex() {
+    for (unsigned i = 1; i < field_count; ++i) {
+      names[i] = boost::beast::http::to_string(static_cast<field>(i));
+      std::size_t h = hash(names[i].data(), names[i].size()) & (size - 1);
+      while (slot[h] != 0) h = (h + 1) & (size - 1);
+      slot[h] = static_cast<std::uint16_t>(i);
+    }
+  }
+};
+
+const FieldIndex& field_index() {
+  static const FieldIndex index;
+  return index;
+}
+
+}  // namespace
+
+field lookup_field(string_view s) {
+  if (s.empty()) return boost::beast::http::string_to_field(s);
+  const FieldIndex& x = field_index();
+  for (std::size_t h = hash(s.data(), s.size()) & (FieldIndex::size - 1);;
+       h = (h + 1) & (FieldIndex::size - 1)) {
+    const unsigned i = x.slot[h];
+    if (i == 0) return field::unknown;
+    if (x.names[i].size() == s.size() && equals(s.data(), x.names[i].data(), s.size()))
+      return static_cast<field>(i);
+  }
+}
+
+}  // namespace parser_detail
+}  // namespace parser_simd / parser_scalar
+}  // namespace llmux::http

@@ -1,0 +1,175 @@
+#pragma once
+// The byte scans of llmux::http::Parser (parser.hpp): character classes as 256-entry tables
+// (Beast's), and "find the first byte of a class" 16 bytes at a time with SSE2 where the build
+// has it (x86-64's baseline), else, or with -DLLMUX_NO_SIMD, one byte at a time. Both give the
+// same results (tests/unit/http/parser_test.cpp checks every byte value at every position).
+// Nothing here reads outside [p, last).
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__SSE2__) && !defined(LLMUX_NO_SIMD)
+#define LLMUX_PARSER_SSE2 1
+#include <emmintrin.h>
+#endif
+
+namespace llmux::http {
+#if defined(LLMUX_NO_SIMD)
+inline namespace parser_scalar {
+#else
+inline namespace parser_simd {
+#endif
+namespace parser_detail {
+
+struct Tables {
+  // tchar (RFC 7230 token characters): Beast's is_token_char and parse_field's table.
+  bool token[256];
+  // Not a request-target character (Beast's is_pathchar false): CTLs, SP, DEL.
+  bool not_path[256];
+  // Where a field value or reason phrase stops (Beast's parse_token_to_eol): a CTL but HTAB,
+  // or DEL.
+  bool value_stop[256];
+  // hex digit value, or -1 (Beast's unhex).
+  signed char hex[256];
+
+  constexpr Tables() : token(), not_path(), value_stop(), hex() {
+    for (int c = 0; c < 256; ++c) {
+      const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+      bool t = alnum;
+      for (const char* s = "!#$%&'*+-.^_`|~"; *s; ++s)
+        if (c == *s) t = true;
+      token[c] = t;
+      not_path[c] = c <= 0x20 || c == 0x7f;
+      value_stop[c] = (c < 0x20 && c != '\t') || c == 0x7f;
+      hex[c] = (c >= '0' && c <= '9')   ? static_cast<signed char>(c - '0')
+               : (c >= 'a' && c <= 'f') ? static_cast<signed char>(c - 'a' + 10)
+               : (c >= 'A' && c <= 'F') ? static_cast<signed char>(c - 'A' + 10)
+                                        : static_cast<signed char>(-1);
+    }
+  }
+};
+
+inline constexpr Tables tables{};
+
+inline bool is_token(char c) {
+  return tables.token[static_cast<unsigned char>(c)];
+}
+
+#if defined(LLMUX_PARSER_SSE2)
+inline __m128i load16(const char* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+// Unsigned per-byte comparisons.
+inline __m128i le_u8(__m128i x, __m128i k) {
+  return _mm_cmpeq_epi8(_mm_min_epu8(x, k), x);
+}
+inline __m128i ge_u8(__m128i x, __m128i k) {
+  return _mm_cmpeq_epi8(_mm_max_epu8(x, k), x);
+}
+inline __m128i in_range_u8(__m128i x, char lo, char hi) {
+  return le_u8(_mm_sub_epi8(x, _mm_set1_epi8(lo)), _mm_set1_epi8(static_cast<char>(hi - lo)));
+}
+inline __m128i eq(__m128i x, char c) {
+  return _mm_cmpeq_epi8(x, _mm_set1_epi8(c));
+}
+inline unsigned mask(__m128i m) {
+  return static_cast<unsigned>(_mm_movemask_epi8(m));
+}
+#endif
+
+/// The first byte in [p, last) that is not a tchar, or last.
+inline const char* find_non_token(const char* p, const char* last) {
+#if defined(LLMUX_PARSER_SSE2)
+  // Field names are mostly letters, digits and '-': 16 bytes at a time, the first byte that is
+  // none of those; if it is not the ':' after a name, the exact test below goes on from there.
+  while (last - p >= 16) {
+    const __m128i x = load16(p);
+    const __m128i lower = _mm_or_si128(x, _mm_set1_epi8(0x20));
+    __m128i ok = in_range_u8(lower, 'a', 'z');
+    ok = _mm_or_si128(ok, in_range_u8(x, '0', '9'));
+    ok = _mm_or_si128(ok, eq(x, '-'));
+    const unsigned m = mask(ok) ^ 0xffffu;
+    if (m == 0) {
+      p += 16;
+      continue;
+    }
+    p += __builtin_ctz(m);
+    if (*p == ':') return p;
+    break;
+  }
+  while (last - p >= 16) {
+    const __m128i x = load16(p);
+    // Not a tchar: <= SP, >= DEL, or one of "(),/:;<=>?@[\]{}
+    __m128i bad = _mm_or_si128(le_u8(x, _mm_set1_epi8(0x20)), ge_u8(x, _mm_set1_epi8(0x7f)));
+    bad = _mm_or_si128(bad, eq(x, '"'));
+    bad = _mm_or_si128(bad, in_range_u8(x, '(', ')'));
+    bad = _mm_or_si128(bad, eq(x, ','));
+    bad = _mm_or_si128(bad, eq(x, '/'));
+    bad = _mm_or_si128(bad, in_range_u8(x, ':', '@'));
+    bad = _mm_or_si128(bad, in_range_u8(x, '[', ']'));
+    bad = _mm_or_si128(bad, eq(x, '{'));
+    bad = _mm_or_si128(bad, eq(x, '}'));
+    if (const unsigned m = mask(bad)) return p + __builtin_ctz(m);
+    p += 16;
+  }
+#endif
+  while (p < last && tables.token[static_cast<unsigned char>(*p)]) ++p;
+  return p;
+}
+
+/// The first byte in [p, last) that is not a request-target character, or last.
+inline const char* find_non_path(const char* p, const char* last) {
+#if defined(LLMUX_PARSER_SSE2)
+  while (last - p >= 16) {
+    const __m128i x = load16(p);
+    const __m128i bad = _mm_or_si128(le_u8(x, _mm_set1_epi8(0x20)), eq(x, 0x7f));
+    if (const unsigned m = mask(bad)) return p + __builtin_ctz(m);
+    p += 16;
+  }
+#endif
+  while (p < last && !tables.not_path[static_cast<unsigned char>(*p)]) ++p;
+  return p;
+}
+
+/// The first byte in [p, last) where a field value stops (a CTL but HTAB, or DEL), or last.
+inline const char* find_value_stop(const char* p, const char* last) {
+#if defined(LLMUX_PARSER_SSE2)
+  while (last - p >= 16) {
+    const __m128i x = load16(p);
+    __m128i bad = _mm_andnot_si128(eq(x, '\t'), le_u8(x, _mm_set1_epi8(0x1f)));
+    bad = _mm_or_si128(bad, eq(x, 0x7f));
+    if (const unsigned m = mask(bad)) return p + __builtin_ctz(m);
+    p += 16;
+  }
+#endif
+  while (p < last && !tables.value_stop[static_cast<unsigned char>(*p)]) ++p;
+  return p;
+}
+
+/// The first '\r' in [p, last), or last.
+inline const char* find_cr(const char* p, const char* last) {
+#if defined(LLMUX_PARSER_SSE2)
+  while (last - p >= 16) {
+    if (const unsigned m = mask(eq(load16(p), '\r'))) return p + __builtin_ctz(m);
+    p += 16;
+  }
+#endif
+  while (p < last && *p != '\r') ++p;
+  return p;
+}
+
+/// Beast's find_eom: just past the first CRLFCRLF in [p, last), or null.
+inline const char* find_eom(const char* p, const char* last) {
+  if (last - p < 4) return nullptr;
+  const char* const end = last - 3;  // where a CRLFCRLF may start
+  while (p < end) {
+    const char* const cr = find_cr(p, end);
+    if (cr == end) return nullptr;
+    if (cr[1] == '\n' && cr[2] == '\r' && cr[3] == '\n') return cr + 4;
+    p = cr + 1;
+  }
+  return nullptr;
+}
+
+}  // namespace parser_detail
+}  // namespace parser_simd / parser_scalar
+}  // namespace llmux::http
