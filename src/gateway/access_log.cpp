@@ -48,6 +48,7 @@ struct Line {
     return n;
   }
   void put(std::string_view s) {
+    if (s.empty()) return;  // (an empty view's data() may be null: no memcpy of it)
     std::memcpy(p, s.data(), s.size());
     p += s.size();
   }
