@@ -235,22 +235,15 @@ struct Worker {
 
   // Scratch strings for the upstream request head, reused: a request holds one only while its
   // head is built and written, so a held-open stream keeps none.
-  // Every string handed out has room for a usual head (kScratchString): a string kept here is
-  // never one that a head would have to grow (a growth is an allocation and a copy).
-  static constexpr std::size_t kScratchString = 1024;
   std::vector<std::string> free_strings;
   std::string take_string() {
-    if (free_strings.empty()) {
-      std::string s;
-      s.reserve(kScratchString);
-      return s;
-    }
+    if (free_strings.empty()) return {};
     std::string s = std::move(free_strings.back());
     free_strings.pop_back();
     return s;
   }
   void give_string(std::string s) {
-    if (free_strings.size() < 256 && s.capacity() >= kScratchString && s.capacity() <= 16384) {
+    if (free_strings.size() < 256 && s.capacity() <= 16384) {
       s.clear();
       free_strings.push_back(std::move(s));
     }
