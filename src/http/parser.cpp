@@ -25,10 +25,6 @@ using boost::beast::http::error;
 using boost::beast::http::field;
 using namespace parser_detail;
 
-std::size_t clamp(std::uint64_t x, std::size_t limit) {
-  return x < limit ? static_cast<std::size_t>(x) : limit;
-}
-
 }  // namespace
 
 template <bool isRequest>

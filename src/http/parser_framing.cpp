@@ -25,10 +25,6 @@ using boost::beast::http::error;
 using boost::beast::http::field;
 using namespace parser_detail;
 
-std::size_t clamp(std::uint64_t x, std::size_t limit) {
-  return x < limit ? static_cast<std::size_t>(x) : limit;
-}
-
 // A value that is one token (no list separators, no spaces): what Beast's token lists make of
 // it is that token alone, and validate_list accepts it.
 bool single_token(string_view v) {

@@ -21,6 +21,11 @@ inline namespace parser_simd {
 #endif
 namespace parser_detail {
 
+/// `x`, at most `limit` (a body's remaining length against the bytes at hand).
+inline std::size_t clamp(std::uint64_t x, std::size_t limit) {
+  return x < limit ? static_cast<std::size_t>(x) : limit;
+}
+
 using error_code = boost::beast::error_code;
 using string_view = boost::beast::string_view;
 
