@@ -190,9 +190,15 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
           unpark(up->buf, leftover);
         }
         if (!ec) {
+          // What has arrived at once; else the read waits for epoll's next event (no system
+          // call first when the socket is known to be drained: http/read_ready.hpp).
+          const auto room = up->buf.prepare(beast::read_size(up->buf, kMaxRead));
           std::size_t n = 0;
-          std::tie(ec, n) = co_await up->sock.async_read_some(
-              up->buf.prepare(beast::read_size(up->buf, kMaxRead)), use_tuple);
+          if (up->sock.may_read_now()) n = up->sock.read_now(room, ec);
+          if (n == 0 && !ec) {
+            std::tie(ec, n) = co_await up->sock.async_read_some(room, use_tuple);
+            if (!ec) up->sock.read_done(n, room.size());
+          }
           up->buf.commit(n);
         }
         up->dl.disarm();

@@ -187,10 +187,10 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
   // closing the socket, so the client gets its 408.
   if (c.buf.size() == 0) {
     c.dl.arm(t.client_idle, /*close_on_expiry=*/false);
-    auto [ec, n] = co_await c.sock.async_read_some(c.buf.prepare(kFirstRead), use_tuple);
+    const boost::system::error_code ec =
+        co_await http::read_more(c.sock, c.buf, parser, kFirstRead, true);
     c.dl.disarm();
     if (ec) co_return Read::closed;  // idle timeout or the client closed: nothing to answer
-    c.buf.commit(n);
   }
   c.dl.arm(t.client_header, /*close_on_expiry=*/false);
   boost::system::error_code ec =

@@ -15,6 +15,7 @@
 // Thread safety and ownership: the caller's socket, buffer and parser, on the socket's thread;
 // they must outlive the call.
 #include <cstddef>
+#include <tuple>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -53,16 +54,35 @@ bool parse_buffered(Parser<isRequest>& p, boost::beast::flat_buffer& buf, Until 
 }
 
 /// One read from `sock` (a tcp::socket or an http::Stream) into `buf` (up to `max_read` bytes,
-/// beast::read_size), for a parser that needs more: an EOF is given to `p` as Beast does (put_eof
-/// when it got some bytes, else http::error::end_of_stream). The bytes read are left in `buf` for
-/// parse_buffered().
+/// beast::read_size; `exactly`: room for `max_read` bytes), for a parser that needs more: an EOF is
+/// given to `p` as Beast does (put_eof when it got some bytes, else http::error::end_of_stream).
+/// The bytes read are left in `buf` for parse_buffered().
 template <typename ReadStream, bool isRequest>
 boost::asio::awaitable<boost::system::error_code> read_more(ReadStream& sock,
                                                             boost::beast::flat_buffer& buf,
                                                             Parser<isRequest>& p,
-                                                            std::size_t max_read = 64 * 1024) {
-  auto [ec, n] = co_await sock.async_read_some(buf.prepare(boost::beast::read_size(buf, max_read)),
-                                               boost::asio::as_tuple(boost::asio::use_awaitable));
+                                                            std::size_t max_read = 64 * 1024,
+                                                            bool exactly = false) {
+  const auto room = buf.prepare(exactly ? max_read : boost::beast::read_size(buf, max_read));
+  boost::system::error_code ec;
+  std::size_t n = 0;
+  if constexpr (requires { sock.read_now(room, ec); }) {
+    // An http::Stream: what has arrived is read at once; else (or when the socket is known to be
+    // drained) the read waits for epoll's next event without a system call first.
+    bool done = false;
+    if (sock.may_read_now()) {
+      n = sock.read_now(room, ec);
+      done = n > 0 || ec;
+    }
+    if (!done) {
+      std::tie(ec, n) =
+          co_await sock.async_read_some(room, boost::asio::as_tuple(boost::asio::use_awaitable));
+      if (!ec) sock.read_done(n, room.size());
+    }
+  } else {
+    std::tie(ec, n) =
+        co_await sock.async_read_some(room, boost::asio::as_tuple(boost::asio::use_awaitable));
+  }
   buf.commit(n);
   if (ec == boost::asio::error::eof && n == 0) {
     if (!p.got_some()) co_return boost::beast::http::error::end_of_stream;

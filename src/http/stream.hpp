@@ -27,6 +27,8 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "http/read_ready.hpp"
+
 namespace boost::asio::ssl {
 class context;
 }
@@ -91,6 +93,35 @@ class Stream {
     const std::size_t n = sock_.write_some(buffers, ec);
     if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) ec = {};
     return ec ? 0 : n;
+  }
+
+  /// Reads what has arrived, without suspending: one non-blocking recv (plain TCP; nothing over
+  /// TLS). 0 with `ec` clear when nothing has; eof at the end. A read that came up short drained
+  /// the socket: the next async_read_some then waits for epoll without a system call first
+  /// (read_ready.hpp). Call it only when may_read_now().
+  std::size_t read_now(boost::asio::mutable_buffer b, boost::system::error_code& ec) {
+    ec = {};
+    if (tls_) return 0;
+    if (!sock_.non_blocking()) {
+      sock_.non_blocking(true, ec);
+      if (ec) return 0;
+    }
+    const std::size_t n = sock_.read_some(b, ec);
+    if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
+      ec = {};
+      mark_drained(sock_);
+      return 0;
+    }
+    if (!ec && n < b.size()) mark_drained(sock_);
+    return ec ? 0 : n;
+  }
+  /// Whether read_now() may find bytes (false over TLS, and when the socket was drained and no
+  /// event came since: then await async_read_some at once, which costs no system call).
+  bool may_read_now() { return !tls_ && may_be_readable(sock_); }
+  /// After an awaited async_read_some that was started when may_read_now() was false (so the
+  /// reactor performed it from an event and completed it at once): `n` of `asked` bytes.
+  void read_done(std::size_t n, std::size_t asked) {
+    if (!tls_ && n < asked) mark_drained(sock_);
   }
 
   template <typename MutableBufferSequence, typename Token>

@@ -5,11 +5,16 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "http/read_ready.hpp"
+
 namespace llmux::upstream {
 
 namespace {
-/// True when nothing (no byte, no EOF, no error) is waiting on the socket.
+/// True when nothing (no byte, no EOF, no error) is waiting on the socket. Without a system call
+/// when the socket was drained and no event came since (http/read_ready.hpp): a backend's close
+/// is an event, which the reactor saw before any later client's request.
 bool quiet(boost::asio::ip::tcp::socket& sock) {
+  if (!http::may_be_readable(sock)) return true;
   char c;
   const ssize_t r = ::recv(sock.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
   return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);

@@ -2,7 +2,8 @@
 // Upstream connections and the per-worker keep-alive pool of one backend.
 //
 // A pooled connection is invisible to clients when the backend closes it: take() looks at the
-// socket without blocking (MSG_PEEK) and drops one with EOF, an error or stray bytes waiting;
+// socket without blocking (MSG_PEEK, only when the reactor saw an event on it since its last read
+// drained it: http/read_ready.hpp) and drops one with EOF, an error or stray bytes waiting;
 // sweep(), which the worker runs every 200 ms, closes the idle ones the backend closed (so none
 // lingers in CLOSE_WAIT), and its idle timeout closes an idle connection. Nothing is kept
 // pending on an idle connection: a read there would cost a failed system call and a

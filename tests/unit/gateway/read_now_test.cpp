@@ -1,0 +1,226 @@
+// Stream::read_now, may_read_now and read_done (http/stream.hpp, http/read_ready.hpp), as
+// http::read_more, the relay and the upstream pool use them: a read that came up short marks the
+// socket drained, so the next read waits for epoll without a system call first — and no byte is
+// ever left waiting for an event that will not come: bytes that arrive while no read is pending
+// make the socket readable again once the reactor has seen them, and a read queued on a drained
+// socket completes when bytes arrive.
+#include <chrono>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include "gateway/request.hpp"
+#include "http/read_parsed.hpp"
+#include "http/stream.hpp"
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Pair {
+  net::io_context ioc{1};
+  tcp::socket client{ioc};
+  llmux::http::Stream server{ioc.get_executor()};
+  Pair() {
+    tcp::acceptor acc(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    client.connect(acc.local_endpoint());
+    server = llmux::http::Stream(acc.accept());
+  }
+  void send(const std::string& s) { net::write(client, net::buffer(s)); }
+  /// Runs the reactor for a while: events for the server socket are seen (and their reads done).
+  void spin(std::chrono::milliseconds d = 50ms) {
+    auto guard = net::make_work_guard(ioc);
+    ioc.run_for(d);
+    ioc.restart();
+  }
+};
+
+/// A socket's first drained read asks epoll for EPOLLRDHUP and leaves it readable: done here.
+void prime(Pair& p) {
+  char buf[8];
+  boost::system::error_code ec;
+  ASSERT_EQ(p.server.read_now(net::buffer(buf), ec), 0u);
+  ASSERT_FALSE(ec);
+}
+
+TEST(ReadNow, ShortReadMarksTheSocketDrainedAndNothingWaitingReadsNothing) {
+  Pair p;
+  prime(p);
+  p.send("abc");
+  std::this_thread::sleep_for(20ms);  // on loopback the bytes are there once send() returned
+  char buf[64];
+  boost::system::error_code ec;
+  p.spin();  // the reactor sees the bytes: the socket is readable
+  ASSERT_TRUE(p.server.may_read_now());
+  EXPECT_EQ(p.server.read_now(net::buffer(buf), ec), 3u);
+  EXPECT_FALSE(ec);
+  EXPECT_EQ(std::string(buf, 3), "abc");
+#if LLMUX_READ_READY
+  EXPECT_FALSE(p.server.may_read_now()) << "a short read left the socket marked readable";
+#endif
+  // Nothing has arrived since: read_now finds nothing, which is not an error.
+  EXPECT_EQ(p.server.read_now(net::buffer(buf), ec), 0u);
+  EXPECT_FALSE(ec);
+}
+
+TEST(ReadNow, BytesArrivingWhileNoReadIsPendingMakeTheSocketReadableAgain) {
+  Pair p;
+  prime(p);
+  char buf[64];
+  boost::system::error_code ec;
+  EXPECT_EQ(p.server.read_now(net::buffer(buf), ec), 0u);  // drained: nothing yet
+  p.send("late bytes");
+  p.spin();  // the reactor sees the event while no read is pending
+  ASSERT_TRUE(p.server.may_read_now())
+      << "bytes arrived while no read was pending, but the socket is still marked drained: a "
+         "read would wait for an event that has already come";
+  EXPECT_EQ(p.server.read_now(net::buffer(buf), ec), 10u);
+  EXPECT_EQ(std::string(buf, 10), "late bytes");
+}
+
+TEST(ReadNow, AFinThatCameWithTheLastBytesIsNotLost) {
+  // The bytes and the FIN come together and the reactor sees them before the read: the read
+  // that gets the bytes comes up short, yet the socket is not drained.
+  Pair p;
+  prime(p);
+  p.send("abc");
+  p.client.shutdown(tcp::socket::shutdown_send);
+  p.spin();
+  char buf[64];
+  boost::system::error_code ec;
+  ASSERT_EQ(p.server.read_now(net::buffer(buf), ec), 3u);
+  ASSERT_TRUE(p.server.may_read_now())
+      << "the FIN behind the last bytes was forgotten: a read would wait for ever";
+  EXPECT_EQ(p.server.read_now(net::buffer(buf), ec), 0u);
+  EXPECT_EQ(ec, net::error::eof);
+}
+
+TEST(ReadNow, AFinThatCameWithTheBytesOfAQueuedReadIsNotLost) {
+  Pair p;
+  prime(p);
+  char buf[64];
+  boost::system::error_code ec;
+  ASSERT_EQ(p.server.read_now(net::buffer(buf), ec), 0u);  // drained: the next read is queued
+  std::vector<std::string> got;
+  bool done = false;
+  net::co_spawn(
+      p.ioc,
+      [&]() -> net::awaitable<void> {
+        for (;;) {
+          std::size_t n = 0;
+          boost::system::error_code rec;
+          if (p.server.may_read_now()) n = p.server.read_now(net::buffer(buf), rec);
+          if (n == 0 && !rec) {
+            std::tie(rec, n) = co_await p.server.async_read_some(net::buffer(buf),
+                                                                 net::as_tuple(net::use_awaitable));
+            if (!rec) p.server.read_done(n, sizeof buf);
+          }
+          if (rec) {
+            got.push_back(rec == net::error::eof ? "<eof>" : rec.message());
+            break;
+          }
+          got.emplace_back(buf, n);
+        }
+        done = true;
+      },
+      net::detached);
+  p.spin(20ms);
+  p.send("last words");
+  p.client.shutdown(tcp::socket::shutdown_send);
+  for (int i = 0; i < 50 && !done; ++i) p.spin(20ms);
+  ASSERT_TRUE(done) << "the end of the stream was never read";
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], "last words");
+  EXPECT_EQ(got[1], "<eof>");
+}
+
+TEST(ReadNow, EndOfStreamIsAnError) {
+  Pair p;
+  p.client.shutdown(tcp::socket::shutdown_send);
+  p.spin();
+  char buf[16];
+  boost::system::error_code ec;
+  EXPECT_EQ(p.server.read_now(net::buffer(buf), ec), 0u);
+  EXPECT_EQ(ec, net::error::eof);
+}
+
+TEST(ReadNow, ReadQueuedOnADrainedSocketCompletesWhenBytesCome) {
+  Pair p;
+  prime(p);
+  char buf[64];
+  boost::system::error_code ec;
+  EXPECT_EQ(p.server.read_now(net::buffer(buf), ec), 0u);
+  std::size_t got = 0;
+  bool done = false;
+  net::co_spawn(
+      p.ioc,
+      [&]() -> net::awaitable<void> {
+        auto [rec, n] =
+            co_await p.server.async_read_some(net::buffer(buf), net::as_tuple(net::use_awaitable));
+        if (!rec) p.server.read_done(n, sizeof buf);
+        got = n;
+        done = true;
+      },
+      net::detached);
+  p.spin(20ms);
+  EXPECT_FALSE(done);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(30ms);
+    p.send("hello");
+  });
+  for (int i = 0; i < 100 && !done; ++i) p.spin(20ms);
+  writer.join();
+  ASSERT_TRUE(done) << "a read queued on a drained socket never completed";
+  EXPECT_EQ(std::string(buf, got), "hello");
+#if LLMUX_READ_READY
+  EXPECT_FALSE(p.server.may_read_now()) << "read_done after a short read left it readable";
+#endif
+}
+
+TEST(ReadNow, ReadParsedGetsAMessageSentInPiecesWithPausesBetween) {
+  // Every path of read_more: bytes at once, none yet (queued), a piece arriving while parsing.
+  Pair p;
+  const std::string msg =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 26\r\n\r\n"
+      "abcdefghijklmnopqrstuvwxyz";
+  boost::beast::flat_buffer buf;
+  llmux::gateway::Request req;
+  llmux::gateway::RequestParser parser(req);
+  boost::system::error_code rec;
+  bool done = false;
+  net::co_spawn(
+      p.ioc,
+      [&]() -> net::awaitable<void> {
+        rec = co_await llmux::http::read_parsed(p.server, buf, parser, llmux::http::Until::message);
+        done = true;
+      },
+      net::detached);
+  std::thread writer([&] {
+    for (std::size_t i = 0; i < msg.size(); i += 7) {
+      p.send(msg.substr(i, 7));
+      std::this_thread::sleep_for(i % 2 ? 15ms : 1ms);
+    }
+  });
+  for (int i = 0; i < 200 && !done; ++i) p.spin(20ms);
+  writer.join();
+  ASSERT_TRUE(done) << "the message's last pieces were never read";
+  EXPECT_FALSE(rec) << rec.message();
+  EXPECT_TRUE(parser.is_done());
+  EXPECT_EQ(req.body(), "abcdefghijklmnopqrstuvwxyz");
+}
+
+}  // namespace
