@@ -95,14 +95,18 @@ std::string upstream_head(Worker& w, const upstream::Backend& b, const Request& 
                           std::string_view peer, std::string_view request_id,
                           const UsageRequest& usage, bool keep_client_authorization, bool https) {
   std::string head = w.take_string();
-  std::string target = w.take_string();
-  target.append(b.base_path).append(req.target());
-  UpstreamRequestParts parts{target, b.host_header, b.authorization,
-                             peer,   request_id,    usage.size(req.body())};
+  // The backend's base path before the client's target (none: the target as it is).
+  std::string prefixed;
+  if (!b.base_path.empty()) prefixed.append(b.base_path).append(req.target());
+  UpstreamRequestParts parts{b.base_path.empty() ? req.target() : std::string_view(prefixed),
+                             b.host_header,
+                             b.authorization,
+                             peer,
+                             request_id,
+                             usage.size(req.body())};
   parts.keep_client_authorization = keep_client_authorization;
   parts.https = https;
   build_upstream_head(head, req, parts);
-  w.give_string(std::move(target));
   return head;
 }
 

@@ -65,6 +65,8 @@ net::awaitable<bool> observe(Shared& s, const Fleet& f, Client& c, const Request
 
 /// The first read of a request on an idle connection: a small request's header and body.
 constexpr std::size_t kFirstRead = 2048;
+/// The most one later read of a request takes.
+constexpr std::size_t kMaxRead = 64 * 1024;
 
 std::string_view path_of(const Request& req) {
   const std::string_view target = req.target();
@@ -185,16 +187,27 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
   // has started, its header must be complete within client_header, and no gap between two
   // reads of its body may exceed client_body. The deadline cancels the read instead of
   // closing the socket, so the client gets its 408.
+  // What has arrived already is read and parsed at once, and a wait is awaited here: no
+  // coroutine frame of read_more's or read_parsed's per request (read_parsed.hpp).
+  boost::system::error_code ec;
+  w.lend_read_buf(c.buf);
   if (c.buf.size() == 0) {
     c.dl.arm(t.client_idle, /*close_on_expiry=*/false);
-    const boost::system::error_code ec =
-        co_await http::read_more(c.sock, c.buf, parser, kFirstRead, true);
+    if (!http::read_more_now(c.sock, c.buf, parser, kFirstRead, true, ec)) {
+      const auto room = http::read_room(c.buf, kFirstRead, true);
+      auto [e, n] = co_await c.sock.async_read_some(room, use_tuple);
+      ec = http::awaited_read_ended(c.sock, c.buf, parser, room.size(), n, e);
+    }
     c.dl.disarm();
     if (ec) co_return Read::closed;  // idle timeout or the client closed: nothing to answer
   }
   c.dl.arm(t.client_header, /*close_on_expiry=*/false);
-  boost::system::error_code ec =
-      co_await http::read_parsed(c.sock, c.buf, parser, http::Until::header);
+  while (!http::read_parsed_now(c.sock, c.buf, parser, http::Until::header, ec)) {
+    const auto room = http::read_room(c.buf, kMaxRead, false);
+    auto [e, n] = co_await c.sock.async_read_some(room, use_tuple);
+    ec = http::awaited_read_ended(c.sock, c.buf, parser, room.size(), n, e);
+    if (ec || parser.is_done()) break;
+  }
   c.dl.disarm();
   if (!ec) {
     // How the body is delimited is checked here, before a byte of it is read: a request
@@ -243,7 +256,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
   // The bytes of the request are parsed: an empty read buffer is given back rather than kept
   // through the response (the watch reads into a few bytes of its own; a pipelined request
   // lands here again).
-  if (c.buf.size() == 0) c.buf.shrink_to_fit();
+  w.take_back_read_buf(c.buf);
   co_return Read::ok;
 }
 

@@ -131,7 +131,13 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
       a.parser->body_limit(boost::none);
       a.parser->header_limit(64 * 1024);
       if (req.method() == bhttp::verb::head) a.parser->skip(true);
-      rec = co_await http::read_parsed(a.up->sock, a.up->buf, *a.parser, http::Until::header);
+      // What has arrived is parsed at once; a wait is awaited here (no frame of read_parsed's).
+      while (!http::read_parsed_now(a.up->sock, a.up->buf, *a.parser, http::Until::header, rec)) {
+        const auto room = http::read_room(a.up->buf, 64 * 1024, false);
+        auto [e, n] = co_await a.up->sock.async_read_some(room, use_tuple);
+        rec = http::awaited_read_ended(a.up->sock, a.up->buf, *a.parser, room.size(), n, e);
+        if (rec || a.parser->is_done()) break;
+      }
       if (rec) break;
       const int status = a.parser->status();
       if (status >= 200) break;

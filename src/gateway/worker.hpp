@@ -19,6 +19,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
 #include "auth/quota.hpp"
@@ -222,6 +223,25 @@ struct Worker {
   void give_buf(RelayBuf b) {
     auto& free = free_bufs[b.size == kStreamBuf ? 1 : 0];
     if (free.size() < 1024) free.push_back(std::move(b.data));
+  }
+
+  // Client read buffers, reused: a connection holds one while it reads a request (a held-open
+  // stream none), and its next request's read takes one back here instead of allocating it.
+  // A buffer that grew past kKeptReadBuf (a large body) is freed instead.
+  static constexpr std::size_t kKeptReadBuf = 16 * 1024;
+  std::vector<boost::beast::flat_buffer> free_read_bufs;
+  void lend_read_buf(boost::beast::flat_buffer& b) {
+    if (b.capacity() > 0 || free_read_bufs.empty()) return;
+    b = std::move(free_read_bufs.back());  // a moved-from flat_buffer has no memory
+    free_read_bufs.pop_back();
+  }
+  /// Takes an empty buffer's memory back (a buffer that holds bytes keeps them).
+  void take_back_read_buf(boost::beast::flat_buffer& b) {
+    if (b.size() > 0 || b.capacity() == 0) return;
+    if (b.capacity() <= kKeptReadBuf && free_read_bufs.size() < 256)
+      free_read_bufs.push_back(std::move(b));
+    else
+      b.shrink_to_fit();
   }
 
   // This worker's metrics (in Shared::metrics; only this thread writes them).

@@ -53,6 +53,55 @@ bool parse_buffered(Parser<isRequest>& p, boost::beast::flat_buffer& buf, Until 
   return false;
 }
 
+/// The end of a read of `n` bytes into `buf`'s prepared room that ended with `ec`: the bytes are
+/// committed, and an EOF is given to `p` as Beast does (put_eof when it got some bytes, else
+/// http::error::end_of_stream). The result is the read's.
+template <bool isRequest>
+boost::system::error_code read_ended(boost::beast::flat_buffer& buf, Parser<isRequest>& p,
+                                     std::size_t n, boost::system::error_code ec) {
+  buf.commit(n);
+  if (ec == boost::asio::error::eof && n == 0) {
+    if (!p.got_some()) return boost::beast::http::error::end_of_stream;
+    ec = {};
+    p.put_eof(ec);  // the end of a body delimited by the close, else partial_message
+  }
+  return ec;
+}
+
+/// The room for one read into `buf`: `max_read` bytes when `exactly`, else beast::read_size.
+inline boost::asio::mutable_buffer read_room(boost::beast::flat_buffer& buf, std::size_t max_read,
+                                             bool exactly) {
+  return buf.prepare(exactly ? max_read : boost::beast::read_size(buf, max_read));
+}
+
+/// The end of an awaited read on an http::Stream of `n` bytes into room for `asked` (read_room):
+/// read_done, then read_ended. For a coroutine that awaits sock.async_read_some itself, where
+/// read_more() would cost a coroutine frame of its own on every wait:
+///   const auto room = http::read_room(buf, max_read, exactly);
+///   auto [e, n] = co_await sock.async_read_some(room, as_tuple(use_awaitable));
+///   ec = http::awaited_read_ended(sock, buf, p, room.size(), n, e);
+template <typename ReadStream, bool isRequest>
+boost::system::error_code awaited_read_ended(ReadStream& sock, boost::beast::flat_buffer& buf,
+                                             Parser<isRequest>& p, std::size_t asked, std::size_t n,
+                                             boost::system::error_code ec) {
+  if (!ec) sock.read_done(n, asked);
+  return read_ended(buf, p, n, ec);
+}
+
+/// read_more() without waiting, on an http::Stream: reads what has arrived (Stream::read_now).
+/// True when the read ended (`ec` its result, as read_more's); false when nothing has arrived
+/// (then read_more() waits for it). A message that is there already costs no coroutine frame.
+template <typename ReadStream, bool isRequest>
+bool read_more_now(ReadStream& sock, boost::beast::flat_buffer& buf, Parser<isRequest>& p,
+                   std::size_t max_read, bool exactly, boost::system::error_code& ec) {
+  ec = {};
+  if (!sock.may_read_now()) return false;
+  const std::size_t n = sock.read_now(read_room(buf, max_read, exactly), ec);
+  if (n == 0 && !ec) return false;
+  ec = read_ended(buf, p, n, ec);
+  return true;
+}
+
 /// One read from `sock` (a tcp::socket or an http::Stream) into `buf` (up to `max_read` bytes,
 /// beast::read_size; `exactly`: room for `max_read` bytes), for a parser that needs more: an EOF is
 /// given to `p` as Beast does (put_eof when it got some bytes, else http::error::end_of_stream).
@@ -63,33 +112,34 @@ boost::asio::awaitable<boost::system::error_code> read_more(ReadStream& sock,
                                                             Parser<isRequest>& p,
                                                             std::size_t max_read = 64 * 1024,
                                                             bool exactly = false) {
-  const auto room = buf.prepare(exactly ? max_read : boost::beast::read_size(buf, max_read));
   boost::system::error_code ec;
   std::size_t n = 0;
-  if constexpr (requires { sock.read_now(room, ec); }) {
+  if constexpr (requires { sock.read_now(buf.prepare(0), ec); }) {
     // An http::Stream: what has arrived is read at once; else (or when the socket is known to be
     // drained) the read waits for epoll's next event without a system call first.
-    bool done = false;
-    if (sock.may_read_now()) {
-      n = sock.read_now(room, ec);
-      done = n > 0 || ec;
-    }
-    if (!done) {
-      std::tie(ec, n) =
-          co_await sock.async_read_some(room, boost::asio::as_tuple(boost::asio::use_awaitable));
-      if (!ec) sock.read_done(n, room.size());
-    }
-  } else {
+    if (read_more_now(sock, buf, p, max_read, exactly, ec)) co_return ec;
+    const auto room = read_room(buf, max_read, exactly);
     std::tie(ec, n) =
         co_await sock.async_read_some(room, boost::asio::as_tuple(boost::asio::use_awaitable));
+    co_return awaited_read_ended(sock, buf, p, room.size(), n, ec);
+  } else {
+    std::tie(ec, n) = co_await sock.async_read_some(
+        read_room(buf, max_read, exactly), boost::asio::as_tuple(boost::asio::use_awaitable));
   }
-  buf.commit(n);
-  if (ec == boost::asio::error::eof && n == 0) {
-    if (!p.got_some()) co_return boost::beast::http::error::end_of_stream;
-    ec = {};
-    p.put_eof(ec);  // the end of a body delimited by the close, else partial_message
+  co_return read_ended(buf, p, n, ec);
+}
+
+/// read_parsed() without waiting, on an http::Stream: parses what `buf` holds and reads what has
+/// arrived until `until` is reached or an error (true, `ec` the result, as read_parsed's), or until
+/// a read would wait (false: then co_await read_parsed(), which goes on from there).
+template <typename ReadStream, bool isRequest>
+bool read_parsed_now(ReadStream& sock, boost::beast::flat_buffer& buf, Parser<isRequest>& p,
+                     Until until, boost::system::error_code& ec, std::size_t max_read = 64 * 1024) {
+  while (!parse_buffered(p, buf, until, ec)) {
+    if (!read_more_now(sock, buf, p, max_read, false, ec)) return false;
+    if (ec || p.is_done()) return true;
   }
-  co_return ec;
+  return true;
 }
 
 /// Reads and parses with `p` until `until` is reached or an error (the result).

@@ -22,6 +22,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 
 #include "gateway/request.hpp"
+#include "gateway/worker.hpp"
 #include "http/read_parsed.hpp"
 #include "http/stream.hpp"
 
@@ -221,6 +222,114 @@ TEST(ReadNow, ReadParsedGetsAMessageSentInPiecesWithPausesBetween) {
   EXPECT_FALSE(rec) << rec.message();
   EXPECT_TRUE(parser.is_done());
   EXPECT_EQ(req.body(), "abcdefghijklmnopqrstuvwxyz");
+}
+
+TEST(ReadNow, ReadParsedNowParsesAMessageThatHasArrivedWithoutWaiting) {
+  Pair p;
+  prime(p);
+  p.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+  p.spin();
+  boost::beast::flat_buffer buf;
+  llmux::gateway::Request req;
+  llmux::gateway::RequestParser parser(req);
+  boost::system::error_code ec;
+  ASSERT_TRUE(llmux::http::read_parsed_now(p.server, buf, parser, llmux::http::Until::message, ec))
+      << "the whole message had arrived, yet it asked to wait";
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(parser.is_done());
+  EXPECT_EQ(req.target(), "/v1/completions");
+  EXPECT_EQ(req.body(), "hello");
+}
+
+TEST(ReadNow, ReadParsedNowStopsAtAPartialHeaderAndReadParsedGoesOnFromThere) {
+  Pair p;
+  prime(p);
+  p.send("POST /v1/completions HTTP/1.1\r\nHo");
+  p.spin();
+  boost::beast::flat_buffer buf;
+  llmux::gateway::Request req;
+  llmux::gateway::RequestParser parser(req);
+  boost::system::error_code ec;
+  EXPECT_FALSE(llmux::http::read_parsed_now(p.server, buf, parser, llmux::http::Until::header, ec))
+      << "half a header is not a header";
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_FALSE(parser.is_header_done());
+  // Nothing more has come: a second try asks to wait too (no error, nothing lost).
+  EXPECT_FALSE(llmux::http::read_parsed_now(p.server, buf, parser, llmux::http::Until::header, ec));
+  bool done = false;
+  net::co_spawn(
+      p.ioc,
+      [&]() -> net::awaitable<void> {
+        ec = co_await llmux::http::read_parsed(p.server, buf, parser, llmux::http::Until::message);
+        done = true;
+      },
+      net::detached);
+  p.spin(20ms);
+  p.send("st: x\r\nContent-Length: 3\r\n\r\nabc");
+  for (int i = 0; i < 100 && !done; ++i) p.spin(20ms);
+  ASSERT_TRUE(done) << "the rest of the message was never read";
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_EQ(req["host"], "x");
+  EXPECT_EQ(req.body(), "abc");
+}
+
+TEST(ReadNow, ReadMoreNowGivesTheCloseToTheParserAsReadMoreDoes) {
+  {  // closed before a byte: end of stream
+    Pair p;
+    p.client.shutdown(tcp::socket::shutdown_send);
+    p.spin();
+    boost::beast::flat_buffer buf;
+    llmux::gateway::Request req;
+    llmux::gateway::RequestParser parser(req);
+    boost::system::error_code ec;
+    ASSERT_TRUE(llmux::http::read_more_now(p.server, buf, parser, 2048, true, ec));
+    EXPECT_EQ(ec, boost::beast::http::error::end_of_stream) << ec.message();
+  }
+  {  // closed in the middle of a header: a partial message, not a wait for ever
+    Pair p;
+    p.send("GET / HTTP/1.1\r\nHo");
+    p.client.shutdown(tcp::socket::shutdown_send);
+    p.spin();
+    boost::beast::flat_buffer buf;
+    llmux::gateway::Request req;
+    llmux::gateway::RequestParser parser(req);
+    boost::system::error_code ec;
+    ASSERT_TRUE(
+        llmux::http::read_parsed_now(p.server, buf, parser, llmux::http::Until::header, ec));
+    EXPECT_EQ(ec, boost::beast::http::error::partial_message) << ec.message();
+  }
+}
+
+TEST(ReadBuffers, AnEmptyBufferGoesBackToTheWorkerAndTheNextRequestReadsIntoItsMemory) {
+  llmux::gateway::Worker w;
+  boost::beast::flat_buffer held;
+  held.commit(net::buffer_copy(held.prepare(2048), net::buffer(std::string(100, 'x'))));
+  held.consume(held.size());
+  const void* memory = held.data().data();
+  w.take_back_read_buf(held);
+  EXPECT_EQ(held.capacity(), 0u) << "a connection between requests still holds its buffer";
+  boost::beast::flat_buffer next;
+  w.lend_read_buf(next);
+  EXPECT_GE(next.capacity(), 2048u);
+  EXPECT_EQ(next.prepare(1).data(), memory) << "the next read allocated instead of reusing";
+  EXPECT_EQ(next.size(), 0u);
+}
+
+TEST(ReadBuffers, PipelinedBytesStayAndALargeBufferIsFreedNotKept) {
+  llmux::gateway::Worker w;
+  boost::beast::flat_buffer pipelined;
+  pipelined.commit(net::buffer_copy(pipelined.prepare(64), net::buffer("GET / HTTP/1.1\r\n", 16)));
+  w.take_back_read_buf(pipelined);
+  ASSERT_EQ(pipelined.size(), 16u) << "the next request's bytes were lost";
+  EXPECT_EQ(std::string(static_cast<const char*>(pipelined.data().data()), 16),
+            "GET / HTTP/1.1\r\n");
+  boost::beast::flat_buffer large;
+  large.prepare(llmux::gateway::Worker::kKeptReadBuf * 4);
+  w.take_back_read_buf(large);
+  EXPECT_EQ(large.capacity(), 0u);
+  boost::beast::flat_buffer next;
+  w.lend_read_buf(next);
+  EXPECT_EQ(next.capacity(), 0u) << "a large body's buffer was kept for later requests";
 }
 
 }  // namespace
