@@ -90,26 +90,6 @@ void report(const Fleet& fleet, const RouteRt& route, const Request& req, const 
   route.policy->on_outcome(context(route, req, f, path, headers), b, o);
 }
 
-/// The upstream request's head for `b` (a worker's pooled string; give it back).
-std::string upstream_head(Worker& w, const upstream::Backend& b, const Request& req,
-                          std::string_view peer, std::string_view request_id,
-                          const UsageRequest& usage, bool keep_client_authorization, bool https) {
-  std::string head = w.take_string();
-  // The backend's base path before the client's target (none: the target as it is).
-  std::string prefixed;
-  if (!b.base_path.empty()) prefixed.append(b.base_path).append(req.target());
-  UpstreamRequestParts parts{b.base_path.empty() ? req.target() : std::string_view(prefixed),
-                             b.host_header,
-                             b.authorization,
-                             peer,
-                             request_id,
-                             usage.size(req.body())};
-  parts.keep_client_authorization = keep_client_authorization;
-  parts.https = https;
-  build_upstream_head(head, req, parts);
-  return head;
-}
-
 /// The jittered back-off before retry number `attempts` (x1-2 of base, doubled per retry). A
 /// coroutine of its own: its timer lives only while a retry waits, not in every proxy frame.
 net::awaitable<void> backoff(Worker& w, std::chrono::milliseconds base, int attempts) {
@@ -330,16 +310,21 @@ void finish(Shared& s, const Fleet& f, Worker& w, const RouteRt& route, const up
   s.log.write(rec);
 }
 
+/// The response header has come: the time to it, from the request's start (the access log)
+/// and from the attempt's (the outcome: relay() keeps it). A plain function: the readings take
+/// no room in proxy()'s frame, which a held-open stream keeps.
+void first_byte(AccessRecord& rec, Outcome& last, std::int64_t start, std::int64_t attempt_start) {
+  const std::int64_t now = mono_ns();
+  rec.ttfb_ms = static_cast<double>(now - start) / 1e6;
+  last.ttfb = std::chrono::nanoseconds(now - attempt_start);
+}
+
 }  // namespace
 
 net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Request& req,
                            const RouteRt& route, const BodyFields& fields,
                            const std::string& request_id) {
   const std::int64_t start = mono_ns();
-  const std::string_view client_target = req.target();
-  // Views of the client's request, which outlives this frame and is never modified.
-  const std::string_view method = req.method_string();
-  const std::string_view path = client_target.substr(0, client_target.find('?'));
 
   upstream::TriedSet tried;
   Outcome last;
@@ -350,8 +335,10 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
   rec.received_ns = start;
   rec.request_id = request_id;
   rec.client = c.peer;
-  rec.method = method;
-  rec.path = path;
+  // Views of the client's request, which outlives this frame and is never modified (the
+  // method and path are read from here on: a held-open stream's frame keeps no copy of them).
+  rec.method = req.method_string();
+  rec.path = request_path(req);
   rec.route = route.cfg->name;
   rec.model = fields.model;
   rec.stream = fields.stream;
@@ -381,10 +368,12 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
   std::int64_t ready = mono_ns();
   std::int64_t not_overhead = ready - start;
   state::ResponseStore* learn =
-      f.cfg.affinity.enabled && learns_response_id(method, path, fields) ? s.responses : nullptr;
+      f.cfg.affinity.enabled && learns_response_id(rec.method, rec.path, fields) ? s.responses
+                                                                                 : nullptr;
   // Every stream's tokens counted: ask for usage where the client did not (stream_usage.hpp).
-  const UsageRequest usage =
-      f.cfg.metrics.stream_usage ? ask_for_usage(method, path, req.body(), fields) : UsageRequest{};
+  const UsageRequest usage = f.cfg.metrics.stream_usage
+                                 ? ask_for_usage(rec.method, rec.path, req.body(), fields)
+                                 : UsageRequest{};
   if (usage.asked && f.cfg.metrics.enabled)
     w.m->count(metrics::Family::usage_requested, route.metric_id);
 
@@ -398,7 +387,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
     // requests wait in the route's queue, a new one joins them rather than overtaking them.
     upstream::Slot picked;
     if (attempts > 0 || route.queue->depth() == 0)
-      picked = pick(route, req, fields, path, tried, &pinned);
+      picked = pick(route, req, fields, rec.path, tried, &pinned);
     if (!picked && attempts == 0 && route.queue->size() > 0) {
       const std::int64_t queued_at = mono_ns();
       admit = co_await wait_in_queue(c, route, req, fields, &pinned, picked, rec.queue_depth);
@@ -419,15 +408,12 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
     const std::int64_t attempt_start = attempts == 1 ? ready : mono_ns();
     // Each attempt's request is built fresh from the client's, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
-    std::string head =
-        upstream_head(w, b, req, c.peer, request_id, usage, !f.keys.enabled(), c.sock.tls());
-    Attempt a = co_await send(f, w, b, req, head, usage, c.watch, rec.queue_depth > 0, last);
-    w.give_string(std::move(head));
+    Attempt a = co_await send(f, w, b, req, c, request_id, usage, rec.queue_depth > 0, last);
     if (!a.up) {
       c.watch.up = nullptr;
       const std::int64_t now = mono_ns();
       last.total = std::chrono::nanoseconds(now - attempt_start);
-      report(f, route, req, fields, path, b, last, request_id, now);
+      report(f, route, req, fields, rec.path, b, last, request_id, now);
       if (f.cfg.metrics.enabled)
         w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
       spdlog::debug("request {}: {}", request_id, last.message);
@@ -455,9 +441,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
     }
     rec.backend = b.name;
     rec.attempts = attempts;
-    const std::int64_t first_byte = mono_ns();
-    rec.ttfb_ms = static_cast<double>(first_byte - start) / 1e6;
-    const auto ttfb = std::chrono::nanoseconds(first_byte - attempt_start);
+    first_byte(rec, last, start, attempt_start);
     if (f.cfg.metrics.enabled)
       w.m->request_overhead.observe(metrics::bounds(metrics::HistKind::request_overhead),
                                     a.sent_ns - start - not_overhead);
@@ -467,10 +451,9 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
     co_await relay(f, w, c, req, b, a, rec, last, learn, usage.asked);
     // Counted before anything else may suspend: the client has the whole answer already, and
     // its next request (a scrape of /metrics, say) may reach another worker at once.
-    last.ttfb = ttfb;
     const std::int64_t end = mono_ns();
     last.total = std::chrono::nanoseconds(end - attempt_start);
-    report(f, route, req, fields, path, b, last, request_id, end);
+    report(f, route, req, fields, rec.path, b, last, request_id, end);
     if (last.kind == Kind::broken_mid_stream && f.cfg.metrics.enabled)
       w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
     finish(s, f, w, route, &b, fields, rec, start, end, key);

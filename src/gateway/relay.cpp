@@ -41,7 +41,9 @@ namespace {
 /// frame, and a held-open stream should cost little).
 void set_outcome(upstream::Outcome& out, const AccessRecord& rec, bool client_left,
                  bool upstream_failed, const std::string& upstream_error) {
+  const auto ttfb = out.ttfb;  // the proxy's, at the response header
   out = upstream::Outcome{};
+  out.ttfb = ttfb;
   out.status = rec.status;
   out.prompt_tokens = rec.prompt_tokens;
   out.completion_tokens = rec.completion_tokens;
@@ -71,6 +73,56 @@ bool stalled(const Fleet& f, upstream::Backend& b, const upstream::StallWatch& s
 
 /// The most one read of the backend's socket takes.
 constexpr std::size_t kMaxRead = 64 * 1024;
+
+/// What one write to the client carries: the header (until it is out), the body bytes a read
+/// made ready (in their chunk framing when `chunked`), the error event that ends a broken
+/// stream, and the last chunk.
+struct Ready {
+  std::string_view header;
+  bool chunked = false;
+  std::string_view body = {};
+  std::string_view tail = {};
+  bool last = false;
+};
+
+/// Writes `r` at once as far as the socket takes it (the usual case); what it did not take (a
+/// slow client, and always over TLS) is copied into `rest`, for the relay to await. A plain
+/// function: the pieces and their framing take no room in the relay's frame, which a
+/// held-open stream keeps.
+void write_ready(http::Stream& sock, const Ready& r, std::string& rest,
+                 boost::system::error_code& ec) {
+  char size_line[32];
+  char tail_line[32];
+  std::array<net::const_buffer, 7> out{};
+  std::size_t k = 0;
+  if (!r.header.empty()) out[k++] = net::buffer(r.header);
+  if (r.chunked) {
+    if (!r.body.empty()) {
+      auto n = fmt::format_to_n(size_line, sizeof size_line, "{:x}\r\n", r.body.size());
+      out[k++] = net::buffer(size_line, n.size);
+      out[k++] = net::buffer(r.body);
+      out[k++] = net::buffer("\r\n", 2);
+    }
+    if (!r.tail.empty()) {
+      auto n = fmt::format_to_n(tail_line, sizeof tail_line, "{:x}\r\n", r.tail.size());
+      out[k++] = net::buffer(tail_line, n.size);
+      out[k++] = net::buffer(r.tail);
+      out[k++] = net::buffer("\r\n0\r\n\r\n", 7);
+    } else if (r.last) {
+      out[k++] = net::buffer("0\r\n\r\n", 5);
+    }
+  } else if (!r.body.empty()) {
+    out[k++] = net::buffer(r.body);
+  }
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < k; ++i) total += out[i].size();
+  const std::size_t sent = sock.write_now(out, ec);
+  if (ec || sent == total) return;
+  http::skip_bytes(out, sent);
+  rest.reserve(total - sent);
+  for (std::size_t i = 0; i < k; ++i)
+    rest.append(static_cast<const char*>(out[i].data()), out[i].size());
+}
 
 }  // namespace
 
@@ -127,13 +179,20 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   upstream::StallWatch stall(
       b, sse && f.outlier.enabled ? f.outlier.stall_timeout : std::chrono::milliseconds(0), idle);
 
+  // What write_ready() could not write at once, awaited (a slow client; TLS).
+  std::string rest;
+  boost::system::error_code wec;
   if (sse && !header_bytes.empty()) {
     // A stream's header goes out at once: the client sees the response begin (TTFB) even
     // while the first event is still being computed (a long prefill).
-    c.dl.arm(idle);
-    auto [hec, hn] = co_await net::async_write(c.sock, net::buffer(header_bytes), use_tuple);
-    c.dl.disarm();
-    if (hec) client_failed = true;
+    write_ready(c.sock, Ready{.header = header_bytes}, rest, wec);
+    if (!wec && !rest.empty()) {
+      c.dl.arm(idle);
+      std::tie(wec, std::ignore) = co_await net::async_write(c.sock, net::buffer(rest), use_tuple);
+      c.dl.disarm();
+      std::string().swap(rest);
+    }
+    if (wec) client_failed = true;
     header_bytes.clear();
     w.give_string(std::move(header_bytes));
   }
@@ -270,42 +329,19 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
     const bool last = done || can_end_cleanly;
     if (cut == 0 && tail.empty() && !last && !upstream_failed) continue;
 
-    char size_line[32];
-    char tail_line[32];
-    std::array<net::const_buffer, 7> out{};
-    std::size_t k = 0;
-    if (!header_bytes.empty()) out[k++] = net::buffer(header_bytes);
-    if (chunked) {
-      if (cut > 0) {
-        auto r = fmt::format_to_n(size_line, sizeof size_line, "{:x}\r\n", cut);
-        out[k++] = net::buffer(size_line, r.size);
-        out[k++] = net::buffer(buf, cut);
-        out[k++] = net::buffer("\r\n", 2);
-      }
-      if (!tail.empty()) {
-        auto r = fmt::format_to_n(tail_line, sizeof tail_line, "{:x}\r\n", tail.size());
-        out[k++] = net::buffer(tail_line, r.size);
-        out[k++] = net::buffer(tail.data(), tail.size());
-        out[k++] = net::buffer("\r\n0\r\n\r\n", 7);
-      } else if (last) {
-        out[k++] = net::buffer("0\r\n\r\n", 5);
-      }
-    } else if (cut > 0) {
-      out[k++] = net::buffer(buf, cut);
-    }
-    if (k > 0) {
-      // At once when the socket takes it all (the usual case), else the rest awaited.
-      std::size_t total = 0;
-      for (std::size_t i = 0; i < k; ++i) total += out[i].size();
-      boost::system::error_code ec;
-      const std::size_t sent_now = c.sock.write_now(out, ec);
-      if (!ec && sent_now < total) {
-        http::skip_bytes(out, sent_now);
+    if (!header_bytes.empty() || cut > 0 || !tail.empty() || (chunked && last)) {
+      write_ready(c.sock,
+                  Ready{header_bytes, chunked, std::string_view(buf, cut), tail, last && chunked},
+                  rest, wec);
+      if (!wec && !rest.empty()) {
+        // The rest awaited, and its copy freed: a stream holds none while it waits.
         c.dl.arm(idle);
-        std::tie(ec, std::ignore) = co_await net::async_write(c.sock, out, use_tuple);
+        std::tie(wec, std::ignore) =
+            co_await net::async_write(c.sock, net::buffer(rest), use_tuple);
         c.dl.disarm();
+        std::string().swap(rest);
       }
-      if (ec) {
+      if (wec) {
         client_failed = true;
         break;
       }
@@ -350,10 +386,13 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   }
   if (!header_bytes.empty() && !client_failed && !c.watch.client_gone) {
     // Nothing of the body was written (HEAD, or an empty body): send the header alone.
-    c.dl.arm(idle);
-    auto [ec, n] = co_await net::async_write(c.sock, net::buffer(header_bytes), use_tuple);
-    c.dl.disarm();
-    if (ec) client_failed = true;
+    write_ready(c.sock, Ready{.header = header_bytes}, rest, wec);
+    if (!wec && !rest.empty()) {
+      c.dl.arm(idle);
+      std::tie(wec, std::ignore) = co_await net::async_write(c.sock, net::buffer(rest), use_tuple);
+      c.dl.disarm();
+    }
+    if (wec) client_failed = true;
   }
   if (header_bytes.capacity() > 0) w.give_string(std::move(header_bytes));
   stall.end();

@@ -32,7 +32,8 @@ std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_numb
                                   const std::string& message);
 
 /// Relays the response whose header `a.parser` holds; fills `rec` (status, bytes, usage, error)
-/// and `out`, how the attempt ended (ok, broken_mid_stream or client_left). `learn`, when given:
+/// and `out`, how the attempt ended (ok, broken_mid_stream or client_left; its ttfb, set by the
+/// caller at the response header, is kept). `learn`, when given:
 /// the response id of a 2xx answer (a JSON body's, a stream's `response.created`) goes there as
 /// held by `b`, before the bytes carrying it go out to the client. `strip_usage`: the gateway asked
 /// this stream for usage (gateway/stream_usage.hpp); its usage-only chunk is not relayed. Records

@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 
 #include "core/clock.hpp"
+#include "gateway/http_rules.hpp"
 #include "http/read_parsed.hpp"
 
 namespace llmux::gateway {
@@ -74,11 +75,41 @@ Attempt failed(Outcome& fail, Kind kind, std::string message) {
   return {};
 }
 
+/// The upstream request's head for `b` (a worker's pooled string; give it back).
+std::string upstream_head(Worker& w, const upstream::Backend& b, const Request& req,
+                          std::string_view peer, std::string_view request_id,
+                          const UsageRequest& usage, bool keep_client_authorization, bool https) {
+  std::string head = w.take_string();
+  // The backend's base path before the client's target (none: the target as it is).
+  std::string prefixed;
+  if (!b.base_path.empty()) prefixed.append(b.base_path).append(req.target());
+  UpstreamRequestParts parts{b.base_path.empty() ? req.target() : std::string_view(prefixed),
+                             b.host_header,
+                             b.authorization,
+                             peer,
+                             request_id,
+                             usage.size(req.body())};
+  parts.keep_client_authorization = keep_client_authorization;
+  parts.https = https;
+  build_upstream_head(head, req, parts);
+  return head;
+}
+
+/// A pooled string given back to its worker when the scope ends.
+struct PooledString {
+  Worker& w;
+  std::string s;
+  ~PooledString() { w.give_string(std::move(s)); }
+};
+
 }  // namespace
 
 net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
-                             const std::string& head, const UsageRequest& usage, ClientWatch& watch,
+                             Client& c, const std::string& request_id, const UsageRequest& usage,
                              bool queued, Outcome& fail) {
+  ClientWatch& watch = c.watch;
+  const PooledString head{
+      w, upstream_head(w, b, req, c.peer, request_id, usage, !f.keys.enabled(), c.sock.tls())};
   auto client_gone = [&] { return failed(fail, Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
     watch.up = nullptr;
@@ -96,7 +127,7 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
     }
     Attempt a;
     a.up = std::move(conn.up);
-    std::array<net::const_buffer, 3> out{net::buffer(head), net::buffer(usage.first(req.body())),
+    std::array<net::const_buffer, 3> out{net::buffer(head.s), net::buffer(usage.first(req.body())),
                                          net::buffer(usage.second(req.body()))};
     const std::size_t total = out[0].size() + out[1].size() + out[2].size();
     a.up->dl.arm(f.cfg.timeouts.first_byte);

@@ -32,7 +32,8 @@ net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& 
 /// reload removed.
 void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream> up);
 
-/// Sends the request (`head`, built for this backend, then the client's body) to `b` and reads
+/// Sends the request (its head built here for this backend from the client's `req`, which is
+/// never modified, then the client's body) to `b` and reads
 /// the final response header, skipping interim 1xx responses. A pooled connection that turns
 /// out closed before a byte of the request was written is replaced by a fresh one (same
 /// backend). Once any byte was written, a failure is final for this request: the backend may
@@ -40,7 +41,7 @@ void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream
 /// `fail` says why. `queued`: the request waited in the route's queue (the client gets the
 /// gateway's X-Llmux-Queue-Depth, not the backend's).
 net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
-                             const std::string& head, const UsageRequest& usage, ClientWatch& watch,
+                             Client& c, const std::string& request_id, const UsageRequest& usage,
                              bool queued, upstream::Outcome& fail);
 
 }  // namespace llmux::gateway

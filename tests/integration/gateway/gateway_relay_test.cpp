@@ -275,5 +275,116 @@ TEST(GatewayPipelining, RequestSentWhileAStreamIsRelayedFollowsIt) {
   gw->expect_clean_exit();
 }
 
+/// Sends `request` on a raw loopback connection with a small receive buffer, waits `pause`
+/// before reading (the gateway's writes find the socket full), then reads until `complete(in)`
+/// says the response is all there or `limit` passes. Returns what was read.
+template <typename Complete>
+std::string read_slowly(int port, const std::string& request, std::chrono::milliseconds pause,
+                        Complete complete, std::chrono::seconds limit = 30s) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  timeval tv{0, 200000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  std::string in;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
+    std::this_thread::sleep_for(pause);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    char buf[1024];  // small reads: the gateway keeps finding the socket full
+    while (!complete(in) && std::chrono::steady_clock::now() < deadline) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n == 0) break;
+      if (n > 0) in.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(fd);
+  return in;
+}
+
+/// A body of `n` bytes that shows any lost, repeated or reordered piece.
+std::string pattern(std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i / 7 + i) % 26);
+  return s;
+}
+
+TEST(GatewaySlowClient, ALargeBodyReachesAClientThatReadsSlowlyWholeAndInOrder) {
+  // Far larger than the socket buffers: most of the body is what the socket did not take at
+  // once, copied and awaited by the relay, write after write.
+  const std::string body = pattern(6 * 1024 * 1024);
+  ScriptedBackend be({"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                      "Content-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n",
+                      body},
+                     0ms);
+  auto gw = GatewayServer::with_config(one_route_config(
+      /*threads=*/1, backend_line("be", be.port()), "be", "timeouts: {idle: 60s}\n"));
+  const std::string req =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body_request().size()) + "\r\n\r\n" + body_request();
+  const std::string got = read_slowly(gw->port(), req, 300ms, [&](const std::string& in) {
+    const auto end = in.find("\r\n\r\n");
+    return end != std::string::npos && in.size() >= end + 4 + body.size();
+  });
+  const auto end = got.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << "no response header";
+  EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK");
+  ASSERT_EQ(got.size() - end - 4, body.size()) << "bytes lost or added";
+  EXPECT_TRUE(got.compare(end + 4, std::string::npos, body) == 0) << "the body's bytes differ";
+  gw->expect_clean_exit();
+}
+
+TEST(GatewaySlowClient, AnEventStreamReachesAClientThatReadsSlowlyEveryEventInOrder) {
+  // Many events in large chunks: each write of the relay (chunk framing, events, the last
+  // chunk) finds the socket full and awaits what it could not send.
+  std::string events;
+  std::string backend_body;
+  for (int i = 0; i < 600; ++i) {
+    const std::string ev = "data: {\"i\":" + std::to_string(i) + ",\"t\":\"" +
+                           pattern(3000 + static_cast<std::size_t>(i)) + "\"}\n\n";
+    events += ev;
+    backend_body += chunk(ev);
+  }
+  backend_body += chunk(kDone) + "0\r\n\r\n";
+  events += kDone;
+  ScriptedBackend be({kSseHead, backend_body}, 0ms);
+  auto gw = GatewayServer::with_config(one_route_config(
+      /*threads=*/1, backend_line("be", be.port()), "be", "timeouts: {idle: 60s}\n"));
+  const std::string req =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body_request().size()) + "\r\n\r\n" + body_request();
+  const std::string got = read_slowly(gw->port(), req, 300ms, [](const std::string& in) {
+    return in.size() >= 5 && in.compare(in.size() - 5, 5, "0\r\n\r\n") == 0;
+  });
+  const auto end = got.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << "no response header";
+  ASSERT_TRUE(got.size() >= 5 && got.compare(got.size() - 5, 5, "0\r\n\r\n") == 0)
+      << "the stream did not end with its last chunk (" << got.size() << " bytes read)";
+  // The chunks taken apart: their data, in order, is exactly the backend's events.
+  std::string data;
+  std::size_t at = end + 4;
+  for (;;) {
+    const auto eol = got.find("\r\n", at);
+    ASSERT_NE(eol, std::string::npos);
+    const std::size_t n = std::stoul(got.substr(at, eol - at), nullptr, 16);
+    if (n == 0) break;
+    ASSERT_LE(eol + 2 + n + 2, got.size());
+    data.append(got, eol + 2, n);
+    ASSERT_EQ(got.substr(eol + 2 + n, 2), "\r\n") << "a chunk's size does not match its data";
+    at = eol + 2 + n + 2;
+  }
+  EXPECT_EQ(data.size(), events.size());
+  EXPECT_TRUE(data == events) << "events lost, repeated or out of order";
+  gw->expect_clean_exit();
+}
+
 }  // namespace
 }  // namespace llmux::test
