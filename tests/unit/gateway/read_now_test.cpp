@@ -224,79 +224,73 @@ TEST(ReadNow, ReadParsedGetsAMessageSentInPiecesWithPausesBetween) {
   EXPECT_EQ(req.body(), "abcdefghijklmnopqrstuvwxyz");
 }
 
-TEST(ReadNow, ReadParsedNowParsesAMessageThatHasArrivedWithoutWaiting) {
-  Pair p;
-  prime(p);
-  p.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
-  p.spin();
+/// A server connection and what reading a request on it takes.
+struct Reading : Pair {
   boost::beast::flat_buffer buf;
   llmux::gateway::Request req;
-  llmux::gateway::RequestParser parser(req);
+  llmux::gateway::RequestParser parser{req};
   boost::system::error_code ec;
-  ASSERT_TRUE(llmux::http::read_parsed_now(p.server, buf, parser, llmux::http::Until::message, ec))
+  bool now(llmux::http::Until until) {
+    return llmux::http::read_parsed_now(server, buf, parser, until, ec);
+  }
+};
+
+TEST(ReadNow, ReadParsedNowParsesAMessageThatHasArrivedWithoutWaiting) {
+  Reading r;
+  prime(r);
+  r.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+  r.spin();
+  ASSERT_TRUE(r.now(llmux::http::Until::message))
       << "the whole message had arrived, yet it asked to wait";
-  EXPECT_FALSE(ec) << ec.message();
-  EXPECT_TRUE(parser.is_done());
-  EXPECT_EQ(req.target(), "/v1/completions");
-  EXPECT_EQ(req.body(), "hello");
+  EXPECT_FALSE(r.ec) << r.ec.message();
+  EXPECT_TRUE(r.parser.is_done());
+  EXPECT_EQ(r.req.target(), "/v1/completions");
+  EXPECT_EQ(r.req.body(), "hello");
 }
 
 TEST(ReadNow, ReadParsedNowStopsAtAPartialHeaderAndReadParsedGoesOnFromThere) {
-  Pair p;
-  prime(p);
-  p.send("POST /v1/completions HTTP/1.1\r\nHo");
-  p.spin();
-  boost::beast::flat_buffer buf;
-  llmux::gateway::Request req;
-  llmux::gateway::RequestParser parser(req);
-  boost::system::error_code ec;
-  EXPECT_FALSE(llmux::http::read_parsed_now(p.server, buf, parser, llmux::http::Until::header, ec))
-      << "half a header is not a header";
-  EXPECT_FALSE(ec) << ec.message();
-  EXPECT_FALSE(parser.is_header_done());
+  Reading r;
+  prime(r);
+  r.send("POST /v1/completions HTTP/1.1\r\nHo");
+  r.spin();
+  EXPECT_FALSE(r.now(llmux::http::Until::header)) << "half a header is not a header";
+  EXPECT_FALSE(r.ec) << r.ec.message();
+  EXPECT_FALSE(r.parser.is_header_done());
   // Nothing more has come: a second try asks to wait too (no error, nothing lost).
-  EXPECT_FALSE(llmux::http::read_parsed_now(p.server, buf, parser, llmux::http::Until::header, ec));
+  EXPECT_FALSE(r.now(llmux::http::Until::header));
   bool done = false;
   net::co_spawn(
-      p.ioc,
+      r.ioc,
       [&]() -> net::awaitable<void> {
-        ec = co_await llmux::http::read_parsed(p.server, buf, parser, llmux::http::Until::message);
+        r.ec = co_await llmux::http::read_parsed(r.server, r.buf, r.parser,
+                                                 llmux::http::Until::message);
         done = true;
       },
       net::detached);
-  p.spin(20ms);
-  p.send("st: x\r\nContent-Length: 3\r\n\r\nabc");
-  for (int i = 0; i < 100 && !done; ++i) p.spin(20ms);
+  r.spin(20ms);
+  r.send("st: x\r\nContent-Length: 3\r\n\r\nabc");
+  for (int i = 0; i < 100 && !done; ++i) r.spin(20ms);
   ASSERT_TRUE(done) << "the rest of the message was never read";
-  EXPECT_FALSE(ec) << ec.message();
-  EXPECT_EQ(req["host"], "x");
-  EXPECT_EQ(req.body(), "abc");
+  EXPECT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.req["host"], "x");
+  EXPECT_EQ(r.req.body(), "abc");
 }
 
 TEST(ReadNow, ReadMoreNowGivesTheCloseToTheParserAsReadMoreDoes) {
   {  // closed before a byte: end of stream
-    Pair p;
-    p.client.shutdown(tcp::socket::shutdown_send);
-    p.spin();
-    boost::beast::flat_buffer buf;
-    llmux::gateway::Request req;
-    llmux::gateway::RequestParser parser(req);
-    boost::system::error_code ec;
-    ASSERT_TRUE(llmux::http::read_more_now(p.server, buf, parser, 2048, true, ec));
-    EXPECT_EQ(ec, boost::beast::http::error::end_of_stream) << ec.message();
+    Reading r;
+    r.client.shutdown(tcp::socket::shutdown_send);
+    r.spin();
+    ASSERT_TRUE(llmux::http::read_more_now(r.server, r.buf, r.parser, 2048, true, r.ec));
+    EXPECT_EQ(r.ec, boost::beast::http::error::end_of_stream) << r.ec.message();
   }
   {  // closed in the middle of a header: a partial message, not a wait for ever
-    Pair p;
-    p.send("GET / HTTP/1.1\r\nHo");
-    p.client.shutdown(tcp::socket::shutdown_send);
-    p.spin();
-    boost::beast::flat_buffer buf;
-    llmux::gateway::Request req;
-    llmux::gateway::RequestParser parser(req);
-    boost::system::error_code ec;
-    ASSERT_TRUE(
-        llmux::http::read_parsed_now(p.server, buf, parser, llmux::http::Until::header, ec));
-    EXPECT_EQ(ec, boost::beast::http::error::partial_message) << ec.message();
+    Reading r;
+    r.send("GET / HTTP/1.1\r\nHo");
+    r.client.shutdown(tcp::socket::shutdown_send);
+    r.spin();
+    ASSERT_TRUE(r.now(llmux::http::Until::header));
+    EXPECT_EQ(r.ec, boost::beast::http::error::partial_message) << r.ec.message();
   }
 }
 
