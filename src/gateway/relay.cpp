@@ -124,6 +124,18 @@ void write_ready(http::Stream& sock, const Ready& r, std::string& rest,
     rest.append(static_cast<const char*>(out[i].data()), out[i].size());
 }
 
+/// What write_ready() left in `rest`, awaited within the idle timeout, then freed (a stream holds
+/// no copy while it waits). A coroutine of its own: it costs a frame only when a write did not go
+/// at once, and its operation's state takes no room in the relay's frame.
+net::awaitable<boost::system::error_code> write_rest(Client& c, std::string& rest,
+                                                     std::chrono::milliseconds idle) {
+  c.dl.arm(idle);
+  auto [ec, n] = co_await net::async_write(c.sock, net::buffer(rest), use_tuple);
+  c.dl.disarm();
+  std::string().swap(rest);
+  co_return ec;
+}
+
 }  // namespace
 
 net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& req,
@@ -186,12 +198,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
     // A stream's header goes out at once: the client sees the response begin (TTFB) even
     // while the first event is still being computed (a long prefill).
     write_ready(c.sock, Ready{.header = header_bytes}, rest, wec);
-    if (!wec && !rest.empty()) {
-      c.dl.arm(idle);
-      std::tie(wec, std::ignore) = co_await net::async_write(c.sock, net::buffer(rest), use_tuple);
-      c.dl.disarm();
-      std::string().swap(rest);
-    }
+    if (!wec && !rest.empty()) wec = co_await write_rest(c, rest, idle);
     if (wec) client_failed = true;
     header_bytes.clear();
     w.give_string(std::move(header_bytes));
@@ -333,14 +340,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
       write_ready(c.sock,
                   Ready{header_bytes, chunked, std::string_view(buf, cut), tail, last && chunked},
                   rest, wec);
-      if (!wec && !rest.empty()) {
-        // The rest awaited, and its copy freed: a stream holds none while it waits.
-        c.dl.arm(idle);
-        std::tie(wec, std::ignore) =
-            co_await net::async_write(c.sock, net::buffer(rest), use_tuple);
-        c.dl.disarm();
-        std::string().swap(rest);
-      }
+      if (!wec && !rest.empty()) wec = co_await write_rest(c, rest, idle);
       if (wec) {
         client_failed = true;
         break;
@@ -387,11 +387,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   if (!header_bytes.empty() && !client_failed && !c.watch.client_gone) {
     // Nothing of the body was written (HEAD, or an empty body): send the header alone.
     write_ready(c.sock, Ready{.header = header_bytes}, rest, wec);
-    if (!wec && !rest.empty()) {
-      c.dl.arm(idle);
-      std::tie(wec, std::ignore) = co_await net::async_write(c.sock, net::buffer(rest), use_tuple);
-      c.dl.disarm();
-    }
+    if (!wec && !rest.empty()) wec = co_await write_rest(c, rest, idle);
     if (wec) client_failed = true;
   }
   if (header_bytes.capacity() > 0) w.give_string(std::move(header_bytes));
