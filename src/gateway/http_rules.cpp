@@ -7,8 +7,6 @@
 #include <fmt/format.h>
 #include <boost/beast/core/string.hpp>
 
-#include "core/append.hpp"
-
 namespace llmux::gateway {
 
 namespace {
@@ -104,12 +102,12 @@ bool named_by_connection(std::span<const HeaderField> fields, std::string_view n
   return found;
 }
 
-void build_upstream_head(std::string& out, const Request& client,
+void build_upstream_head(ByteBuilder& out, const Request& client,
                          const UpstreamRequestParts& parts) {
   using namespace std::string_view_literals;
   out.clear();
   const std::string_view method = client.method_string();
-  append_all(out, {method, " "sv, parts.target, " HTTP/1.1\r\nHost: "sv, parts.host, "\r\n"sv});
+  out.append(method, " "sv, parts.target, " HTTP/1.1\r\nHost: "sv, parts.host, "\r\n"sv);
 
   // Tokens of the client's Connection fields name fields that end at the gateway.
   std::array<std::string_view, 32> named{};
@@ -125,6 +123,10 @@ void build_upstream_head(std::string& out, const Request& client,
       }
     });
   }
+  // The lines of the fields that pass, copied in runs: the Request keeps each field's line,
+  // in order (request.hpp), so neighbours that both pass go out in one copy.
+  const char* run_begin = nullptr;
+  const char* run_end = nullptr;
   std::string_view xff_first;  // the client's X-Forwarded-For, when it sent exactly one
   std::string xff_joined;      // several: joined with ", "
   std::size_t xff_count = 0;
@@ -160,21 +162,26 @@ void build_upstream_head(std::string& out, const Request& client,
     for (std::size_t i = 0; i < n && !named_here; ++i) named_here = iequals(name_string, named[i]);
     if (!named_here && overflow) named_here = named_by_connection(client.fields(), name_string);
     if (named_here) continue;
-    append_all(out, {name_string, ": "sv, f.value, "\r\n"sv});
+    const std::string_view line = f.line();
+    if (line.data() != run_end) {
+      if (run_begin) out.append(std::string_view(run_begin, run_end - run_begin));
+      run_begin = line.data();
+    }
+    run_end = line.data() + line.size();
   }
-  if (!parts.authorization.empty())
-    append_all(out, {"Authorization: "sv, parts.authorization, "\r\n"sv});
+  if (run_begin) out.append(std::string_view(run_begin, run_end - run_begin));
+  if (!parts.authorization.empty()) out.append("Authorization: "sv, parts.authorization, "\r\n"sv);
   const std::string_view xff = xff_count == 1 ? xff_first : std::string_view(xff_joined);
-  append_all(out, {"X-Forwarded-For: "sv, xff, xff_count > 0 ? ", "sv : ""sv, parts.client_addr,
-                   parts.https ? "\r\nX-Forwarded-Proto: https\r\n"sv
-                               : "\r\nX-Forwarded-Proto: http\r\n"sv});
-  if (!parts.request_id.empty()) append_all(out, {"X-Request-Id: "sv, parts.request_id, "\r\n"sv});
+  out.append(
+      "X-Forwarded-For: "sv, xff, xff_count > 0 ? ", "sv : ""sv, parts.client_addr,
+      parts.https ? "\r\nX-Forwarded-Proto: https\r\n"sv : "\r\nX-Forwarded-Proto: http\r\n"sv);
+  if (!parts.request_id.empty()) out.append("X-Request-Id: "sv, parts.request_id, "\r\n"sv);
   const auto verb = client.method();
   if (parts.body_size > 0 || verb == bhttp::verb::post || verb == bhttp::verb::put ||
       verb == bhttp::verb::patch) {
     char digits[24];
     const auto r = fmt::format_to_n(digits, sizeof digits, "{}", parts.body_size);
-    append_all(out, {"Content-Length: "sv, std::string_view(digits, r.size), "\r\n"sv});
+    out.append("Content-Length: "sv, std::string_view(digits, r.size), "\r\n"sv);
   }
   out.append("\r\n"sv);
 }

@@ -14,6 +14,7 @@
 
 #include <span>
 
+#include "core/bytes.hpp"
 #include "gateway/request.hpp"
 
 namespace llmux::gateway {
@@ -86,7 +87,7 @@ struct UpstreamRequestParts {
 /// client's Authorization kept unless the backend has a key or the gateway checks keys),
 /// X-Forwarded-For/-Proto, X-Request-Id, Content-Length, and the blank line. The body follows it
 /// unchanged.
-void build_upstream_head(std::string& out, const Request& client,
+void build_upstream_head(ByteBuilder& out, const Request& client,
                          const UpstreamRequestParts& parts);
 
 }  // namespace llmux::gateway

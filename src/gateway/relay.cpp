@@ -8,7 +8,6 @@
 #include <boost/beast/core/read_size.hpp>
 #include <boost/json.hpp>
 
-#include "core/append.hpp"
 #include "core/clock.hpp"
 #include "core/openai_error.hpp"
 #include "gateway/health.hpp"
@@ -151,15 +150,15 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   const bool head = req.method() == bhttp::verb::head;
   // The client's header: the status line and the backend's end-to-end fields (the parser wrote
   // them as it read them: gateway/upstream_response.hpp), then the gateway's own and the framing.
-  // A worker-pooled string, given back as soon as the header is out: a held-open stream keeps
+  // A worker-pooled builder, given back as soon as the header is out: a held-open stream keeps
   // no copy of its header.
-  std::string header_bytes = std::move(p.header());
-  append_all(header_bytes,
-             {"x-llmux-backend: "sv, b.name, "\r\nx-request-id: "sv, rec.request_id, "\r\n"sv});
+  ByteBuilder header_bytes = std::move(p.header());
+  header_bytes.append("x-llmux-backend: "sv, b.name, "\r\nx-request-id: "sv, rec.request_id,
+                      "\r\n"sv);
   if (rec.queue_depth > 0) {
     char digits[16];
     const auto r = fmt::format_to_n(digits, sizeof digits, "{}", rec.queue_depth);
-    header_bytes.append("x-llmux-queue-depth: "sv).append(digits, r.size).append("\r\n"sv);
+    header_bytes.append("x-llmux-queue-depth: "sv, std::string_view(digits, r.size), "\r\n"sv);
   }
   // The body is framed here (chunk size, data, CRLF) when the backend's is delimited otherwise
   // than by a length (chunked, or by the close): an HTTP/1.0 client gets it until the close.
@@ -197,11 +196,11 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   if (sse && !header_bytes.empty()) {
     // A stream's header goes out at once: the client sees the response begin (TTFB) even
     // while the first event is still being computed (a long prefill).
-    write_ready(c.sock, Ready{.header = header_bytes}, rest, wec);
+    write_ready(c.sock, Ready{.header = header_bytes.view()}, rest, wec);
     if (!wec && !rest.empty()) wec = co_await write_rest(c, rest, idle);
     if (wec) client_failed = true;
     header_bytes.clear();
-    w.give_string(std::move(header_bytes));
+    w.give_bytes(std::move(header_bytes));
   }
 
   // The body passes through a worker's buffer. An event stream holds none while it waits for
@@ -337,9 +336,10 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
     if (cut == 0 && tail.empty() && !last && !upstream_failed) continue;
 
     if (!header_bytes.empty() || cut > 0 || !tail.empty() || (chunked && last)) {
-      write_ready(c.sock,
-                  Ready{header_bytes, chunked, std::string_view(buf, cut), tail, last && chunked},
-                  rest, wec);
+      write_ready(
+          c.sock,
+          Ready{header_bytes.view(), chunked, std::string_view(buf, cut), tail, last && chunked},
+          rest, wec);
       if (!wec && !rest.empty()) wec = co_await write_rest(c, rest, idle);
       if (wec) {
         client_failed = true;
@@ -371,7 +371,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
       }
       if (!header_bytes.empty()) {
         header_bytes.clear();
-        w.give_string(std::move(header_bytes));
+        w.give_bytes(std::move(header_bytes));
       }
     }
     if (upstream_failed && !can_end_cleanly) {
@@ -386,11 +386,11 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   }
   if (!header_bytes.empty() && !client_failed && !c.watch.client_gone) {
     // Nothing of the body was written (HEAD, or an empty body): send the header alone.
-    write_ready(c.sock, Ready{.header = header_bytes}, rest, wec);
+    write_ready(c.sock, Ready{.header = header_bytes.view()}, rest, wec);
     if (!wec && !rest.empty()) wec = co_await write_rest(c, rest, idle);
     if (wec) client_failed = true;
   }
-  if (header_bytes.capacity() > 0) w.give_string(std::move(header_bytes));
+  if (header_bytes.capacity() > 0) w.give_bytes(std::move(header_bytes));
   stall.end();
   if (p.is_done() && !upstream_failed && rec.status < 500)
     upstream::note_progress(b, wrote_ns > 0 ? wrote_ns : mono_ns());

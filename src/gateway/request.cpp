@@ -88,8 +88,14 @@ void RequestParser::on_request_impl(bhttp::verb method, sv method_string, sv tar
 
 void RequestParser::on_field_impl(bhttp::field name, sv name_string, sv value, error_code&) {
   if (is_header_done()) return;  // a trailer field of a chunked body: never a header field
-  const std::uint32_t at = keep(name_string);
-  keep(value);
+  // Kept as a line, name ": " value CRLF (HeaderField::line()): the line as received when it is
+  // exactly that (the usual case: one copy), else joined.
+  using namespace std::string_view_literals;
+  const auto at = static_cast<std::uint32_t>(stage_.bytes.size());
+  if (const sv line = field_line(name_string, value); !line.empty())
+    stage_.bytes.append(std::string_view(line));
+  else
+    stage_.bytes.append(name_string, ": "sv, value, "\r\n"sv);
   stage_.at.push_back({name, at, static_cast<std::uint32_t>(name_string.size()),
                        static_cast<std::uint32_t>(value.size())});
 }
@@ -97,12 +103,12 @@ void RequestParser::on_field_impl(bhttp::field name, sv name_string, sv value, e
 void RequestParser::on_header_impl(error_code&) {
   // The header is complete: the request takes its bytes, exactly sized (a connection's next
   // request reuses the memory when it fits), and the views are made once, into their place.
-  const std::string& bytes = stage_.bytes;
+  const ByteBuilder& bytes = stage_.bytes;
   if (r_.block_.capacity() < bytes.size()) {
     std::vector<char>().swap(r_.block_);
     r_.block_.reserve(bytes.size());
   }
-  r_.block_.assign(bytes.begin(), bytes.end());
+  r_.block_.assign(bytes.data(), bytes.data() + bytes.size());
   const char* base = r_.block_.data();
   r_.method_string_ = std::string_view(base, method_size_);
   r_.target_ = std::string_view(base + method_size_, target_size_);
@@ -114,7 +120,7 @@ void RequestParser::on_header_impl(error_code&) {
   for (std::size_t i = 0; i < stage_.at.size(); ++i) {
     const FieldAt& f = stage_.at[i];
     r_.fields_[i] = {f.name, std::string_view(base + f.at, f.name_size),
-                     std::string_view(base + f.at + f.name_size, f.value_size)};
+                     std::string_view(base + f.at + f.name_size + 2, f.value_size)};
   }
   r_.keep_alive_ = keep_alive();
 }

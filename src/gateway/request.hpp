@@ -1,12 +1,12 @@
 #pragma once
 // A client's request as the gateway keeps it while serving it, and the parser that reads it.
 // llmux's HTTP/1 parser (http/parser.hpp, Beast's basic_parser's drop-in) without Beast's fields
-// container: the method, the target and every field's name and value are copied, as they are
-// parsed, into one block, and when the header is complete the fields become a list of views into
-// it, in order. Nothing is allocated per field, lookups walk a short list instead of a tree, and
-// a connection's next request reuses the memory of the last one. Trailer fields of a chunked body
-// are dropped as they are parsed (they never become header fields). The body is read whole into
-// a string (string_body's behaviour).
+// container: the method, the target and every field's line (name ": " value CRLF) are copied, as
+// they are parsed, into one block, and when the header is complete the fields become a list of
+// views into it, in order. Nothing is allocated per field, lookups walk a short list instead of a
+// tree, and a connection's next request reuses the memory of the last one. Trailer fields of a
+// chunked body are dropped as they are parsed (they never become header fields). The body is read
+// whole into a string (string_body's behaviour).
 //
 // Thread safety: one thread. A Request is movable, not copyable (its views point into its block).
 #include <cstddef>
@@ -19,6 +19,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
+#include "core/bytes.hpp"
 #include "http/parser.hpp"
 
 namespace llmux::gateway {
@@ -29,10 +30,16 @@ namespace bhttp = boost::beast::http;
 /// needs to parse it in place (static_assert in request_view.cpp).
 inline constexpr std::uint64_t kBodyPadding = 64;
 
-/// One header field, as received (views into its Request).
+/// One header field, as received (views into its Request, which keeps each field as a line:
+/// the name, ": ", the value and CRLF, the lines in the order received).
 struct HeaderField {
   bhttp::field name = bhttp::field::unknown;  // Beast's known fields; unknown for the rest
   std::string_view name_string, value;
+  /// name ": " value CRLF: what a proxy forwards of the field (a view into its Request).
+  std::string_view line() const {
+    return {name_string.data(),
+            static_cast<std::size_t>(value.data() + value.size() + 2 - name_string.data())};
+  }
 };
 
 class Request {
@@ -107,7 +114,7 @@ class RequestParser final : public llmux::http::Parser<true> {
   /// request gets them, exactly sized, when the header is complete (a held-open stream keeps its
   /// request: no slack). Pooled per thread: no allocation in the steady state.
   struct Stage {
-    std::string bytes;
+    ByteBuilder bytes;
     std::vector<FieldAt> at;
   };
   friend struct ParserStages;

@@ -75,11 +75,11 @@ Attempt failed(Outcome& fail, Kind kind, std::string message) {
   return {};
 }
 
-/// The upstream request's head for `b` (a worker's pooled string; give it back).
-std::string upstream_head(Worker& w, const upstream::Backend& b, const Request& req,
+/// The upstream request's head for `b` (a worker's pooled builder; give it back).
+ByteBuilder upstream_head(Worker& w, const upstream::Backend& b, const Request& req,
                           std::string_view peer, std::string_view request_id,
                           const UsageRequest& usage, bool keep_client_authorization, bool https) {
-  std::string head = w.take_string();
+  ByteBuilder head = w.take_bytes();
   // The backend's base path before the client's target (none: the target as it is).
   std::string prefixed;
   if (!b.base_path.empty()) prefixed.append(b.base_path).append(req.target());
@@ -95,11 +95,11 @@ std::string upstream_head(Worker& w, const upstream::Backend& b, const Request& 
   return head;
 }
 
-/// A pooled string given back to its worker when the scope ends.
-struct PooledString {
+/// A pooled builder given back to its worker when the scope ends.
+struct PooledBytes {
   Worker& w;
-  std::string s;
-  ~PooledString() { w.give_string(std::move(s)); }
+  ByteBuilder b;
+  ~PooledBytes() { w.give_bytes(std::move(b)); }
 };
 
 }  // namespace
@@ -108,7 +108,7 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
                              Client& c, const std::string& request_id, const UsageRequest& usage,
                              bool queued, Outcome& fail) {
   ClientWatch& watch = c.watch;
-  const PooledString head{
+  const PooledBytes head{
       w, upstream_head(w, b, req, c.peer, request_id, usage, !f.keys.enabled(), c.sock.tls())};
   auto client_gone = [&] { return failed(fail, Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
@@ -127,7 +127,8 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
     }
     Attempt a;
     a.up = std::move(conn.up);
-    std::array<net::const_buffer, 3> out{net::buffer(head.s), net::buffer(usage.first(req.body())),
+    std::array<net::const_buffer, 3> out{net::buffer(head.b.view()),
+                                         net::buffer(usage.first(req.body())),
                                          net::buffer(usage.second(req.body()))};
     const std::size_t total = out[0].size() + out[1].size() + out[2].size();
     a.up->dl.arm(f.cfg.timeouts.first_byte);
@@ -157,7 +158,7 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
     a.sent_ns = mono_ns();
     boost::system::error_code rec;
     for (int interim = 0;; ++interim) {
-      a.parser = std::make_unique<UpstreamResponse>(w.take_string());
+      a.parser = std::make_unique<UpstreamResponse>(w.take_bytes());
       a.parser->omit_queue_depth(queued);
       a.parser->body_limit(boost::none);
       a.parser->header_limit(64 * 1024);

@@ -7,7 +7,6 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/status.hpp>
 
-#include "core/append.hpp"
 #include "core/ascii.hpp"
 #include "gateway/http_rules.hpp"
 
@@ -21,7 +20,7 @@ using llmux::iequals;
 
 }  // namespace
 
-UpstreamResponse::UpstreamResponse(std::string header) : header_(std::move(header)) {
+UpstreamResponse::UpstreamResponse(ByteBuilder header) : header_(std::move(header)) {
   header_.clear();
 }
 
@@ -40,7 +39,7 @@ void UpstreamResponse::on_response_impl(int code, sv reason, int, error_code&) {
       reason.empty() ? std::string_view(bhttp::obsolete_reason(static_cast<bhttp::status>(code)))
                      : std::string_view(reason);
   header_.clear();
-  append_all(header_, {"HTTP/1.1 "sv, std::string_view(digits, 3), " "sv, phrase, "\r\n"sv});
+  header_.append("HTTP/1.1 "sv, std::string_view(digits, 3), " "sv, phrase, "\r\n"sv);
 }
 
 void UpstreamResponse::on_field_impl(bhttp::field name, sv name_string, sv value, error_code&) {
@@ -63,7 +62,11 @@ void UpstreamResponse::on_field_impl(bhttp::field name, sv name_string, sv value
     content_type_at_ = static_cast<std::uint32_t>(header_.size() + name_string.size() + 2);
     content_type_size_ = static_cast<std::uint32_t>(value.size());
   }
-  append_all(header_, {name_string, ": "sv, value, "\r\n"sv});
+  // The line as received when it is exactly these pieces (the usual case): one copy.
+  if (const sv line = field_line(name_string, value); !line.empty())
+    header_.append(std::string_view(line));
+  else
+    header_.append(name_string, ": "sv, value, "\r\n"sv);
 }
 
 void UpstreamResponse::on_header_impl(error_code&) {
@@ -81,9 +84,9 @@ void UpstreamResponse::on_header_impl(error_code&) {
                           [&](std::string_view t) { found = found || iequals(t, field); });
     return found;
   };
-  std::string kept;
+  ByteBuilder kept;
   kept.reserve(header_.size());
-  std::string_view rest = header_;
+  std::string_view rest = header_.view();
   const auto status_end = rest.find("\r\n") + 2;
   kept.append(rest.substr(0, status_end));
   rest.remove_prefix(status_end);
@@ -101,7 +104,7 @@ void UpstreamResponse::on_header_impl(error_code&) {
     }
     kept.append(line);
   }
-  header_.swap(kept);
+  header_ = std::move(kept);
 }
 std::size_t UpstreamResponse::put_body(sv body, error_code& ec) {
   // As Beast's buffer_body: what fits is taken; need_buffer when not everything did.

@@ -10,7 +10,7 @@
 // A response_parser<buffer_body> with its fields, then erasing the hop-by-hop fields and
 // serialising the rest, allocated per field and walked the header three times; this copies
 // each passing field once, as it is parsed, and allocates nothing in the steady state (the
-// header string comes from the worker's pool). Only a Connection field naming other fields (rare)
+// header builder comes from the worker's pool). Only a Connection field naming other fields (rare)
 // makes it take their lines out again when the header is complete.
 //
 // Thread safety: one thread, like any parser.
@@ -20,14 +20,15 @@
 #include <string_view>
 
 #include <boost/beast/core/string.hpp>
+#include "core/bytes.hpp"
 #include "http/parser.hpp"
 
 namespace llmux::gateway {
 
 class UpstreamResponse final : public llmux::http::Parser<false> {
  public:
-  /// `header`: where the client's header goes (cleared first): a worker's pooled string.
-  explicit UpstreamResponse(std::string header = {});
+  /// `header`: where the client's header goes (cleared first): a worker's pooled builder.
+  explicit UpstreamResponse(ByteBuilder header = {});
 
   int status() const { return status_; }
   /// Set before the header is parsed: the gateway writes X-Llmux-Queue-Depth itself (as it
@@ -37,10 +38,10 @@ class UpstreamResponse final : public llmux::http::Parser<false> {
   /// Once is_header_done(): the client's header so far, "HTTP/1.1 <status> <reason>\r\n" and
   /// the end-to-end fields ("Name: value\r\n" each); the caller adds its own fields and the
   /// blank line.
-  std::string& header() { return header_; }
+  ByteBuilder& header() { return header_; }
   /// Content-Type's value (a view into header(), valid while it is unchanged).
   std::string_view content_type() const {
-    return std::string_view(header_).substr(content_type_at_, content_type_size_);
+    return header_.view().substr(content_type_at_, content_type_size_);
   }
   bool has_content_length() const { return has_content_length_; }
 
@@ -69,7 +70,7 @@ class UpstreamResponse final : public llmux::http::Parser<false> {
   void on_finish_impl(error_code&) override {}
   std::size_t put_body(sv body, error_code& ec);
 
-  std::string header_;
+  ByteBuilder header_;
   std::string connection_;  // the values of the Connection fields, joined (usually empty)
   std::uint32_t content_type_at_ = 0, content_type_size_ = 0;
   char* body_ = nullptr;

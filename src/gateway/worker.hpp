@@ -25,6 +25,7 @@
 #include "auth/quota.hpp"
 #include "auth/usage.hpp"
 #include "config/config.hpp"
+#include "core/bytes.hpp"
 #include "gateway/access_log.hpp"
 #include "gateway/fleet.hpp"
 #include "gateway/metrics.hpp"
@@ -253,19 +254,20 @@ struct Worker {
   // The JSON parser every relayed response's tap reads with (parsing never suspends).
   openai::JsonScratch json;
 
-  // Scratch strings for the upstream request head, reused: a request holds one only while its
-  // head is built and written, so a held-open stream keeps none.
-  std::vector<std::string> free_strings;
-  std::string take_string() {
-    if (free_strings.empty()) return {};
-    std::string s = std::move(free_strings.back());
-    free_strings.pop_back();
-    return s;
+  // Header builders (the upstream request's head, the client's response header), reused: a
+  // request holds one only while its header is built and written, so a held-open stream keeps
+  // none.
+  std::vector<ByteBuilder> free_bytes;
+  ByteBuilder take_bytes() {
+    if (free_bytes.empty()) return {};
+    ByteBuilder b = std::move(free_bytes.back());
+    free_bytes.pop_back();
+    return b;
   }
-  void give_string(std::string s) {
-    if (free_strings.size() < 256 && s.capacity() <= 16384) {
-      s.clear();
-      free_strings.push_back(std::move(s));
+  void give_bytes(ByteBuilder b) {
+    if (free_bytes.size() < 256 && b.capacity() > 0 && b.capacity() <= 16384) {
+      b.clear();
+      free_bytes.push_back(std::move(b));
     }
   }
 };

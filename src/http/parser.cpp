@@ -304,6 +304,12 @@ void Parser<isRequest>::parse_fields(const char*& in, const char* last, error_co
     }
     parse_field(p, last, name, value, buf, ec);
     if (ec) return;
+    // The line is name ": " value CRLF exactly (field_line()): the value right after ": "
+    // (not in the fold buffer) and the line's CRLF right after the value. (The name is always
+    // followed by ':'; a line ends with CRLF: parse_field takes no bare LF.)
+    const char* const name_end = name.data() + name.size();
+    field_line_ok_ =
+        value.data() == name_end + 2 && name_end[1] == ' ' && value.data() + value.size() + 2 == p;
     const field f = lookup_field(name);
     // Only these fields frame the message; for the others Beast's do_field just clears ec,
     // which is clear here.

@@ -111,6 +111,16 @@ class Parser {
                                          error_code& ec) = 0;
   virtual void on_finish_impl(error_code& ec) = 0;
 
+  /// In on_field_impl, given its name and value: the field's line as received, when it is
+  /// exactly name ": " value CRLF (one space after the colon, no trailing whitespace, no
+  /// obs-fold): a view into the caller's buffer that a callback may copy whole instead of
+  /// joining the pieces. Empty for any other line. (Not in Beast's interface.)
+  string_view field_line(string_view name, string_view value) const {
+    if (!field_line_ok_) return {};
+    return string_view(name.data(),
+                       static_cast<std::size_t>(value.data() + value.size() + 2 - name.data()));
+  }
+
  private:
   template <bool>
   friend class Parser;
@@ -176,6 +186,7 @@ class Parser {
   unsigned short status_ = 0;                                // response status
   state state_ = state::nothing_yet;                         // initial state
   unsigned f_ = 0;                                           // flags
+  bool field_line_ok_ = false;                               // field_line() has the line
 };
 
 template <bool isRequest>

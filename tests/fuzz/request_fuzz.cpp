@@ -81,7 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(req.fields().size() == header_fields);  // trailers never became fields
 
   const std::string target = "/base" + std::string(req.target());
-  std::string head;
+  llmux::ByteBuilder head;
   build_upstream_head(head, req,
                       {target, "backend:30000", (size & 1) ? "Bearer k" : "", "127.0.0.1", "rid",
                        req.body().size()});
@@ -89,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   http::request_parser<http::string_body> up;
   up.header_limit(64 * 1024);
   up.body_limit(1 << 20);
-  const std::string wire = head + req.body();
+  const std::string wire = head.str() + req.body();
   boost::system::error_code ec;
   std::size_t used = 0;
   while (!ec && !up.is_done() && used < wire.size())

@@ -74,7 +74,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
   const std::string_view wire = bytes;
 
-  UpstreamResponse p(std::string("left over from an earlier response"));
+  llmux::ByteBuilder left_over;
+  left_over.append("left over from an earlier response");
+  UpstreamResponse p(std::move(left_over));
   p.header_limit(8 * 1024);
   p.body_limit(64 * 1024);
   boost::beast::flat_buffer in;
@@ -122,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(body == ref_body);
 
   // The client's header parses back, with no hop-by-hop field and nothing Connection named.
-  const std::string head = p.header() + "\r\n";  // read as a HEAD answer: no body
+  const std::string head = p.header().str() + "\r\n";  // read as a HEAD answer: no body
   http::response_parser<http::empty_body> back;
   back.header_limit(64 * 1024);
   back.skip(true);

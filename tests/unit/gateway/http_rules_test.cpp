@@ -143,6 +143,19 @@ TEST(RequestParser, PiecesFromBuffersThatAreGoneByTheNextRead) {
   }
 }
 
+TEST(RequestParser, EveryFieldIsKeptAsItsLineWhateverItsSpacing) {
+  // build_upstream_head forwards HeaderField::line(): for every spacing and an obs-fold it must
+  // be name ": " value CRLF, with the value as parsed.
+  const Request r =
+      parse("GET / HTTP/1.1\r\nA: 1\r\nB:2\r\nC:  3  \r\nD:\r\nE: x\r\n y\r\nF: six words\r\n\r\n");
+  std::vector<std::string> lines;
+  for (const auto& f : r) lines.emplace_back(f.line());
+  EXPECT_EQ(lines, (std::vector<std::string>{"A: 1\r\n", "B: 2\r\n", "C: 3\r\n", "D: \r\n",
+                                             "E: x y\r\n", "F: six words\r\n"}));
+  EXPECT_EQ(r["c"], "3");
+  EXPECT_EQ(r["e"], "x y");
+}
+
 TEST(RequestParser, AConnectionsNextRequestForgetsTheLastOne) {
   Request r;
   {
@@ -192,7 +205,9 @@ Request client_request() {
 }
 
 // Parses a built head back with Beast, so the test checks what a backend would read.
-http::request<http::string_body> parse_head(const std::string& head, const std::string& body) {
+http::request<http::string_body> parse_head(const llmux::ByteBuilder& built,
+                                            const std::string& body) {
+  const std::string head = built.str();
   http::request_parser<http::string_body> p;
   boost::system::error_code ec;
   const std::string wire = head + body;
@@ -206,7 +221,7 @@ http::request<http::string_body> parse_head(const std::string& head, const std::
 
 TEST(UpstreamHead, BuiltFromTheClientsRequestWithTheBackendsParts) {
   const auto client = client_request();
-  std::string head;
+  llmux::ByteBuilder head;
   build_upstream_head(head, client,
                       {"/base/v1/chat/completions", "203.0.113.1:30000", "Bearer backend-key",
                        "127.0.0.9", "rid-1", 11});
@@ -233,7 +248,7 @@ TEST(UpstreamHead, BuiltFromTheClientsRequestWithTheBackendsParts) {
 
 TEST(UpstreamHead, ABackendWithoutAKeyGetsTheClientsAuthorization) {
   const auto client = client_request();
-  std::string head;
+  llmux::ByteBuilder head;
   build_upstream_head(head, client, {"/v1/x", "h:1", "", "127.0.0.1", "rid", 0});
   auto up = parse_head(head, "");
   EXPECT_EQ(up[http::field::authorization], "Bearer client");
@@ -246,7 +261,7 @@ TEST(UpstreamHead, ABackendWithoutAKeyGetsTheClientsAuthorization) {
 
 TEST(UpstreamHead, ForwardedProtoSaysHowTheClientCame) {
   const auto client = client_request();
-  std::string head;
+  llmux::ByteBuilder head;
   build_upstream_head(head, client, {"/v1/x", "h:1", "", "127.0.0.1", "rid", 0});
   EXPECT_EQ(parse_head(head, "")["X-Forwarded-Proto"], "http");
   build_upstream_head(head, client,
@@ -256,7 +271,7 @@ TEST(UpstreamHead, ForwardedProtoSaysHowTheClientCame) {
 
 TEST(UpstreamHead, BodylessGetHasNoContentLength) {
   const Request get = parse("GET /v1/models HTTP/1.1\r\nHost: gateway\r\n\r\n");
-  std::string head;
+  llmux::ByteBuilder head;
   build_upstream_head(head, get, {"/v1/models", "h:1", "", "127.0.0.1", "rid", 0});
   auto up = parse_head(head, "");
   EXPECT_EQ(up.count(http::field::content_length), 0u);

@@ -34,7 +34,7 @@ std::string client_header(UpstreamResponse& p, const std::string& wire, std::siz
       return {};
     }
   }
-  return p.header();
+  return p.header().str();
 }
 
 TEST(UpstreamResponse, EndToEndFieldsPassInOrderAndHopByHopOnesNever) {

@@ -207,6 +207,7 @@ struct Kept final : llmux::http::Parser<isRequest> {
   using ec_t = boost::beast::error_code;
   using sv = boost::beast::string_view;
   std::vector<std::string> fields;
+  std::vector<std::string> lines;  // field_line() of each field ("-" when it gave none)
   std::string body;
   int status = 0;
   bool finished = false;
@@ -214,6 +215,8 @@ struct Kept final : llmux::http::Parser<isRequest> {
   void on_response_impl(int code, sv, int, ec_t&) override { status = code; }
   void on_field_impl(bhttp::field, sv name, sv value, ec_t&) override {
     fields.push_back(std::string(name) + "=" + std::string(value));
+    const sv line = this->field_line(name, value);
+    lines.push_back(line.empty() ? "-" : std::string(line));
   }
   void on_header_impl(ec_t&) override {}
   void on_body_init_impl(const boost::optional<std::uint64_t>&, ec_t&) override {}
@@ -236,6 +239,31 @@ boost::beast::error_code put_all(Kept<isRequest>& p, std::string_view wire) {
   const std::size_t used = p.put(boost::asio::buffer(wire.data(), wire.size()), ec);
   EXPECT_TRUE(ec || used == wire.size()) << used;
   return ec;
+}
+
+TEST(Parser, FieldLineIsTheLineOnlyWhenItIsExactlyNameColonSpaceValueCrlf) {
+  // A callback copies field_line() instead of name ": " value CRLF (the gateway's header
+  // building): it must be given only where the two are the same bytes.
+  Kept<false> p;
+  ASSERT_FALSE(put_all(p,
+                       "HTTP/1.1 200 OK\r\nA: 1\r\nB:2\r\nC:  3\r\nD: 4 \r\nE: \r\n"
+                       "F: x\r\n y\r\nG:\t5\r\nH: six words here\r\nContent-Length: 0\r\n\r\n"));
+  ASSERT_TRUE(p.is_done());
+  const std::vector<std::string> want = {"A: 1\r\n",
+                                         "-",
+                                         "-",
+                                         "-",
+                                         "E: \r\n",
+                                         "-",
+                                         "-",
+                                         "H: six words here\r\n",
+                                         "Content-Length: 0\r\n"};
+  EXPECT_EQ(p.lines, want);
+  for (std::size_t i = 0; i < p.lines.size(); ++i) {
+    if (p.lines[i] == "-") continue;
+    const auto eq = p.fields[i].find('=');  // the line is exactly the pieces joined
+    EXPECT_EQ(p.lines[i], p.fields[i].substr(0, eq) + ": " + p.fields[i].substr(eq + 1) + "\r\n");
+  }
 }
 
 TEST(Parser, ContentLengthListOfEqualValuesIsOneLength) {
