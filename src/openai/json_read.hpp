@@ -6,6 +6,7 @@
 
 #include <string.h>  // memrchr (GNU)
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -108,6 +109,118 @@ inline std::string_view last_usage_object(std::string_view body) {
     }
   }
   return {};
+}
+
+/// Bytes a key may have for read_usage_flat: printable ASCII but the quote, the backslash (no
+/// escapes: the key's bytes are its value) and the braces (every scan stops at the '}' that ends
+/// the object).
+inline constexpr auto kPlainKeyByte = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x7f; ++c) t[c] = c != '"' && c != '\\' && c != '{' && c != '}';
+  return t;
+}();
+
+/// The usual `usage` object read without a JSON parser: true, with `u` set exactly as
+/// parse_usage() sets it, when `obj` is an object of the plain form backends write, keys of
+/// printable ASCII without escapes or braces whose values are unsigned integers (at most 19
+/// digits), null, or objects of such keys and values; false for anything else, which
+/// parse_usage() then reads. (simdjson's setup for a text this short costs more than the whole
+/// reading; on the path of every non-streaming answer. tests/fuzz/tap_fuzz.cpp checks it against
+/// parse_usage().)
+inline bool read_usage_flat(std::string_view obj, StreamUsage& u) {
+  // Every scan stops at the '}' that ends `obj` at the latest, so none checks for the end: p
+  // reaches it only by taking a '}', and that is checked where it can happen. (Each scan on a
+  // local copy of p, which the compiler keeps in a register.)
+  if (obj.size() < 2 || obj.back() != '}') return false;
+  const char* p = obj.data();
+  const char* const end = p + obj.size();
+  auto ws = [&] {
+    const char* q = p;
+    while (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t') ++q;
+    p = q;
+  };
+  auto key = [&](std::string_view& k) {
+    if (*p != '"') return false;
+    const char* const b = p + 1;
+    const char* q = b;
+    while (kPlainKeyByte[static_cast<unsigned char>(*q)]) ++q;
+    if (*q != '"') return false;
+    k = std::string_view(b, static_cast<std::size_t>(q - b));
+    p = q + 1;
+    ws();
+    if (*p != ':') return false;
+    ++p;
+    ws();
+    return true;
+  };
+  // An unsigned integer or null (nullopt); false for any other value.
+  auto scalar = [&](std::optional<std::uint64_t>& x) {
+    if (end - p >= 4 && std::memcmp(p, "null", 4) == 0) {
+      p += 4;
+      x.reset();
+    } else {
+      const char* const b = p;
+      const char* q = b;
+      std::uint64_t n = 0;
+      while (*q >= '0' && *q <= '9') n = n * 10 + static_cast<unsigned>(*q++ - '0');
+      p = q;
+      const auto digits = q - b;
+      if (digits == 0 || digits > 19 || (digits > 1 && *b == '0')) return false;
+      x = n;
+    }
+    return p < end &&
+           (*p == ',' || *p == '}' || *p == ' ' || *p == '\n' || *p == '\r' || *p == '\t');
+  };
+  // The members of an object up to its '}' (p just past its '{'), each handed to `member`.
+  auto members = [&](auto&& member) {
+    ws();
+    if (*p == '}') {
+      ++p;
+      return true;
+    }
+    for (;;) {
+      std::string_view k;
+      if (!key(k) || !member(k)) return false;
+      if (p == end) return false;  // a value's '}' ended the text
+      ws();
+      if (*p == '}') {
+        ++p;
+        return true;
+      }
+      if (*p != ',') return false;
+      ++p;
+      ws();
+    }
+  };
+  StreamUsage r;
+  // Where a key's value goes (parse_usage's names), null for the keys it does not read.
+  auto slot = [&](std::string_view k) -> std::optional<std::uint64_t>* {
+    if (k == "prompt_tokens" || k == "input_tokens") return &r.prompt_tokens;
+    if (k == "completion_tokens" || k == "output_tokens") return &r.completion_tokens;
+    return nullptr;
+  };
+  ws();
+  if (*p != '{') return false;
+  ++p;
+  const bool ok = members([&](std::string_view k) {
+    std::optional<std::uint64_t> x;
+    if (*p == '{') {  // details: only cached_tokens is read, of the prompt's
+      ++p;
+      if (auto* to = slot(k)) to->reset();  // not a number: none (as get_u64)
+      const bool details = k == "prompt_tokens_details" || k == "input_tokens_details";
+      return members([&](std::string_view dk) {
+        if (!scalar(x)) return false;
+        if (details && dk == "cached_tokens") r.cached_tokens = x;
+        return true;
+      });
+    }
+    if (!scalar(x)) return false;
+    if (auto* to = slot(k)) *to = x;
+    return true;
+  });
+  if (!ok || p != end) return false;
+  u = r;
+  return true;
 }
 
 inline void parse_usage(od::value& v, StreamUsage& u) {

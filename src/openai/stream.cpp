@@ -395,6 +395,13 @@ struct StreamInterpreter::Run {
     const std::string_view obj = last_usage_object(body);
     if (obj.empty()) return on_body(body);
     EventInfo info;
+    if (StreamUsage u; read_usage_flat(obj, u)) {  // the usual plain object
+      merge_usage(u);
+      info.usage = true;
+      info.done = true;
+      done = true;
+      return info;
+    }
     const std::size_t n = obj.size();
     if (buf.size() < n + simdjson::SIMDJSON_PADDING) buf.resize(n + simdjson::SIMDJSON_PADDING);
     std::memcpy(buf.data(), obj.data(), n);

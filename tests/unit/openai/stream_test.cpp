@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "openai/json_read.hpp"
 #include "openai/sse.hpp"
 #include "vllm_streams.hpp"
 
@@ -388,6 +389,60 @@ TEST(OpenAiBody, UsageOnlyReadsTheLastUsageObjectAndAgreesWithTheWholeBody) {
   c.on_body_usage(bodies[1]);
   EXPECT_EQ(c.usage().prompt_tokens, 11u) << "the top-level usage, not one inside a string";
   EXPECT_EQ(c.usage().cached_tokens, 8u);
+}
+
+TEST(OpenAiBody, PlainUsageObjectsAreReadWithoutTheParserAndAsItReadsThem) {
+  // read_usage_flat (the hot path's reader of a non-streaming answer's usage) must set exactly
+  // what parse_usage sets, and take the plain forms backends write; anything else is left to
+  // parse_usage (false).
+  namespace jr = llmux::openai::json_read;
+  struct Case {
+    std::string obj;
+    bool plain;
+  };
+  const std::vector<Case> cases = {
+      {R"({"prompt_tokens":4,"completion_tokens":1,"total_tokens":5})", true},
+      {R"({"prompt_tokens":7,"total_tokens":135,"completion_tokens":128,"prompt_tokens_details":null})",
+       true},
+      {R"( { "input_tokens" : 12 , "output_tokens":3,"input_tokens_details":{"cached_tokens":8}})",
+       true},
+      {R"({"prompt_tokens":11,"prompt_tokens_details":{"cached_tokens":2,"audio_tokens":0},"completion_tokens_details":{"cached_tokens":9,"reasoning_tokens":0}})",
+       true},
+      {R"({"prompt_tokens":5,"prompt_tokens":null,"completion_tokens":2})", true},
+      {R"({"prompt_tokens":5,"prompt_tokens":{},"completion_tokens":{"a":1}})", true},
+      {R"({"prompt_tokens":18446744073709551615})", false},  // 20 digits: parse_usage's
+      {R"({"prompt_tokens":9999999999999999999})", true},
+      {R"({})", true},
+      {R"({"prompt_tokens":1.5})", false},
+      {R"({"prompt_tokens":-1})", false},
+      {R"({"prompt_tokens":01})", false},
+      {R"({"note":"x","prompt_tokens":6})", false},
+      {R"({"prompt\u005ftokens":6})", false},  // an escape in a key
+      {R"({"prompt_tokens":6,"d":{"e":{"f":1}}})", false},
+      {R"({"prompt_tokens":6,})", false},
+      {R"({"prompt_tokens":6} x)", false},
+      {R"({"prompt_tokens":6)", false},
+  };
+  simdjson::ondemand::parser parser;
+  for (const auto& c : cases) {
+    StreamUsage fast;
+    const bool read = jr::read_usage_flat(c.obj, fast);
+    EXPECT_EQ(read, c.plain) << c.obj;
+    if (!read) continue;
+    simdjson::padded_string padded(c.obj);
+    StreamUsage slow;
+    simdjson::ondemand::document doc = parser.iterate(padded);
+    simdjson::ondemand::value v = doc.get_value();
+    jr::parse_usage(v, slow);
+    EXPECT_EQ(fast.prompt_tokens, slow.prompt_tokens) << c.obj;
+    EXPECT_EQ(fast.completion_tokens, slow.completion_tokens) << c.obj;
+    EXPECT_EQ(fast.cached_tokens, slow.cached_tokens) << c.obj;
+  }
+  StreamUsage u;
+  ASSERT_TRUE(jr::read_usage_flat(cases[4].obj, u));
+  EXPECT_FALSE(u.prompt_tokens.has_value()) << "the last value of a key counts, null included";
+  ASSERT_TRUE(jr::read_usage_flat(cases[3].obj, u));
+  EXPECT_EQ(u.cached_tokens, 2u) << "the prompt's details, not the completion's";
 }
 
 TEST(OpenAiBody, ErrorBodies) {
