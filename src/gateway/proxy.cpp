@@ -447,7 +447,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
                                     a.sent_ns - start - not_overhead);
     // No attempt follows one that got a response: the body is not needed any more (a Codex
     // turn's can be hundreds of KiB, and its stream lasts minutes).
-    std::string().swap(req.body());
+    req.release_body();
     co_await relay(f, w, c, req, b, a, rec, last, learn, usage.asked);
     // Counted before anything else may suspend: the client has the whole answer already, and
     // its next request (a scrape of /metrics, say) may reach another worker at once.

@@ -21,7 +21,7 @@ namespace llmux::gateway {
 /// One attempt whose final response header has arrived (`up` null: none did; why is elsewhere).
 struct Attempt {
   std::shared_ptr<upstream::Upstream> up;
-  std::unique_ptr<UpstreamResponse> parser;
+  UpstreamResponse::Ptr parser;
   std::int64_t sent_ns = 0;  // when the request's last byte was written (mono_ns)
 };
 

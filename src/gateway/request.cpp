@@ -13,6 +13,16 @@ namespace {
 /// A body's first reservation at most (a client's Content-Length is a claim, not memory).
 constexpr std::uint64_t kMaxReserve = 1 << 20;
 
+/// Spare bodies kept per thread (Request::release_body): at most this many, each at most this
+/// large (a thread's spares hold at most 1 MiB).
+constexpr std::size_t kSpareBodies = 64;
+constexpr std::size_t kSpareBodySize = 16 * 1024;
+
+std::vector<std::string>& spare_bodies() {
+  thread_local std::vector<std::string> bodies;
+  return bodies;
+}
+
 }  // namespace
 
 /// The parsers' stages, reused: a parser takes one when it starts and gives it back when it
@@ -44,6 +54,15 @@ std::size_t Request::count(bhttp::field name) const {
 std::size_t Request::count(std::string_view name) const {
   return static_cast<std::size_t>(std::count_if(
       fields_.begin(), fields_.end(), [&](const auto& f) { return iequals(f.name_string, name); }));
+}
+
+void Request::release_body() {
+  auto& spare = spare_bodies();
+  if (body_.capacity() > 15 && body_.capacity() <= kSpareBodySize && spare.size() < kSpareBodies) {
+    body_.clear();
+    spare.push_back(std::move(body_));
+  }
+  std::string().swap(body_);
 }
 
 RequestParser::RequestParser(Request& into) : r_(into) {
@@ -129,9 +148,13 @@ void RequestParser::on_body_init_impl(boost::optional<std::uint64_t> const& cont
                                       error_code&) {
   // With room for the padding the JSON parser reads past the end (gateway/request_view.cpp:
   // read_body_fields), which would otherwise reallocate and copy the body.
-  if (content_length)
-    r_.body_.reserve(
-        static_cast<std::size_t>(std::min(*content_length, kMaxReserve) + kBodyPadding));
+  if (!content_length) return;
+  const auto want = static_cast<std::size_t>(std::min(*content_length, kMaxReserve) + kBodyPadding);
+  if (auto& spare = spare_bodies(); r_.body_.capacity() <= 15 && !spare.empty()) {
+    r_.body_ = std::move(spare.back());  // (empty; reserve() below grows it when too small)
+    spare.pop_back();
+  }
+  r_.body_.reserve(want);
 }
 
 std::size_t RequestParser::on_body_impl(sv body, error_code&) {

@@ -158,7 +158,7 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
     a.sent_ns = mono_ns();
     boost::system::error_code rec;
     for (int interim = 0;; ++interim) {
-      a.parser = std::make_unique<UpstreamResponse>(w.take_bytes());
+      a.parser = UpstreamResponse::make(w.take_bytes());
       a.parser->omit_queue_depth(queued);
       a.parser->body_limit(boost::none);
       a.parser->header_limit(64 * 1024);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
@@ -22,6 +23,32 @@ using llmux::iequals;
 
 UpstreamResponse::UpstreamResponse(ByteBuilder header) : header_(std::move(header)) {
   header_.clear();
+}
+
+namespace {
+
+/// Parsers given back on this thread (Recycle), at most kSpares.
+constexpr std::size_t kSpares = 64;
+std::vector<std::unique_ptr<UpstreamResponse>>& spares() {
+  thread_local std::vector<std::unique_ptr<UpstreamResponse>> v;
+  return v;
+}
+
+}  // namespace
+
+void UpstreamResponse::Recycle::operator()(UpstreamResponse* p) const noexcept {
+  std::unique_ptr<UpstreamResponse> owned(p);
+  auto& v = spares();
+  if (v.size() < kSpares) v.push_back(std::move(owned));
+}
+
+UpstreamResponse::Ptr UpstreamResponse::make(ByteBuilder header) {
+  auto& v = spares();
+  if (v.empty()) return Ptr(new UpstreamResponse(std::move(header)));
+  Ptr p(v.back().release());
+  v.pop_back();
+  *p = UpstreamResponse(std::move(header));  // a parser is not reusable: a fresh one's state
+  return p;
 }
 
 // Every view Beast gives is valid only during the call that gives it (the input may change

@@ -16,6 +16,7 @@
 // Thread safety: one thread, like any parser.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,15 @@ class UpstreamResponse final : public llmux::http::Parser<false> {
  public:
   /// `header`: where the client's header goes (cleared first): a worker's pooled builder.
   explicit UpstreamResponse(ByteBuilder header = {});
+
+  /// Gives a parser back to this thread's spares when its owner is done with it.
+  struct Recycle {
+    void operator()(UpstreamResponse* p) const noexcept;
+  };
+  using Ptr = std::unique_ptr<UpstreamResponse, Recycle>;
+  /// A parser for a new response, as the constructor makes it: one of this thread's spares when
+  /// there is one (no allocation per response), else a new one.
+  static Ptr make(ByteBuilder header);
 
   int status() const { return status_; }
   /// Set before the header is parsed: the gateway writes X-Llmux-Queue-Depth itself (as it

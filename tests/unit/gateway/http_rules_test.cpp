@@ -156,6 +156,20 @@ TEST(RequestParser, EveryFieldIsKeptAsItsLineWhateverItsSpacing) {
   EXPECT_EQ(r["e"], "x y");
 }
 
+TEST(RequestParser, AReleasedBodysMemoryServesTheNextRequestsBody) {
+  // release_body() (once a response began) keeps the memory for the thread's next request: the
+  // body is empty and holds nothing, and the next body read on the thread uses that memory.
+  Request a = parse("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello");
+  ASSERT_EQ(a.body(), "hello");
+  const char* memory = a.body().data();
+  a.release_body();
+  EXPECT_TRUE(a.body().empty());
+  EXPECT_LE(a.body().capacity(), 15u) << "a held-open stream keeps no body";
+  Request b = parse("POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+  EXPECT_EQ(b.body(), "abc");
+  EXPECT_EQ(b.body().data(), memory);
+}
+
 TEST(RequestParser, AConnectionsNextRequestForgetsTheLastOne) {
   Request r;
   {

@@ -70,6 +70,42 @@ TEST(UpstreamResponse, EndToEndFieldsPassInOrderAndHopByHopOnesNever) {
   }
 }
 
+TEST(UpstreamResponse, ARecycledParserStartsAsANewOneAndReadsOnlyItsOwnResponse) {
+  // make() hands out a parser given back before (no allocation per response): nothing of the
+  // response it read may show in the next one.
+  UpstreamResponse* first = nullptr;
+  {
+    UpstreamResponse::Ptr p = UpstreamResponse::make({});
+    first = p.get();
+    p->omit_queue_depth(true);
+    p->eager(true);
+    char buf[64];
+    p->body_buffer(buf, sizeof buf);
+    const std::string wire =
+        "HTTP/1.1 502 Bad Gateway\r\nConnection: close, X-Gone\r\nContent-Type: a/b\r\n"
+        "Content-Length: 3\r\n\r\nabc";
+    boost::system::error_code ec;
+    p->put(boost::asio::buffer(wire), ec);
+    ASSERT_FALSE(ec) << ec.message();
+    ASSERT_TRUE(p->is_done());
+  }
+  llmux::ByteBuilder header;
+  header.append("left over");
+  UpstreamResponse::Ptr q = UpstreamResponse::make(std::move(header));
+  EXPECT_EQ(q.get(), first) << "the parser given back is reused";
+  EXPECT_FALSE(q->is_header_done());
+  EXPECT_TRUE(q->header().empty());
+  const std::string second =
+      "HTTP/1.1 200 OK\r\nX-Gone: kept now\r\nx-llmux-queue-depth: 4\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+  EXPECT_EQ(client_header(*q, second),
+            "HTTP/1.1 200 OK\r\nX-Gone: kept now\r\nx-llmux-queue-depth: 4\r\n");
+  EXPECT_EQ(q->status(), 200);
+  EXPECT_FALSE(q->has_content_length());
+  EXPECT_TRUE(q->content_type().empty());
+  EXPECT_FALSE(q->is_done());
+}
+
 TEST(UpstreamResponse, TheGatewaysOwnFieldsAreLeftOut) {
   const std::string wire =
       "HTTP/1.1 201 Created\r\nX-Request-Id: backend\r\nx-llmux-backend: inner\r\n"
