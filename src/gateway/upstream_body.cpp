@@ -35,13 +35,12 @@ Fed feed(UpstreamParser& p, beast::flat_buffer& in, boost::system::error_code& e
   return Fed::need_more;
 }
 
-/// Before an idle wait: the parser's read buffer is freed when what it holds fits `keep`.
+/// Before an idle wait: the parser's read buffer is emptied when what it holds fits `keep`.
 bool park(beast::flat_buffer& buf, Leftover& keep) {
   if (buf.size() > sizeof keep.bytes) return false;
   keep.size = static_cast<std::uint8_t>(buf.size());
   if (keep.size > 0) std::memcpy(keep.bytes, buf.data().data(), keep.size);
   buf.consume(buf.size());
-  buf.shrink_to_fit();
   return true;
 }
 

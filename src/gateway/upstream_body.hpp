@@ -33,8 +33,9 @@ struct Leftover {
   std::uint8_t size = 0;
 };
 
-/// Before an idle wait: when what `buf` holds fits `keep`, it moves there and `buf`'s memory is
-/// freed (true); else nothing changes (false).
+/// Before an idle wait: when what `buf` holds fits `keep`, it moves there and `buf` is empty
+/// (true), its memory the caller's to free or lend to another wait (the relay gives it to its
+/// worker: Worker::take_back_read_buf); else nothing changes (false).
 bool park(boost::beast::flat_buffer& buf, Leftover& keep);
 
 /// After it: the kept bytes go back in front of what the next read brings.
