@@ -106,7 +106,7 @@ class ByteBuilder {
   }
   template <std::size_t N>
   static char* put(char* d, const char (&s)[N]) {
-    std::memcpy(d, s, N - 1);
+    if constexpr (N > 1) std::memcpy(d, s, N - 1);  // ("" into an empty builder: no memcpy(null))
     return d + N - 1;
   }
 
