@@ -67,16 +67,9 @@ class ByteBuilder {
 
   /// Empty; the storage is kept.
   void clear() { size_ = 0; }
-  /// The first `n` bytes kept (n <= size()).
-  void truncate(std::size_t n) { size_ = n < size_ ? n : size_; }
   /// Room for `n` bytes in all, the content kept.
   void reserve(std::size_t n) {
     if (n > cap_) grow_to(n);
-  }
-  /// The storage freed (a builder kept but unused holds nothing).
-  void release() {
-    p_.reset();
-    size_ = cap_ = 0;
   }
 
   /// `n` more bytes at the end, their content the caller's to write.
@@ -92,7 +85,6 @@ class ByteBuilder {
     char* d = extend((piece_size(pieces) + ...));
     ((d = put(d, pieces)), ...);
   }
-  void push_back(char c) { *extend(1) = c; }
 
  private:
   static std::size_t piece_size(std::string_view s) { return s.size(); }

@@ -212,7 +212,6 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
     write_ready(c.sock, Ready{.header = header_bytes.view()}, rest, wec);
     if (!wec && !rest.empty()) wec = co_await write_rest(c, rest, idle);
     if (wec) client_failed = true;
-    header_bytes.clear();
     w.give_bytes(std::move(header_bytes));
   }
 
@@ -387,7 +386,6 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
         last_content_ns = now;
       }
       if (!header_bytes.empty()) {
-        header_bytes.clear();
         w.give_bytes(std::move(header_bytes));
       }
     }

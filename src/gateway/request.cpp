@@ -17,6 +17,8 @@ constexpr std::uint64_t kMaxReserve = 1 << 20;
 /// large (a thread's spares hold at most 1 MiB).
 constexpr std::size_t kSpareBodies = 64;
 constexpr std::size_t kSpareBodySize = 16 * 1024;
+/// The capacity of a string that holds no memory of its own (its bytes inside the object).
+const std::size_t kNoMemory = std::string().capacity();
 
 std::vector<std::string>& spare_bodies() {
   thread_local std::vector<std::string> bodies;
@@ -58,7 +60,8 @@ std::size_t Request::count(std::string_view name) const {
 
 void Request::release_body() {
   auto& spare = spare_bodies();
-  if (body_.capacity() > 15 && body_.capacity() <= kSpareBodySize && spare.size() < kSpareBodies) {
+  if (body_.capacity() > kNoMemory && body_.capacity() <= kSpareBodySize &&
+      spare.size() < kSpareBodies) {
     body_.clear();
     spare.push_back(std::move(body_));
   }
@@ -150,7 +153,7 @@ void RequestParser::on_body_init_impl(boost::optional<std::uint64_t> const& cont
   // read_body_fields), which would otherwise reallocate and copy the body.
   if (!content_length) return;
   const auto want = static_cast<std::size_t>(std::min(*content_length, kMaxReserve) + kBodyPadding);
-  if (auto& spare = spare_bodies(); r_.body_.capacity() <= 15 && !spare.empty()) {
+  if (auto& spare = spare_bodies(); r_.body_.capacity() <= kNoMemory && !spare.empty()) {
     r_.body_ = std::move(spare.back());  // (empty; reserve() below grows it when too small)
     spare.pop_back();
   }

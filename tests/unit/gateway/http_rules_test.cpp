@@ -164,7 +164,7 @@ TEST(RequestParser, AReleasedBodysMemoryServesTheNextRequestsBody) {
   const char* memory = a.body().data();
   a.release_body();
   EXPECT_TRUE(a.body().empty());
-  EXPECT_LE(a.body().capacity(), 15u) << "a held-open stream keeps no body";
+  EXPECT_LE(a.body().capacity(), std::string().capacity()) << "a held-open stream keeps no body";
   Request b = parse("POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
   EXPECT_EQ(b.body(), "abc");
   EXPECT_EQ(b.body().data(), memory);
