@@ -7,6 +7,13 @@
 # in front of it wrk with the same small POSTs as bench/gateway_vs_peers.sh (b). The figure is
 # the proxy process's instructions (all its threads) divided by the requests wrk counted.
 #
+# Next to it, the allocator calls per request: calls, from the proxy's own code and its other
+# libraries, into the C allocator's entry points (malloc, calloc, realloc, the aligned forms,
+# mimalloc's mi_* forms, and operator new where the allocator's library defines it; calls inside
+# the allocator's own library are not counted twice). llmux's operator new (src/core/heap.cpp)
+# counts only when it goes to mimalloc, not when its thread's cache serves it (issue 13: "no
+# allocation per request in the steady state").
+#
 # It counts user space only: the kernel's share (system calls, TCP) is not in it — compare that
 # with gateway_vs_peers.sh (b), whose CPU time includes it. Instructions are not time (no cache
 # misses, no branch mispredictions), but a change that removes work shows here run after run.
@@ -104,9 +111,11 @@ for p in ${PATHS//,/ }; do
   for f in "$d"/cg.out*; do   # one file per process (and part): summed
     n=$(awk '/^totals:/{t = $2} END {print t + 0}' "$f"); ir=$((ir + n))
   done
+  allocs=$(/usr/bin/python3 "$ROOT/bench/callgrind_alloc_calls.py" "$d"/cg.out*)
   [ "${req:-0}" -gt 0 ] && [ "$ir" -gt 0 ] || { echo "$p: no measurement ($req requests, $ir instructions)" >&2; exit 1; }
-  echo "$p $req $ir $non2xx" >>"$tmp/rows"
-  printf '%-11s %7d requests  %9.0f instructions/request\n' "$p" "$req" "$(echo "$ir / $req" | bc -l)" >&2
+  echo "$p $req $ir $non2xx $allocs" >>"$tmp/rows"
+  printf '%-11s %7d requests  %9.0f instructions/request  %6.2f allocator calls/request\n' "$p" "$req" \
+    "$(echo "$ir / $req" | bc -l)" "$(echo "$allocs / $req" | bc -l)" >&2
 done
 
 mkdir -p "$OUT"
@@ -115,9 +124,10 @@ import json, subprocess, sys, datetime, os
 rows_file, out, llmux, baseline, dur, conn, args = sys.argv[1:]
 rows = {}
 for line in open(rows_file):
-    p, req, ir, non2xx = line.split()
+    p, req, ir, non2xx, allocs = line.split()
     rows[p] = {"requests": int(req), "instructions": int(ir), "non_2xx": int(non2xx),
-               "per_request": int(ir) / int(req)}
+               "per_request": int(ir) / int(req), "allocator_calls": int(allocs),
+               "allocator_calls_per_request": int(allocs) / int(req)}
 def ver(cmd):
     try:
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -135,9 +145,14 @@ L = ["# Proxies' user-space instructions per small request", "",
      f"(instrumented only while measured), wrk -t1 -c{conn} -d{dur}s small POSTs (bench/peers/post.lua), "
      "behind it nginx `return 200` with a canned completion. User space only (no kernel time). "
      f"llmux: `{llmux}` (checkout at {rev}); {meta['nginx']}; {meta['haproxy']}; {meta['valgrind']}.", "",
-     "| path | requests | non-2xx | instructions/request |", "|---|---:|---:|---:|"]
+     "Allocator calls: calls into malloc, calloc, realloc, the aligned forms, mimalloc's mi_* forms and "
+     "the allocator library's operator new, from outside that library (bench/callgrind_alloc_calls.py); "
+     "llmux's own operator new counts only when its thread's block cache cannot serve it.", "",
+     "| path | requests | non-2xx | instructions/request | allocator calls/request |",
+     "|---|---:|---:|---:|---:|"]
 for p, r in rows.items():
-    L.append(f"| {p} | {r['requests']:,} | {r['non_2xx']} | {r['per_request']:,.0f} |")
+    L.append(f"| {p} | {r['requests']:,} | {r['non_2xx']} | {r['per_request']:,.0f} | "
+             f"{r['allocator_calls_per_request']:.2f} |")
 L.append("")
 def ratio(a, b):
     if a in rows and b in rows:

@@ -24,9 +24,11 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "core/block_cache.hpp"
 #include "http/read_ready.hpp"
 
 namespace boost::asio::ssl {
@@ -126,7 +128,7 @@ class Stream {
 
   template <typename MutableBufferSequence, typename Token>
   auto async_read_some(const MutableBufferSequence& buffers, Token&& token) {
-    if (!tls_) return sock_.async_read_some(buffers, std::forward<Token>(token));
+    if (!tls_) return sock_.async_read_some(buffers, with_allocator(std::forward<Token>(token)));
     return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
         [this](auto handler, const MutableBufferSequence& b) {
           tls_read(*boost::asio::buffer_sequence_begin(b), IoHandler(std::move(handler)));
@@ -136,7 +138,7 @@ class Stream {
 
   template <typename ConstBufferSequence, typename Token>
   auto async_write_some(const ConstBufferSequence& buffers, Token&& token) {
-    if (!tls_) return sock_.async_write_some(buffers, std::forward<Token>(token));
+    if (!tls_) return sock_.async_write_some(buffers, with_allocator(std::forward<Token>(token)));
     return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
         [this](auto handler, const ConstBufferSequence& b) {
           // Several small buffers (a chunk's size line, its data, its CRLF) go out as one TLS
@@ -162,6 +164,13 @@ class Stream {
   }
 
  private:
+  /// The reactor's operation for a plain read or write is allocated by core::SizedAllocator: from
+  /// the thread's BlockCache in the binary (core/block_cache.hpp), not Asio's aligned_alloc.
+  template <typename Token>
+  static auto with_allocator(Token&& token) {
+    return boost::asio::bind_allocator(core::SizedAllocator<void>(), std::forward<Token>(token));
+  }
+
   static constexpr std::size_t kRecord = 16 * 1024;  // a TLS record's most plaintext
   struct Tls;
   void tls_read(boost::asio::mutable_buffer b, IoHandler h);
