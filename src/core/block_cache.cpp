@@ -20,6 +20,20 @@ void BlockCache::release(bool close) noexcept {
   closed_ = close;
 }
 
+void BlockCache::trim() noexcept {
+  for (std::size_t c = 0; c < kClasses; ++c) {
+    if (!taken_[c]) {
+      while (Node* b = head_[c]) {
+        head_[c] = b->next;
+        std::free(b);
+        bytes_ -= (c + 1) * kGranule;
+      }
+      count_[c] = 0;
+    }
+    taken_[c] = false;
+  }
+}
+
 void BlockCache::register_exit() noexcept {
   registered_ = true;
   if (this == &tls_block_cache) {

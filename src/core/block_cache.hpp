@@ -12,7 +12,8 @@
 // serves requests from its own bin, as in mimalloc, so nothing gets a larger block than mimalloc
 // would give it (a held-open stream's frames cost what they did). Nothing is kept above kMax
 // bytes, beyond kDepth blocks of a class or kBytes per thread: a thread holds at most kBytes it
-// does not use.
+// does not use, and trim() frees the classes no request took back (a kept block pins its
+// allocator page).
 //
 // The llmux binary routes the global operator new and delete through its thread's cache
 // (src/core/heap.cpp, where mimalloc is the allocator; not in sanitizer or fuzz builds, whose
@@ -61,6 +62,7 @@ class BlockCache {
     if (b == nullptr) return nullptr;
     head_[c] = b->next;
     --count_[c];
+    taken_[c] = true;
     bytes_ -= k;
     return b;
   }
@@ -81,6 +83,12 @@ class BlockCache {
   /// ending: its thread_local objects are being destroyed).
   void release(bool close = false) noexcept;
 
+  /// Frees the blocks of every class nothing was taken from since the last trim(). A kept block
+  /// keeps its allocator page in use, and a page in use can neither serve another size nor go
+  /// back to the system: the classes requests take back stay, the rest go (the gateway's workers
+  /// call this every 200 ms).
+  void trim() noexcept;
+
   std::size_t bytes() const { return bytes_; }
   std::size_t count(std::size_t k) const { return count_[k / kGranule - 1]; }
 
@@ -96,6 +104,7 @@ class BlockCache {
 
   Node* head_[kClasses] = {};
   std::uint16_t count_[kClasses] = {};
+  bool taken_[kClasses] = {};  // taken from since the last trim()
   std::size_t bytes_ = 0;
   bool registered_ = false;
   bool closed_ = false;
@@ -124,7 +133,14 @@ struct SizedAllocator {
     static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
     return static_cast<T*>(::operator new(n * sizeof(T)));
   }
-  void deallocate(T* p, std::size_t n) noexcept { ::operator delete(p, n * sizeof(T)); }
+  void deallocate(T* p, std::size_t n) noexcept {
+#if defined(__cpp_sized_deallocation)
+    ::operator delete(p, n * sizeof(T));
+#else  // clang before 19 declares the sized form only with -fsized-deallocation (the fuzz build)
+    (void)n;
+    ::operator delete(p);
+#endif
+  }
 
   template <typename U>
   bool operator==(const SizedAllocator<U>&) const noexcept {

@@ -27,6 +27,7 @@
 
 #include "config/preflight.hpp"
 #include "config/summary.hpp"
+#include "core/block_cache.hpp"
 #include "core/clock.hpp"
 #include "core/cpus.hpp"
 #include "core/openai_error.hpp"
@@ -481,8 +482,9 @@ class Gateway {
       auto [ec] = co_await t.async_wait(use_tuple);
       if (ec) co_return;
       w.deadlines.fire_expired(coarse_ns());
-      w.later.run_due(++w.tick);               // the client watches of requests served for a tick
-      if (tick % 4 == 0) w.sweep_pools();      // idle connections the backends closed
+      w.later.run_due(++w.tick);           // the client watches of requests served for a tick
+      if (tick % 4 == 0) w.sweep_pools();  // idle connections the backends closed
+      if (tick % 4 == 0) core::thread_blocks().trim();  // freed blocks no request took back
       if (log && tick % 2 == 0) log->flush();  // the access log's lines, 100 ms at most late
     }
   }

@@ -98,6 +98,24 @@ TEST(BlockCache, KeepsAtMostDepthBlocksOfAClassAndBytesInAll) {
   for (void* q : refused) std::free(q);
 }
 
+TEST(BlockCache, TrimFreesTheClassesNothingWasTakenFromSinceTheLastTrim) {
+  BlockCache cache;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(cache.keep(block(512), 512));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(cache.keep(block(1024), 1024));
+  void* taken = cache.take(512);  // 512 is in use; 1024 is not
+  ASSERT_NE(taken, nullptr);
+  cache.trim();
+  EXPECT_EQ(cache.count(512), 2u);
+  EXPECT_EQ(cache.count(1024), 0u);
+  EXPECT_EQ(cache.bytes(), 2u * 512);
+  cache.trim();  // nothing taken since the last trim: 512 goes too
+  EXPECT_EQ(cache.count(512), 0u);
+  EXPECT_EQ(cache.bytes(), 0u);
+  EXPECT_TRUE(cache.keep(taken, 512));  // the cache still keeps blocks after a trim
+  EXPECT_EQ(cache.take(512), taken);
+  std::free(taken);
+}
+
 TEST(BlockCache, AThreadsOwnCacheIsEmptiedWhenTheThreadEnds) {
   // The blocks a thread keeps are freed as it ends; LeakSanitizer (asan-test) fails this test if
   // they are not. What the thread sees of its cache while it runs is checked here.
