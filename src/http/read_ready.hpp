@@ -27,6 +27,14 @@
 //   carries EPOLLRDHUP, and a FIN after the last event is an event still to come.
 // may_be_readable(s) reads the flag.
 //
+// The flag says what the reactor has processed, not what epoll has told it: one wake-up fetches
+// the events of many sockets and queues each socket's state, and the flag is set only when that
+// state's turn comes. A handler run before it (a client's request that came in the same wake-up)
+// sees the flag clear although the socket's event is already known. For a read that costs
+// nothing (the queued read is performed at that turn), but a connection pool asking "did the
+// backend close this idle connection?" must not be told no then: event_pending(s) says whether
+// the socket's state is queued with events not yet processed.
+//
 // This reaches into Asio's internals (private members, reached by the rule that access is not
 // checked in an explicit instantiation's arguments); where the reactor is not the epoll reactor
 // of the Asio checked below, both do nothing and every read is speculative, as in plain Asio:
@@ -46,6 +54,7 @@
 #include <cstdint>
 
 #include <boost/asio/detail/epoll_reactor.hpp>
+#include <boost/asio/detail/op_queue.hpp>
 #include <boost/asio/detail/scheduler_operation.hpp>
 #else
 #define LLMUX_READ_READY 0
@@ -97,6 +106,16 @@ inline bool may_be_readable(boost::asio::ip::tcp::socket& s) {
   return !st || (st->*get(Speculative{}))[Reactor::read_op];
 }
 
+inline bool event_pending(boost::asio::ip::tcp::socket& s) {
+  using namespace read_ready_detail;
+  State* st = state(s);
+  // Queued states are linked through their operation's next pointer, and a queued state is never
+  // the last one: the reactor's events are queued with the reactor's own task after them
+  // (scheduler::task_cleanup), which runs only after them. A state that is not queued has none.
+  // A C-style cast: the scheduler operation is a private base of the descriptor's state.
+  return st && boost::asio::detail::op_queue_access::next((Op*)st) != nullptr;  // NOLINT
+}
+
 inline void mark_drained(boost::asio::ip::tcp::socket& s) {
   using namespace read_ready_detail;
   State* st = state(s);
@@ -122,6 +141,9 @@ inline void mark_drained(boost::asio::ip::tcp::socket& s) {
 #else
 inline bool may_be_readable(boost::asio::ip::tcp::socket&) {
   return true;
+}
+inline bool event_pending(boost::asio::ip::tcp::socket&) {
+  return false;
 }
 inline void mark_drained(boost::asio::ip::tcp::socket&) {}
 #endif

@@ -12,9 +12,11 @@ namespace llmux::upstream {
 namespace {
 /// True when nothing (no byte, no EOF, no error) is waiting on the socket. Without a system call
 /// when the socket was drained and no event came since (http/read_ready.hpp): a backend's close
-/// is an event, which the reactor saw before any later client's request.
+/// is an event, which the reactor either processed (the flag is set) or fetched with the
+/// request being served and has not processed yet (event_pending). A close that reached the
+/// socket after the reactor's last look is not seen here (only a system call per reuse would).
 bool quiet(boost::asio::ip::tcp::socket& sock) {
-  if (!http::may_be_readable(sock)) return true;
+  if (!http::may_be_readable(sock) && !http::event_pending(sock)) return true;
   char c;
   const ssize_t r = ::recv(sock.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
   return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
