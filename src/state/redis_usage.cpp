@@ -88,6 +88,9 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
   std::atomic<std::size_t> waiting{0};  // pending.size() + unsure.size()
   std::atomic<bool> flushing{false};    // a write-back round in flight
   std::atomic<std::uint64_t> dropped{0}, written{0}, resent{0};
+  // Writes sent and not answered. Changed under pending_mu wherever rows move between it and
+  // pending or unsure, so stats() never sees a row in neither place: "nothing waiting, nothing in
+  // flight" means written.
   std::atomic<std::int64_t> inflight{0};
 
   std::string hash_key(std::int64_t hour) const { return prefix + "usage:" + std::to_string(hour); }
@@ -96,8 +99,13 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
   void count_waiting() { waiting = pending.size() + unsure.size(); }
 
   void to_pending(std::vector<std::pair<RowKey, Sums>> rows) {
-    const std::int64_t oldest_kept = hour_of(now_s()) - retention_s + kHour;
     std::lock_guard lock(pending_mu);
+    to_pending_locked(std::move(rows));
+  }
+
+  // Under pending_mu.
+  void to_pending_locked(std::vector<std::pair<RowKey, Sums>> rows) {
+    const std::int64_t oldest_kept = hour_of(now_s()) - retention_s + kHour;
     for (auto& [k, s] : rows) {
       auto it = pending.find(k);
       if (it == pending.end()) {
@@ -115,6 +123,7 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
     count_waiting();
   }
 
+  // Counted in inflight by the caller (flush() under pending_mu, as the rows leave it).
   void send(Write w, bool last_of_round) {
     std::vector<std::string> args;
     args.reserve(8 + 8 * w.rows.size());
@@ -135,7 +144,6 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
         args.push_back(std::to_string(v));
       }
     }
-    ++inflight;
     redis->fire(std::move(args), [self = shared_from_this(), w = std::move(w),
                                   last_of_round](const RedisReply& r) mutable {
       self->on_reply(std::move(w), r, last_of_round);
@@ -155,17 +163,19 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
   }
 
   void on_reply(Write w, const RedisReply& r, bool last_of_round) {
-    --inflight;
     bool applied = false, gap = false;
     if (r.kind == RedisReply::Kind::integer && r.integer != 0) {
       applied = true;  // 1: applied now; 2: applied before (a resend)
       ++written;
+      --inflight;
     } else if (r.kind == RedisReply::Kind::integer || r.kind == RedisReply::Kind::error) {
       // Definitely not applied (a gap, or refused): new rows, new sequence. A gap means Redis
       // has lost this sender's sequence (it came back empty): the new epoch's writes go through.
       gap = r.kind == RedisReply::Kind::integer;
       bump = true;
-      to_pending(std::move(w.rows));
+      std::lock_guard lock(pending_mu);
+      to_pending_locked(std::move(w.rows));
+      --inflight;
     } else {
       // No reply (down, refused, or the connection lost with it): maybe applied; the resend
       // under the same sequence decides.
@@ -177,6 +187,7 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
         unsure.erase(unsure.begin());
       }
       count_waiting();
+      --inflight;
     }
     if (last_of_round) flushing = false;
     // The next round: after a round that went through, or at once after a gap (else the rows
@@ -201,6 +212,7 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
       }
       for (auto& [h, w] : by_hour) fresh.push_back(std::move(w));
       count_waiting();
+      inflight += static_cast<std::int64_t>(resend.size() + fresh.size());
     }
     std::sort(resend.begin(), resend.end(), [](const Write& a, const Write& b) {
       return std::tie(a.epoch, a.seq) < std::tie(b.epoch, b.seq);
@@ -268,6 +280,7 @@ void RedisUsageLedger::add(std::string_view key, std::string_view model, std::st
     core_->to_pending(std::move(w.rows));
     if (!redis_->up()) return;  // else it came up meanwhile: its write-back may have run already
   } else {
+    ++core_->inflight;
     core_->send_fresh(std::move(w), false);
   }
   if (core_->waiting > 0) core_->flush();
@@ -350,11 +363,11 @@ RedisUsageLedger::Stats RedisUsageLedger::stats() const {
     std::lock_guard lock(c.pending_mu);
     s.pending_rows = c.pending.size();
     s.unsure_writes = c.unsure.size();
+    s.inflight = c.inflight.load();  // with the rows (Core::inflight)
   }
   s.dropped_rows = c.dropped.load();
   s.written = c.written.load();
   s.resent = c.resent.load();
-  s.inflight = c.inflight.load();
   return s;
 }
 
