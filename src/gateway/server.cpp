@@ -541,8 +541,7 @@ class Gateway {
         }
         continue;
       }
-      net::co_spawn(w.ioc, session(shared_, w, std::move(sock), metrics_only, std::move(tls)),
-                    net::detached);
+      core::spawn(w.ioc, session(shared_, w, std::move(sock), metrics_only, std::move(tls)));
     }
   }
 

@@ -319,52 +319,60 @@ bool within_rate(double rate, double& tokens, std::int64_t& refilled_ns) {
 
 }  // namespace
 
-net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only,
-                             http::TlsContextPtr tls) {
+core::Detached session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only,
+                       http::TlsContextPtr tls) {
   // The accept loop counted this connection (limits.max_connections); it ends here.
   struct Counted {
     std::atomic<int>& n;
     ~Counted() { n.fetch_sub(1, std::memory_order_relaxed); }
   } counted{s.connections};
-  // limits.connection_rate: a token bucket of one second's requests.
-  double tokens = w.fleet().cfg.limits.connection_rate;
-  std::int64_t refilled_ns = mono_ns();
-  Client c(std::move(sock), w.deadlines);
-  c.peer = peer_address(c.sock.socket());
-  if (tls && !co_await tls_handshake(w, c, std::move(tls))) co_return;
-  // An error answered while the client may still be sending: close by lingering, or the
-  // unread bytes make the kernel reset the connection and the client never reads the answer.
-  bool linger = false;
-  // This frame lives as long as the connection (a held-open stream's too): what a request needs
-  // only while it is read or answered here lives in the frames of the coroutines below.
-  Request req;
-  std::string request_id;
-  BodyFields fields;
-  Here here = Here::none;
-  for (;;) {
-    const Read read = co_await read_request(w, c, req);
-    if (read != Read::ok) {
-      linger = read == Read::answered_linger;
-      break;
+  // Nothing may escape a Detached task (core/spawn.hpp): what would is logged, and the
+  // connection closes as the frame ends.
+  try {
+    // limits.connection_rate: a token bucket of one second's requests.
+    double tokens = w.fleet().cfg.limits.connection_rate;
+    std::int64_t refilled_ns = mono_ns();
+    Client c(std::move(sock), w.deadlines);
+    c.peer = peer_address(c.sock.socket());
+    if (tls && !co_await tls_handshake(w, c, std::move(tls))) co_return;
+    // An error answered while the client may still be sending: close by lingering, or the
+    // unread bytes make the kernel reset the connection and the client never reads the answer.
+    bool linger = false;
+    // This frame lives as long as the connection (a held-open stream's too): what a request needs
+    // only while it is read or answered here lives in the frames of the coroutines below.
+    Request req;
+    std::string request_id;
+    BodyFields fields;
+    Here here = Here::none;
+    for (;;) {
+      const Read read = co_await read_request(w, c, req);
+      if (read != Read::ok) {
+        linger = read == Read::answered_linger;
+        break;
+      }
+      c.keep_alive = req.keep_alive() && !s.draining.load(std::memory_order_relaxed);
+      if (const double rate = w.fleet().cfg.limits.connection_rate;
+          rate > 0 && !within_rate(rate, tokens, refilled_ns)) {
+        if (!co_await over_rate(c, req, rate) || !c.keep_alive) break;
+        continue;
+      }
+      {
+        ActiveGuard active(s.active);
+        const LeasePtr lease = w.lease;  // the request finishes on the configuration it began on
+        const Fleet& f = *lease->fleet;
+        if (const RouteRt* route = plan(f, req, metrics_only, request_id, fields, here))
+          co_await proxy(s, f, w, c, req, *route, fields, request_id);
+        else
+          co_await answer_here(s, f, w, c, req, here, path_of(req), request_id);
+      }
+      if (!c.keep_alive || s.draining.load(std::memory_order_relaxed)) break;
     }
-    c.keep_alive = req.keep_alive() && !s.draining.load(std::memory_order_relaxed);
-    if (const double rate = w.fleet().cfg.limits.connection_rate;
-        rate > 0 && !within_rate(rate, tokens, refilled_ns)) {
-      if (!co_await over_rate(c, req, rate) || !c.keep_alive) break;
-      continue;
-    }
-    {
-      ActiveGuard active(s.active);
-      const LeasePtr lease = w.lease;  // the request finishes on the configuration it began on
-      const Fleet& f = *lease->fleet;
-      if (const RouteRt* route = plan(f, req, metrics_only, request_id, fields, here))
-        co_await proxy(s, f, w, c, req, *route, fields, request_id);
-      else
-        co_await answer_here(s, f, w, c, req, here, path_of(req), request_id);
-    }
-    if (!c.keep_alive || s.draining.load(std::memory_order_relaxed)) break;
+    co_await close_connection(c, linger);
+  } catch (const std::exception& e) {
+    spdlog::error("a client session ended on an exception: {}", e.what());
+  } catch (...) {
+    spdlog::error("a client session ended on an exception");
   }
-  co_await close_connection(c, linger);
 }
 
 }  // namespace llmux::gateway
