@@ -6,6 +6,17 @@
 // cached block (plain, nothrow, array, sized) is replaced here; the aligned forms
 // (std::align_val_t) stay mimalloc's own, and their blocks never enter the cache.
 //
+// And aligned_alloc, for the default alignment: Asio takes every operation and coroutine frame of
+// its own from std::aligned_alloc(16, n) (n rounded up to 16). Debian's mimalloc (2.0.9) serves an
+// aligned request from the current page of its size bin only when that page's free list has a
+// block at hand; otherwise, above 128 bytes, it over-allocates n + 15 bytes, one bin up
+// (alloc-aligned.c, mi_heap_malloc_zero_aligned_at_fallback; later versions try a plain
+// allocation first). The block cache keeps the frees of those bins away from mimalloc, whose free
+// lists there then rarely refill: with it, a held stream's 192-byte wait operation sat in a
+// 224-byte block and the freed 192-byte blocks stayed behind in their pages. Every block mimalloc
+// hands out above 128 bytes is 16-aligned (its bins there are multiples of 16), so such a request
+// is served as a plain one.
+//
 // Linked into the binary only where mimalloc is (src/cli/CMakeLists.txt): sanitizer and fuzz
 // builds keep their runtime's new and delete, which check every allocation and free.
 #include <mimalloc.h>
@@ -13,6 +24,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <new>
 
 #include "core/block_cache.hpp"
@@ -111,4 +123,13 @@ void operator delete(void* p, std::size_t n) noexcept {
 }
 void operator delete[](void* p, std::size_t n) noexcept {
   free_block(p, n);
+}
+
+extern "C" void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept {
+  if (alignment <= alignof(std::max_align_t) && n > kSmall) {
+    void* p = mi_malloc(n);
+    if (reinterpret_cast<std::uintptr_t>(p) % alignment == 0) return p;  // always, above kSmall
+    mi_free(p);
+  }
+  return mi_aligned_alloc(alignment, n);
 }
