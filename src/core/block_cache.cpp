@@ -6,14 +6,23 @@ namespace {
 struct ReleaseAtExit {
   ~ReleaseAtExit() { thread_blocks().release(true); }
 };
+
+/// Frees every block of one class's list with std::free; how many there were.
+template <typename Node>
+std::size_t free_all(Node*& head) noexcept {
+  std::size_t n = 0;
+  while (Node* b = head) {
+    head = b->next;
+    std::free(b);
+    ++n;
+  }
+  return n;
+}
 }  // namespace
 
 void BlockCache::release(bool close) noexcept {
   for (std::size_t c = 0; c < kClasses; ++c) {
-    while (Node* b = head_[c]) {
-      head_[c] = b->next;
-      std::free(b);
-    }
+    free_all(head_[c]);
     count_[c] = 0;
   }
   bytes_ = 0;
@@ -23,11 +32,7 @@ void BlockCache::release(bool close) noexcept {
 void BlockCache::trim() noexcept {
   for (std::size_t c = 0; c < kClasses; ++c) {
     if (!taken_[c]) {
-      while (Node* b = head_[c]) {
-        head_[c] = b->next;
-        std::free(b);
-        bytes_ -= (c + 1) * kGranule;
-      }
+      bytes_ -= free_all(head_[c]) * (c + 1) * kGranule;
       count_[c] = 0;
     }
     taken_[c] = false;
