@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 
 #include "core/clock.hpp"
+#include "state/redis_quota.hpp"
 #include "upstream/health.hpp"
 
 #ifndef LLMUX_VERSION
@@ -324,6 +325,10 @@ std::string prometheus_text(const Shared& s, const Fleet& f) {
     gauge(out, "llmux_state_pending_writes",
           "Response ids learned while Redis was away, waiting to be written back",
           static_cast<double>(s.responses_redis->pending()));
+    if (s.quota_redis)
+      gauge(out, "llmux_state_quota_inflight",
+            "Quota increments and reads sent to Redis and not answered yet",
+            static_cast<double>(s.quota_redis->stats().inflight));
     const auto rc = s.redis->counters();
     auto failed = family("llmux_state_redis_failures_total",
                          "Redis commands that failed, by how (error, timeout, refused: away)",

@@ -235,9 +235,10 @@ class Gateway {
     }
     state::RedisQuotaOptions qo;
     qo.prefix = cfg.state.prefix;
-    shared_.quotas = std::make_unique<auth::QuotaLimiter>(
-        std::make_shared<state::RedisQuotaCounters>(shared_.redis, qo),
-        auth::local_share(cfg.quotas, 1));
+    auto quota_counters = std::make_shared<state::RedisQuotaCounters>(shared_.redis, qo);
+    shared_.quota_redis = quota_counters.get();  // kept by the limiter for the process's life
+    shared_.quotas = std::make_unique<auth::QuotaLimiter>(std::move(quota_counters),
+                                                          auth::local_share(cfg.quotas, 1));
     state::RedisUsageOptions uo;
     uo.prefix = cfg.state.prefix;
     uo.retention = retention;

@@ -40,6 +40,10 @@
 #include "upstream/backend.hpp"
 #include "upstream/pool.hpp"
 
+namespace llmux::state {
+class RedisQuotaCounters;
+}
+
 namespace llmux::gateway {
 
 namespace net = boost::asio;
@@ -73,6 +77,7 @@ struct Shared {
   std::unique_ptr<auth::QuotaLimiter> quotas;
   std::unique_ptr<auth::UsageLedger> usage;
   state::RedisUsageLedger* usage_redis = nullptr;  // `usage` when it is shared through Redis
+  const state::RedisQuotaCounters* quota_redis = nullptr;  // the counters `quotas` share Redis by
   // With Redis: how many replicas share it (their quotas' local share while it is away).
   std::unique_ptr<state::ReplicaPresence> replicas;
   // Every worker's metrics (gateway/metrics.hpp), gathered by a scrape.

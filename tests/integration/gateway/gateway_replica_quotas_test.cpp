@@ -77,6 +77,13 @@ std::unique_ptr<GatewayServer> replica(const SimServer& sim, const RedisServer& 
   return gw;
 }
 
+/// Waits (bounded) until Redis has answered everything the replica on `port` sent for quotas. A
+/// replica never waits for Redis: a request that overtakes the answer to the one before is decided
+/// on the older mirror, so the bounds below hold for requests sent after it.
+bool answered(int port) {
+  return wait_metric(port, "llmux_state_quota_inflight", 0);
+}
+
 struct Tally {
   int admitted = 0, refused = 0;
   std::int64_t tokens = 0;  // prompt + completion of the admitted ones
@@ -147,10 +154,14 @@ class GatewayReplicaQuotas : public ::testing::Test {
 };
 
 TEST_F(GatewayReplicaQuotas, RequestsPerMinuteAreCountedOnceForAllReplicas) {
-  // Three times the limit, alternating between the replicas, one request at a time.
+  // Three times the limit, alternating between the replicas, one request at a time, each once
+  // Redis has answered the replica's last (see answered()).
   Tally ta, tb;
-  for (int i = 0; i < 3 * kRpm; ++i)
-    send(i % 2 == 0 ? a->port() : b->port(), "shared", i % 2 ? tb : ta);
+  for (int i = 0; i < 3 * kRpm; ++i) {
+    const int port = i % 2 == 0 ? a->port() : b->port();
+    send(port, "shared", i % 2 ? tb : ta);
+    ASSERT_TRUE(answered(port));
+  }
   const int admitted = ta.admitted + tb.admitted;
   // Counted per replica, each would admit the whole limit (twice it in all). Shared, at most
   // one more: a replica decides on its mirror of the Redis counter (it never waits for Redis),
@@ -175,7 +186,10 @@ TEST_F(GatewayReplicaQuotas, TokensChargedThroughOneReplicaHoldTheOther) {
   // Replica 2 has admitted nothing of this key: counting on its own it would admit as many as
   // replica 1 did. Shared, at most its first (read from a mirror that has not heard from Redis
   // for this key yet; the read asks Redis, and its own charge brings the total).
-  for (int i = 0; i < 4; ++i) send(b->port(), "tokens", tb);
+  for (int i = 0; i < 4; ++i) {
+    send(b->port(), "tokens", tb);
+    ASSERT_TRUE(answered(b->port()));
+  }
   EXPECT_LE(tb.admitted, 1);
   EXPECT_GE(tb.refused, 3);
   // Redis holds every admitted response's tokens, charged once.
@@ -217,7 +231,10 @@ TEST_F(GatewayReplicaQuotas, RedisAwayEachReplicaAdmitsItsShareThenSharedAgain) 
   EXPECT_EQ(ta2.admitted, kRpm);
   // ... and replica 2, which would have its half to itself, is held by it: at most its first
   // request passes, decided on a mirror that had not heard from Redis for this key.
-  for (int i = 0; i < 4; ++i) send(b->port(), "after", tb2);
+  for (int i = 0; i < 4; ++i) {
+    send(b->port(), "after", tb2);
+    ASSERT_TRUE(answered(b->port()));
+  }
   EXPECT_LE(tb2.admitted, 1);
   EXPECT_EQ(wait_in_redis(*redis, "r:after", ta2.admitted + tb2.admitted),
             ta2.admitted + tb2.admitted);
