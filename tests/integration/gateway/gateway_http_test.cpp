@@ -36,21 +36,7 @@ json::object echo_of(const Response& r) {
 
 // Sockets in CLOSE_WAIT (the peer closed, this side has not) whose remote port is `port`.
 int close_wait_sockets_to(int port) {
-  int n = 0;
-  for (const char* file : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(file);
-    std::string line;
-    std::getline(in, line);  // the column names
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      std::string sl, local, remote, state;
-      fields >> sl >> local >> remote >> state;
-      const auto colon = remote.rfind(':');
-      if (colon == std::string::npos) continue;
-      if (std::stoi(remote.substr(colon + 1), nullptr, 16) == port && state == "08") ++n;
-    }
-  }
-  return n;
+  return tcp_sockets_to(port, "08");
 }
 
 // ---------------------------------------------------------------------------------------------

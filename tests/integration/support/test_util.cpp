@@ -156,6 +156,24 @@ std::string TempDir::write(const std::string& name, const std::string& text) con
   return p;
 }
 
+int tcp_sockets_to(int port, std::string_view state) {
+  int n = 0;
+  for (const char* file : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(file);
+    std::string line;
+    std::getline(in, line);  // the column names
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string sl, local, remote, st;
+      fields >> sl >> local >> remote >> st;
+      const auto colon = remote.rfind(':');
+      if (colon == std::string::npos) continue;
+      if (std::stoi(remote.substr(colon + 1), nullptr, 16) == port && st == state) ++n;
+    }
+  }
+  return n;
+}
+
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;

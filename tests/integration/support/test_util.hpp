@@ -63,4 +63,9 @@ class TempDir {
 /// Reads a whole file ("" when it does not exist).
 std::string read_text_file(const std::string& path);
 
+/// TCP sockets on this machine (IPv4 and IPv6) whose remote port is `port` and whose state is
+/// `state`, as /proc/net/tcp writes it: "01" ESTABLISHED, "08" CLOSE_WAIT (the peer's FIN
+/// received)...
+int tcp_sockets_to(int port, std::string_view state);
+
 }  // namespace llmux::test

@@ -24,6 +24,7 @@
 #include "gateway/request.hpp"
 #include "gateway/worker.hpp"
 #include "http/read_parsed.hpp"
+#include "http/read_ready.hpp"
 #include "http/stream.hpp"
 
 namespace net = boost::asio;
@@ -190,6 +191,50 @@ TEST(ReadNow, ReadQueuedOnADrainedSocketCompletesWhenBytesCome) {
 #if LLMUX_READ_READY
   EXPECT_FALSE(p.server.may_read_now()) << "read_done after a short read left it readable";
 #endif
+}
+
+TEST(ReadNow, AnEventFetchedWithAnotherIsPendingUntilItsTurn) {
+  // What Pool::take() asks of an idle pooled connection (y) while serving a request (x): the
+  // reactor fetched y's close in the same wake-up as x's bytes and processes it only after x's.
+  // y is not readable yet, but it is not quiet either: its event is pending.
+  Pair x;
+  tcp::acceptor acc(x.ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+  tcp::socket y_peer(x.ioc);
+  y_peer.connect(acc.local_endpoint());
+  llmux::http::Stream y(acc.accept());
+  char ybuf[8];
+  boost::system::error_code ec;
+  for (int i = 0; i < 2; ++i) {  // the first drained read asks for EPOLLRDHUP, the second drains
+    ASSERT_EQ(y.read_now(net::buffer(ybuf), ec), 0u);
+    ASSERT_FALSE(ec);
+  }
+  prime(x);
+  char buf[64];
+  EXPECT_EQ(x.server.read_now(net::buffer(buf), ec), 0u);
+#if LLMUX_READ_READY
+  ASSERT_FALSE(llmux::http::may_be_readable(y.socket()));
+  ASSERT_FALSE(x.server.may_read_now());
+#endif
+  bool done = false, y_quiet_then = true, y_pending_then = false;
+  x.server.async_read_some(net::buffer(buf), [&](boost::system::error_code, std::size_t) {
+    done = true;
+    y_pending_then = llmux::http::event_pending(y.socket());
+    y_quiet_then = !llmux::http::may_be_readable(y.socket()) && !y_pending_then;
+  });
+  // Both before the reactor looks: x's bytes first, then y's peer closes.
+  x.send("GET / HTTP/1.1\r\n\r\n");
+  y_peer.close();
+  std::this_thread::sleep_for(20ms);  // on loopback both are there once the calls returned
+  for (int i = 0; i < 100 && !done; ++i) x.spin(20ms);
+  ASSERT_TRUE(done);
+  EXPECT_FALSE(y_quiet_then) << "y's close, fetched with x's bytes, was taken for quiet";
+#if LLMUX_READ_READY
+  EXPECT_TRUE(y_pending_then) << "fetched first, x's event is processed first";
+#endif
+  // Once processed, y is readable (the close) and nothing is pending.
+  x.spin(20ms);
+  EXPECT_TRUE(llmux::http::may_be_readable(y.socket()));
+  EXPECT_FALSE(llmux::http::event_pending(y.socket()));
 }
 
 TEST(ReadNow, ReadParsedGetsAMessageSentInPiecesWithPausesBetween) {
