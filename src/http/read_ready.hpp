@@ -30,10 +30,10 @@
 // The flag says what the reactor has processed, not what epoll has told it: one wake-up fetches
 // the events of many sockets and queues each socket's state, and the flag is set only when that
 // state's turn comes. A handler run before it (a client's request that came in the same wake-up)
-// sees the flag clear although the socket's event is already known. For a read that costs
-// nothing (the queued read is performed at that turn), but a connection pool asking "did the
-// backend close this idle connection?" must not be told no then: event_pending(s) says whether
-// the socket's state is queued with events not yet processed.
+// sees the flag clear although the socket's event is already known. A read loses nothing by it
+// (the read it queues is performed at that turn), but a connection pool asking "did the backend
+// close this idle connection?" must not be told no then: event_pending(s) says whether the
+// socket's state is queued with events not yet processed.
 //
 // This reaches into Asio's internals (private members, reached by the rule that access is not
 // checked in an explicit instantiation's arguments); where the reactor is not the epoll reactor

@@ -123,7 +123,8 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
     count_waiting();
   }
 
-  // Counted in inflight by the caller (flush() under pending_mu, as the rows leave it).
+  // Counted in inflight by the caller: flush() under pending_mu as the rows leave it, add() for a
+  // row sent at once.
   void send(Write w, bool last_of_round) {
     std::vector<std::string> args;
     args.reserve(8 + 8 * w.rows.size());
