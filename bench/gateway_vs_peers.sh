@@ -25,6 +25,10 @@
 #       MEM_TOKENS, ignore_eos) against `llmux sim --t0 MEM_T0`, RSS sampled  event delivered
 #       while the backend runs all N streams; then every stream must end
 #       with all its events (run.json: failed 0, N x MEM_TOKENS token events)
+#   (e) where (b)'s tail comes from: (b)'s load again from bench/peers/latrec.cpp, which records   (reported)
+#       every request; the p99 tail split into bursts (the whole path slow at once) and the rest,
+#       p99 outside bursts, the proxy's involuntary context switches, periodicity at llmux's
+#       50/200 ms timer periods
 #
 # Old vs new binary in one run: --baseline BIN (or env LLMUX_BASELINE) adds the path llmux-base,
 # BIN run exactly like llmux (same flags, same pinning, copied first too) in every section,
@@ -34,7 +38,7 @@
 # Build BIN with bench/build_baseline.sh REV (a temporary git worktree; prints the binary's path):
 #   bench/gateway_vs_peers.sh --baseline "$(bench/build_baseline.sh)" --out /tmp/gvp
 #
-# Usage: bench/gateway_vs_peers.sh [--rounds 3] [--sections abcd] [--serial-requests 5]
+# Usage: bench/gateway_vs_peers.sh [--rounds 3] [--sections abcde] [--serial-requests 5]
 #          [--serial-tokens 128] [--wrk-duration 5] [--wrk-connections 64] [--itl-streams 1000]
 #          [--itl-tokens 200] [--mem-streams 2000,5000] [--mem-tokens 80] [--mem-t0 0.25]
 #          [--paths direct,llmux,llmux-bare,llmux-logged,nginx,haproxy,fastapi]
@@ -54,7 +58,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
 PEERS=$ROOT/bench/peers
 PY=/usr/bin/python3
-ROUNDS=3 SECTIONS=abcd SERIAL_REQS=5 SERIAL_TOKENS=128 WRK_DUR=5 WRK_CONN=64
+ROUNDS=3 SECTIONS=abcde SERIAL_REQS=5 SERIAL_TOKENS=128 WRK_DUR=5 WRK_CONN=64
 ITL_STREAMS=1000 ITL_TOKENS=200 MEM_STREAMS=2000,5000 MEM_TOKENS=80 MEM_T0=0.25
 ALL_PATHS=direct,llmux,llmux-bare,llmux-logged,nginx,haproxy,fastapi
 OUT=$ROOT/bench/results
@@ -178,6 +182,7 @@ free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0));
 rss_kib() { local s=0 p v; for p in "$@"; do v=$(awk '/^VmRSS/ {print $2}' /proc/$p/status 2>/dev/null || echo 0); s=$((s + ${v:-0})); done; echo $s; }
 cpu_ticks() { local s=0 p v; for p in "$@"; do v=$(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0); s=$((s + ${v:-0})); done; echo $s; }
 CLK_TCK=$(getconf CLK_TCK)
+preempted() { local s=0 p v; for p in "$@"; do v=$(awk '/^nonvoluntary_ctxt_switches/ {print $2}' /proc/$p/status 2>/dev/null || echo 0); s=$((s + ${v:-0})); done; echo $s; }
 
 # ---- backends -------------------------------------------------------------------------------
 BK_PID='' BK_PORT=''
@@ -362,6 +367,43 @@ if [[ $SECTIONS == *b* ]]; then
       echo "$j" | $PY -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["errors_total"]==0 and d["requests_per_s"] else 1)' \
         || note "(b) round $ROUND $p: wrk errors: $(grep -E 'Non-2xx|Socket errors' "$tmp/b-r$ROUND-$p.txt" | tr '\n' ' ')"
       log "  r$ROUND $p: $(awk '/Requests\/sec/ {print $2" req/s"}' "$tmp/b-r$ROUND-$p.txt") p99 $(awk '$1=="99%" {print $2}' "$tmp/b-r$ROUND-$p.txt") cpu ${cpu}%"
+    done
+  done
+  stop_backend
+fi
+
+# ---- (e) where (b)'s tail comes from ----------------------------------------------------------
+# The load of (b) again, from bench/peers/latrec.cpp (closed loop, WRK_CONN keep-alive connections,
+# the same POST), which records every request's send time and latency; gvp.py tail (gvp_tail.py)
+# splits the requests at or above the p99 into bursts (at least half the connections slow
+# together: the whole path slowed or stopped, e.g. descheduled) and the rest, and looks for
+# periodicity at the gateway's timer periods. direct shows what the machine alone does. Reported,
+# no goal.
+if [[ $SECTIONS == *e* ]]; then
+  SEC=e; log "(e) tail of small POSTs: every request recorded (latrec, $WRK_CONN connections, ${WRK_DUR}s)"
+  g++ -O2 -std=c++20 -o "$tmp/latrec" "$PEERS/latrec.cpp" || { echo "cannot build bench/peers/latrec.cpp" >&2; exit 1; }
+  BODY=$(sed -n "s/^wrk.body = '\(.*\)'\$/\1/p" "$PEERS/post.lua")
+  start_nginx_backend
+  for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
+    for p in $(order $ROUND); do
+      [ "$p" = fastapi ] && continue   # ~700 req/s: its tail is its speed
+      start_proxy "$p" "$BK_PORT" /
+      o=$tmp/e-r$ROUND-$p
+      c0=$(cpu_ticks "${PX_PIDS[@]}"); v0=$(preempted "${PX_PIDS[@]}")
+      timeout $((WRK_DUR + 30)) taskset -c "$LOAD_CPU" "$tmp/latrec" "$PX_PORT" "$WRK_CONN" "$WRK_DUR" 1 "$o.bin" "$BODY" >"$o.txt" 2>&1 || true
+      c1=$(cpu_ticks "${PX_PIDS[@]}"); v1=$(preempted "${PX_PIDS[@]}")
+      stop_proxy "$p"
+      if j=$($PY "$PEERS/gvp.py" tail "$o.bin" "$o.txt" 2>"$o.err"); then
+        # CPU over warm-up and run (the records start after the 1 s warm-up)
+        cpu=null pre=null
+        [ "$p" != direct ] && { cpu=$(awk -v a="$c0" -v b="$c1" -v d="$((WRK_DUR + 1))" -v hz="$CLK_TCK" 'BEGIN {printf "%.1f", 100*(b-a)/hz/d}'); pre=$((v1 - v0)); }
+        j=$(echo "$j" | jq -c --argjson c "$cpu" --argjson v "$pre" '. + {proxy_cpu_pct: $c, proxy_preempted: $v}')
+        emit e $ROUND "$p" "$j"
+        log "  r$ROUND $p: $(echo "$j" | jq -r '"\(.requests_per_s | round) req/s p99 \(.lat_p99_us | round) us, \(.bursts) bursts, p99 outside bursts \(.lat_p99_outside_bursts_us | round) us, preempted \(.proxy_preempted)"')"
+        [ "$(echo "$j" | jq '.not_2xx + .reconnects')" = 0 ] || note "(e) round $ROUND $p: $(echo "$j" | jq -r '"\(.not_2xx) answers not 2xx, \(.reconnects) reconnects"')"
+      else
+        note "(e) round $ROUND $p: no records: $(tail -c 300 "$o.txt" "$o.err" | tr '\n' ' ')"
+      fi
     done
   done
   stop_backend

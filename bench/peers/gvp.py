@@ -6,6 +6,7 @@ the lines of a run into bench/results/gateway_vs_peers.{md,json}.
                                                   (TOKENS: the token events each stream should
                                                   carry; streams with fewer are counted short)
     gvp.py wrk WRK_OUTPUT                      -> JSON of a `wrk --latency` output
+    gvp.py tail RECORDS LATREC_OUTPUT          -> JSON of section (e): bench/peers/gvp_tail.py
     gvp.py report LINES.jsonl META.json MD JSON
 """
 import json
@@ -13,6 +14,8 @@ import os
 import re
 import statistics
 import sys
+
+import gvp_tail
 
 PATHS = ["direct", "llmux", "llmux-bare", "llmux-logged", "llmux-base", "nginx", "haproxy", "fastapi"]
 PROXIES = PATHS[1:]
@@ -522,6 +525,10 @@ def report(lines_path, meta_path, md_path, json_path):
         add_goal("a.tok_s", "(a) serial streaming tok/s, llmux/direct", "≥ 0.99", None, None,
                  missing="section (a) not run (paths llmux, direct)")
 
+    # (e)
+    if ran("e"):
+        medians["e"] = gvp_tail.report_section(by, meta, md, m, PATHS, fmt, per_round)
+
     # the goals of issue 13, at the top
     order = ["b.cpu_per_request", "b.p99"] + sorted((g["id"] for g in goals if g["id"].startswith("d.")),
                                                     key=lambda i: int(i.split("@")[1])) + \
@@ -555,6 +562,8 @@ if __name__ == "__main__":
         print(json.dumps(bench(*sys.argv[2:4])))
     elif cmd == "wrk":
         print(json.dumps(wrk(sys.argv[2])))
+    elif cmd == "tail":
+        print(json.dumps(gvp_tail.analyse(sys.argv[2], sys.argv[3])))
     elif cmd == "report":
         report(*sys.argv[2:6])
     else:
