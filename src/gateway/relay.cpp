@@ -16,6 +16,7 @@
 #include "gateway/stream_usage.hpp"
 #include "gateway/taps.hpp"
 #include "gateway/upstream_body.hpp"
+#include "http/read_ready.hpp"
 #include "upstream/stall.hpp"
 
 namespace llmux::gateway {
@@ -264,9 +265,10 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
             buf = nullptr;
           }
           // The read buffer's memory goes to the worker while the stream waits, and the read
-          // that ends the wait borrows one (no allocation per event).
+          // that ends the wait borrows one (no allocation per event). The wait re-arms nothing
+          // (no system call: http/read_ready.hpp).
           w.take_back_read_buf(up->buf);
-          std::tie(ec) = co_await up->sock.socket().async_wait(tcp::socket::wait_read, use_tuple);
+          std::tie(ec) = co_await http::async_wait_readable(up->sock.socket(), use_tuple);
           w.lend_read_buf(up->buf);
           unpark(up->buf, leftover);
         }

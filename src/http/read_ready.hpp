@@ -35,6 +35,13 @@
 // close this idle connection?" must not be told no then: event_pending(s) says whether the
 // socket's state is queued with events not yet processed.
 //
+// async_wait_readable(s, token) waits until a read may find bytes, like socket::async_wait(
+// wait_read), but trusts the flag as a read does: it completes at once (through the queue) while
+// the flag is set, and is otherwise queued for the reactor's next event as it stands. Asio's own
+// wait is never tried at once (it would always succeed: Asio keeps the flag set), so it re-arms
+// the socket with epoll_ctl on every call, a system call per wait: per event of every SSE stream
+// the relay parks (gateway/relay.cpp), a third of its system calls.
+//
 // This reaches into Asio's internals (private members, reached by the rule that access is not
 // checked in an explicit instantiation's arguments); where the reactor is not the epoll reactor
 // of the Asio checked below, both do nothing and every read is speculative, as in plain Asio:
@@ -42,6 +49,11 @@
 //
 // Thread safety: the socket's thread, which must be the only one running its io_context (the
 // gateway's workers: one thread each, BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO).
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/version.hpp>
 
@@ -53,8 +65,12 @@
 
 #include <cstdint>
 
+#include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/detail/epoll_reactor.hpp>
+#include <boost/asio/detail/handler_cont_helpers.hpp>
 #include <boost/asio/detail/op_queue.hpp>
+#include <boost/asio/detail/reactive_socket_service_base.hpp>
+#include <boost/asio/detail/reactive_wait_op.hpp>
 #include <boost/asio/detail/scheduler_operation.hpp>
 #else
 #define LLMUX_READ_READY 0
@@ -98,6 +114,38 @@ inline State* state(Socket& s) {
   return SocketAccess::impl(s).reactor_data_;
 }
 
+/// Asio's per-operation cancellation for reactor operations (a protected member type).
+struct ServiceAccess : boost::asio::detail::reactive_socket_service_base {
+  using reactive_socket_service_base::reactor_op_cancellation;
+};
+
+/// async_wait_readable's initiation: Asio's async_wait(wait_read)
+/// (reactive_socket_service_base::async_wait), started with speculation allowed.
+struct InitiateWaitReadable {
+  template <typename Handler>
+  void operator()(Handler&& handler, Socket* s) const {
+    using H = std::decay_t<Handler>;
+    auto& impl = SocketAccess::impl(*s);
+    State* st = impl.reactor_data_;
+    if (!st || st->*get(Registered{}) == 0) {  // closed, or not in epoll: as Asio does it
+      s->async_wait(Socket::wait_read, std::forward<Handler>(handler));
+      return;
+    }
+    Reactor& reactor = *(st->*get(Owner{}));
+    const bool is_continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
+    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    using WaitOp = boost::asio::detail::reactive_wait_op<H, Socket::executor_type>;
+    typename WaitOp::ptr p = {std::addressof(handler), WaitOp::ptr::allocate(handler), nullptr};
+    p.p = new (p.v) WaitOp(boost::system::error_code(), handler, s->get_executor());
+    if (slot.is_connected())
+      p.p->cancellation_key_ = &slot.template emplace<ServiceAccess::reactor_op_cancellation>(
+          &reactor, &impl.reactor_data_, impl.socket_, Reactor::read_op);
+    reactor.start_op(Reactor::read_op, impl.socket_, impl.reactor_data_, p.p, is_continuation,
+                     /*allow_speculative=*/true);
+    p.v = p.p = nullptr;
+  }
+};
+
 }  // namespace read_ready_detail
 
 inline bool may_be_readable(boost::asio::ip::tcp::socket& s) {
@@ -114,6 +162,17 @@ inline bool event_pending(boost::asio::ip::tcp::socket& s) {
   // (scheduler::task_cleanup), which runs only after them. A state that is not queued has none.
   // A C-style cast: the scheduler operation is a private base of the descriptor's state.
   return st && boost::asio::detail::op_queue_access::next((Op*)st) != nullptr;  // NOLINT
+}
+
+/// Completes (error_code) when a read on `s` may find bytes or the end: at once while
+/// may_be_readable(s), else at the socket's next epoll event, without a system call to start.
+/// The caller reads then, and a read that comes up short marks the socket drained (else the next
+/// wait completes at once again). operation_aborted when the socket is closed or the wait
+/// cancelled, as Asio's.
+template <typename Token>
+auto async_wait_readable(boost::asio::ip::tcp::socket& s, Token&& token) {
+  return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
+      read_ready_detail::InitiateWaitReadable{}, token, &s);
 }
 
 inline void mark_drained(boost::asio::ip::tcp::socket& s) {
@@ -146,6 +205,11 @@ inline bool event_pending(boost::asio::ip::tcp::socket&) {
   return false;
 }
 inline void mark_drained(boost::asio::ip::tcp::socket&) {}
+/// Here Asio's own wait: the flag is never cleared without the reactor reached above.
+template <typename Token>
+auto async_wait_readable(boost::asio::ip::tcp::socket& s, Token&& token) {
+  return s.async_wait(boost::asio::ip::tcp::socket::wait_read, std::forward<Token>(token));
+}
 #endif
 
 }  // namespace llmux::http
