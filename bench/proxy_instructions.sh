@@ -44,7 +44,7 @@ LLMUX=${LLMUX:-$ROOT/build/llmux}
 [ -z "$BASELINE" ] || [ -x "$BASELINE" ] || { echo "--baseline $BASELINE: not executable" >&2; exit 2; }
 [ -z "$BASELINE" ] || PATHS="$PATHS,llmux-base"
 for t in valgrind callgrind_control nginx haproxy wrk curl; do
-  command -v $t >/dev/null || { echo "missing $t (scripts/setup --bench; valgrind)" >&2; exit 1; }
+  command -v $t >/dev/null || { echo "missing $t (scripts/setup --bench)" >&2; exit 1; }
 done
 
 tmp=$(mktemp -d /tmp/pinstr.XXXXXX)
