@@ -139,11 +139,17 @@ for f in sorted(os.listdir(tmp)):
     if not f.startswith("names."):
         continue
     s = int(f.split(".")[1])
-    c = collections.Counter(l.strip() for l in open(f"{tmp}/{f}") if l.strip())
+    lines = [l.rstrip("\n") for l in open(f"{tmp}/{f}") if l.strip()]
+    c = collections.Counter(l.split("\t")[0] for l in lines)
+    samples = collections.Counter(l.split("\t", 1)[1] for l in lines if l.startswith("-\t"))
     top = []
     for key, k in c.most_common(6):
         word, off = key.split(":") if ":" in key else ("-", "-")
-        sym = "(no pointer into the executable in its first 4 words)" if off == "-" else name(off)
+        if off == "-":
+            sym = "(no pointer into the executable in its first 4 words; most common first bytes: " + \
+                ", ".join(f"'{t}' x{m}" for t, m in samples.most_common(3)) + ")"
+        else:
+            sym = name(off)
         top.append(dict(word=word, offset=off, symbol=sym, blocks=k, per_stream=k / n))
     names[s] = top
 run = {}
@@ -178,7 +184,8 @@ for s, top in names.items():
     md.append("| word | offset | symbol | blocks | per stream |")
     md.append("|---:|---|---|---:|---:|")
     for t in top:
-        md.append(f"| {t['word']} | {t['offset']} | `{t['symbol'][:140]}` | {t['blocks']:,} | {t['per_stream']:.2f} |")
+        sym = (t["symbol"][:140] if t["offset"] != "-" else t["symbol"][:300]).replace("|", "/").replace("`", "'")
+        md.append(f"| {t['word']} | {t['offset']} | `{sym}` | {t['blocks']:,} | {t['per_stream']:.2f} |")
     md.append("")
 open(f"{out}/heap_by_size.md", "w").write("\n".join(md) + "\n")
 json.dump(dict(command=cmd, streams=n, idle_rss_kib=idle_rss, held_rss_kib=held_rss, client=run,

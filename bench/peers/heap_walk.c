@@ -8,8 +8,9 @@
 // llmux_heap_names(path, size): for every live block of `size` bytes, the first of its first four
 // words that points into the executable (a vtable, a coroutine's resume function, an Asio
 // operation's completion function after its queue link: what the block is), as "WORD:OFFSET"
-// (the word's index, the offset from the executable's first mapping), one per line ("-" when none
-// does); the script counts them and names them with addr2line or nm.
+// (the word's index, the offset from the executable's first mapping), one per line; when none
+// does, "-", a tab and its first 32 bytes (printable ones as they are); the script counts them and
+// names them with addr2line or nm.
 #include <mimalloc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,7 +65,12 @@ static bool name_block(const mi_heap_t* heap, const mi_heap_area_t* area, void* 
       return true;
     }
   }
-  fputs("-\n", out);
+  // none: its first bytes, printable ones as they are (a string's text shows what it is)
+  fputs("-\t", out);
+  const unsigned char* bytes = (const unsigned char*)block;
+  for (size_t i = 0; i < 32 && i < wanted; ++i)
+    fputc(bytes[i] >= 0x20 && bytes[i] < 0x7f && bytes[i] != '\\' ? bytes[i] : '.', out);
+  fputc('\n', out);
   return true;
 }
 
