@@ -21,6 +21,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include "../http/socket_pair.hpp"
 #include "gateway/request.hpp"
 #include "gateway/worker.hpp"
 #include "http/read_parsed.hpp"
@@ -33,23 +34,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Pair {
-  net::io_context ioc{1};
-  tcp::socket client{ioc};
-  llmux::http::Stream server{ioc.get_executor()};
-  Pair() {
-    tcp::acceptor acc(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-    client.connect(acc.local_endpoint());
-    server = llmux::http::Stream(acc.accept());
-  }
-  void send(const std::string& s) { net::write(client, net::buffer(s)); }
-  /// Runs the reactor for a while: events for the server socket are seen (and their reads done).
-  void spin(std::chrono::milliseconds d = 50ms) {
-    auto guard = net::make_work_guard(ioc);
-    ioc.run_for(d);
-    ioc.restart();
-  }
-};
+using Pair = llmux::test::SocketPair;
 
 /// A socket's first drained read asks epoll for EPOLLRDHUP and leaves it readable: done here.
 void prime(Pair& p) {

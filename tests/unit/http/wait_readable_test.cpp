@@ -16,13 +16,11 @@
 #include <gtest/gtest.h>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
 
 #include "http/read_ready.hpp"
 #include "http/stream.hpp"
+#include "socket_pair.hpp"
 
 namespace {
 std::atomic<int> g_watched_fd{-1};
@@ -42,25 +40,9 @@ using llmux::http::async_wait_readable;
 
 namespace {
 
-struct Pair {
-  net::io_context ioc{1};
-  tcp::socket client{ioc};
-  llmux::http::Stream server{ioc.get_executor()};
-  Pair() {
-    tcp::acceptor acc(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-    client.connect(acc.local_endpoint());
-    server = llmux::http::Stream(acc.accept());
-    g_watched_fd = server.socket().native_handle();
-  }
+struct Pair : llmux::test::SocketPair {
+  Pair() { g_watched_fd = server.socket().native_handle(); }
   ~Pair() { g_watched_fd = -1; }
-  void send(const std::string& s) { net::write(client, net::buffer(s)); }
-  /// Runs the reactor for `d` (restarted first: the io_context stops itself whenever it runs
-  /// out of work, e.g. as the guard of the spin before went).
-  void spin(std::chrono::milliseconds d = 30ms) {
-    ioc.restart();
-    auto guard = net::make_work_guard(ioc);
-    ioc.run_for(d);
-  }
   /// Reads what is there; a short read marks the socket drained.
   std::string read_now() {
     char buf[256];
