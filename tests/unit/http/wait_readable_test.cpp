@@ -66,6 +66,14 @@ void drain(Pair& p) {
   ASSERT_FALSE(llmux::http::may_be_readable(p.server.socket()));
 }
 
+/// A drained socket with a wait on it that nothing has ended yet.
+void wait_pending(Pair& p, std::optional<boost::system::error_code>& done) {
+  drain(p);
+  p.wait(done);
+  p.spin(10ms);
+  ASSERT_FALSE(done.has_value()) << "completed with nothing to read";
+}
+
 }  // namespace
 
 #if LLMUX_READ_READY
@@ -105,11 +113,8 @@ TEST(WaitReadable, CompletesAtOnceWhenBytesCameWhileNothingWaited) {
 
 TEST(WaitReadable, ThePeersCloseEndsTheWaitAndTheReadFindsTheEnd) {
   Pair p;
-  drain(p);
   std::optional<boost::system::error_code> done;
-  p.wait(done);
-  p.spin(10ms);
-  ASSERT_FALSE(done.has_value());
+  wait_pending(p, done);
   p.client.close();
   p.spin();
   ASSERT_TRUE(done.has_value()) << "the close did not end the wait";
@@ -122,11 +127,8 @@ TEST(WaitReadable, ThePeersCloseEndsTheWaitAndTheReadFindsTheEnd) {
 
 TEST(WaitReadable, ClosingTheSocketAbortsTheWait) {
   Pair p;
-  drain(p);
   std::optional<boost::system::error_code> done;
-  p.wait(done);
-  p.spin(10ms);
-  ASSERT_FALSE(done.has_value());
+  wait_pending(p, done);
   p.server.socket().close();
   p.spin();
   ASSERT_TRUE(done.has_value());
