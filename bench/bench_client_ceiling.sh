@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # How much load can one `llmux bench` process drive on one core? (issue 3: >= 20,000 small
 # requests/s and 2,000 concurrent streams, so the client is never the bottleneck.)
 #

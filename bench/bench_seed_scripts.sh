@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The seed's two benchmark scripts, as `llmux bench throughput` and `llmux bench compare`, against
 # two simulated DGX Sparks (`llmux sim --preset dgx-spark-qwen3.6-35b-a3b-fp8`, each on its own
 # loopback port), with `llmux gateway` in front of them configured as the seed's gateway

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # How exact are `llmux bench`'s timings? Streams from `llmux sim` (which records, on
 # CLOCK_MONOTONIC, when each request arrived and when each token's frame went to the socket:
 # GET /debug/requests/{X-Request-Id}) are measured by `llmux bench run --sim-ground-truth`,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the llmux binary of a git revision, to compare with the current one side by side:
 #   bench/gateway_vs_peers.sh --baseline "$(bench/build_baseline.sh)"
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Report of bench/cache_routing_bench.sh: reads each run's `llmux bench run --out` results
 (run.json) and the gateways' access logs, and writes cache_routing_bench.md and .json with the
 issue's figures and goals. Usage: see cache_routing_bench.sh."""

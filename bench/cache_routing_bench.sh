@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Conversations and caches through `llmux gateway` (issue 11, "Measured, not assumed"): each case
 # side by side with round_robin in one run, on simulated DGX Sparks (`llmux sim`, clock
 # --time-scale times faster; fresh simulators, so fresh caches, for every run).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Calls into the C allocator recorded in callgrind output files (bench/proxy_instructions.sh).
 
 Usage: callgrind_alloc_calls.py FILE...   prints the total over the files.

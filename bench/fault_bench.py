@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Helper of bench/fault_bench.sh (issue 9): a light streaming load client and the report.
 
   fault_bench.py load --url http://127.0.0.1:PORT --streams 100 --duration 90 --out DIR ...

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fault benchmark of `llmux gateway` (issue 9, "Measured, not assumed").
 #
 # Three `llmux sim` backends A, B, C (DGX Spark preset, --time-scale 2; streaming chat

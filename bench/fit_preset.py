@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Fits the step-time constants of `llmux sim --preset dgx-spark-qwen3.6-35b-a3b-fp8-atlas` to
 published measurements, and prints the parameters and the residuals.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # llmux gateway vs its peers, side by side in one run (issue 4, "Measured, not assumed"; issue 13:
 # one run, the same machine and pinning for every row, each proxy with one worker).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What a held-open stream costs the gateway in memory, by block size, from inside the process:
 # the question bench/gateway_vs_peers.sh (d) answers with RSS, taken apart. A gateway
 # (`gateway --threads 1`: worker 0 runs on the main thread, gateway/server.cpp) runs with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers the bench scripts share (sourced, not run): process start/stop by pid, readiness of an
 # llmux process (its JSON ready line) and of an HTTP endpoint. Every wait is bounded.
 # The caller sets STARTED=() and traps EXIT to stop what it started (stop_all).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Proxies' own user-space instructions per small request, side by side in one run (issue 13): a
 # figure that does not move with the machine's load, where CPU time per request on this shared
 # VM swings by 2x from one round to the next (bench/results/http_layer). Each proxy runs one

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Helper of bench/replicas_bench.sh (issue 15): the load clients and the report.
 
   replicas_bench.py conv --ports P1,P2,P3 --users 32 --turns 20 --out F [--sticky] ...

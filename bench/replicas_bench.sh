@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Gateway replicas sharing state in Redis (issue 15, "Measured, not assumed").
 #
 # Starts Debian's redis-server on a free loopback port (no persistence), two `llmux sim`

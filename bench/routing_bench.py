@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Report of bench/routing_bench.sh: reads each case's `llmux bench run --out` results (run.json),
 the admission runs' simulator samples and gateway access logs, and writes routing_bench.md and
 routing_bench.json with the issue's figures and goals. Usage: see routing_bench.sh."""

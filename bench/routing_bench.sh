@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Routing benchmark of `llmux gateway` (issue 10, "Measured, not assumed"): each policy side by
 # side with round_robin and with fixed splits of the same workload straight to the machines, in
 # one run, on simulated DGX Sparks (`llmux sim`, clock --time-scale times faster).

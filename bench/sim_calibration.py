@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Calibration of `llmux sim`'s presets against the measurements they were fitted to.
 
 --preset dgx-spark-qwen3.6-35b-a3b-fp8 (the default), against the seed: drives the simulator

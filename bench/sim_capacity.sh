@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # How cheap is `llmux sim`? One sim process pinned to one core, every model cost set to zero
 # (--zero-cost), held open by STREAMS concurrent streaming requests (h2load over HTTP/1.1 on
 # another core), each generating TOKENS tokens (ignore_eos). Reports tokens/s the simulator

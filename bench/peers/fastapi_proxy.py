@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The seed's gateway, reduced to its proxy: FastAPI + httpx.AsyncClient streaming passthrough.
 
 Every path and method is forwarded to UPSTREAM (e.g. http://127.0.0.1:30000) and the response

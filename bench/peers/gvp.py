@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Helpers of bench/gateway_vs_peers.sh: parse one measurement into a JSON line, and turn all
 the lines of a run into bench/results/gateway_vs_peers.{md,json}.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Section (e) of bench/gateway_vs_peers.sh: where the latency tail of (b)'s small POSTs comes
 from, from every request latrec recorded (bench/peers/latrec.cpp).
 

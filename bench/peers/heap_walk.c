@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // heap_walk: what a running llmux gateway's worker holds in mimalloc's heap, by block size.
 // Preloaded into the gateway (LD_PRELOAD) by bench/heap_by_size.sh, which calls these functions
 // in the worker thread with gdb; a mimalloc heap belongs to its thread, so that thread must make

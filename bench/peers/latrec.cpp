@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // latrec: the load of benchmark (b) (closed loop, keep-alive, one POST in flight per connection,
 // as `wrk -t1 -cN`), recording every request: when it was sent, how long its answer took and on
 // which connection. bench/gateway_vs_peers.sh section (e) builds and runs it; gvp.py tail reads

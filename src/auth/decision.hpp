@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What an auth or quota check answers: allowed, or the HTTP error to send instead.
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Client API keys (issue 15, part 3): who is calling, and may they use this route and model.
 //

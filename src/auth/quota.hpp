@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Per-key quotas (issue 15, part 4): requests per minute, tokens per minute, concurrent requests.
 //

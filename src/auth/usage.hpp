@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Usage accounting (issue 15, part 5): tokens and requests per key, model, backend and hour.
 //

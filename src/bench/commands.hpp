@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The `llmux bench` subcommands behind the CLI: run (the general engine, with sweeps), throughput
 // (the seed's qwen36-throughput.py), compare (the seed's qwen36-gateway-vs-direct.py) and report

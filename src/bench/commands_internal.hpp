@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Internal to the `llmux bench` subcommands (src/bench/commands.hpp): the helpers their files
 // share. Not part of the public API; include it only from src/bench/*.cpp.

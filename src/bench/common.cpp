@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the `llmux bench` subcommands: formatting, request records and output files.
 #include <boost/json.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux bench compare`: the seed's qwen36-gateway-vs-direct.py. Serial and burst throughput of
 // each path (direct and through the gateway); for each gateway path its tok/s ratio to the
 // direct one beside the latency it adds per request, scale-out kept apart from overhead

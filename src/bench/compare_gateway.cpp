@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench compare's gateway analysis: a gateway path against the direct path, keeping scale-out
 // (a burst spread over two machines) apart from the gateway's own overhead.
 #include <algorithm>

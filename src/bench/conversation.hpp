@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Multi-turn `/v1/responses` conversations for `llmux bench run --conversation-turns T`: each
 // closed-loop client is one user holding one conversation of T turns, each turn sent when the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The load drivers of `llmux bench`: closed loop (fixed concurrency, a new request when one
 // ends; with `burst`, exactly N requests started together as the seed's scripts do) and open

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The `--out DIR` report of `llmux bench`: charts drawn with gnuplot (SVG and PNG, from data
 // files and a script left beside them to redraw) and an index.html holding the summary tables,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Saturation-knee detection for a concurrency (or request-rate) sweep.
 //

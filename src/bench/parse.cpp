@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The list parsers behind the bench flags (--concurrency, --sweep, --percentiles) and the seed's
 // agreement spread.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Report writers for `llmux bench`: a Markdown table people paste ("| Path | Serial tok/s | N=8
 // tok/s |"), CSV machines read (RFC 4180), JSON documents (Boost.JSON) with a stable pretty

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux bench report`: compares the "summary" of two result files (before/after).
 #include <boost/json.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux bench run`: the general engine. Runs each level (one, or a concurrency sweep that stops
 // at the saturation knee), prints the Markdown report and, against llmux sim, the timing error
 // against the simulator's ground truth. The output files are run_output.cpp's.

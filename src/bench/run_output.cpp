@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_run's tables and output files: run.json (settings and every request), requests.csv,
 // summary.csv, summary.md, index.html and the charts (SVG and PNG, with gnuplot on PATH).
 #include <boost/json.hpp>

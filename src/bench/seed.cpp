@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The measurements of the seed's two scripts (qwen36-throughput.py, qwen36-gateway-vs-direct.py):
 // serial runs and bursts of non-streaming, temperature 0 requests.
 #include <algorithm>

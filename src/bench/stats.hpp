@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Statistics for `llmux bench`: percentiles, summaries, per-request metrics and run aggregates.
 //

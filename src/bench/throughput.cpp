@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux bench throughput`: the seed's qwen36-throughput.py. Single-stream decode of three
 // prompt sizes and concurrent aggregates per target, and whether the targets agree.
 #include <boost/json.hpp>

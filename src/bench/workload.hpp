@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What `llmux bench` sends: prompts (synthetic ones sized with the project's tokenizer, or a JSONL
 // dataset of plain prompts or ShareGPT conversations), shared system prompts, output lengths,

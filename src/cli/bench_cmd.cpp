@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux bench`: flags → bench::*Command → bench_run / bench_throughput / bench_compare /
 // bench_report (src/bench/commands.hpp). Wiring only.
 #include <unistd.h>

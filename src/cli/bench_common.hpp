@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the `llmux bench` subcommands' wiring shares: bench_cmd.cpp (throughput, compare, report
 // and the `bench` command itself) and bench_run_cmd.cpp (`bench run`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux bench run`: flags → bench::RunCommand → bench_run (src/bench/commands.hpp). Wiring only.
 #include <unistd.h>
 

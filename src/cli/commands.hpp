@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Subcommand wiring: each add_*() registers its options on the app and returns the function
 // that runs it once parsing succeeded.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `llmux demo`'s agent turn: what the Codex CLI does, played by the demo itself through the
 // gateway — a Responses request offering a tool, the simulator's scripted function_call, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux demo`: the seed's whole experiment on one machine. Starts two simulated DGX Sparks and
 // the gateway with the seed's routing on free loopback ports (children of this process, started
 // from this very binary), runs both seed benchmarks with `llmux bench`, prints the report beside

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux gateway` and `llmux client-config`.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux keys hash`: the SHA-256 digest of API keys, for `auth.keys[].sha256` (docs/config.md).
 // Keys are read from stdin, one a line, so none lands in a shell history or a process list.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llmux: one binary, several subcommands (like `vllm serve` / `vllm bench serve`).
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>

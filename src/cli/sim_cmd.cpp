@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux sim`: flags → SimConfig → run_server. Every model parameter is a flag; a preset sets
 // them all, and flags given explicitly win over the preset whatever their order.
 #include <spdlog/spdlog.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Addresses as written in the config: listen strings (":8080", "[::1]:8080") and backend URLs
 // (http://HOST[:PORT][/PATH]), parsed with Boost.URL.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `auth` and `quotas`: loading (called from load.cpp), the keys file, validation (called from
 // validate.cpp) and hash_key(). The gateway side is src/auth/.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "config/codex_profiles.hpp"
 
 #include <fmt/format.h>

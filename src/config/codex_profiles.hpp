@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `llmux client-config codex`: the Codex CLI configuration for the seed's two profiles, `dgx`
 // (through the gateway) and `dgx-direct` (straight to one vLLM server), in the layout current

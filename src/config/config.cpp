@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The entry points that read a file (load_yaml_file(), load_and_validate_file()) or combine
 // loading (load.cpp) with validation (validate.cpp), and ConfigError::to_string().
 // detail.hpp lists what each file of src/config holds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The gateway's configuration: plain structs with defaults, loaded from YAML (or built from
 // `llmux gateway --backend NAME=URL ...`), validated once, loudly: validate() returns every

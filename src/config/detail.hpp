@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Internal to src/config: helpers shared between its files. Not part of the API (include
 // config/config.hpp for that); nothing outside src/config includes this header.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // lint(): warnings about valid but suspicious configurations, from the YAML text (lint.hpp).
 #include "config/lint.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Warnings about a configuration that is valid but almost certainly not what was meant: found by
 // re-reading the YAML text (so they carry the line and column), never by changing what

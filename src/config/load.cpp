@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // YAML text -> GatewayConfig: load_yaml(). Strict, never throws; meaning is validate.cpp's job.
 //
 // Schema (docs/config.md is the user-facing version of this comment; keep them in step):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Start-up checks and probe_backends(): a validated config against this machine (preflight.hpp).
 #include "config/preflight.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A validated configuration checked against this machine, as `llmux gateway` start-up would
 // (src/gateway/server.cpp refuses to start on any of these), for `llmux gateway --check`:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // quick_config(): the quick form, `llmux gateway --port PORT --backend NAME=URL ...`.
 #include <fmt/format.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // describe(): a validated configuration in plain lines (summary.hpp).
 #include "config/summary.hpp"
 

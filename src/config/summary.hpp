@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A validated configuration described for a person: what `llmux gateway --check` prints before
 // its start-up checks. Plain lines; every duration with its unit, every default filled in.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // String helpers shared by loading and validation: join, case, "did you mean", field paths.
 #include <fmt/format.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Durations and sizes as written in the config: parse_duration(), parse_size(), and
 // format_millis() for error messages.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // validate(): checks what was loaded (or built by quick_config()) for meaning, reports every
 // problem at once, and fills the derived fields (backend scheme/host/port/base_path, route names).
 // A route after one that matches everything it matches is an error (unreachable), never silently

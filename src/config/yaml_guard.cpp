@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // yaml-cpp 0.7's endless-loop guard (detail.hpp).
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Internal to src/config: the strict YAML reading shared by load.cpp (the gateway config) and
 // auth.cpp (auth keys, also from a keys file). Every problem becomes a ConfigError with the field

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ASCII case-insensitive comparison, for HTTP field names and tokens. Boost.Beast 1.81's
 // beast::iequals reads one byte past the end of its arguments when they differ only in case at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Freed blocks kept per thread, by size class, for the next allocation of the same class: what
 // makes a proxied request allocate nothing in the steady state. Each request creates and destroys

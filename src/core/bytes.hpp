@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Bytes built by appending pieces: the header the gateway writes (the upstream request's head,
 // the client's response header) and the request's staged header. An append checks the room once

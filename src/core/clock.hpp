@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Clocks. Monotonic time is CLOCK_MONOTONIC (system-wide on Linux), so timestamps taken in two
 // processes on one machine are comparable; that is what lets `llmux bench` be checked against

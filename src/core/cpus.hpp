@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How many CPUs this process may use: the cores of its affinity mask (taskset, cpuset) and its
 // cgroup's CPU quota (a container's `--cpus`), whichever is smaller. What `threads: 0` means:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A non-owning reference to a callable (like C++26 std::function_ref): two words, no
 // allocation, for callbacks that live only during the call that takes them.

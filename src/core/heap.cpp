@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The global operator new and delete of the llmux binary: mimalloc's, with each thread's
 // core::BlockCache in front for blocks of kSmall to BlockCache::kMax bytes (core/block_cache.hpp
 // says why). A block is kept under its usable size (mi_usable_size: what its size bin holds) and

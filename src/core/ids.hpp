@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Random identifiers in the shapes OpenAI/vLLM use (`cmpl-<32 hex>`, `resp_<32 hex>`, ...).
 // Thread-safe: each thread has its own generator.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The process's log lines (spdlog's default logger, on stderr): readable lines on a terminal,
 // one JSON object per line otherwise (a service under systemd, a container, a pipe), so a log

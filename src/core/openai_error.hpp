@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The OpenAI error body every component answers with:
 //   {"error":{"message":"...","type":"...","param":null|"...","code":<status>}}

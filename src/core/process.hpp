@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Child processes: fork + exec with chosen stdin/stdout/stderr, reading a line from a child's
 // pipe with a deadline, and stopping a child (SIGTERM, bounded wait, SIGKILL). Used by

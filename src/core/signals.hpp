@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Signals and pid files for a long-running server (the gateway): a signal's name for log
 // lines, a last word on stderr before a crash, and the pid file `llmux gateway --reload` reads.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A coroutine started without co_spawn's own coroutine frame: for the gateway's sessions, one per
 // connection, whose frames are what a held-open stream costs in memory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The approximate tokenizer shared by `llmux sim` and `llmux bench`.
 //

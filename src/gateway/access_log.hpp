@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One JSON line per request (stdout, a file, or off). Thread-safe: each line is formatted in
 // the calling thread and written with a single fwrite under a mutex.

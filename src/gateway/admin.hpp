@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The admin API (/admin/...): off unless admin.token is set; every call then carries
 // `Authorization: Bearer <token>` (401 otherwise, compared in constant time).

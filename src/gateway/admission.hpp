@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Admission control: when every backend of a route is at its max_inflight, a request waits in the
 // route's FIFO queue instead of being refused — at most `size` waiting (more: 429) for at most

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Response affinity: the Responses API keeps each response (and the conversation it ends) in the
 // memory of the vLLM that produced it, so every later request naming it — previous_response_id,

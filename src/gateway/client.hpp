@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A client connection while its requests are served: the socket, its read buffer and deadline,
 // the watch that notices the client leaving while a request is proxied, and the answers the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The live dashboard's static files (src/gateway/dashboard/), compiled into the binary: the
 // build turns every file of that directory into bytes of a generated source

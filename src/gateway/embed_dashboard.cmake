@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns the dashboard's static files into a C++ source (run by the build, src/gateway/CMakeLists.txt):
 #   cmake -DSOURCE_DIR=<dir> -DOUTPUT=<file.cpp> -P embed_dashboard.cmake
 # Every file under SOURCE_DIR (hidden files and editor backups aside) becomes a string literal of

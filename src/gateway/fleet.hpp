@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One configuration, ready to serve: its backends (resolved), its routes with their policies and
 // retry budgets. A Fleet is immutable once built (its backends' changing parts are atomics); a

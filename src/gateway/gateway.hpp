@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `llmux gateway`: the OpenAI-compatible proxy. Beast stays in server.cpp.
 #include <functional>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The gateway's view of its backends' health: the active checker (one thread of its own that
 // GETs each backend's health path on its interval and feeds upstream::record_check, and reads

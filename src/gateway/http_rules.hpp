@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The HTTP/1.1 intermediary rules (RFC 9110, RFC 9112) the gateway applies to every message it
 // passes on: request framing checked on the header before any body byte is read, hop-by-hop

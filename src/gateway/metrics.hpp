@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The gateway's own metrics (GET /metrics, the dashboard's data). Nothing is locked or allocated
 // per request: each worker counts into its own WorkerMetrics (written by that thread only, with

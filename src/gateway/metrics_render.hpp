@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A scrape: every worker's metrics added up, with the state of the fleet in use (backends'
 // in-flight counts, health, reported load; routes' queues), as Prometheus text (GET /metrics,

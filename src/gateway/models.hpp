@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GET /v1/models answered by the gateway: the union of its backends' models (first seen wins),
 // or a 503 naming every backend that failed when none answered. With client API keys

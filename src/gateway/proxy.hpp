@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The proxy: one client request through a route to a backend. The policy picks (with the
 // backend's in-flight slot taken atomically), each attempt's upstream request is built fresh from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The relay: a backend's response to the client as it arrives. The header goes out with X-Llmux-
 // Backend and X-Request-Id (hop-by-hop fields out); the body read by read, SSE cut at event

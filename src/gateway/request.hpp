@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A client's request as the gateway keeps it while serving it, and the parser that reads it.
 // llmux's HTTP/1 parser (http/parser.hpp, Beast's basic_parser's drop-in) without Beast's fields

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The few JSON fields routing needs, read from a request body without copying or
 // re-serialising it (simdjson on-demand; the body must have SIMDJSON_PADDING spare capacity).

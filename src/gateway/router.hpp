@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The route table: which route takes a request, by path, method and the body's model. Pure:
 // config in, index out; tested without sockets.

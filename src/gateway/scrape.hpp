@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The backends' own load reports: each backend's Prometheus metrics (vLLM's /metrics) read on an
 // interval by the health checker's thread — never on a request's path — into the Backend's

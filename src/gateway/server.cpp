@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux gateway`: wiring. Builds the backends and routes from the validated config, starts the
 // workers (one io_context and thread each, an SO_REUSEPORT acceptor per listener, a pool per
 // backend), accepts connections into sessions, ticks the deadlines, and drains on SIGTERM.

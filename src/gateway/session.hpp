@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The client session: reads requests on one connection (limits, timeouts, framing checked on the
 // header, 100-continue, trailers dropped), dispatches each (health, models, a route's proxy) and

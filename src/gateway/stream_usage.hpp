@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Token counts for every stream: a streaming chat or completions request whose client did not
 // ask for `stream_options.include_usage` is sent upstream asking for it, and the usage-only chunk

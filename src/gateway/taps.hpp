@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Taps: what the gateway reads from response bytes while relaying them, without delaying them.
 // One ResponseTap per relayed response, on the worker's thread.

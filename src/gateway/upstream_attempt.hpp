@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One attempt of a request at a backend: a connection (pooled or new), the request written, the
 // final response header read. The proxy (gateway/proxy.hpp) decides which backend and whether

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reading a backend's response body without holding buffers while it waits (gateway/relay.cpp):
 // the parser is given what its read buffer holds before anything is read; when it needs bytes it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A backend's response as the relay needs it: llmux's HTTP/1 parser (http/parser.hpp, Beast's
 // basic_parser's drop-in) without a fields container. As the header is parsed, its end-to-end

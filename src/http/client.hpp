@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A small HTTP/1.1 client for C++20 coroutines on Boost.Asio, built for measuring: the response
 // body is handed to a callback read by read, each read stamped with CLOCK_MONOTONIC (llmux::

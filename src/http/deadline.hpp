@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Coarse per-socket deadlines, checked by their worker's ticker every 50 ms. Arming and
 // disarming are plain stores, so no timer-queue operation happens per read or write (Beast's

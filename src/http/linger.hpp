@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Lingering close (nginx's `lingering_close`): after answering a client whose request was not
 // read to its end (413, 400, 408, 431, 501), closing at once with unread bytes in the socket makes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 AND BSL-1.0
 // llmux::http::Parser (parser.hpp): the state machine, ported from Beast 1.81's
 // impl/basic_parser.ipp (Copyright (c) 2016-2019 Vinnie Falco, Boost Software License 1.0,
 // http://www.boost.org/LICENSE_1_0.txt) state for state, with the same results; chunked framing

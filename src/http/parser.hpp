@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 AND BSL-1.0
 #pragma once
 // llmux::http::Parser<isRequest>: a drop-in replacement for Beast's HTTP/1 parser
 // (boost::beast::http::basic_parser<isRequest>, Boost 1.81) for the gateway's hot path.

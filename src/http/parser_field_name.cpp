@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The field enum of a field name for llmux::http::Parser: the same mapping as Beast's
 // string_to_field (the gateway looks fields up by enum), in fewer instructions.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 AND BSL-1.0
 #pragma once
 // Internal to llmux::http::Parser (parser.hpp): the pieces that do not depend on isRequest, as
 // Beast's detail::basic_parser_base has them (parser_syntax.cpp). Ported from Beast 1.81's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The byte scans of llmux::http::Parser (parser.hpp): character classes as 256-entry tables
 // (Beast's), and "find the first byte of a class" 16 bytes at a time with SSE2 where the build

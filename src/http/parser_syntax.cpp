@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 AND BSL-1.0
 // The syntax pieces of llmux::http::Parser that do not depend on isRequest (parser_impl.hpp).
 // Ported from Beast 1.81's detail/basic_parser.ipp (Copyright (c) 2016-2019 Vinnie Falco,
 // Boost Software License 1.0, http://www.boost.org/LICENSE_1_0.txt): the same results in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Noticing a peer that leaves while its request is served: one read is kept pending on the
 // connection (the gateway's client, the simulator's client). If it fails (EOF, reset), the peer

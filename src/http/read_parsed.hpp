@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reading an HTTP message with llmux's parser (parser.hpp, Beast's basic_parser's drop-in) without
 // Beast's composed read operations: what the connection's buffer holds is parsed at once, and the

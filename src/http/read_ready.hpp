@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Whether a read on a socket may find bytes: nginx's "ready" flag, on Asio's reactor.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A connection's byte stream: a TCP socket, with TLS on it when the listener or the backend
 // asks for it (Asio's ssl::stream over OpenSSL). Plain connections pay one branch per read and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one parser for http:// base URLs (backends in the gateway config, targets of `llmux
 // bench`), on Boost.URL: host, port and a path prefix.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Small readers of simdjson on-demand values that the stream interpreter (openai/stream.cpp)
 // uses on every event: typed fields that tolerate null and wrong types, `usage` objects (both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // An incremental Server-Sent Events parser (WHATWG "event stream interpretation").
 //

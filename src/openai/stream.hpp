@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reads an OpenAI-compatible streaming response event by event, in one of three dialects:
 //

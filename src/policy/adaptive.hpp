@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // adaptive: each request goes where it adds the most to what the fleet produces — the backend
 // whose total decode rate grows most with one more request in flight (n+1 streams at its

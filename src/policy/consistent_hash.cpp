@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "policy/consistent_hash.hpp"
 
 #include <xxhash.h>

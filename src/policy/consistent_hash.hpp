@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // consistent_hash: requests with the same session key go to the same backend, and when a
 // backend leaves (removed, ejected, failing its checks) only its keys move — to the next

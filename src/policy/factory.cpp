@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The policy registry and what every policy shares (available, pick, pick_and_acquire).
 #include <algorithm>
 #include <charconv>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // least_inflight: the backend with the fewest requests outstanding at this gateway, relative to
 // its weight (a weight-2 backend is as loaded with 4 as a weight-1 one with 2); ties go to the one

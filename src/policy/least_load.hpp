@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // least_load: the backend with the least load, as the gateway counts it and as the backend
 // reports it itself (`backend_metrics`: vLLM's /metrics, read off the request path by

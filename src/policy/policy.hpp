@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Load-balancing policies: how a route picks one of its backends for a request.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "policy/power_of_two.hpp"
 
 #include "policy/least_inflight.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // power_of_two: two available backends drawn at random (weighted by their weights), the less
 // loaded of the two taken (least_inflight's comparison). Near least_inflight's balance while

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // prefix_aware: a request goes to the backend that has most likely cached the start of its
 // prompt (vLLM's automatic prefix caching then skips that part of the prefill), unless the fleet

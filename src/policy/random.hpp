@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // random and weighted: one available backend drawn at random — uniformly (`random`), or with
 // probability proportional to its weight (`weighted`). Stateless apart from a per-thread

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Faults changed while the simulator runs: the `/admin/faults` endpoint (GET: the set in force;
 // POST: a new set, replacing the last), who may call it (loopback peers, or anyone with the

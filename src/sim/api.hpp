@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The simulator's OpenAI API surface as pure functions: request parsing and validation (with
 // vLLM's error messages and statuses), prompt rendering to token ids, and the JSON bodies and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Everything `llmux sim` can be told, with the DGX Spark preset's derivation of KV capacity.
 // Plain values: built by the CLI, then read-only (the server copies it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Request dispatch: one handler per endpoint. Generation requests are validated (sim/api), get
 // their faults (sim/faults: flags, the runtime set of sim/admin, the header), become a Job

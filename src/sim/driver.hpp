@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The engine driver: runs the Engine on absolute deadlines (step k ends at start + the sum of
 // the step durations, on the model clock scaled by --time-scale), records how late each step is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The simulator's engine: one vLLM-style scheduler with continuous batching, a paged KV cache
 // with prefix caching, chunked prefill and preemption.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Faults of one request: drawn from the `--fault-*` flags, then from the runtime set
 // (sim/runtime_faults.hpp), then overridden by the request's `X-Llmux-Fault` header; and the

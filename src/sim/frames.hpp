@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The SSE bytes of a streaming Job, appended to `job.out` for its writer: the opening frames,
 // one frame per token, and the closing frames (vLLM's shapes, from sim/api). No I/O.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sim/http_io.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A connection of the simulator's server and the answers written on it (Beast). Internal to the
 // server: the public header sim/server.hpp stays free of Beast.

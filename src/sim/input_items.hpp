@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Conversation inputs as vLLM takes them, turned into the messages the chat template renders:
 // chat `messages` (assistant `tool_calls`, `tool` results) and Responses `input` items

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One generation request in flight, shared by the connection that serves it and the engine
 // driver that feeds it tokens. Internal to the server (one thread: no locks).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The simulator's listening socket and its open connections: the accept loop; refusing new
 // connections (runtime fault `refuse_new`: the listening socket is closed, so connecting gets

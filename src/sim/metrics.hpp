@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The simulator's /metrics: vLLM's metric names, labels and histogram buckets, plus
 // llmux_sim_* metrics of the simulator itself (engine lag). Single-threaded use.

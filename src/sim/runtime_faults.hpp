@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Faults set while the simulator runs, by `POST /admin/faults`: the JSON body parsed and
 // validated (an error names the field), the set written back as JSON (`GET /admin/faults`), and

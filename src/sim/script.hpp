@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the simulator says when told: `llmux sim --script FILE` (a list of turns, JSON or YAML)
 // and `--tool-call-share X` (a share of requests with function tools answered by a call whose

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux sim`'s server: the wiring. One thread runs everything: the acceptor, every connection's
 // coroutine, the engine driver and the runtime fault state, so nothing here takes a lock.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `llmux sim`'s HTTP server: Beast + C++20 coroutines on one thread, driving one Engine.
 // Beast stays inside server.cpp; this header is all the CLI needs.

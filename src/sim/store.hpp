@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The Responses API's in-memory store (vLLM with VLLM_ENABLE_RESPONSES_API_STORE=1): finished
 // responses with the conversation a `previous_response_id` continues, capped with the oldest

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Delivering a Job's output on its connection while watching for a client that leaves (then the
 // sequence is aborted at once, as vLLM does): the non-streaming answer, and the streaming writer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Deterministic text for the simulator's outputs, and the distribution of natural stop lengths.
 //

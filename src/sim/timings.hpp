@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Ground truth of each request (`GET /debug/requests[/{id}]`): when it arrived, was scheduled,
 // produced each token and ended, on CLOCK_MONOTONIC nanoseconds. Kept in memory, oldest evicted.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A turn the simulator says on purpose (a script turn, or a statistical tool call) instead of
 // its generated words: reasoning, text and tool calls, cut into the tokens the engine generates

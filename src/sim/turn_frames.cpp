@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sim/turn_frames.hpp"
 
 #include <boost/json.hpp>

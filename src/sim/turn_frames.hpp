@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The SSE frames of a scripted or statistical turn (Job::plan), as vLLM streams reasoning and
 // tool calls: chat deltas `reasoning`, `content` and `tool_calls` (a header naming the function,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedisClient: hiredis's async context on an io_context of its own (see redis_client.hpp).
 //
 // Everything that touches hiredis runs on the Redis thread: the public calls post to it. Each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One Redis connection, driven asynchronously: hiredis's async API (redisAsyncContext) on an Asio
 // io_context of its own, run by one dedicated thread, so that no gateway worker loop ever blocks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedisCounters: windowed counters and hash counters shared by replicas (quotas, usage).
 #include <string>
 #include <vector>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedisQuotaCounters: a local mirror of Redis bucket counters, kept by asynchronous INCRBY/GET
 // (see the header).
 #include "state/redis_quota.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedisResponseStore: a local cache in front of `<prefix>resp:<id>` keys (see the header).
 #include "state/redis_response_store.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The response-id -> backend table shared by gateway replicas through Redis (issue 15), with a
 // local MemoryResponseStore in front, so that the common path (a conversation that stays on one

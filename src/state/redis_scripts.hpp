@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Lua scripts the Redis counters share (EVAL: each runs atomically on the server).
 namespace llmux::state::scripts {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // redis://[[user:]password@]host[:port][/db] (RedisUrl in redis_client.hpp).
 #include <charconv>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedisUsageLedger: hourly hashes in Redis written exactly once by sequence, a pending table while
 // Redis is away, a local ledger for this replica's own answer (see the header).
 #include "state/redis_usage.hpp"

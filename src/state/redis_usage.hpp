@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The usage ledger shared by gateway replicas through Redis (issue 15), for the admin API.
 //

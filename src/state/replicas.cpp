@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReplicaPresence: a sorted set of replica ids scored by their last beat.
 #include "state/replicas.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How many gateway replicas share the state store: each replica says it is alive every `period`
 // (its id in a sorted set, scored with the time, under `prefix` + "replicas"); those not heard

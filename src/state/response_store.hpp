@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Which backend holds each stored response: response id -> backend name (the Responses API
 // keeps a response, and the conversation it ends, in the memory of the vLLM that produced it).

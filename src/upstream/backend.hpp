@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One backend, as every part of the gateway sees it: where it is and how to reach it (fixed at
 // start, from config::Backend), and what changes while it serves (in-flight count, health) —

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What a backend can do, learned from the streams the gateway relays: its decode rate per stream
 // as a function of how many requests it has in flight (vLLM's continuous batching: one stream

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A backend's health, from two sources, kept in its atomics (upstream/backend.hpp):
 //

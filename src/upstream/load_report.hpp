@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The load a vLLM server reports about itself on its Prometheus /metrics: requests running,
 // requests waiting, KV-cache usage. Read by the gateway's scraper (gateway/scrape.hpp) and kept

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "upstream/outcome.hpp"
 
 #include <fmt/format.h>

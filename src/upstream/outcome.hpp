@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How one attempt to serve a request on one backend ended: the feed that health checks,
 // ejection, metrics and policies read (Policy::on_outcome), and the input of the retry decision.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Upstream connections and the per-worker keep-alive pool of one backend.
 //

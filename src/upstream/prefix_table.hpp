@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What prompt prefixes a backend has likely cached: an approximate, bounded index of hashed
 // prompt blocks, for the prefix_aware policy (policy/prefix_aware.hpp). vLLM keeps a prompt's KV

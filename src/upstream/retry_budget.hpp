@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A route's retry budget: in each one-second window, retries are allowed up to
 // max(min_per_second, fraction × the route's requests in this or the previous window), so a

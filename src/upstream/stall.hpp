@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Stall detection: a backend that stops producing tokens in the middle of the event streams it
 // serves. vLLM's engine advances every running sequence each step (tens of ms), so on a working

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """deploy/grafana/llmux-dashboard.json: valid JSON that Grafana imports (its Prometheus data
 source an input, ${DS_PROMETHEUS}, on every panel and variable), panels laid out without
 overlap, and every metric an expression names one that the gateway exports at GET /metrics

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What `make install` runs on its Release build, here on the test build: `cmake --install BUILD
 # --strip --prefix P` installs an executable, stripped P/bin/llmux that runs, and the deployment
 # files and example configs under P/share/llmux; DESTDIR stages the same under another root.

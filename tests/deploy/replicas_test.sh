@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deploy/ for replicas (issue 15): the template unit llmux@.service verifies as an instance
 # (systemd-analyze; skipped, 77, where it is missing) and differs from llmux.service only in what
 # makes instances (config, environment, log and runtime directories per instance); and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deploy/llmux.service: `systemd-analyze verify` accepts it (no error, no warning about it), it
 # keeps its hardening, and its commands work as systemd would run them with deploy/llmux.env:
 # ExecStart serves, ExecReload (SIGHUP) reloads, SIGTERM (systemctl stop) drains and exits 0.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting and stopping `llmux` processes for the e2e tests written with node's test runner
 // (openai-node/, codex/). tests/e2e/npm_test.sh copies this file next to each test.
 import { spawn } from 'node:child_process';

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the e2e runners (npm_test.sh, dashboard/run.sh), in the package's work directory:
 #   npm_install INSTALLED
 # installs what package-lock.json pins with `npm ci`. Offline: an existing INSTALLED (a path

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # CTest entry point for the e2e tests written with node's test runner (label `e2e`): the openai
 # npm client (openai-node/) and the Codex CLI (codex/).
 #   npm_test.sh SOURCE_DIR WORK_DIR INSTALLED

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the gateway reads from a request body and from a backend's metrics: the routing fields
 // (read_body_fields), the prompt text prefix_aware hashes (read_prompt_text, then its block
 // hashes), and a Prometheus text load report. Must never crash; the prompt text is made of the

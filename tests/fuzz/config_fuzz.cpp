@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: the input is a gateway config file (YAML text) given to
 // llmux::config::load_and_validate(). It must never crash or throw, and what it returns must be
 // consistent:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The differential check of llmux::http::Parser against Beast's basic_parser (parser_fuzz.cpp,
 // tests/unit/http/parser_test.cpp): the same bytes, fed the same way to a recording subclass of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Differential fuzzing of llmux::http::Parser (src/http/parser.hpp) against Beast's
 // basic_parser: the first 5 bytes choose request or response, eager, skip, header_limit,
 // body_limit, how the rest is cut into pieces, partial body takes (need_buffer) and a failing

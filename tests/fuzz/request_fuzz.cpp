@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gateway's request reader: its request parser (gateway/request.hpp: Beast's basic_parser
 // into one block of fields, trailers dropped) with the gateway's limits, fed the input in pieces
 // (the first byte picks their size), then the gateway's own framing check and the upstream

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gateway's reader of a backend's response (gateway/upstream_response.hpp, driven through
 // gateway/upstream_body.hpp as the relay drives it): the input cut into pieces (the first byte
 // picks their size and the body buffer's), the read buffer parked between pieces. Must never

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs libFuzzer targets for a fixed time each (the `make fuzz` CI job).
 # Usage: tests/fuzz/run.sh BUILD_DIR SECONDS [TARGET ...]   (no TARGET: every target built)
 #

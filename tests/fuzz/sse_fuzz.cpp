@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: the incremental SSE parser (src/openai/sse.hpp). A socket may cut the
 // stream anywhere, so how the body is split into chunks must not change what is parsed:
 // feeding the input in pieces must dispatch exactly the events (name, data, id) that feeding

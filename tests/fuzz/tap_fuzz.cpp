@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gateway's relay taps: the SSE event boundary the relay cuts at, and the ResponseTap that
 // reads relayed pieces (usage, ids, sequence numbers) with the shared OpenAI readers. Must never
 // crash (UBSan: no overflow), and last_event_boundary must return the end of the LAST complete

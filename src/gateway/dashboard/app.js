@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llmux's live dashboard: polls dashboard/data (the gateway's cumulative counters and histograms,
 // relative so it works behind a path prefix) every second and computes here what it shows:
 // rates from counter deltas over time, recent percentiles from the difference of cumulative

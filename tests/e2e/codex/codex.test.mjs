@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real OpenAI Codex CLI (`codex exec`, pinned in package-lock.json) against two `llmux sim`
 // playing script.yaml, through `llmux gateway` running the seed's routing (examples/seed.yaml,
 // its backends rewritten to the loopback simulators) with the profile `dgx`, and straight to one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opens llmux's live dashboard in headless Chromium (playwright-core, pinned in package.json,
 // driving Debian's /usr/bin/chromium) and checks what a person would look at:
 //   - every expected backend has a row, in state "up", with tokens/s > 0;

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A stand-in for `llmux gateway`'s dashboard, for working on the page without a build.
 
     tests/e2e/dashboard/mock_gateway.py [--port 8099] [--fail-every N]

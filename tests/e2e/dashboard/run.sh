@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # CTest entry point for the dashboard's browser test (label `e2e`).
 #   run.sh SOURCE_DIR WORK_DIR
 # Starts two `llmux sim` and `llmux gateway` routing chat completions over both (free loopback

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The official `openai` npm client (v6, pinned in package.json) against `llmux gateway` running
 // the seed's routing (examples/seed.yaml) in front of two `llmux sim` processes, all started here
 // on free loopback ports. Chat and completions, streaming and not, /v1/responses chained with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux bench` end to end against `llmux sim` processes on port 0: every stream shape the
 // simulator emits, error accounting with its faults, timings against its ground truth, the
 // seed-shaped throughput/compare reports, sweeps and `bench report`. Structure and loose bounds

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `llmux bench` tells its user (issue 12): the exit status when requests failed or were
 // rejected, errors shown as errors (never "nan"), CSV cells that are numbers with units in the
 // headers, the --out report (index.html, SVG and PNG charts whose titles name the targets), and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """`llmux bench` progress line (issue 12): on a terminal, every subcommand that sends requests
 shows one line overwritten in place (\\r) with elapsed time, requests done/failed and tok/s; on a
 pipe, none. A simulator on a loopback port is started and stopped by this test (by its pid)."""

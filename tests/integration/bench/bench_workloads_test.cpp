@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux bench run`'s conversation and shared-prefix workloads end to end against `llmux sim`
 // processes on port 0: multi-turn /v1/responses conversations (previous_response_id chains and
 // replayed histories), shared system prompts, and the figures reported for them (cached prompt

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: `llmux demo --quick` runs the seed's whole experiment and prints a complete report
 whose figures are plausible (loose bounds; the tight figures belong to the benchmarks), explains
 the rows that differ from the seed, shows one agent turn with a tool call through the gateway, and

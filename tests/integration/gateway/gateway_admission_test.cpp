@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Admission control (issue 10): when every backend of a route is at its max_inflight, requests
 // wait in the route's FIFO queue — served one by one in the order they came, never more than
 // max_inflight on a backend, 429 with Retry-After when the queue is full, 503 with Retry-After

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Response affinity over the whole fleet (issue 11): every request naming a response —
 // previous_response_id, GET /v1/responses/{id}, POST /v1/responses/{id}/cancel — reaches the
 // backend that holds it, whether its id was learned from a JSON body or a stream's

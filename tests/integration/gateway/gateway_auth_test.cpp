@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Client API keys, per-key quotas and usage accounting in the gateway (issue 15, parts 3-5):
 // a request needs a known key, the key is limited to its routes and models and never reaches a
 // backend, its limits answer 429 with Retry-After, and the tokens its responses' usage reports

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cache-aware routing end to end (issue 11): consistent_hash keeps a session on its backend and,
 // when a backend leaves, moves only that backend's sessions, with no backend above its load
 // bound; prefix_aware sends prompts that share a system prompt where it was sent before, unless

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux gateway` refuses to start on an invalid configuration and says everything that is
 // wrong at once (exit status 2, one line per error); `--check` validates without serving, then
 // checks what start-up would on this machine (backend hosts resolve, the access log opens, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failures `llmux gateway` handles instead of passing on: a request that could not be sent is
 // retried (a refused connect on another backend of the route, a pooled connection the backend
 // closed on a fresh one), and every error the gateway answers itself is the OpenAI error shape

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Backends the gateway can see (issue 9): a dead backend is ejected and logged, comes back when
 // its checks pass, GET /health says whether every route has a backend up, every backend being
 // out still tries one (never a silent blackhole), and a backend whose connects hang costs one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux gateway` as an exact HTTP/1.1 intermediary (RFC 9110/9112), proved with raw sockets,
 // bodies larger than the socket buffers and backends whose every byte the test controls:
 // - no client can receive another's answer (interim 1xx responses, close-delimited responses

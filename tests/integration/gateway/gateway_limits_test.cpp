@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Limits that protect the gateway and its backends (issue 9): client connections over
 // limits.max_connections are answered 503 and closed (never left hanging), a connection sending
 // faster than limits.connection_rate gets 429s, and retries of what never reached a backend

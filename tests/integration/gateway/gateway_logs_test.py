@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """`llmux gateway`'s log lines on stderr (issue 12).
 
 Not on a terminal (a pipe, a file, the journal) every line is one JSON object with ts, level and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The operator's view (issue 12): the gateway's own GET /metrics (names, types, labels, values
 // after a known sequence of requests; `promtool check metrics`), token counts for streams whose
 // client did not ask for usage (asked upstream, the extra chunk removed), metrics.listen, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Load-aware routing end to end (issue 10): `adaptive` learns, from the streams it relays, that
 // one of two simulated machines is three times slower (its step costs tripled), shows the learned
 // curves at GET /admin/backends, and sends the fast machine most of the work.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The relay's reading of a backend's body, byte by byte as the backend chooses to cut it, and the
 // client connection's next request arriving while a response is relayed (pipelining). The relay
 // holds no buffer while a stream waits (gateway/relay.cpp): it parses what it holds before it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hot reload and signals (issue 9): SIGHUP (or `llmux gateway --reload` through the pid file)
 // loads the config again — backends added, removed, reweighted; routes and policies changed —
 // while running requests finish on what they started with; an invalid config is rejected and the

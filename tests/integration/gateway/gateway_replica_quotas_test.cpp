@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-key quotas and usage shared by gateway replicas through Redis (issue 15), end to end: two
 // `llmux gateway` processes in front of one simulator, sharing a real redis-server.
 //  - requests_per_minute and tokens_per_minute are counted once for the whole fleet, not once

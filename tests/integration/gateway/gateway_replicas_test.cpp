@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gateway replicas sharing their state in Redis (issue 15): a conversation begun through one
 // replica continues through another, which knows where it lives without asking the backends
 // ("known", not "found"); with Redis silent (paused), a turn waits for it no longer than the

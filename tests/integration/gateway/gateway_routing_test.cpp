@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seed's routing through `llmux gateway` (examples/seed.yaml pointed at two simulators on
 // loopback ports): every /v1/responses on server1, chat completions alternating, the rest on
 // server1, /health and /v1/models answered by the gateway; and the HTTP headers a proxy owes

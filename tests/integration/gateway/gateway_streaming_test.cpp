@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Streams through `llmux gateway`: relayed event by event (proved with a backend that sends
 // each event only when the test allows it, so no clock is involved), an upstream dying mid-
 // stream (an OpenAI error event, then [DONE], then a clean end), a client leaving (the backend

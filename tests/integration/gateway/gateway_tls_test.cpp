@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TLS (issue 15, part 6): a listener with `tls: {cert, key}` serves HTTPS (plain and streamed
 // completions through a simulator; a plain-HTTP client gets a 400 that says so, a client that
 // never finishes its handshake is closed within timeouts.client_header, and the gateway goes on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's endpoints driven over real HTTP: shapes, usage, finish reasons, determinism,
 // streaming framing, the response store and the metrics.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmux sim` as a command: its help, its refusals of bad flags, its shutdown.
 #include <gtest/gtest.h>
 

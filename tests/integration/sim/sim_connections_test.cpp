@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's connections as vLLM's uvicorn server keeps them (issue 14, details): an idle
 // keep-alive connection is closed --keep-alive-timeout after its last response (uvicorn's
 // --timeout-keep-alive, 5 s by default), a request sent before that is served on it, and no

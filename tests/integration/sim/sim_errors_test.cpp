@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every bad input the simulator must refuse (with vLLM's statuses, envelopes and messages) and
 // survive, plus the fault injection that benchmark and gateway tests rely on.
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Faults changed while the simulator runs (`GET/POST /admin/faults`): each one set by a POST,
 // seen by a client, then cleared; who may post; bad bodies; crashes (the process exits); hang
 // (held until cleared, /admin/faults still answered); refusing new connections while a running

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A client that leaves frees its sequence at once, and the per-request ground truth on
 // /debug/requests agrees with what a client measures (both on CLOCK_MONOTONIC).
 #include <gtest/gtest.h>

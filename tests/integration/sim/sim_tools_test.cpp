@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A scripted tool turn over real HTTP (issue 14): turn 1 offers tools and gets a function call,
 // turn 2 sends the call and its output back the way the Codex CLI does (input items without
 // `role`, `store: false`, no `previous_response_id`, a reasoning item with encrypted_content the

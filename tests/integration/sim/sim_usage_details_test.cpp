@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `--enable-prompt-tokens-details`: as vLLM 0.11, completions and chat report prefix-cache hits in
 // usage.prompt_tokens_details only with the flag (and a hit); without it the field is null in a
 // body and left out of a stream's usage chunk. The Responses API always reports

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The fixture of the Redis counters' tests: a redis-server of the test's own on a free loopback
 // port (support/redis_server), clients of it, and an injected millisecond clock.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Quota counters shared by replicas through a real redis-server (issue 15): each "replica" is its
 // own RedisClient and RedisQuotaCounters (as separate processes would be), all on the test's
 // redis-server. incr() answers from the local mirror at once; replies keep the mirror in step.

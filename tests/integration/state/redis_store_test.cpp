@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared state on a real redis-server (issue 15): the Redis client (pipelined commands from many
 // threads, bounded waits, Redis down, slow and returning), the response-id table shared by two
 // "replicas" (two clients, two stores, one redis-server), and the counters quotas and usage need.

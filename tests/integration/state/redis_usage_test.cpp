@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The usage ledger shared by replicas through a real redis-server (issue 15): each "replica" is
 // its own RedisClient and RedisUsageLedger. add() never waits; rows wait while Redis is away and
 // are written back exactly once; query_shared() reads every replica's rows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A tiny HTTP/1.1 backend inside the test process, for gateway tests that need a backend whose
 // every move the test controls: SSE events written only when the test releases them, request

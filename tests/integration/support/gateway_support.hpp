@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What every gateway integration test (tests/integration/gateway/) shares: `llmux gateway` as a
 // child process with its config and access log in a temporary directory of its own, the config

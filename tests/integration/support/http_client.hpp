@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A small synchronous HTTP/1.1 client for integration tests (Boost.Beast inside, kept out of
 // this header), loopback only. Every operation is bounded by a timeout.

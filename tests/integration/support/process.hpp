@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Child processes for integration tests: the real `llmux` binary, started and stopped by the
 // test. Loopback only; every wait is bounded.

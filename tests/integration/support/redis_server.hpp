@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A real redis-server (Debian's /usr/bin/redis-server, or $REDIS_SERVER) for the tests of the
 // Redis-backed state (issue 15): started on a free loopback port with nothing persisted, stopped

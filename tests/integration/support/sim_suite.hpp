@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A GoogleTest fixture base that runs one `llmux sim` per test suite (so one per CTest test,
 // since CTest runs each test in its own process). Derived suites call start() from their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Helpers shared by the integration tests: JSON access, Prometheus text parsing, bounded polling,
 // temporary directories.

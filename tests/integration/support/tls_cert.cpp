@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "support/tls_cert.hpp"
 
 #include <openssl/evp.h>

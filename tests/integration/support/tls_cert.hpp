@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Self-signed certificates made by the tests themselves (OpenSSL's API; nothing is committed):
 // a P-256 key and a certificate for localhost and 127.0.0.1, valid from an hour ago for a day,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `auth` and `quotas` config sections: loading, the keys file, and every validation error.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

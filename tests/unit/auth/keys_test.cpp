@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KeyTable: Bearer parsing, lookup by digest, 401s, model and route restrictions.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

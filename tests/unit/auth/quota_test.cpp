@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // QuotaLimiter on an injected clock: rpm accuracy at 3x the rate, tpm charged after the fact,
 // concurrency permits, Retry-After, and the local share while the shared counters are away.
 #include <gmock/gmock.h>

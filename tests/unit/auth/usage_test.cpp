@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UsageLedger: aggregation by hour, filtering by key and time, retention, CSV and JSON output,
 // and the admin query's times.
 #include <gmock/gmock.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The workloads of `bench run --shared-prefix` and `--conversation-turns`: the system prompts, the
 // request bodies of every endpoint and turn, and the figures reported for them (cached prompt
 // tokens, not-found answers, conversations completed). No network.

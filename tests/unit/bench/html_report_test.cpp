@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The --out report writer (bench/html_report.hpp): chart data, the gnuplot script, index.html
 // and the files write_report leaves, with and without gnuplot on PATH.
 #include "bench/html_report.hpp"

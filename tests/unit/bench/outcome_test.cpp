@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the bench commands end and what their cells say (bench/commands_internal.hpp): the exit
 // status with failures and 429 rejections, error cells instead of NaN, numeric CSV cells, and
 // compare's gateway analysis that keeps scale-out apart from overhead. No network.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bench's stats fed by the shared OpenAI stream reader, as the driver feeds them.
 #include <gtest/gtest.h>
 

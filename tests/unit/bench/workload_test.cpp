@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Workloads (synthetic prompts, datasets, request bodies), the HTTP client's URL parsing, the
 // driver's error classification and the commands' small parsers. No network.
 #include <gtest/gtest.h>

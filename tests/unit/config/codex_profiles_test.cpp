@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llmux client-config codex: the files current Codex reads (config/codex_profiles.hpp), merged
 // into a user's config.toml without losing what is theirs. Each merge is read back with toml++,
 // as Codex reads it.

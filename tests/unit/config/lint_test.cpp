@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // lint(): warnings about a valid but suspicious config, read from its YAML text — a backend URL
 // ending in /v1 and a duration written as a bare number — with field, value and position; and
 // nothing for the same config written as meant.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // load_yaml / load_yaml_file: the schema's forms, the examples, and load errors (unknown keys,
 // wrong types, YAML syntax) with field paths and positions.
 #include <gmock/gmock.h>

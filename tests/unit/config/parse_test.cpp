@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_duration, parse_size and ConfigError::to_string.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The start-up checks `llmux gateway --check` runs on this machine (config/preflight.hpp): an
 // access log that can be appended to, or created, with nothing created, truncated or written by
 // the check; a listen port another socket holds; backend hosts that do not resolve. Loopback and

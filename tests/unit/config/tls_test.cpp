@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TLS in the configuration (issue 15, part 6): `listen[i].tls: {cert, key}` and an https://
 // backend's `tls: {ca_file, verify}` are loaded strictly; validate() refuses half a listener
 // pair, files it cannot use (naming them), tls on an http:// backend or on metrics.listen; lint

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // validate(): every rule produces its error (field, value, reason), all errors come back at
 // once, derived fields are filled; quick_config().
 #include <gmock/gmock.h>

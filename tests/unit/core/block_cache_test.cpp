@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/block_cache.hpp: a kept block serves only requests it has room for, is handed back whole and
 // only for its own class; the caps per class and per thread hold; release() frees and can close;
 // a thread's own cache is emptied when the thread ends (LeakSanitizer, in the asan-test job).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/bytes.hpp: the header builder's inline copy for every length a header piece may have, and
 // appends of every kind of piece across the storage's growth, each byte where it belongs.
 #include "core/bytes.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU budget behind `threads: 0` (core/cpus.hpp): cgroup paths, v2 and v1 quotas, and the
 // worker count they allow.
 #include "core/cpus.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/heap.cpp, the llmux binary's operator new and delete (linked here as there): a block freed
 // by sized or unsized delete serves the next request of its size bin, never one it is too small
 // for; repeating the same allocations reuses the same blocks (no allocation in the steady state);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Random ids (core/ids.hpp): the shape OpenAI's ids have, every digit random, no repeats.
 #include "core/ids.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/logging: JSON lines are valid JSON whatever the message holds (quotes, backslashes,
 // newlines, control characters, bytes that are not UTF-8), carry the request id and backend
 // lifted from the message, and the automatic format is text on a terminal, JSON otherwise.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/openai_error.hpp"
 
 #include <gtest/gtest.h>

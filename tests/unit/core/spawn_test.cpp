@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/spawn.hpp: a Detached task starts at once in the spawning thread and runs to its first
 // wait there; it resumes from its waits and ends; one still suspended when its io_context is
 // destroyed is destroyed with it (its locals' destructors run: no frame leaks, LeakSanitizer in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The access log's line (gateway/access_log.hpp): valid JSON whose every field reads back as
 // the record had it — strings escaped (quotes, backslashes, control bytes), times with three
 // decimals (rounded, negative for "none"), optional fields only when set.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What affinity and the cache-aware policies read from a request: the response id it names, whether
 // its answer's id is worth learning, and its prompt as one text whose prefixes match exactly when
 // the prompts' do.

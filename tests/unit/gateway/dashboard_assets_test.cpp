@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dashboard's static files compiled into the binary (src/gateway/dashboard_assets.hpp):
 // every file of src/gateway/dashboard/ is found by its path, byte for byte, with the content
 // type of its extension.

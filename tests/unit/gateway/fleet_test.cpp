@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // build_fleet: what a reload keeps (the same backend object, so its health and in-flight count go
 // on), what it replaces or retires, and that a failed build changes nothing.
 #include "gateway/fleet.hpp"

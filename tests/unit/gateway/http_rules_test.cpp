@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP/1.1 intermediary rules and the request parser they read (no sockets).
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gateway's metrics storage (gateway/metrics.hpp): label tables, per-worker counters and
 // histograms, read while a worker writes.
 #include "gateway/metrics.hpp"

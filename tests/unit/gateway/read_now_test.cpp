@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stream::read_now, may_read_now and read_done (http/stream.hpp, http/read_ready.hpp), as
 // http::read_more, the relay and the upstream pool use them: a read that came up short marks the
 // socket drained, so the next read waits for epoll without a system call first — and no byte is

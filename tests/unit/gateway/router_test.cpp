@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The route table: first match on path, prefix, method and the body's model.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Token counts for every stream (gateway/stream_usage.hpp): the body that asks for usage, and the
 // usage-only chunk found among the events the relay cuts.
 #include "gateway/stream_usage.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Taps read usage, response ids, sequence numbers and SSE event boundaries from relayed bytes.
 #include <gtest/gtest.h>
 

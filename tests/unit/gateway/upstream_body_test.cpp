@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gateway/upstream_body.hpp as the relay drives it: random chunked bodies (events of every size,
 // chunk extensions, trailers) and Content-Length bodies, cut into random pieces, fed piece by
 // piece through feed() with the read buffer parked (and freed) whenever the parser asks for more.

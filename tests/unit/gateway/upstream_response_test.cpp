@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gateway/upstream_response.hpp: the backend's header becomes the client's as it is parsed.
 // Hop-by-hop fields (fixed ones and every token of every Connection field) and the fields the
 // gateway sets itself never reach the client; everything else does, in order, byte for byte.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stream::write_now and skip_bytes (http/stream.hpp), as the relay and the upstream request use
 // them: what the socket takes at once is sent without an asynchronous operation, the rest by
 // async_write after skip_bytes — every byte arrives once, in order, also when the body is many

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llmux::http::Parser (src/http/parser.hpp) against Beast's basic_parser on a table of inputs
 // (tests/fuzz/parser_diff.hpp: the same bytes fed the same way must give the same callbacks,
 // bytes consumed, errors and getters), a few cases with the expected values written out, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http::async_wait_readable (http/read_ready.hpp), the wait an SSE stream parks on between events
 // (gateway/relay.cpp): on a drained socket it waits for the next epoll event without re-arming the
 // socket (Asio's own async_wait(wait_read) calls epoll_ctl every time: a system call per event of

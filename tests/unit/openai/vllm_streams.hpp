@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Streams shaped as vLLM's OpenAI server writes them, shared by the unit tests of the stream
 // reader (tests/unit/openai) and of the bench's statistics fed by it (tests/unit/bench).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adaptive: a request goes where it is predicted to finish soonest by the backends' learned
 // curves; without samples it is least_inflight.
 #include "policy/adaptive.hpp"

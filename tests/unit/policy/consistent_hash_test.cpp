@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // consistent_hash: a session key keeps its backend; when a backend leaves only its keys move;
 // the ring is built per membership, not per request; bounded load caps any backend at
 // load_factor × the mean; no key falls back to the least loaded. Plus a statistical simulation

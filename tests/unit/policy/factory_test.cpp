@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // make_policy / policy_names / available.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // First: the first available backend in route order (primary with failover).
 #include <gtest/gtest.h>
 

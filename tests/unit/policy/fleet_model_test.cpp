@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Policies against a model of a fleet (statistical simulation test): closed-loop clients send
 // requests of varied output lengths to backends whose per-stream decode rate falls with their
 // concurrency as vLLM's does (one stream ~50 tok/s, eight ~300 tok/s in all, the seed's Spark);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pick_and_acquire and backend health: ejected and unhealthy backends get no requests, a backend
 // on trial one at a time, and when every backend is out the least recently failed is tried.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LeastInflight: the fewest in flight per weight, ties by outstanding tokens, remaining ties
 // rotating; what accept() refuses is never picked.
 #include "policy/least_inflight.hpp"

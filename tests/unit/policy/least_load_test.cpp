@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // least_load: the backends' own reports (running, waiting, KV usage) with the gateway's counts;
 // stale or missing reports count as busy; with none fresh, least_inflight. Plus a statistical
 // simulation where another client loads one machine behind the gateway's back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PowerOfTwo: the less loaded of two random available backends; with two backends it is
 // least_inflight; the most loaded of three is never taken.
 #include "policy/power_of_two.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // prefix_aware: a prompt that shares a long prefix with one sent before goes where that prefix
 // is cached; a prompt_cache_key held by a backend wins; a new prefix goes to the least loaded;
 // the load guard overrides the cache when the fleet is out of balance. Plus a statistical

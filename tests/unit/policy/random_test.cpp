@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Random: uniform (`random`) or by weight (`weighted`) over the available backends, in expected
 // shares over many picks (simulation test).
 #include "policy/random.hpp"

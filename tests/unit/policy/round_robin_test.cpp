@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RoundRobin: exact alternation, weighted shares over 100k picks (simulation test), interleaving,
 // skipping of tried and saturated backends, and concurrent picks.
 #include "policy/round_robin.hpp"

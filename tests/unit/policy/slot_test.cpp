@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // In-flight slots: max_inflight is a hard limit even when workers race for the last slot.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Backends for policy tests. Backend holds atomics (neither copyable nor movable), so a
 // pool owns them and hands out the pointer spans policies take.

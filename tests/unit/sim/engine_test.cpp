@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's engine on a fake clock: time only moves when the test completes a step.
 #include "sim/engine.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Faults of one request: the `--fault-*` flags drawn per request, and the `X-Llmux-Fault` header.
 #include "sim/faults.hpp"
 

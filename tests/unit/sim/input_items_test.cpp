@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Conversation inputs as vLLM takes them (issue 14, part 2): every Responses `input` item type
 // and chat's tool messages are accepted and counted in the prompt; a malformed one of each is
 // vLLM's schema error (400, type "Bad Request", the field in `param`).

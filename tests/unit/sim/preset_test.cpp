@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The presets against the figures they were fitted to, on the engine's pure state machine (model
 // time only, no clock): N closed-loop or simultaneous decode streams, tokens per model-second.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runtime fault set of `POST /admin/faults`: parsing and validating its JSON, writing it
 // back, its effect on one request's faults, the malformed bytes, and who may post it.
 #include "sim/runtime_faults.hpp"

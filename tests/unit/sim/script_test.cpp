@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the simulator says when told (issue 14, part 3): `--script FILE` turns (JSON or YAML),
 // played in order or matched on the last user message / tool output, and `--tool-call-share`
 // calls whose arguments are valid for the tool's JSON schema. Arguments given as an object are

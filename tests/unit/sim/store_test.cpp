@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's in-memory stores: the Responses API store and the /debug/requests timing log.
 #include "sim/store.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reasoning and tool calls from the simulator (issue 14, part 3): every event and body shape
 // compared field by field with what vLLM emits for Qwen3 with --reasoning-parser qwen3 and
 // --enable-auto-tool-choice --tool-call-parser qwen3_coder.

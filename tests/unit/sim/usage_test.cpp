@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The usage objects the simulator writes, with and without --enable-prompt-tokens-details, as
 // vLLM 0.11 writes them: prompt_tokens_details only with the flag and a cache hit (else null in
 // a body, left out of a stream's usage chunk, never in continuous usage); the Responses API's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `state: redis://host:port/db` (issue 15): what RedisUrl::parse accepts, and why it refuses the
 // rest.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The embedded response-id table: bounded by entries (least recently used out first) and by time
 // (an id unused for ttl is forgotten), refreshed by use, shared by threads.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CapacityCurve and RateSampler: a backend's decode rate per stream by in-flight count, learned
 // from samples; levels without samples follow the nearest one by vLLM's shape.
 #include "upstream/capacity.hpp"

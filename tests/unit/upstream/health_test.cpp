@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Passive ejection and active-check bookkeeping (upstream/health.hpp), on explicit clocks.
 #include "upstream/health.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A vLLM server's own load from its Prometheus metrics: summed over engines, averaged cache
 // usage, robust to label sets, comments and other metrics; stale once its time is up.
 #include <gtest/gtest.h>

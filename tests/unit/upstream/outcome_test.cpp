@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry decision and the error answered when no attempt produced a response: pure.
 #include <gtest/gtest.h>
 

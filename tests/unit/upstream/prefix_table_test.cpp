@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The approximate index of cached prompt blocks: chained block hashes (a shared prefix gives
 // shared leading hashes, and only those), matches counted from the first block, bounded size
 // with the oldest entries replaced first.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The route-level retry budget (upstream/retry_budget.hpp), on an explicit clock.
 #include "upstream/retry_budget.hpp"
 

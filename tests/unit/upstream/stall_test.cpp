@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stall detection (upstream/stall.hpp): a backend whose streams all stop is judged stalled fast;
 // one silent stream is not, while another stream or a completed response vouches for the backend.
 #include "upstream/stall.hpp"
