@@ -195,7 +195,8 @@ std::string codex_base_url(const std::string& url) {
   if (u->scheme() != "http" && u->scheme() != "https")
     throw std::invalid_argument(
         u->has_authority()
-            ? fmt::format("'{}': the scheme must be http or https, not {}", url, u->scheme())
+            ? fmt::format("'{}': the scheme must be http or https, not {}", url,
+                          std::string_view(u->scheme()))
             : fmt::format("'{}' has no scheme: write it as http://{} (or https://)", url, url));
   if (u->host().empty()) throw std::invalid_argument(fmt::format("'{}' names no host", url));
   if (u->has_query() || u->has_fragment())

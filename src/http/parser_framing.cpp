@@ -5,6 +5,7 @@
 // http://www.boost.org/LICENSE_1_0.txt) with the same results; a value that is a single token
 // skips Beast's list parsing (what the list would make of it). The rest is in parser.cpp.
 #include <algorithm>
+#include <cstdint>  // before Beast's rfc7230.hpp, which uses std::int8_t without it (1.83)
 #include <iterator>
 
 #include <boost/assert.hpp>

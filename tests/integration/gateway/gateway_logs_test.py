@@ -185,9 +185,13 @@ def test_text_on_request(directory, config):
 
 
 def run_on_pty(config, args=(), env_extra=None):
-    """Runs the gateway with stderr on a pseudo-terminal; returns what it wrote there."""
+    """Runs the gateway with stderr on a pseudo-terminal; returns what it wrote there.
+
+    The terminal is a color one (TERM=xterm-256color) whatever the environment running the test
+    says (a CI job may have TERM unset or "dumb", where colors are rightly left out)."""
     master, slave = pty.openpty()
-    proc, _ = start(["--config", config, *args], env_extra or {}, slave)
+    env = {"TERM": "xterm-256color", **(env_extra or {})}
+    proc, _ = start(["--config", config, *args], env, slave)
     os.close(slave)
     chunks = []
 

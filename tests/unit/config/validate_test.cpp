@@ -157,6 +157,12 @@ INSTANTIATE_TEST_SUITE_P(
         // Found by config_fuzz: a typo after the port is not a path.
         UrlCase{"http://192.0.2.1x:80/a", "after the host and port"},
         UrlCase{"http://h:30000x", "after the host and port"},
+        // The same verdicts whatever the Boost.URL version (1.81 and 1.83 parse these apart).
+        UrlCase{"http://192.0.2.1234:80", "unexpected '4:80' after the host and port"},
+        UrlCase{"http://h:80x/v1", "unexpected 'x/v1' after the host and port"},
+        UrlCase{"http://h:x80", "port must be 1-65535"},
+        UrlCase{"http://192.0.2.1.nip.io:8000/v1", "", "192.0.2.1.nip.io", 8000, "/v1"},
+        UrlCase{"http://[::1]:80x", "unexpected 'x' after the host and port"},
         UrlCase{"", "a backend needs a url"}));
 
 TEST(Validate, WeightAndMaxInflight) {
