@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Top-level entry points. Every target installs missing Debian packages first (scripts/setup).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -17,7 +18,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
 .PHONY: all setup configure build test demo install asan-test tsan-test fuzz fuzz-build fuzz-one \
-	format format-check clean
+	format format-check clean platforms
 
 all: build
 
@@ -85,6 +86,13 @@ fuzz: fuzz-build
 fuzz-one:
 	@test -n "$(T)" || { echo "usage: make fuzz-one T=<target> [FUZZ_SECONDS=N]" >&2; exit 2; }
 	$(MAKE) fuzz FUZZ_TARGETS="$(T)"
+
+# Builds and tests on the other platforms llmux's users run (scripts/platforms, as root): Debian 13
+# amd64 (the full `make test` in a root made with mmdebstrap) and arm64 (a cross build against an
+# arm64 sysroot, the unit tests under qemu-user). By hand, not in CI; results in
+# tests/platforms/results. PLATFORMS_FLAGS="--fresh" remakes the cached roots first.
+platforms:
+	scripts/platforms $(PLATFORMS_FLAGS)
 
 format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
