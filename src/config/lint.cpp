@@ -12,16 +12,14 @@
 
 #include "config/config.hpp"
 #include "config/detail.hpp"
+#include "config/yaml_reader.hpp"
 #include "http/url.hpp"
 
 namespace llmux::config {
 namespace {
 
+using detail::child;
 using detail::index;
-
-std::string child(const std::string& field, std::string_view key) {
-  return fmt::format("{}.{}", field, key);
-}
 
 /// Calls `f(key, value)` for each entry of mapping `n` with a plain key (nothing otherwise).
 void each(const YAML::Node& n,

@@ -12,6 +12,9 @@ namespace llmux {
 
 using MonoClock = std::chrono::steady_clock;
 
+/// Nanoseconds in a second: the unit of mono_ns() and coarse_ns().
+inline constexpr std::int64_t kNanosecondsPerSecond = 1'000'000'000;
+
 /// Nanoseconds on CLOCK_MONOTONIC.
 inline std::int64_t mono_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(MonoClock::now().time_since_epoch())

@@ -73,7 +73,7 @@ bool stalled(const Fleet& f, upstream::Backend& b, const upstream::StallWatch& s
 }
 
 /// The most one read of the backend's socket takes.
-constexpr std::size_t kMaxRead = 64 * 1024;
+constexpr std::size_t kMaxBackendRead = 64 * 1024;
 
 /// What one write to the client carries: the header (until it is out), the body bytes a read
 /// made ready (in their chunk framing when `chunked`), the error event that ends a broken
@@ -276,7 +276,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
         if (!ec) {
           // What has arrived at once; else the read waits for epoll's next event (no system
           // call first when the socket is known to be drained: http/read_ready.hpp).
-          const auto room = up->buf.prepare(beast::read_size(up->buf, kMaxRead));
+          const auto room = up->buf.prepare(beast::read_size(up->buf, kMaxBackendRead));
           std::size_t n = 0;
           if (up->sock.may_read_now()) n = up->sock.read_now(room, ec);
           if (n == 0 && !ec) {

@@ -67,7 +67,7 @@ net::awaitable<bool> observe(Shared& s, const Fleet& f, Client& c, const Request
 /// The first read of a request on an idle connection: a small request's header and body.
 constexpr std::size_t kFirstRead = 2048;
 /// The most one later read of a request takes.
-constexpr std::size_t kMaxRead = 64 * 1024;
+constexpr std::size_t kMaxClientRead = 64 * 1024;
 
 std::string_view path_of(const Request& req) {
   const std::string_view target = req.target();
@@ -204,7 +204,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
   }
   c.dl.arm(t.client_header, /*close_on_expiry=*/false);
   while (!http::read_parsed_now(c.sock, c.buf, parser, http::Until::header, ec)) {
-    const auto room = http::read_room(c.buf, kMaxRead, false);
+    const auto room = http::read_room(c.buf, kMaxClientRead, false);
     auto [e, n] = co_await c.sock.async_read_some(room, use_tuple);
     ec = http::awaited_read_ended(c.sock, c.buf, parser, room.size(), n, e);
     if (ec || parser.is_done()) break;

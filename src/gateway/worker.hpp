@@ -27,6 +27,7 @@
 #include "auth/usage.hpp"
 #include "config/config.hpp"
 #include "core/bytes.hpp"
+#include "core/use_tuple.hpp"
 #include "gateway/access_log.hpp"
 #include "gateway/fleet.hpp"
 #include "gateway/metrics.hpp"
@@ -51,7 +52,7 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
-inline constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using core::use_tuple;
 
 struct AdminChange;  // gateway/admin.hpp
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/clock.hpp"
+#include "core/use_tuple.hpp"
 #include "http/parser.hpp"
 
 namespace llmux::http {
@@ -20,7 +21,7 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using tcp = net::ip::tcp;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using core::use_tuple;
 
 /// Feeds Beast's HTTP/1.1 response parser by hand and forwards body bytes with the time of the
 /// read that brought them.

@@ -6,13 +6,15 @@
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include "core/use_tuple.hpp"
+
 namespace llmux::http {
 
 namespace net = boost::asio;
 using namespace net::experimental::awaitable_operators;
 
 net::awaitable<LingerResult> lingering_close(net::ip::tcp::socket& sock, LingerLimits limits) {
-  constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+  using core::use_tuple;
   LingerResult result;
   boost::system::error_code ec;
   sock.shutdown(net::ip::tcp::socket::shutdown_send, ec);

@@ -9,15 +9,14 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/use_tuple.hpp"
 #include "http/stream.hpp"
 
 namespace llmux::http {
 
 namespace net = boost::asio;
 
-namespace {
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
-}  // namespace
+using core::use_tuple;
 
 /// The read's completion handler: one pointer, so Asio's recycled operation memory holds it.
 struct PeerWatch::Handler {

@@ -43,7 +43,7 @@ std::shared_ptr<const ConsistentHash::Ring> ConsistentHash::ring(
   for (Backend* b : candidates) {
     if (!(members & (1ull << b->index))) continue;
     // A backend's points depend on its name alone, so they are the same in every ring.
-    const int points = s_.replicas * std::max(1, b->weight.load(std::memory_order_relaxed));
+    const int points = s_.replicas * weight_of(*b);
     std::uint64_t h = XXH3_64bits(b->name.data(), b->name.size());
     for (int i = 0; i < points; ++i) {
       h = XXH3_64bits_withSeed(&i, sizeof i, h);

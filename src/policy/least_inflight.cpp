@@ -3,15 +3,6 @@
 
 namespace llmux::policy {
 
-namespace {
-
-std::int64_t weight_of(const Backend& b) {
-  const int w = b.weight.load(std::memory_order_relaxed);
-  return w > 0 ? w : 1;
-}
-
-}  // namespace
-
 int compare_load(const Backend& a, const Backend& b) {
   const std::int64_t wa = weight_of(a), wb = weight_of(b);
   // a.inflight / wa against b.inflight / wb, without division.

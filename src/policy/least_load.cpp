@@ -17,7 +17,7 @@ Backend* LeastLoad::select(const PickContext& ctx, std::span<Backend* const> can
     if (!accept(*b)) continue;
     const auto r = upstream::fresh_report(*b, now);
     if (!r) continue;  // stale or never read: after every fresh one
-    const int w = std::max(1, b->weight.load(std::memory_order_relaxed));
+    const int w = weight_of(*b);
     const double own = b->inflight.load(std::memory_order_relaxed);
     const double load = (std::max(own, r->running + r->waiting) + r->waiting) / w;
     const bool better =

@@ -8,6 +8,7 @@
 // callback that refuses what must not be picked for this request (backends already tried, at
 // max_inflight, and later ejected ones), so a retry never reuses a backend that failed. Every
 // attempt's Outcome is reported back through on_outcome().
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <span>
@@ -27,6 +28,11 @@ using upstream::Outcome;
 using upstream::TriedSet;
 
 inline constexpr auto no_headers = [](std::string_view) { return std::string_view(); };
+
+/// A backend's share in weighted policies: its configured weight, at least 1.
+inline int weight_of(const Backend& backend) {
+  return std::max(1, backend.weight.load(std::memory_order_relaxed));
+}
 
 /// What a policy may look at for one request. Views point into the request; valid during the
 /// call only.

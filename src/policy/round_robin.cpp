@@ -7,13 +7,6 @@
 
 namespace llmux::policy {
 
-namespace {
-int weight_of(const Backend& b) {
-  const int w = b.weight.load(std::memory_order_relaxed);
-  return w > 0 ? w : 1;
-}
-}  // namespace
-
 Backend* RoundRobin::select(const PickContext&, std::span<Backend* const> candidates,
                             FunctionRef<bool(const Backend&)> accept) {
   // Only the available candidates take part in the cycle, so a tried or saturated backend's

@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/clock.hpp"
+#include "core/use_tuple.hpp"
 #include "http/peer_watch.hpp"
 
 namespace llmux::sim {
@@ -27,10 +28,10 @@ namespace http = boost::beast::http;
 namespace json = boost::json;
 using net::awaitable;
 using namespace net::experimental::awaitable_operators;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using core::use_tuple;
 
 /// The most a hold's watch reads at once: bytes of a pipelined next request, kept in c.buf.
-constexpr std::size_t kWatchRead = 4096;
+constexpr std::size_t kHoldWatchRead = 4096;
 
 net::steady_timer::time_point at_ns(std::int64_t ns) {
   return net::steady_timer::time_point(std::chrono::nanoseconds(ns));
@@ -118,7 +119,7 @@ void FaultControl::count_generation() {
 
 awaitable<bool> FaultControl::hold_while_hung(Conn& c) {
   ::llmux::http::PeerWatch watch;
-  watch.start(c.sock(), c.buf, kWatchRead);
+  watch.start(c.sock(), c.buf, kHoldWatchRead);
   while (hung() && !watch.gone()) co_await (wait_cancelled(unhang_) || watch.until_gone());
   co_await watch.stop(c.sock());
   co_return !watch.gone();

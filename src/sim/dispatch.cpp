@@ -14,6 +14,7 @@
 #include "core/clock.hpp"
 #include "core/ids.hpp"
 #include "core/tokenizer.hpp"
+#include "core/use_tuple.hpp"
 #include "sim/faults.hpp"
 #include "sim/job.hpp"
 #include "sim/stream.hpp"
@@ -26,7 +27,7 @@ namespace net = boost::asio;
 namespace http = boost::beast::http;
 namespace json = boost::json;
 using net::awaitable;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using core::use_tuple;
 
 constexpr std::string_view kVersion = "0.11.0";  // the vLLM version whose dialect we speak
 

@@ -7,13 +7,14 @@
 #include <boost/beast/http.hpp>
 
 #include "core/openai_error.hpp"
+#include "core/use_tuple.hpp"
 
 namespace llmux::sim {
 
 namespace net = boost::asio;
 namespace http = boost::beast::http;
 using net::awaitable;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using core::use_tuple;
 
 awaitable<void> write_body(Conn& c, int status, std::string body, std::string_view content_type,
                            const Request* req) {

@@ -5,13 +5,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/use_tuple.hpp"
+
 namespace llmux::sim {
 namespace {
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using net::awaitable;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using core::use_tuple;
 
 /// Accepts on `acc` until it is closed; each socket goes to `on_accept`. The loop owns its
 /// acceptor, so a loop left over from before a refuse/resume never accepts on the new one.

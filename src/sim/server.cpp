@@ -16,6 +16,7 @@
 // (SSE bytes), stream (writers and disconnect watcher), faults (flags and X-Llmux-Fault),
 // runtime_faults (the /admin/faults body), store (Responses API store), timings
 // (/debug/requests ground truth).
+#include "core/use_tuple.hpp"
 #include "sim/server.hpp"
 
 #include <boost/asio.hpp>
@@ -46,7 +47,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 using net::awaitable;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using core::use_tuple;
 
 class Server {
  public:

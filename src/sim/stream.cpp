@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/clock.hpp"
+#include "core/use_tuple.hpp"
 #include "http/peer_watch.hpp"
 #include "sim/faults.hpp"
 #include "sim/frames.hpp"
@@ -21,14 +22,14 @@ namespace http = boost::beast::http;
 namespace json = boost::json;
 using net::awaitable;
 using namespace net::experimental::awaitable_operators;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using core::use_tuple;
 
 std::string chunk_frame(std::string_view data) {
   return fmt::format("{:x}\r\n{}\r\n", data.size(), data);
 }
 
 /// The most a watch reads at once: bytes of a pipelined next request, kept in c.buf.
-constexpr std::size_t kWatchRead = 4096;
+constexpr std::size_t kStreamWatchRead = 4096;
 
 awaitable<void> wait_finished(std::shared_ptr<Job> job) {
   while (!job->finished && !job->fault_close && !job->stalled && !job->aborted) {
@@ -85,13 +86,13 @@ awaitable<void> plain_response(Conn& c, Request& req, std::shared_ptr<Job> job,
   // Watch the client while the job runs: when it leaves, vLLM aborts the request. Bytes of a
   // pipelined next request stay in c.buf and end the watch, not the wait.
   ::llmux::http::PeerWatch watch;
-  watch.start(c.sock(), c.buf, kWatchRead);
+  watch.start(c.sock(), c.buf, kStreamWatchRead);
   auto which = co_await (wait_finished(job) || watch.until_gone());
   if (which.index() == 0 && !job->fault_close && job->stalled) {
     // Never answered: the connection is held until the client leaves (reading on after
     // pipelined bytes), and the job is not dropped.
     c.keep_alive = false;
-    if (!watch.active() && !watch.gone()) watch.start(c.sock(), c.buf, kWatchRead);
+    if (!watch.active() && !watch.gone()) watch.start(c.sock(), c.buf, kStreamWatchRead);
     co_await watch.until_gone();
   }
   co_await watch.stop(c.sock());
@@ -151,7 +152,7 @@ awaitable<void> stream_response(Conn& c, Request& req, std::shared_ptr<Job> job,
     co_return;
   }
   ::llmux::http::PeerWatch watch;
-  watch.start(c.sock(), c.buf, kWatchRead);
+  watch.start(c.sock(), c.buf, kStreamWatchRead);
   auto which = co_await (stream_writer(c, job, chunked) || watch.until_gone());
   co_await watch.stop(c.sock());
   if (!job->finished) {

@@ -13,7 +13,7 @@
 namespace llmux::gateway {
 namespace {
 
-namespace http = boost::beast::http;
+namespace bhttp = boost::beast::http;
 
 /// `wire` parsed by the gateway's request parser (the header, and the body when there is one).
 Request parse(const std::string& wire) {
@@ -33,7 +33,7 @@ Request parse(const std::string& wire) {
 std::vector<HeaderField> with_fields(
     std::initializer_list<std::pair<const char*, const char*>> list) {
   std::vector<HeaderField> out;
-  for (const auto& [k, v] : list) out.push_back({http::string_to_field(k), k, v});
+  for (const auto& [k, v] : list) out.push_back({bhttp::string_to_field(k), k, v});
   return out;
 }
 
@@ -130,7 +130,7 @@ TEST(RequestParser, PiecesFromBuffersThatAreGoneByTheNextRead) {
       pending.append(wire, at, piece);
       auto buffer = std::make_unique<std::string>(pending);  // gone after this round
       const std::size_t used = p.put(boost::asio::buffer(*buffer), ec);
-      if (ec == http::error::need_more) ec = {};
+      if (ec == bhttp::error::need_more) ec = {};
       ASSERT_FALSE(ec) << ec.message();
       pending.erase(0, used);
       std::fill(buffer->begin(), buffer->end(), '#');
@@ -187,13 +187,13 @@ TEST(RequestParser, AConnectionsNextRequestForgetsTheLastOne) {
   boost::system::error_code ec;
   p.put(boost::asio::buffer(std::string("GET /second HTTP/1.1\r\nA: b\r\n\r\n")), ec);
   ASSERT_TRUE(p.is_done());
-  EXPECT_EQ(r.method(), http::verb::get);
+  EXPECT_EQ(r.method(), bhttp::verb::get);
   EXPECT_EQ(r.method_string(), "GET");
   EXPECT_EQ(r.target(), "/second");
   EXPECT_TRUE(r.keep_alive());
   EXPECT_EQ(r.fields().size(), 1u);
   EXPECT_EQ(r["X-Long"], "");
-  EXPECT_EQ(r[http::field::content_length], "");
+  EXPECT_EQ(r[bhttp::field::content_length], "");
   EXPECT_EQ(r["a"], "b");
   EXPECT_TRUE(r.body().empty());
   // Moved, its views still hold (they point into its own block).
@@ -220,10 +220,10 @@ Request client_request() {
 }
 
 // Parses a built head back with Beast, so the test checks what a backend would read.
-http::request<http::string_body> parse_head(const llmux::ByteBuilder& built,
+bhttp::request<bhttp::string_body> parse_head(const llmux::ByteBuilder& built,
                                             const std::string& body) {
   const std::string head = built.str();
-  http::request_parser<http::string_body> p;
+  bhttp::request_parser<bhttp::string_body> p;
   boost::system::error_code ec;
   const std::string wire = head + body;
   std::size_t used = p.put(boost::asio::buffer(wire), ec);
@@ -241,22 +241,22 @@ TEST(UpstreamHead, BuiltFromTheClientsRequestWithTheBackendsParts) {
                       {"/base/v1/chat/completions", "203.0.113.1:30000", "Bearer backend-key",
                        "127.0.0.9", "rid-1", 11});
   auto up = parse_head(head, "hello world");
-  EXPECT_EQ(up.method(), http::verb::post);
+  EXPECT_EQ(up.method(), bhttp::verb::post);
   EXPECT_EQ(up.target(), "/base/v1/chat/completions");
   EXPECT_EQ(up.version(), 11u);
-  EXPECT_EQ(up[http::field::host], "203.0.113.1:30000");
-  EXPECT_EQ(up[http::field::authorization], "Bearer backend-key");
-  EXPECT_EQ(up.count(http::field::authorization), 1u);
+  EXPECT_EQ(up[bhttp::field::host], "203.0.113.1:30000");
+  EXPECT_EQ(up[bhttp::field::authorization], "Bearer backend-key");
+  EXPECT_EQ(up.count(bhttp::field::authorization), 1u);
   EXPECT_EQ(up["X-Forwarded-For"], "198.51.100.1, 198.51.100.2, 127.0.0.9");
   EXPECT_EQ(up.count("X-Forwarded-For"), 1u);
   EXPECT_EQ(up["X-Forwarded-Proto"], "http");
   EXPECT_EQ(up["X-Request-Id"], "rid-1");
   EXPECT_EQ(up.count("X-Request-Id"), 1u);
   EXPECT_EQ(up["X-End"], "e");
-  EXPECT_EQ(up[http::field::content_type], "application/json");
-  EXPECT_EQ(up[http::field::content_length], "11");
-  for (auto f : {http::field::connection, http::field::transfer_encoding, http::field::expect})
-    EXPECT_EQ(up.count(f), 0u) << http::to_string(f);
+  EXPECT_EQ(up[bhttp::field::content_type], "application/json");
+  EXPECT_EQ(up[bhttp::field::content_length], "11");
+  for (auto f : {bhttp::field::connection, bhttp::field::transfer_encoding, bhttp::field::expect})
+    EXPECT_EQ(up.count(f), 0u) << bhttp::to_string(f);
   EXPECT_EQ(up.count("X-Hop"), 0u);
   EXPECT_EQ(up.body(), "hello world");
 }
@@ -266,10 +266,10 @@ TEST(UpstreamHead, ABackendWithoutAKeyGetsTheClientsAuthorization) {
   llmux::ByteBuilder head;
   build_upstream_head(head, client, {"/v1/x", "h:1", "", "127.0.0.1", "rid", 0});
   auto up = parse_head(head, "");
-  EXPECT_EQ(up[http::field::authorization], "Bearer client");
-  EXPECT_EQ(up[http::field::content_length], "0") << "a POST always says its length";
+  EXPECT_EQ(up[bhttp::field::authorization], "Bearer client");
+  EXPECT_EQ(up[bhttp::field::content_length], "0") << "a POST always says its length";
   // The client's request is untouched.
-  EXPECT_EQ(client[http::field::host], "gateway:8080");
+  EXPECT_EQ(client[bhttp::field::host], "gateway:8080");
   EXPECT_EQ(client.target(), "/v1/chat/completions");
   EXPECT_EQ(client["X-Request-Id"], "client-id");
 }
@@ -289,7 +289,7 @@ TEST(UpstreamHead, BodylessGetHasNoContentLength) {
   llmux::ByteBuilder head;
   build_upstream_head(head, get, {"/v1/models", "h:1", "", "127.0.0.1", "rid", 0});
   auto up = parse_head(head, "");
-  EXPECT_EQ(up.count(http::field::content_length), 0u);
+  EXPECT_EQ(up.count(bhttp::field::content_length), 0u);
   EXPECT_EQ(up["X-Forwarded-For"], "127.0.0.1");
 }
 

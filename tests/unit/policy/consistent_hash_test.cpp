@@ -20,7 +20,7 @@ namespace {
 using testing::Pool;
 using testing::request;
 
-std::unique_ptr<Policy> make(const Options& o = {}) {
+std::unique_ptr<Policy> make_consistent_hash(const Options& o = {}) {
   std::string err;
   auto p = make_policy("consistent_hash", o, &err);
   EXPECT_TRUE(p) << err;
@@ -45,7 +45,7 @@ Backend* pick_key(Policy& p, Pool& pool, const std::string& key) {
 
 TEST(ConsistentHash, TheSameKeyTheSameBackendAndKeysSpread) {
   Pool pool({1, 1, 1});
-  auto p = make();
+  auto p = make_consistent_hash();
   std::map<std::string, int> count;
   for (int i = 0; i < 3000; ++i) {
     const std::string key = "session-" + std::to_string(i);
@@ -59,7 +59,7 @@ TEST(ConsistentHash, TheSameKeyTheSameBackendAndKeysSpread) {
 
 TEST(ConsistentHash, WhenABackendLeavesOnlyItsKeysMove) {
   Pool pool({1, 1, 1});
-  auto p = make();
+  auto p = make_consistent_hash();
   auto* ch = dynamic_cast<ConsistentHash*>(p.get());
   ASSERT_TRUE(ch);
   std::vector<Backend*> before;
@@ -88,7 +88,7 @@ TEST(ConsistentHash, WhenABackendLeavesOnlyItsKeysMove) {
 TEST(ConsistentHash, BoundedLoadCapsABackendAtTheFactorOfTheMean) {
   for (const char* factor : {"1.25", "0"}) {
     Pool pool({1, 1, 1});
-    auto p = make({{"load_factor", factor}});
+    auto p = make_consistent_hash({{"load_factor", factor}});
     std::vector<upstream::Slot> held;
     Keyed h{"one-hot-session"};
     for (int i = 0; i < 30; ++i) {
@@ -109,7 +109,7 @@ TEST(ConsistentHash, BoundedLoadCapsABackendAtTheFactorOfTheMean) {
 
 TEST(ConsistentHash, KeysFromBodyFieldsAndNoKeyGoesToTheLeastLoaded) {
   Pool pool({1, 1});
-  auto by_cache = make({{"key", "prompt_cache_key"}});
+  auto by_cache = make_consistent_hash({{"key", "prompt_cache_key"}});
   auto ctx = request();
   ctx.prompt_cache_key = "conv-7";
   Backend* b = by_cache->pick(ctx, pool.all(), TriedSet{});
@@ -123,7 +123,7 @@ TEST(ConsistentHash, KeysFromBodyFieldsAndNoKeyGoesToTheLeastLoaded) {
   EXPECT_EQ(session_key(ctx, "auto"), "hdr");
   EXPECT_EQ(session_key(ctx, "header:X-Session-ID"), "hdr");
   // No key: least_inflight.
-  auto p = make();
+  auto p = make_consistent_hash();
   pool[0].inflight = 3;
   auto none = request();
   EXPECT_EQ(p->pick(none, pool.all(), TriedSet{}), &pool[1]);
@@ -146,7 +146,7 @@ TEST(ConsistentHash, OptionsAreChecked) {
 // load bound moves a turn; no backend gets much more than its share.
 TEST(ConsistentHash, SimulatedSessionsStickAndLoadStaysBounded) {
   Pool pool({1, 1, 1});
-  auto p = make();
+  auto p = make_consistent_hash();
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> pick_session(0, 299);
   std::map<int, std::map<std::string, int>> turns;  // session -> backend -> turns

@@ -78,7 +78,7 @@ double rate(int n) {
 // queue). Another client keeps 6 streams on machine 0 that this gateway does not see. 8
 // closed-loop clients through the gateway; the scraper reports each machine's running and
 // waiting once a simulated second. Tokens the gateway's clients get, per policy.
-double simulate(const char* policy) {
+double simulate_hidden_load(const char* policy) {
   Pool pool({1, 1});
   auto p = make_policy(policy);
   constexpr int kBatch = 8;
@@ -134,8 +134,8 @@ double simulate(const char* policy) {
 }
 
 TEST(LeastLoad, SimulatedHiddenLoadIsAvoided) {
-  const double li = simulate("least_inflight");
-  const double ll = simulate("least_load");
+  const double li = simulate_hidden_load("least_inflight");
+  const double ll = simulate_hidden_load("least_load");
   std::printf(
       "[model] 6 hidden streams on machine 0: tokens least_inflight %.0f, least_load %.0f\n", li,
       ll);

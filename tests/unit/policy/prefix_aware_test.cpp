@@ -20,7 +20,7 @@ namespace {
 using testing::Pool;
 using testing::request;
 
-std::unique_ptr<Policy> make(const Options& o = {}) {
+std::unique_ptr<Policy> make_prefix_aware(const Options& o = {}) {
   std::string err;
   auto p = make_policy("prefix_aware", o, &err);
   EXPECT_TRUE(p) << err;
@@ -43,7 +43,7 @@ Backend* send(Policy& p, Pool& pool, const std::string& prompt, std::string_view
 
 TEST(PrefixAware, ASharedPrefixGoesWhereItWasSent) {
   Pool pool({1, 1});
-  auto p = make();
+  auto p = make_prefix_aware();
   ASSERT_TRUE(p->needs_prompt());
   Backend* first = send(*p, pool, system_prompt(1) + " question one");
   ASSERT_TRUE(first);
@@ -61,7 +61,7 @@ TEST(PrefixAware, ASharedPrefixGoesWhereItWasSent) {
 
 TEST(PrefixAware, APromptCacheKeyHeldByABackendWins) {
   Pool pool({1, 1});
-  auto p = make();
+  auto p = make_prefix_aware();
   Backend* b = send(*p, pool, "short turn one", "conv-1");
   b->inflight = 1;
   // A different (short, unmatched) prompt with the same key: the same backend.
@@ -72,7 +72,7 @@ TEST(PrefixAware, APromptCacheKeyHeldByABackendWins) {
 
 TEST(PrefixAware, TheLoadGuardBeatsTheCacheWhenTheFleetIsOutOfBalance) {
   Pool pool({1, 1});
-  auto p = make({{"balance_abs", "8"}, {"balance_rel", "1.5"}});
+  auto p = make_prefix_aware({{"balance_abs", "8"}, {"balance_rel", "1.5"}});
   Backend* home = send(*p, pool, system_prompt(3) + " q");
   Backend* away = home == &pool[0] ? &pool[1] : &pool[0];
   away->inflight = 5;  // a second prefix starts on `home` too (`away` is over four busier)
@@ -93,7 +93,7 @@ TEST(PrefixAware, TheLoadGuardBeatsTheCacheWhenTheFleetIsOutOfBalance) {
 
 TEST(PrefixAware, NewPrefixesSpreadEvenlyOverTheCaches) {
   Pool pool({1, 1, 1});
-  auto p = make();
+  auto p = make_prefix_aware();
   std::map<Backend*, int> homes;
   for (int i = 0; i < 12; ++i) ++homes[send(*p, pool, system_prompt(200 + i) + " q")];
   ASSERT_EQ(homes.size(), 3u);
@@ -112,7 +112,7 @@ TEST(PrefixAware, NewPrefixesSpreadEvenlyOverTheCaches) {
 
 TEST(PrefixAware, RefusedBackendsAreNotPicked) {
   Pool pool({1, 1});
-  auto p = make();
+  auto p = make_prefix_aware();
   Backend* home = send(*p, pool, system_prompt(4) + " q");
   TriedSet tried;
   tried.add(*home);
@@ -156,7 +156,7 @@ struct SimResult {
 
 // 12 system prompts, two backends each caching 8 (the working set is 1.5× one backend's cache),
 // requests for random prompts, 16 held in flight.
-SimResult simulate(const char* policy) {
+SimResult simulate_prefix_cache(const char* policy) {
   Pool pool({1, 1});
   auto p = make_policy(policy);
   std::vector<LruCache> caches{{8, {}}, {8, {}}};
@@ -184,8 +184,8 @@ SimResult simulate(const char* policy) {
 }
 
 TEST(PrefixAware, SimulatedPrefixCachesHitFarMoreThanRoundRobin) {
-  const SimResult rr = simulate("round_robin");
-  const SimResult pa = simulate("prefix_aware");
+  const SimResult rr = simulate_prefix_cache("round_robin");
+  const SimResult pa = simulate_prefix_cache("prefix_aware");
   std::printf(
       "[model] 12 prefixes over 2×8 cached: hit rate round_robin %.2f, prefix_aware %.2f "
       "(share of backend 0: %.2f)\n",

@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "core/clock.hpp"
+
 namespace llmux::upstream {
 namespace {
-
-constexpr std::int64_t kSec = 1'000'000'000;
 
 Outcome failed(Outcome::Kind k = Outcome::Kind::connect_failed) {
   Outcome o;
@@ -42,7 +42,7 @@ TEST(Outlier, EjectsAfterFailuresInARowThenBackOffDoubles) {
   Backend b;
   b.name = "b";
   const auto s = settings();
-  std::int64_t t = 100 * kSec;
+  std::int64_t t = 100 * kNanosecondsPerSecond;
   EXPECT_FALSE(record_outcome(b, failed(), t, s));
   EXPECT_FALSE(record_outcome(b, failed(), t, s));
   auto ev = record_outcome(b, failed(), t, s);
@@ -50,14 +50,14 @@ TEST(Outlier, EjectsAfterFailuresInARowThenBackOffDoubles) {
   EXPECT_EQ(ev->kind, HealthEvent::Kind::ejected);
   EXPECT_NE(ev->message.find("ejected for 5s"), std::string::npos) << ev->message;
   EXPECT_NE(ev->message.find("connection refused"), std::string::npos) << ev->message;
-  EXPECT_FALSE(b.usable(t + 5 * kSec - 1));
-  EXPECT_EQ(state_name(b, t + kSec), "ejected");
+  EXPECT_FALSE(b.usable(t + 5 * kNanosecondsPerSecond - 1));
+  EXPECT_EQ(state_name(b, t + kNanosecondsPerSecond), "ejected");
   // Late failures of requests sent before the ejection do not extend it.
-  EXPECT_FALSE(record_outcome(b, failed(), t + kSec, s));
-  EXPECT_EQ(b.ejected_until_ns.load(), t + 5 * kSec);
+  EXPECT_FALSE(record_outcome(b, failed(), t + kNanosecondsPerSecond, s));
+  EXPECT_EQ(b.ejected_until_ns.load(), t + 5 * kNanosecondsPerSecond);
 
   // Back after the back-off, on trial: the trial failing ejects again at once, for twice as long.
-  t += 5 * kSec;
+  t += 5 * kNanosecondsPerSecond;
   EXPECT_TRUE(b.usable(t));
   EXPECT_TRUE(b.on_trial());
   EXPECT_EQ(state_name(b, t), "trial");
@@ -65,17 +65,17 @@ TEST(Outlier, EjectsAfterFailuresInARowThenBackOffDoubles) {
   ASSERT_TRUE(ev);
   EXPECT_NE(ev->message.find("ejected for 10s"), std::string::npos) << ev->message;
   EXPECT_NE(ev->message.find("trial"), std::string::npos) << ev->message;
-  t += 10 * kSec;
+  t += 10 * kNanosecondsPerSecond;
   ev = record_outcome(b, failed(), t, s);
   ASSERT_TRUE(ev);
   EXPECT_NE(ev->message.find("ejected for 20s"), std::string::npos) << ev->message;
-  t += 20 * kSec;
+  t += 20 * kNanosecondsPerSecond;
   ev = record_outcome(b, failed(), t, s);
   ASSERT_TRUE(ev);
   EXPECT_NE(ev->message.find("ejected for 30s"), std::string::npos) << "capped: " << ev->message;
 
   // A success readmits it fully and resets the back-off.
-  t += 30 * kSec;
+  t += 30 * kNanosecondsPerSecond;
   ev = record_outcome(b, answered(200), t, s);
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, HealthEvent::Kind::readmitted);
@@ -87,25 +87,25 @@ TEST(Outlier, EjectsAfterFailuresInARowThenBackOffDoubles) {
 TEST(Outlier, ASuccessBreaksTheRun) {
   Backend b;
   const auto s = settings();
-  record_outcome(b, failed(), kSec, s);
-  record_outcome(b, failed(), kSec, s);
-  record_outcome(b, answered(200), kSec, s);
-  EXPECT_FALSE(record_outcome(b, failed(), kSec, s));
-  EXPECT_FALSE(record_outcome(b, failed(), kSec, s));
-  EXPECT_TRUE(b.usable(kSec));
-  EXPECT_TRUE(record_outcome(b, failed(), kSec, s));
+  record_outcome(b, failed(), kNanosecondsPerSecond, s);
+  record_outcome(b, failed(), kNanosecondsPerSecond, s);
+  record_outcome(b, answered(200), kNanosecondsPerSecond, s);
+  EXPECT_FALSE(record_outcome(b, failed(), kNanosecondsPerSecond, s));
+  EXPECT_FALSE(record_outcome(b, failed(), kNanosecondsPerSecond, s));
+  EXPECT_TRUE(b.usable(kNanosecondsPerSecond));
+  EXPECT_TRUE(record_outcome(b, failed(), kNanosecondsPerSecond, s));
 }
 
 TEST(Outlier, ClientsLeavingAndDisabledDetectionEjectNothing) {
   Backend b;
   auto s = settings();
   for (int i = 0; i < 10; ++i)
-    EXPECT_FALSE(record_outcome(b, failed(Outcome::Kind::client_left), kSec, s));
-  EXPECT_TRUE(b.usable(kSec));
+    EXPECT_FALSE(record_outcome(b, failed(Outcome::Kind::client_left), kNanosecondsPerSecond, s));
+  EXPECT_TRUE(b.usable(kNanosecondsPerSecond));
   s.enabled = false;
-  for (int i = 0; i < 10; ++i) EXPECT_FALSE(record_outcome(b, failed(), kSec, s));
-  EXPECT_TRUE(b.usable(kSec));
-  EXPECT_EQ(b.last_failure_ns.load(), kSec) << "failures are still recorded for the last resort";
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(record_outcome(b, failed(), kNanosecondsPerSecond, s));
+  EXPECT_TRUE(b.usable(kNanosecondsPerSecond));
+  EXPECT_EQ(b.last_failure_ns.load(), kNanosecondsPerSecond) << "failures are still recorded for the last resort";
 }
 
 TEST(Checks, ThresholdsInARow) {
@@ -121,14 +121,14 @@ TEST(Checks, ThresholdsInARow) {
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, HealthEvent::Kind::unhealthy);
   EXPECT_NE(ev->message.find("timeout"), std::string::npos) << ev->message;
-  EXPECT_FALSE(b.usable(kSec));
-  EXPECT_EQ(state_name(b, kSec), "unhealthy");
+  EXPECT_FALSE(b.usable(kNanosecondsPerSecond));
+  EXPECT_EQ(state_name(b, kNanosecondsPerSecond), "unhealthy");
   EXPECT_FALSE(record_check(b, c, false, "timeout", 2, 3)) << "one line per change";
   EXPECT_FALSE(record_check(b, c, true, "", 2, 3));
   ev = record_check(b, c, true, "", 2, 3);
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, HealthEvent::Kind::healthy);
-  EXPECT_TRUE(b.usable(kSec));
+  EXPECT_TRUE(b.usable(kNanosecondsPerSecond));
 }
 
 }  // namespace

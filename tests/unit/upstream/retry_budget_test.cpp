@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "core/clock.hpp"
+
 namespace llmux::upstream {
 namespace {
-
-constexpr std::int64_t kSec = 1'000'000'000;
 
 int retries_granted(RetryBudget& b, std::int64_t now, int asked) {
   int granted = 0;
@@ -17,7 +17,7 @@ int retries_granted(RetryBudget& b, std::int64_t now, int asked) {
 
 TEST(RetryBudget, AFractionOfTheRequestsWithAFloor) {
   RetryBudget b(0.2, 3);
-  const std::int64_t t = 100 * kSec;
+  const std::int64_t t = 100 * kNanosecondsPerSecond;
   for (int i = 0; i < 100; ++i) b.on_request(t);
   EXPECT_EQ(retries_granted(b, t, 50), 20) << "20% of 100 requests";
   RetryBudget quiet(0.2, 3);
@@ -27,12 +27,12 @@ TEST(RetryBudget, AFractionOfTheRequestsWithAFloor) {
 
 TEST(RetryBudget, EachSecondStartsAfreshWithThePreviousSecondsLoad) {
   RetryBudget b(0.5, 0);
-  std::int64_t t = 100 * kSec;
+  std::int64_t t = 100 * kNanosecondsPerSecond;
   for (int i = 0; i < 10; ++i) b.on_request(t);
   EXPECT_EQ(retries_granted(b, t, 10), 5);
-  t += kSec;  // the next second: no request yet, the last second's 10 still count
+  t += kNanosecondsPerSecond;  // the next second: no request yet, the last second's 10 still count
   EXPECT_EQ(retries_granted(b, t, 10), 5);
-  t += 5 * kSec;  // long quiet: nothing carries over
+  t += 5 * kNanosecondsPerSecond;  // long quiet: nothing carries over
   EXPECT_EQ(retries_granted(b, t, 10), 0);
 }
 
