@@ -26,8 +26,8 @@ namespace {
 namespace net = boost::asio;
 namespace http = boost::beast::http;
 namespace json = boost::json;
-using net::awaitable;
 using core::use_tuple;
+using net::awaitable;
 
 constexpr std::string_view kVersion = "0.11.0";  // the vLLM version whose dialect we speak
 

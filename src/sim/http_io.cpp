@@ -13,8 +13,8 @@ namespace llmux::sim {
 
 namespace net = boost::asio;
 namespace http = boost::beast::http;
-using net::awaitable;
 using core::use_tuple;
+using net::awaitable;
 
 awaitable<void> write_body(Conn& c, int status, std::string body, std::string_view content_type,
                            const Request* req) {

@@ -12,8 +12,8 @@ namespace {
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
-using net::awaitable;
 using core::use_tuple;
+using net::awaitable;
 
 /// Accepts on `acc` until it is closed; each socket goes to `on_accept`. The loop owns its
 /// acceptor, so a loop left over from before a refuse/resume never accepts on the new one.

@@ -16,8 +16,8 @@
 // (SSE bytes), stream (writers and disconnect watcher), faults (flags and X-Llmux-Fault),
 // runtime_faults (the /admin/faults body), store (Responses API store), timings
 // (/debug/requests ground truth).
-#include "core/use_tuple.hpp"
 #include "sim/server.hpp"
+#include "core/use_tuple.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -46,8 +46,8 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-using net::awaitable;
 using core::use_tuple;
+using net::awaitable;
 
 class Server {
  public:

@@ -221,7 +221,7 @@ Request client_request() {
 
 // Parses a built head back with Beast, so the test checks what a backend would read.
 bhttp::request<bhttp::string_body> parse_head(const llmux::ByteBuilder& built,
-                                            const std::string& body) {
+                                              const std::string& body) {
   const std::string head = built.str();
   bhttp::request_parser<bhttp::string_body> p;
   boost::system::error_code ec;

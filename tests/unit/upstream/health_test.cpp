@@ -105,7 +105,8 @@ TEST(Outlier, ClientsLeavingAndDisabledDetectionEjectNothing) {
   s.enabled = false;
   for (int i = 0; i < 10; ++i) EXPECT_FALSE(record_outcome(b, failed(), kNanosecondsPerSecond, s));
   EXPECT_TRUE(b.usable(kNanosecondsPerSecond));
-  EXPECT_EQ(b.last_failure_ns.load(), kNanosecondsPerSecond) << "failures are still recorded for the last resort";
+  EXPECT_EQ(b.last_failure_ns.load(), kNanosecondsPerSecond)
+      << "failures are still recorded for the last resort";
 }
 
 TEST(Checks, ThresholdsInARow) {
