@@ -15,8 +15,8 @@
 
 set(LLMUX_UNITY_BATCH 8 CACHE STRING "Sources per unity translation unit (0: no unity builds)")
 
-# Writes the batch files of one target and replaces its C++ sources with them; the sources stay
-# in the target as header-only files (IDEs list them; the compiler's dependency file tracks them).
+# Writes the batch files of one target and replaces its C++ sources with them (the compiler's
+# dependency file tracks the sources a batch includes).
 function(llmux_unity_build target)
   get_target_property(type ${target} TYPE)
   if(NOT type MATCHES "^(STATIC_LIBRARY|OBJECT_LIBRARY|EXECUTABLE)$")
@@ -61,9 +61,21 @@ function(llmux_unity_build target)
     file(CONFIGURE OUTPUT "${batch_file}" CONTENT "${content}" @ONLY)
     list(APPEND batch_files "${batch_file}")
   endforeach()
-  set_source_files_properties(${batchable} TARGET_DIRECTORY ${target}
-                              PROPERTIES HEADER_FILE_ONLY ON)
-  target_sources(${target} PRIVATE ${batch_files})
+  # The batched sources leave this target only (a source built into two executables of one
+  # directory stays in the other's, batched or not); the rest keep their place, by absolute path
+  # since this runs from the top directory.
+  set(kept "")
+  foreach(source IN LISTS sources)
+    if(source MATCHES "^\\$<")
+      list(APPEND kept "${source}")
+      continue()
+    endif()
+    get_filename_component(path "${source}" ABSOLUTE BASE_DIR "${source_dir}")
+    if(NOT path IN_LIST batchable)
+      list(APPEND kept "${path}")
+    endif()
+  endforeach()
+  set_property(TARGET ${target} PROPERTY SOURCES ${kept} ${batch_files})
 endfunction()
 
 # Applies llmux_unity_build to every target defined in DIRECTORY and the directories below it.
