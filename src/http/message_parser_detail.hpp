@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Internal to llmux::http::MessageParser (message_parser.hpp): the small helpers its source files
+// share (message_parser.cpp, message_parser_fields.cpp, message_parser_chunked.cpp), named here
+// once so that the unity build, which compiles them in one translation unit, sees no clash.
+#include <cstddef>
+#include <string_view>
+
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/field.hpp>
+
+namespace llmux::http {
+#if defined(LLMUX_NO_SIMD)
+inline namespace parser_scalar {
+#else
+inline namespace parser_simd {
+#endif
+namespace parser_detail {
+
+/// Beast's string_to_field, faster (parser_field_name.cpp).
+boost::beast::http::field lookup_field(boost::beast::string_view s);
+
+}  // namespace parser_detail
+
+namespace message_detail {
+
+/// Optional whitespace (RFC 9110 §5.6.3): SP or HTAB.
+inline bool is_whitespace(char c) {
+  return c == ' ' || c == '\t';
+}
+
+inline bool is_digit(char c) {
+  return static_cast<unsigned char>(c - '0') < 10;
+}
+
+/// `s` without the whitespace around it.
+inline std::string_view trim_whitespace(std::string_view s) {
+  while (!s.empty() && is_whitespace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_whitespace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+/// ASCII case-insensitive equality with `lower`, which is lower case.
+inline bool equals_ignoring_case(std::string_view s, std::string_view lower) {
+  if (s.size() != lower.size()) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
+    if (c != lower[i]) return false;
+  }
+  return true;
+}
+
+/// Calls `element(item)` for each element of the comma-separated list `value` (RFC 9110 §5.6.1),
+/// the whitespace around it removed (empty elements included); stops at the first false.
+template <class Element>
+bool for_each_element(std::string_view value, Element element) {
+  for (;;) {
+    const std::size_t comma = value.find(',');
+    if (!element(trim_whitespace(value.substr(0, comma)))) return false;
+    if (comma == std::string_view::npos) return true;
+    value.remove_prefix(comma + 1);
+  }
+}
+
+}  // namespace message_detail
+}  // namespace parser_simd / parser_scalar
+}  // namespace llmux::http

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+// llmux::http::MessageParser (message_parser.hpp): the fields that frame a message and what the
+// header decides from them: Content-Length (RFC 9110 §8.6), Transfer-Encoding (RFC 9112 §6.1),
+// Connection (RFC 9110 §7.6.1; Proxy-Connection read the same way, as Beast reads it), and the
+// message body length (RFC 9112 §6.3).
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+#include "http/message_parser.hpp"
+#include "http/message_parser_detail.hpp"
+#include "http/parser_scan.hpp"
+
+namespace llmux::http {
+#if defined(LLMUX_NO_SIMD)
+inline namespace parser_scalar {
+#else
+inline namespace parser_simd {
+#endif
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+/// `s` is a token (RFC 9110 §5.6.2): one or more tchar.
+bool message_is_token(std::string_view s) {
+  return !s.empty() &&
+         parser_detail::find_non_token(s.data(), s.data() + s.size()) == s.data() + s.size();
+}
+
+}  // namespace
+
+bool MessageParser::take_field(bhttp::field name, std::string_view value, bool trailers) {
+  switch (name) {
+    case bhttp::field::content_length:
+      if (trailers) {  // framing has no place in trailers (RFC 9110 §6.5.1); Beast's error
+        error_ = bhttp::error::bad_content_length;
+        return false;
+      }
+      return take_content_length(value);
+    case bhttp::field::transfer_encoding:
+      if (trailers) {
+        error_ = bhttp::error::bad_transfer_encoding;
+        return false;
+      }
+      return take_transfer_encoding(value);
+    case bhttp::field::connection:
+    case bhttp::field::proxy_connection:
+      return take_connection(value);
+    default:
+      return true;
+  }
+}
+
+// Content-Length = 1*DIGIT; a list of equal values is that value (RFC 9110 §8.6), as are several
+// fields with equal values; anything else is an error.
+bool MessageParser::take_content_length(std::string_view value) {
+  if (te_present_) {  // deliberate difference 4 (always an error)
+    error_ = bhttp::error::bad_content_length;
+    return false;
+  }
+  std::uint64_t first = 0;
+  bool have = content_length_.has_value();
+  if (have) first = *content_length_;
+  bool differ = false;
+  const bool valid = message_detail::for_each_element(value, [&](std::string_view item) {
+    if (item.empty()) return false;
+    std::uint64_t n = 0;
+    for (const char c : item) {
+      if (!message_detail::is_digit(c)) return false;
+      const auto digit = static_cast<std::uint64_t>(c - '0');
+      if (n > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return false;  // overflow
+      n = n * 10 + digit;
+    }
+    if (have && n != first) differ = true;
+    first = n;
+    have = true;
+    return true;
+  });
+  if (!valid) {
+    error_ = bhttp::error::bad_content_length;
+    return false;
+  }
+  if (differ) {
+    error_ = bhttp::error::multiple_content_length;
+    return false;
+  }
+  content_length_ = first;
+  return true;
+}
+
+// Transfer-Encoding = #transfer-coding (RFC 9112 §6.1). Codings with parameters, and chunked
+// more than once, are refused (deliberate differences 2 and 3); a request takes chunked alone.
+bool MessageParser::take_transfer_encoding(std::string_view value) {
+  if (content_length_) {  // deliberate difference 4
+    error_ = bhttp::error::bad_transfer_encoding;
+    return false;
+  }
+  // Beast refuses any Transfer-Encoding after one that ended in chunked.
+  bool valid = !te_chunked_;
+  const bool request = kind_ == MessageKind::request;
+  if (valid) {
+    valid = message_detail::for_each_element(value, [&](std::string_view coding) {
+      if (coding.empty()) return true;  // empty list elements are ignored (RFC 9110 §5.6.1)
+      if (!message_is_token(coding)) return false;  // parameters, or not a coding at all
+      if (message_detail::equals_ignoring_case(coding, "chunked")) {
+        if (te_has_chunked_) return false;  // chunked twice
+        te_has_chunked_ = true;
+        te_chunked_ = true;
+        return true;
+      }
+      if (request) return false;  // a coding the gateway does not understand
+      te_chunked_ = false;        // a coding after chunked: the body runs until the close
+      return true;
+    });
+  }
+  te_present_ = true;
+  if (!valid) {
+    error_ = bhttp::error::bad_transfer_encoding;
+    return false;
+  }
+  return true;
+}
+
+// Connection = #connection-option, connection-option = token (RFC 9110 §7.6.1).
+bool MessageParser::take_connection(std::string_view value) {
+  const bool valid = message_detail::for_each_element(value, [&](std::string_view option) {
+    if (option.empty()) return true;
+    if (!message_is_token(option)) return false;
+    if (message_detail::equals_ignoring_case(option, "close"))
+      connection_close_ = true;
+    else if (message_detail::equals_ignoring_case(option, "keep-alive"))
+      connection_keep_alive_ = true;
+    else if (message_detail::equals_ignoring_case(option, "upgrade"))
+      connection_upgrade_ = true;
+    return true;
+  });
+  if (!valid) error_ = bhttp::error::bad_value;  // Beast's error for it
+  return valid;
+}
+
+// The message body length (RFC 9112 §6.3).
+bool MessageParser::finish_header() {
+  const auto body_of_length = [this](std::uint64_t length) {
+    if (limits_.body_bytes && length > *limits_.body_bytes) {
+      error_ = bhttp::error::body_limit;
+      return false;
+    }
+    remaining_ = length;
+    stage_ = length == 0 ? Stage::done : Stage::length_body;
+    return true;
+  };
+  if (kind_ == MessageKind::request) {
+    if (te_present_ && !te_chunked_) {  // an empty Transfer-Encoding: deliberate difference 2
+      error_ = bhttp::error::bad_transfer_encoding;
+      return false;
+    }
+    if (te_chunked_) {
+      stage_ = Stage::chunk_line;
+      return true;
+    }
+    if (content_length_) return body_of_length(*content_length_);
+    stage_ = Stage::done;  // a request without a length has no body
+    return true;
+  }
+  // 1xx, 204 and 304 have no body whatever the header says, nor a response to HEAD.
+  if (status_ / 100 == 1 || status_ == 204 || status_ == 304 || no_body_expected_) {
+    stage_ = Stage::done;
+    return true;
+  }
+  if (te_chunked_) {
+    stage_ = Stage::chunk_line;
+    return true;
+  }
+  if (content_length_) return body_of_length(*content_length_);
+  stage_ = Stage::eof_body;  // neither: until the close
+  until_eof_ = true;
+  return true;
+}
+
+}  // namespace parser_simd / parser_scalar
+}  // namespace llmux::http
