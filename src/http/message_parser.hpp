@@ -75,6 +75,11 @@
 //     chunk-size line with its extensions (Beast has no bound there). RFC 9110 §5.4 (a server
 //     MUST answer fields larger than it wishes to process with a 4xx), RFC 9112 §7.1.1 (limit
 //     chunk extensions, answer 4xx).
+//  7. A chunk extension's quoted-string takes what RFC 9110 §5.6.4 allows (qdtext: HTAB, SP,
+//     visible bytes but '"' and '\', obs-text; quoted-pair: '\' and one of those or '"' or
+//     '\'); a control byte or DEL in it is error::bad_chunk_extension (Beast takes any byte
+//     there). RFC 9112 §7.1.1 gives the chunk-ext grammar; a message that does not match it is
+//     invalid.
 //
 // Thread safety: one connection's thread, as its buffer.
 #include <cstddef>

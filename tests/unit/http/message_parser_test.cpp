@@ -308,6 +308,16 @@ TEST(MessageParser, ChunkExtensionsAreCheckedAndSkipped) {
         << "[" << ext << "]";
 }
 
+// Deliberate difference 7 (RFC 9112 §7.1.1, RFC 9110 §5.6.4).
+TEST(MessageParser, ChunkExtensionQuotedStringTakesNoControlBytes) {
+  const std::string head = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (const char* ext : {";a=\"\x01\"", ";a=\"\n\"", ";a=\"\x7f\"", ";a=\"\\\x01\""})
+    EXPECT_EQ(request(head + "5" + ext + "\r\nhello\r\n0\r\n\r\n").error,
+              bhttp::error::bad_chunk_extension)
+        << ext;
+  EXPECT_EQ(request(head + "5;a=\"\\\"\\\\\t \x80\"\r\nhello\r\n0\r\n\r\n").body, "hello");
+}
+
 TEST(MessageParser, TrailersAreCheckedAndAvailableAfterTheMessage) {
   const std::string head =
       "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n";
