@@ -5,9 +5,13 @@
 #include <cstring>
 #include <utility>
 
+#include <boost/beast/http/error.hpp>
+
 #include "core/ascii.hpp"
 
 namespace llmux::gateway {
+
+namespace bhttp = boost::beast::http;
 
 namespace {
 
@@ -26,16 +30,23 @@ std::vector<std::string>& spare_bodies() {
   return bodies;
 }
 
-}  // namespace
+/// Parsers given back when a request has been read (their field tables keep their memory), at
+/// most kSpareParsers per thread: several requests may be half read on one thread at once.
+constexpr std::size_t kSpareParsers = 64;
+std::vector<std::unique_ptr<http::MessageParser>>& spare_parsers() {
+  thread_local std::vector<std::unique_ptr<http::MessageParser>> parsers;
+  return parsers;
+}
 
-/// The parsers' stages, reused: a parser takes one when it starts and gives it back when it
-/// ends (several requests may be half read on one thread at once).
-struct ParserStages {
-  static std::vector<RequestParser::Stage>& spare() {
-    thread_local std::vector<RequestParser::Stage> stages;
-    return stages;
-  }
-};
+std::unique_ptr<http::MessageParser> take_parser() {
+  auto& spare = spare_parsers();
+  if (spare.empty()) return std::make_unique<http::MessageParser>(http::MessageKind::request);
+  std::unique_ptr<http::MessageParser> parser = std::move(spare.back());
+  spare.pop_back();
+  return parser;
+}
+
+}  // namespace
 
 std::string_view Request::operator[](bhttp::field name) const {
   for (const auto& f : fields_)
@@ -69,106 +80,128 @@ void Request::release_body() {
   std::string().swap(body_);
 }
 
-RequestParser::RequestParser(Request& into) : r_(into) {
-  r_.fields_.clear();
-  r_.body_.clear();
-  r_.method_string_ = r_.target_ = {};
-  r_.method_ = bhttp::verb::unknown;
-  r_.version_ = 11;
-  r_.keep_alive_ = true;
-  auto& spare = ParserStages::spare();
-  if (!spare.empty()) {
-    stage_ = std::move(spare.back());
-    spare.pop_back();
-  }
+RequestParser::RequestParser(Request& into) : request_(into), parser_(take_parser()) {
+  request_.fields_.clear();
+  request_.body_.clear();
+  request_.method_string_ = request_.target_ = {};
+  request_.method_ = bhttp::verb::unknown;
+  request_.version_ = 11;
+  request_.keep_alive_ = true;
 }
 
 RequestParser::~RequestParser() {
-  stage_.bytes.clear();
-  stage_.at.clear();
-  auto& spare = ParserStages::spare();
-  if (stage_.bytes.capacity() > 0 && stage_.bytes.capacity() <= (64u << 10) && spare.size() < 64)
-    spare.push_back(std::move(stage_));
+  if (auto& spare = spare_parsers(); spare.size() < kSpareParsers) {
+    parser_->reset();
+    parser_->set_limits({});
+    spare.push_back(std::move(parser_));
+  }
 }
 
-std::uint32_t RequestParser::keep(std::string_view s) {
-  // Every view Beast gives is valid only during the call that gives it (the input buffer may
-  // change between two put() calls, a folded value lives in Beast's own scratch): copied now.
-  const auto at = static_cast<std::uint32_t>(stage_.bytes.size());
-  stage_.bytes.append(s);
-  return at;
+void RequestParser::header_limit(std::uint32_t bytes) {
+  http::ParseLimits limits = parser_->limits();
+  limits.header_bytes = bytes;
+  parser_->set_limits(limits);
 }
 
-void RequestParser::on_request_impl(bhttp::verb method, sv method_string, sv target, int version,
-                                    error_code&) {
-  r_.method_ = method;
-  r_.version_ = static_cast<unsigned>(version);
-  keep(method_string);
-  keep(target);
-  method_size_ = static_cast<std::uint32_t>(method_string.size());
-  target_size_ = static_cast<std::uint32_t>(target.size());
+void RequestParser::body_limit(std::optional<std::uint64_t> bytes) {
+  http::ParseLimits limits = parser_->limits();
+  limits.body_bytes = bytes;
+  parser_->set_limits(limits);
 }
 
-void RequestParser::on_field_impl(bhttp::field name, sv name_string, sv value, error_code&) {
-  if (is_header_done()) return;  // a trailer field of a chunked body: never a header field
-  // Kept as a line, name ": " value CRLF (HeaderField::line()): the line as received when it is
-  // exactly that (the usual case: one copy), else joined.
+std::size_t RequestParser::put(std::string_view input, boost::system::error_code& error) {
+  error = {};
+  std::size_t consumed = 0;
+  for (;;) {
+    const http::ParseStep step = parser_->parse(input.substr(consumed));
+    switch (step.event) {
+      case http::ParseEvent::need_more:
+        consumed += step.consumed;
+        error = bhttp::error::need_more;
+        return consumed;
+      case http::ParseEvent::header:
+        take_header(input.substr(consumed, step.consumed));
+        break;
+      case http::ParseEvent::body:
+        request_.body_.append(step.body);
+        break;
+      case http::ParseEvent::message_end:
+        return consumed + step.consumed;  // the trailer fields (if any) are dropped
+      case http::ParseEvent::error:
+        error = step.error;
+        return consumed + step.consumed;
+    }
+    consumed += step.consumed;
+  }
+}
+
+void RequestParser::put_eof(boost::system::error_code& error) {
+  const http::ParseStep step = parser_->parse_eof();
+  error = step.event == http::ParseEvent::error ? step.error : boost::system::error_code{};
+}
+
+void RequestParser::take_header(std::string_view header) {
+  // The request line and the field lines are copied as they came, in one piece; a field line
+  // in another form than name ": " value CRLF gets that form added after them (rare: other
+  // spacing around the value), so that every field has its line().
   using namespace std::string_view_literals;
-  const auto at = static_cast<std::uint32_t>(stage_.bytes.size());
-  if (const sv line = field_line(name_string, value); !line.empty())
-    stage_.bytes.append(std::string_view(line));
-  else
-    stage_.bytes.append(name_string, ": "sv, value, "\r\n"sv);
-  stage_.at.push_back({name, at, static_cast<std::uint32_t>(name_string.size()),
-                       static_cast<std::uint32_t>(value.size())});
+  const auto fields = parser_->fields();
+  auto is_plain_line = [](const http::FieldView& field) {
+    const char* name_end = field.name_string.data() + field.name_string.size();
+    const char* value_end = field.value.data() + field.value.size();
+    return field.value.data() == name_end + 2 && name_end[0] == ':' && name_end[1] == ' ' &&
+           value_end[0] == '\r';
+  };
+  std::size_t size = header.size();
+  for (const http::FieldView& field : fields)
+    if (!is_plain_line(field)) size += field.name_string.size() + field.value.size() + 4;
+  std::vector<char>& block = request_.block_;
+  if (block.capacity() < size) {
+    std::vector<char>().swap(block);
+    block.reserve(size);
+  }
+  block.assign(header.begin(), header.end());
+  const char* const base = block.data();
+  auto moved = [&](std::string_view view) {
+    return std::string_view(base + (view.data() - header.data()), view.size());
+  };
+  request_.method_ = parser_->verb();
+  request_.method_string_ = moved(parser_->method());
+  request_.target_ = moved(parser_->target());
+  request_.version_ = parser_->version();
+  request_.keep_alive_ = parser_->keep_alive();
+  std::vector<HeaderField>& kept = request_.fields_;
+  if (kept.capacity() < fields.size()) {
+    std::vector<HeaderField>().swap(kept);
+    kept.reserve(fields.size());
+  }
+  kept.clear();
+  for (const http::FieldView& field : fields) {
+    if (is_plain_line(field)) {
+      kept.push_back({field.name, moved(field.name_string), moved(field.value)});
+      continue;
+    }
+    const std::size_t at = block.size();
+    block.insert(block.end(), field.name_string.begin(), field.name_string.end());
+    block.insert(block.end(), {':', ' '});
+    block.insert(block.end(), field.value.begin(), field.value.end());
+    block.insert(block.end(), {'\r', '\n'});
+    kept.push_back(
+        {field.name, std::string_view(base + at, field.name_string.size()),
+         std::string_view(base + at + field.name_string.size() + 2, field.value.size())});
+  }
+  if (const auto length = parser_->content_length(); length && *length > 0) reserve_body(*length);
 }
 
-void RequestParser::on_header_impl(error_code&) {
-  // The header is complete: the request takes its bytes, exactly sized (a connection's next
-  // request reuses the memory when it fits), and the views are made once, into their place.
-  const ByteBuilder& bytes = stage_.bytes;
-  if (r_.block_.capacity() < bytes.size()) {
-    std::vector<char>().swap(r_.block_);
-    r_.block_.reserve(bytes.size());
-  }
-  r_.block_.assign(bytes.data(), bytes.data() + bytes.size());
-  const char* base = r_.block_.data();
-  r_.method_string_ = std::string_view(base, method_size_);
-  r_.target_ = std::string_view(base + method_size_, target_size_);
-  if (r_.fields_.capacity() < stage_.at.size()) {
-    std::vector<HeaderField>().swap(r_.fields_);
-    r_.fields_.reserve(stage_.at.size());
-  }
-  r_.fields_.resize(stage_.at.size());
-  for (std::size_t i = 0; i < stage_.at.size(); ++i) {
-    const FieldAt& f = stage_.at[i];
-    r_.fields_[i] = {f.name, std::string_view(base + f.at, f.name_size),
-                     std::string_view(base + f.at + f.name_size + 2, f.value_size)};
-  }
-  r_.keep_alive_ = keep_alive();
-}
-
-void RequestParser::on_body_init_impl(boost::optional<std::uint64_t> const& content_length,
-                                      error_code&) {
+void RequestParser::reserve_body(std::uint64_t content_length) {
   // With room for the padding the JSON parser reads past the end (gateway/request_view.cpp:
   // read_body_fields), which would otherwise reallocate and copy the body.
-  if (!content_length) return;
-  const auto want = static_cast<std::size_t>(std::min(*content_length, kMaxReserve) + kBodyPadding);
-  if (auto& spare = spare_bodies(); r_.body_.capacity() <= kNoMemory && !spare.empty()) {
-    r_.body_ = std::move(spare.back());  // (empty; reserve() below grows it when too small)
+  const auto want = static_cast<std::size_t>(std::min(content_length, kMaxReserve) + kBodyPadding);
+  if (auto& spare = spare_bodies(); request_.body_.capacity() <= kNoMemory && !spare.empty()) {
+    request_.body_ = std::move(spare.back());  // (empty; reserve() below grows it when too small)
     spare.pop_back();
   }
-  r_.body_.reserve(want);
-}
-
-std::size_t RequestParser::on_body_impl(sv body, error_code&) {
-  r_.body_.append(body.data(), body.size());
-  return body.size();
-}
-
-std::size_t RequestParser::on_chunk_body_impl(std::uint64_t, sv body, error_code&) {
-  r_.body_.append(body.data(), body.size());
-  return body.size();
+  request_.body_.reserve(want);
 }
 
 }  // namespace llmux::gateway

@@ -1,27 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A client's request as the gateway keeps it while serving it, and the parser that reads it.
-// llmux's HTTP/1 parser (http/parser.hpp, Beast's basic_parser's drop-in) without Beast's fields
-// container: the method, the target and every field's line (name ": " value CRLF) are copied, as
-// they are parsed, into one block, and when the header is complete the fields become a list of
-// views into it, in order. Nothing is allocated per field, lookups walk a short list instead of a
-// tree, and a connection's next request reuses the memory of the last one. Trailer fields of a
-// chunked body are dropped as they are parsed (they never become header fields). The body is read
-// whole into a string (string_body's behaviour).
+// llmux's HTTP/1.1 parser (http/message_parser.hpp) without a fields container: when the header
+// is complete, its bytes (the request line and the field lines) are copied into the request's
+// block in one piece, and the fields become a list of views into it, in order; a field line that
+// is not exactly name ": " value CRLF (other spacing) gets that form appended to the block, so
+// that every field's line() is what a proxy forwards. Nothing is allocated per field, lookups
+// walk a short list instead of a tree, and a connection's next request reuses the memory of the
+// last one. The body is read whole into a string.
 //
 // Thread safety: one thread. A Request is movable, not copyable (its views point into its block).
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
-#include "core/bytes.hpp"
-#include "http/parser.hpp"
+#include <boost/system/error_code.hpp>
+#include "http/message_parser.hpp"
 
 namespace llmux::gateway {
 
@@ -84,48 +85,49 @@ class Request {
   bool keep_alive_ = true;
 };
 
-/// Reads one request into a Request (emptied first; its memory kept). Limits as Beast's:
-/// header_limit(), body_limit().
-class RequestParser final : public llmux::http::Parser<true> {
+/// Reads one request into a Request (emptied first; its memory kept), with llmux's HTTP/1.1
+/// parser (http/message_parser.hpp). put() is given the bytes of the connection's buffer that are
+/// not consumed yet and parses as far as they go: the header once it is whole (copied into the
+/// request in one piece, so the connection's buffer may change after put() returns), then the
+/// body as it comes. Trailer fields of a chunked body are read and dropped (they never become
+/// header fields).
+class RequestParser {
  public:
   explicit RequestParser(Request& into);
-  ~RequestParser() override;
+  ~RequestParser();
   RequestParser(const RequestParser&) = delete;
   RequestParser& operator=(const RequestParser&) = delete;
 
+  /// Limits: the header's bytes (the request line and the fields) and the body's (none: no
+  /// limit). Set before the first put().
+  void header_limit(std::uint32_t bytes);
+  void body_limit(std::optional<std::uint64_t> bytes);
+
+  /// Parses `input` (the unconsumed bytes, those of an earlier call that were not consumed
+  /// first) and returns how many of them it consumed. `error` is http::error::need_more when the
+  /// request goes on past `input`, another boost::beast::http::error when the bytes are not a
+  /// request it accepts, clear when the request is complete.
+  std::size_t put(std::string_view input, boost::system::error_code& error);
+  /// The client closed: the end of a request is never delimited by the close, so this is
+  /// error::partial_message inside a request and error::end_of_stream before one.
+  void put_eof(boost::system::error_code& error);
+
+  bool got_some() const { return parser_->started(); }
+  bool is_header_done() const { return parser_->header_done(); }
+  bool is_done() const { return parser_->message_done(); }
+  bool keep_alive() const { return parser_->keep_alive(); }
+
  private:
-  using error_code = boost::system::error_code;
-  using sv = boost::beast::string_view;  // Beast's (boost::core::string_view in 1.81)
-  void on_request_impl(bhttp::verb method, sv method_string, sv target, int version,
-                       error_code&) override;
-  void on_response_impl(int, sv, int, error_code&) override {}
-  void on_field_impl(bhttp::field name, sv name_string, sv value, error_code&) override;
-  void on_header_impl(error_code&) override;
-  void on_body_init_impl(boost::optional<std::uint64_t> const& content_length,
-                         error_code&) override;
-  std::size_t on_body_impl(sv body, error_code&) override;
-  void on_chunk_header_impl(std::uint64_t, sv, error_code&) override {}
-  std::size_t on_chunk_body_impl(std::uint64_t, sv body, error_code&) override;
-  void on_finish_impl(error_code&) override {}
+  /// The header event: the request takes the header's bytes (`header`, a view into the caller's
+  /// buffer) and its fields become views into its own block.
+  void take_header(std::string_view header);
+  /// The body's memory, reserved once its length is known (with simdjson's padding).
+  void reserve_body(std::uint64_t content_length);
 
-  std::uint32_t keep(std::string_view s);
-
-  /// Where a field's name and value lie in the staged bytes while the header is read.
-  struct FieldAt {
-    bhttp::field name;
-    std::uint32_t at, name_size, value_size;
-  };
-  /// What is read of a header before it is complete: its bytes and where each field lies. The
-  /// request gets them, exactly sized, when the header is complete (a held-open stream keeps its
-  /// request: no slack). Pooled per thread: no allocation in the steady state.
-  struct Stage {
-    ByteBuilder bytes;
-    std::vector<FieldAt> at;
-  };
-  friend struct ParserStages;
-  Request& r_;
-  Stage stage_;
-  std::uint32_t method_size_ = 0, target_size_ = 0;
+  Request& request_;
+  /// One of this thread's parsers, given back when the request has been read (its field tables
+  /// keep their memory: no allocation per request).
+  std::unique_ptr<http::MessageParser> parser_;
 };
 
 }  // namespace llmux::gateway

@@ -161,9 +161,7 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
     for (int interim = 0;; ++interim) {
       a.parser = UpstreamResponse::make(w.take_bytes());
       a.parser->omit_queue_depth(queued);
-      a.parser->body_limit(boost::none);
-      a.parser->header_limit(64 * 1024);
-      if (req.method() == bhttp::verb::head) a.parser->skip(true);
+      if (req.method() == bhttp::verb::head) a.parser->expect_no_body();
       // What has arrived is parsed at once; a wait is awaited here (no frame of read_parsed's).
       while (!http::read_parsed_now(a.up->sock, a.up->buf, *a.parser, http::Until::header, rec)) {
         const auto room = http::read_room(a.up->buf, 64 * 1024, false);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include <boost/beast/http/error.hpp>
 
@@ -18,11 +19,14 @@ namespace bhttp = boost::beast::http;
 Fed feed(UpstreamParser& p, beast::flat_buffer& in, boost::system::error_code& ec) {
   const std::size_t room = p.body_room();
   while (in.size() > 0) {
-    const std::size_t used = p.put(in.data(), ec);
+    const std::size_t used =
+        p.put(std::string_view(static_cast<const char*>(in.data().data()), in.size()), ec);
     in.consume(used);
     if (ec == bhttp::error::need_more) {
+      // Everything the bytes held went out: body bytes (the caller takes them before it reads),
+      // or none.
       ec = {};
-      return Fed::need_more;
+      return p.body_room() != room ? Fed::body : Fed::need_more;
     }
     if (ec == bhttp::error::need_buffer) {
       ec = {};

@@ -1,45 +1,68 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// A backend's response as the relay needs it: llmux's HTTP/1 parser (http/parser.hpp, Beast's
-// basic_parser's drop-in) without a fields container. As the header is parsed, its end-to-end
-// fields are written straight into the header the client will get ("Name: value\r\n" each, in
-// order): hop-by-hop fields (the fixed ones and those named by any Connection field) and the fields
-// the gateway sets itself are left out. What the relay decides on (status, Content-Type, framing,
-// keep-alive) is kept; the body goes into the buffer it is given, as with Beast's buffer_body
-// (need_buffer when it is full).
+// A backend's response as the relay needs it: llmux's HTTP/1.1 parser (http/message_parser.hpp)
+// without a fields container. When the header is complete, its end-to-end fields are written
+// into the header the client will get ("Name: value\r\n" each, in order): hop-by-hop fields (the
+// fixed ones and those named by any Connection field) and the fields the gateway sets itself are
+// left out. What the relay decides on (status, Content-Type, framing, keep-alive) is kept; the
+// body goes into the buffer it is given (need_buffer when it is full).
 //
 // A response_parser<buffer_body> with its fields, then erasing the hop-by-hop fields and
 // serialising the rest, allocated per field and walked the header three times; this copies
-// each passing field once, as it is parsed, and allocates nothing in the steady state (the
-// header builder comes from the worker's pool). Only a Connection field naming other fields (rare)
-// makes it take their lines out again when the header is complete.
+// each passing field once, and allocates nothing in the steady state (the header builder comes
+// from the worker's pool, the parser's field table is reused with the parser).
 //
 // Thread safety: one thread, like any parser.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
-#include <boost/beast/core/string.hpp>
+#include <boost/system/error_code.hpp>
 #include "core/bytes.hpp"
-#include "http/parser.hpp"
+#include "http/message_parser.hpp"
 
 namespace llmux::gateway {
 
-class UpstreamResponse final : public llmux::http::Parser<false> {
+class UpstreamResponse {
  public:
   /// `header`: where the client's header goes (cleared first): a worker's pooled builder.
+  /// Limits: 64 KiB of header, no limit on the body (a backend's answer is what it is).
   explicit UpstreamResponse(ByteBuilder header = {});
 
   /// Gives a parser back to this thread's spares when its owner is done with it.
   struct Recycle {
-    void operator()(UpstreamResponse* p) const noexcept;
+    void operator()(UpstreamResponse* response) const noexcept;
   };
   using Ptr = std::unique_ptr<UpstreamResponse, Recycle>;
   /// A parser for a new response, as the constructor makes it: one of this thread's spares when
   /// there is one (no allocation per response), else a new one.
   static Ptr make(ByteBuilder header);
+
+  void header_limit(std::uint32_t bytes);
+  void body_limit(std::optional<std::uint64_t> bytes);
+  /// The response has no body whatever its header says (the answer to a HEAD request).
+  void expect_no_body() { parser_.expect_no_body(); }
+
+  /// Parses `input` (the unconsumed bytes of the connection's buffer, those of an earlier call
+  /// that were not consumed first) and returns how many of them it consumed. It stops after the
+  /// header (`error` clear, is_header_done()), then goes on with the body: it copies body bytes
+  /// into the body buffer until the buffer is full (`error` http::error::need_buffer: the bytes
+  /// that did not fit are not consumed), the input ends inside the message (http::error::
+  /// need_more), or the message is complete (`error` clear). Another boost::beast::http::error
+  /// when the bytes are not a response it accepts.
+  std::size_t put(std::string_view input, boost::system::error_code& error);
+  /// The backend closed: the end of a body that runs until the close, else
+  /// error::partial_message (or error::end_of_stream before any byte).
+  void put_eof(boost::system::error_code& error);
+
+  bool got_some() const { return parser_.started(); }
+  bool is_header_done() const { return parser_.header_done(); }
+  bool is_done() const { return parser_.message_done() && pending_body_ == 0; }
+  /// Whether the connection may carry another exchange after this response.
+  bool keep_alive() const { return parser_.keep_alive(); }
 
   int status() const { return status_; }
   /// Set before the header is parsed: the gateway writes X-Llmux-Queue-Depth itself (as it
@@ -54,7 +77,9 @@ class UpstreamResponse final : public llmux::http::Parser<false> {
   std::string_view content_type() const {
     return header_.view().substr(content_type_at_, content_type_size_);
   }
-  bool has_content_length() const { return has_content_length_; }
+  bool has_content_length() const { return parser_.content_length().has_value(); }
+  /// The body is chunked (Transfer-Encoding ends in chunked).
+  bool chunked() const { return parser_.chunked(); }
 
   /// Where the body's next bytes go (null: none may come; put() then stops with need_buffer).
   void body_buffer(char* data, std::size_t size) {
@@ -65,29 +90,23 @@ class UpstreamResponse final : public llmux::http::Parser<false> {
   std::size_t body_room() const { return room_; }
 
  private:
-  using error_code = boost::system::error_code;
-  using sv = boost::beast::string_view;  // Beast's (boost::core::string_view in 1.81)
-  void on_request_impl(boost::beast::http::verb, sv, sv, int, error_code&) override {}
-  void on_response_impl(int code, sv reason, int version, error_code&) override;
-  void on_field_impl(boost::beast::http::field name, sv name_string, sv value,
-                     error_code&) override;
-  void on_header_impl(error_code&) override;
-  void on_body_init_impl(boost::optional<std::uint64_t> const&, error_code&) override {}
-  std::size_t on_body_impl(sv body, error_code& ec) override { return put_body(body, ec); }
-  void on_chunk_header_impl(std::uint64_t, sv, error_code&) override {}
-  std::size_t on_chunk_body_impl(std::uint64_t, sv body, error_code& ec) override {
-    return put_body(body, ec);
-  }
-  void on_finish_impl(error_code&) override {}
-  std::size_t put_body(sv body, error_code& ec);
+  /// The header event: the client's header from the status line and the fields.
+  void take_header();
+  /// Copies what fits of `body` into the body buffer; the rest is pending (its bytes are at the
+  /// front of the next put()'s input).
+  void take_body(std::string_view body);
+  /// A Connection field names other fields (rare): their lines are taken out of header_.
+  void remove_named_fields(std::string_view connection);
 
+  http::MessageParser parser_;
   ByteBuilder header_;
-  std::string connection_;  // the values of the Connection fields, joined (usually empty)
   std::uint32_t content_type_at_ = 0, content_type_size_ = 0;
   char* body_ = nullptr;
   std::size_t room_ = 0;
+  /// Body bytes the parser has read that did not fit the body buffer: the caller still holds
+  /// them at the front of its input (put() did not count them as consumed).
+  std::size_t pending_body_ = 0;
   int status_ = 0;
-  bool has_content_length_ = false;
   bool omit_queue_depth_ = false;
 };
 

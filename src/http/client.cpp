@@ -12,7 +12,7 @@
 
 #include "core/clock.hpp"
 #include "core/use_tuple.hpp"
-#include "http/parser.hpp"
+#include "http/message_parser.hpp"
 
 namespace llmux::http {
 namespace {
@@ -23,58 +23,75 @@ namespace bhttp = beast::http;
 using tcp = net::ip::tcp;
 using core::use_tuple;
 
-/// Feeds Beast's HTTP/1.1 response parser by hand and forwards body bytes with the time of the
-/// read that brought them.
-class ResponseParser final : public Parser<false> {
+/// Reads one response with llmux's parser (message_parser.hpp), fed by hand: the status, the
+/// Content-Type and the captured field at the header, and body bytes forwarded with the time of
+/// the read that brought them.
+class ResponseReader {
  public:
-  ResponseParser(Response& r, const HeadCallback& on_head, const BodyCallback& on_body,
+  ResponseReader(Response& response, const HeadCallback& on_head, const BodyCallback& on_body,
                  std::string_view capture)
-      : r_(r), on_head_(on_head), on_body_(on_body), capture_(capture) {
-    eager(true);
-    header_limit(64 * 1024);
-    body_limit(boost::none);
+      : response_(response),
+        on_head_(on_head),
+        on_body_(on_body),
+        capture_(capture),
+        parser_(MessageKind::response, {.header_bytes = 64 * 1024, .body_bytes = std::nullopt}) {}
+  std::int64_t read_ns = 0;  // when the bytes being parsed were read
+
+  /// Parses as much of `input` as it can; returns the bytes consumed (error::need_more when the
+  /// response goes on past `input`).
+  std::size_t put(std::string_view input, beast::error_code& error) {
+    error = {};
+    std::size_t consumed = 0;
+    for (;;) {
+      const ParseStep step = parser_.parse(input.substr(consumed));
+      consumed += step.consumed;
+      switch (step.event) {
+        case ParseEvent::need_more:
+          error = bhttp::error::need_more;
+          return consumed;
+        case ParseEvent::header:
+          take_header();
+          break;
+        case ParseEvent::body:
+          deliver(step.body);
+          break;
+        case ParseEvent::message_end:
+          return consumed;
+        case ParseEvent::error:
+          error = step.error;
+          return consumed;
+      }
+    }
   }
-  std::int64_t t_ns = 0;
+  void put_eof(beast::error_code& error) {
+    const ParseStep step = parser_.parse_eof();
+    error = step.event == ParseEvent::error ? step.error : beast::error_code{};
+  }
+  bool is_header_done() const { return parser_.header_done(); }
+  bool is_done() const { return parser_.message_done(); }
+  bool keep_alive() const { return parser_.keep_alive(); }
 
  private:
-  void on_request_impl(bhttp::verb, beast::string_view, beast::string_view, int,
-                       beast::error_code&) override {}
-  void on_response_impl(int code, beast::string_view, int, beast::error_code&) override {
-    r_.status = code;
+  void take_header() {
+    response_.status = static_cast<int>(parser_.status());
+    for (const FieldView& field : parser_.fields()) {
+      if (field.name == bhttp::field::content_type) response_.content_type.assign(field.value);
+      if (!capture_.empty() && beast::iequals(field.name_string, capture_))
+        response_.captured.assign(field.value);
+    }
+    if (on_head_) on_head_(response_.status, response_.content_type);
   }
-  void on_field_impl(bhttp::field name, beast::string_view name_text, beast::string_view value,
-                     beast::error_code&) override {
-    if (name == bhttp::field::content_type) r_.content_type.assign(value.data(), value.size());
-    if (!capture_.empty() && beast::iequals(name_text, capture_))
-      r_.captured.assign(value.data(), value.size());
-  }
-  void on_header_impl(beast::error_code&) override {
-    if (on_head_) on_head_(r_.status, r_.content_type);
-  }
-  void on_body_init_impl(const boost::optional<std::uint64_t>&, beast::error_code&) override {}
-  std::size_t on_body_impl(beast::string_view body, beast::error_code&) override {
-    deliver(body);
-    return body.size();
-  }
-  void on_chunk_header_impl(std::uint64_t, beast::string_view, beast::error_code&) override {}
-  std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body,
-                                 beast::error_code&) override {
-    deliver(body);
-    return body.size();
-  }
-  void on_finish_impl(beast::error_code&) override {}
-
-  void deliver(beast::string_view b) {
-    const std::string_view body(b.data(), b.size());
+  void deliver(std::string_view body) {
     if (body.empty()) return;
-    r_.body_bytes += body.size();
-    if (on_body_) on_body_(body, t_ns);
+    response_.body_bytes += body.size();
+    if (on_body_) on_body_(body, read_ns);
   }
 
-  Response& r_;
+  Response& response_;
   const HeadCallback& on_head_;
   const BodyCallback& on_body_;
   std::string_view capture_;
+  MessageParser parser_;
 };
 
 }  // namespace
@@ -274,17 +291,22 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
     co_return r;
   }
 
+  /// The bytes read and not parsed yet.
+  std::string_view unconsumed() const {
+    return {static_cast<const char*>(buf.data().data()), buf.size()};
+  }
+
   /// Reads one response. Returns true when the connection failed before any byte arrived
   /// (a stale kept-alive socket: the caller may retry).
   net::awaitable<bool> read_response(Response& r, const HeadCallback& on_head,
                                      const BodyCallback& on_body, std::string_view capture) {
-    ResponseParser p(r, on_head, on_body, capture);
+    ResponseReader p(r, on_head, on_body, capture);
     bool any = buf.size() > 0;
-    p.t_ns = mono_ns();
+    p.read_ns = mono_ns();
     for (;;) {
       if (buf.size() > 0) {
         beast::error_code pec;
-        const std::size_t n = p.put(buf.data(), pec);
+        const std::size_t n = p.put(unconsumed(), pec);
         buf.consume(n);
         if (pec && pec != bhttp::error::need_more) {
           r.failure = Failure::protocol;
@@ -302,12 +324,12 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
         if (!any) r.first_byte_ns = t;
         any = true;
         last_progress_ns = t;
-        p.t_ns = t;
+        p.read_ns = t;
       }
       if (ec) {
         if (ec == net::error::eof && p.is_header_done()) {
           beast::error_code pec;
-          if (buf.size() > 0) buf.consume(p.put(buf.data(), pec));
+          if (buf.size() > 0) buf.consume(p.put(unconsumed(), pec));
           p.put_eof(pec);
           if (!pec && p.is_done()) {
             close_socket();

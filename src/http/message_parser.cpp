@@ -157,13 +157,11 @@ ParseStep MessageParser::parse_header(std::string_view input) {
 
 void MessageParser::make_views(const char* base, const std::vector<FieldSlot>& slots,
                                std::vector<FieldView>& views) {
-  views.resize(slots.size());
-  for (std::size_t i = 0; i < slots.size(); ++i) {
-    const FieldSlot& s = slots[i];
-    views[i] = {s.name,
-                {base + s.name_span.offset, s.name_span.length},
-                {base + s.value_span.offset, s.value_span.length}};
-  }
+  views.clear();  // (no element constructed twice: each is made in place from its slot)
+  for (const FieldSlot& slot : slots)
+    views.push_back({slot.name,
+                     {base + slot.name_span.offset, slot.name_span.length},
+                     {base + slot.value_span.offset, slot.value_span.length}});
 }
 
 MessageParser::SectionResult MessageParser::section_error(bhttp::error ec, std::size_t offset) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // llmux::http::MessageParser: llmux's own HTTP/1.1 message parser, written from RFC 9112 (message
-// syntax and framing) and RFC 9110 (fields, lists), for the gateway's hot path. It replaces the
-// port of Beast's basic_parser (parser.hpp) once wired in; until then the two live side by side.
+// syntax and framing) and RFC 9110 (fields, lists), for the gateway's hot path: the gateway's
+// request reader (gateway/request.hpp), its backend response reader (gateway/
+// upstream_response.hpp) and the benchmark's client (http/client.cpp) are built on it.
 //
 // How it is used: the caller owns the connection's buffer and calls parse() with the bytes it
 // holds that are not consumed yet. Each call returns one ParseStep: an event (need_more, header,
@@ -49,12 +50,14 @@
 //  1. Obsolete line folding (a field line starting with SP or HTAB) is rejected with
 //     error::bad_obs_fold, in the header and in trailers (Beast joins the lines with spaces).
 //     RFC 9112 §5.2: a server MAY reject it with 400, a proxy MAY reject such a response (502).
-//  2. A request whose Transfer-Encoding is anything but the single coding "chunked" (another
-//     coding, chunked twice, chunked not last, an empty list, parameters) is rejected with
-//     error::bad_transfer_encoding (Beast reads "gzip" as no body and "gzip, chunked" as
-//     chunked). RFC 9112 §6.3 (4): chunked not final in a request MUST be answered with 400;
-//     §6.1: a server SHOULD answer a coding it does not understand with 501, and chunked MUST NOT
-//     be applied more than once.
+//  2. A request whose Transfer-Encoding does not end in the single coding "chunked" (chunked
+//     not last, chunked twice, no coding at all, a coding with parameters) is rejected with
+//     error::bad_transfer_encoding (Beast reads "gzip" as no body and "chunked, gzip" as a
+//     body without a length). RFC 9112 §6.3 (4): chunked not final in a request MUST be
+//     answered with 400; §6.1: chunked MUST NOT be applied more than once. Other codings
+//     before chunked ("gzip, chunked") are framed as chunked, as Beast frames them: whether
+//     the server implements them is its decision (RFC 9112 §6.1: 501; the gateway's
+//     check_request_framing answers it).
 //  3. A response whose Transfer-Encoding is not a valid list of codings (RFC 9112 §6.1,
 //     RFC 9110 §5.6.1), has a coding with parameters (no registered coding takes any, and Beast
 //     reads "gzip;q=1, chunked" as close-delimited), or has chunked twice, is rejected with
@@ -149,6 +152,7 @@ class MessageParser {
   /// header event, or right after it (before the next parse()).
   void expect_no_body();
   void set_limits(ParseLimits limits) { limits_ = limits; }
+  const ParseLimits& limits() const { return limits_; }
 
   bool header_done() const { return header_seen_; }
   bool message_done() const { return stage_ == Stage::done; }

@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <string_view>
 
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
 namespace llmux::http {
@@ -18,7 +17,7 @@ inline namespace parser_simd {
 namespace parser_detail {
 
 /// Beast's string_to_field, faster (parser_field_name.cpp).
-boost::beast::http::field lookup_field(boost::beast::string_view s);
+boost::beast::http::field lookup_field(std::string_view s);
 
 }  // namespace parser_detail
 

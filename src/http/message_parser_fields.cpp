@@ -59,6 +59,22 @@ bool MessageParser::take_content_length(std::string_view value) {
     error_ = bhttp::error::bad_content_length;
     return false;
   }
+  // The usual value: one number of up to 19 digits (no overflow possible), the only one.
+  if (!content_length_ && !value.empty() && value.size() <= 19) {
+    std::uint64_t length = 0;
+    bool digits = true;
+    for (const char c : value) {
+      if (!message_detail::is_digit(c)) {
+        digits = false;
+        break;
+      }
+      length = length * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (digits) {
+      content_length_ = length;
+      return true;
+    }
+  }
   std::uint64_t first = 0;
   bool have = content_length_.has_value();
   if (have) first = *content_length_;
@@ -90,7 +106,7 @@ bool MessageParser::take_content_length(std::string_view value) {
 }
 
 // Transfer-Encoding = #transfer-coding (RFC 9112 §6.1). Codings with parameters, and chunked
-// more than once, are refused (deliberate differences 2 and 3); a request takes chunked alone.
+// more than once, are refused (deliberate differences 2 and 3); a request's must end in chunked.
 bool MessageParser::take_transfer_encoding(std::string_view value) {
   if (content_length_) {  // deliberate difference 4
     error_ = bhttp::error::bad_transfer_encoding;
@@ -109,8 +125,11 @@ bool MessageParser::take_transfer_encoding(std::string_view value) {
         te_chunked_ = true;
         return true;
       }
-      if (request) return false;  // a coding the gateway does not understand
-      te_chunked_ = false;        // a coding after chunked: the body runs until the close
+      // A coding after chunked: a request's framing is lost (deliberate difference 2), a
+      // response's body runs until the close. Another coding before chunked is the server's to
+      // refuse (the gateway answers 501: gateway/http_rules.cpp).
+      if (request && te_has_chunked_) return false;
+      te_chunked_ = false;
       return true;
     });
   }
@@ -124,6 +143,15 @@ bool MessageParser::take_transfer_encoding(std::string_view value) {
 
 // Connection = #connection-option, connection-option = token (RFC 9110 §7.6.1).
 bool MessageParser::take_connection(std::string_view value) {
+  // The usual values, one option each: no list to walk.
+  if (message_detail::equals_ignoring_case(value, "keep-alive")) {
+    connection_keep_alive_ = true;
+    return true;
+  }
+  if (message_detail::equals_ignoring_case(value, "close")) {
+    connection_close_ = true;
+    return true;
+  }
   const bool valid = message_detail::for_each_element(value, [&](std::string_view option) {
     if (option.empty()) return true;
     if (!message_is_token(option)) return false;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The field enum of a field name for llmux::http::Parser: the same mapping as Beast's
+// The field enum of a field name for llmux::http::MessageParser: the same mapping as Beast's
 // string_to_field (the gateway looks fields up by enum), in fewer instructions.
 //
 // Beast's string_to_field (impl/field.ipp) returns the field whose name equals `s` by its
@@ -8,14 +8,15 @@
 // such a name: its digest ORs 0x20 into every byte, so names equal that way have equal digests.
 // This index holds the same names (to_string() of every field) and applies the same equality;
 // only the hash differs (a few bytes instead of all, one probe as a rule instead of a division).
-// tests/unit/http/parser_test.cpp compares the two on every name, with case changes and
+// tests/unit/http/parser_scan_test.cpp compares the two on every name, with case changes and
 // one-byte changes at every position, and the fuzzer compares every field's enum.
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 #include <boost/beast/http/field.hpp>
 
-#include "http/parser_impl.hpp"
+#include "http/message_parser_detail.hpp"
 
 namespace llmux::http {
 #if defined(LLMUX_NO_SIMD)
@@ -76,7 +77,7 @@ template <class Int>
 struct FieldIndex {
   static constexpr std::size_t size = 2048;  // a power of 2, well above field_count
   std::uint16_t slot[size] = {};             // a field, 0: empty
-  string_view names[field_count];
+  std::string_view names[field_count];
 
   FieldIndex() {
     for (unsigned i = 1; i < field_count; ++i) {
@@ -95,7 +96,7 @@ const FieldIndex& field_index() {
 
 }  // namespace
 
-field lookup_field(string_view s) {
+field lookup_field(std::string_view s) {
   if (s.empty()) return boost::beast::http::string_to_field(s);
   const FieldIndex& x = field_index();
   for (std::size_t h = hash(s.data(), s.size()) & (FieldIndex::size - 1);;

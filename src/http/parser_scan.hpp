@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The byte scans of llmux::http::Parser (parser.hpp): character classes as 256-entry tables
-// (Beast's), and "find the first byte of a class" 16 bytes at a time with SSE2 where the build
-// has it (x86-64's baseline), else, or with -DLLMUX_NO_SIMD, one byte at a time. Both give the
-// same results (tests/unit/http/parser_test.cpp checks every byte value at every position).
-// Nothing here reads outside [p, last).
+// The byte scans of llmux::http::MessageParser (message_parser.hpp): character classes as
+// 256-entry tables (RFC 9110's, as Beast's parser has them too), and "find the first byte of a
+// class" 16 bytes at a time with SSE2 where the build has it (x86-64's baseline), else, or with
+// -DLLMUX_NO_SIMD, one byte at a time. Both give the same results
+// (tests/unit/http/parser_scan_test.cpp checks every byte value at every position). Nothing here
+// reads outside [p, last).
 #include <cstddef>
 #include <cstdint>
 
@@ -156,19 +157,6 @@ inline const char* find_cr(const char* p, const char* last) {
 #endif
   while (p < last && *p != '\r') ++p;
   return p;
-}
-
-/// Beast's find_eom: just past the first CRLFCRLF in [p, last), or null.
-inline const char* find_eom(const char* p, const char* last) {
-  if (last - p < 4) return nullptr;
-  const char* const end = last - 3;  // where a CRLFCRLF may start
-  while (p < end) {
-    const char* const cr = find_cr(p, end);
-    if (cr == end) return nullptr;
-    if (cr[1] == '\n' && cr[2] == '\r' && cr[3] == '\n') return cr + 4;
-    p = cr + 1;
-  }
-  return nullptr;
 }
 
 }  // namespace parser_detail

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Reading an HTTP message with llmux's parser (parser.hpp, Beast's basic_parser's drop-in) without
-// Beast's composed read operations: what the connection's buffer holds is parsed at once, and the
-// socket is read only when the parser needs more. Beast's async_read_header/async_read_some
-// complete a read that needed no I/O through the scheduler (a post, so that the handler never runs
-// inside the initiating call), which costs a scheduler hop, a handler allocation and the composed
-// operation's machinery per call: for a small request, whose header and body came in one read, two
-// hops per request. Awaited from a coroutine, a completion in place is safe, so none is needed
-// here.
+// Reading an HTTP message with one of the gateway's message readers (gateway/request.hpp's
+// RequestParser, gateway/upstream_response.hpp's UpstreamResponse: each puts llmux's
+// http::MessageParser to its use) without Beast's composed read operations: what the connection's
+// buffer holds is parsed at once, and the socket is read only when the parser needs more. Beast's
+// async_read_header/async_read_some complete a read that needed no I/O through the scheduler (a
+// post, so that the handler never runs inside the initiating call), which costs a scheduler hop, a
+// handler allocation and the composed operation's machinery per call: for a small request, whose
+// header and body came in one read, two hops per request. Awaited from a coroutine, a completion in
+// place is safe, so none is needed here.
 //
 // Same results as Beast's: need_more never escapes; an EOF after some bytes of the message is
 // given to the parser (put_eof: the end of a body delimited by the close, else partial_message),
@@ -27,26 +28,45 @@
 #include <boost/beast/core/read_size.hpp>
 #include <boost/beast/http/error.hpp>
 
-#include "http/parser.hpp"
+#include <concepts>
+#include <string_view>
 
 namespace llmux::http {
+
+/// What the functions below need of a reader: put() parses the unconsumed bytes it is given and
+/// says how many it consumed (error::need_more when the message goes on past them), put_eof()
+/// is told the peer closed, and the reader says how far it got.
+template <typename Reader>
+concept MessageReader = requires(Reader& reader, const Reader& seen, std::string_view input,
+                                 boost::system::error_code& error) {
+  { reader.put(input, error) } -> std::same_as<std::size_t>;
+  reader.put_eof(error);
+  { seen.got_some() } -> std::same_as<bool>;
+  { seen.is_header_done() } -> std::same_as<bool>;
+  { seen.is_done() } -> std::same_as<bool>;
+};
+
+/// The readable bytes of `buffer`, as a view.
+inline std::string_view unconsumed(const boost::beast::flat_buffer& buffer) {
+  return {static_cast<const char*>(buffer.data().data()), buffer.size()};
+}
 
 /// What a read waits for: the header, or the whole message.
 enum class Until { header, message };
 
 /// Gives `p` what `buf` holds (consumed as parsed) until `until` is reached (true), the parser
 /// needs more bytes than there are (false, `ec` clear), or the bytes are not HTTP (true, `ec`).
-template <bool isRequest>
-bool parse_buffered(Parser<isRequest>& p, boost::beast::flat_buffer& buf, Until until,
+template <MessageReader Reader>
+bool parse_buffered(Reader& p, boost::beast::flat_buffer& buf, Until until,
                     boost::system::error_code& ec) {
   auto reached = [&] { return until == Until::header ? p.is_header_done() : p.is_done(); };
   if (reached()) return true;
   while (buf.size() > 0) {
-    const std::size_t used = p.put(buf.data(), ec);
+    const std::size_t used = p.put(unconsumed(buf), ec);
     buf.consume(used);
     if (ec == boost::beast::http::error::need_more) {
       ec = {};
-      return false;
+      return reached();  // a reader may have parsed past the header before it ran out
     }
     if (ec || reached()) return true;
     if (used == 0) return false;
@@ -57,9 +77,9 @@ bool parse_buffered(Parser<isRequest>& p, boost::beast::flat_buffer& buf, Until 
 /// The end of a read of `n` bytes into `buf`'s prepared room that ended with `ec`: the bytes are
 /// committed, and an EOF is given to `p` as Beast does (put_eof when it got some bytes, else
 /// http::error::end_of_stream). The result is the read's.
-template <bool isRequest>
-boost::system::error_code read_ended(boost::beast::flat_buffer& buf, Parser<isRequest>& p,
-                                     std::size_t n, boost::system::error_code ec) {
+template <MessageReader Reader>
+boost::system::error_code read_ended(boost::beast::flat_buffer& buf, Reader& p, std::size_t n,
+                                     boost::system::error_code ec) {
   buf.commit(n);
   if (ec == boost::asio::error::eof && n == 0) {
     if (!p.got_some()) return boost::beast::http::error::end_of_stream;
@@ -81,9 +101,9 @@ inline boost::asio::mutable_buffer read_room(boost::beast::flat_buffer& buf, std
 ///   const auto room = http::read_room(buf, max_read, exactly);
 ///   auto [e, n] = co_await sock.async_read_some(room, as_tuple(use_awaitable));
 ///   ec = http::awaited_read_ended(sock, buf, p, room.size(), n, e);
-template <typename ReadStream, bool isRequest>
+template <typename ReadStream, MessageReader Reader>
 boost::system::error_code awaited_read_ended(ReadStream& sock, boost::beast::flat_buffer& buf,
-                                             Parser<isRequest>& p, std::size_t asked, std::size_t n,
+                                             Reader& p, std::size_t asked, std::size_t n,
                                              boost::system::error_code ec) {
   if (!ec) sock.read_done(n, asked);
   return read_ended(buf, p, n, ec);
@@ -92,8 +112,8 @@ boost::system::error_code awaited_read_ended(ReadStream& sock, boost::beast::fla
 /// read_more() without waiting, on an http::Stream: reads what has arrived (Stream::read_now).
 /// True when the read ended (`ec` its result, as read_more's); false when nothing has arrived
 /// (then read_more() waits for it). A message that is there already costs no coroutine frame.
-template <typename ReadStream, bool isRequest>
-bool read_more_now(ReadStream& sock, boost::beast::flat_buffer& buf, Parser<isRequest>& p,
+template <typename ReadStream, MessageReader Reader>
+bool read_more_now(ReadStream& sock, boost::beast::flat_buffer& buf, Reader& p,
                    std::size_t max_read, bool exactly, boost::system::error_code& ec) {
   ec = {};
   if (!sock.may_read_now()) return false;
@@ -107,10 +127,10 @@ bool read_more_now(ReadStream& sock, boost::beast::flat_buffer& buf, Parser<isRe
 /// beast::read_size; `exactly`: room for `max_read` bytes), for a parser that needs more: an EOF is
 /// given to `p` as Beast does (put_eof when it got some bytes, else http::error::end_of_stream).
 /// The bytes read are left in `buf` for parse_buffered().
-template <typename ReadStream, bool isRequest>
+template <typename ReadStream, MessageReader Reader>
 boost::asio::awaitable<boost::system::error_code> read_more(ReadStream& sock,
                                                             boost::beast::flat_buffer& buf,
-                                                            Parser<isRequest>& p,
+                                                            Reader& p,
                                                             std::size_t max_read = 64 * 1024,
                                                             bool exactly = false) {
   boost::system::error_code ec;
@@ -133,9 +153,9 @@ boost::asio::awaitable<boost::system::error_code> read_more(ReadStream& sock,
 /// read_parsed() without waiting, on an http::Stream: parses what `buf` holds and reads what has
 /// arrived until `until` is reached or an error (true, `ec` the result, as read_parsed's), or until
 /// a read would wait (false: then co_await read_parsed(), which goes on from there).
-template <typename ReadStream, bool isRequest>
-bool read_parsed_now(ReadStream& sock, boost::beast::flat_buffer& buf, Parser<isRequest>& p,
-                     Until until, boost::system::error_code& ec, std::size_t max_read = 64 * 1024) {
+template <typename ReadStream, MessageReader Reader>
+bool read_parsed_now(ReadStream& sock, boost::beast::flat_buffer& buf, Reader& p, Until until,
+                     boost::system::error_code& ec, std::size_t max_read = 64 * 1024) {
   while (!parse_buffered(p, buf, until, ec)) {
     if (!read_more_now(sock, buf, p, max_read, false, ec)) return false;
     if (ec || p.is_done()) return true;
@@ -144,10 +164,10 @@ bool read_parsed_now(ReadStream& sock, boost::beast::flat_buffer& buf, Parser<is
 }
 
 /// Reads and parses with `p` until `until` is reached or an error (the result).
-template <typename ReadStream, bool isRequest>
+template <typename ReadStream, MessageReader Reader>
 boost::asio::awaitable<boost::system::error_code> read_parsed(ReadStream& sock,
                                                               boost::beast::flat_buffer& buf,
-                                                              Parser<isRequest>& p, Until until,
+                                                              Reader& p, Until until,
                                                               std::size_t max_read = 64 * 1024) {
   boost::system::error_code ec;
   while (!parse_buffered(p, buf, until, ec)) {

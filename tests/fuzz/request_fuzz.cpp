@@ -41,7 +41,7 @@ bool feed(RequestParser& p, std::string& pending, std::string_view& bytes, std::
     if (done()) return true;
     boost::system::error_code ec;
     std::size_t used = 0;
-    if (!pending.empty()) used = p.put(boost::asio::buffer(pending), ec);
+    if (!pending.empty()) used = p.put(pending, ec);
     if (ec && ec != http::error::need_more) return false;
     pending.erase(0, used);
     if (done()) return true;

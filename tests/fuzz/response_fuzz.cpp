@@ -92,7 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   while (ok && !p.is_header_done()) {
     if (bytes.empty()) return 0;
     read();
-    const std::size_t used = p.put(in.data(), ec);
+    const std::size_t used =
+        p.put(std::string_view(static_cast<const char*>(in.data().data()), in.size()), ec);
     in.consume(used);
     if (ec == http::error::need_more) ec = {};
     if (ec) ok = false;

@@ -279,6 +279,23 @@ TEST(ReadNow, ReadParsedNowParsesAMessageThatHasArrivedWithoutWaiting) {
   EXPECT_EQ(r.req.body(), "hello");
 }
 
+TEST(ReadNow, AHeaderFollowedByPartOfItsBodyIsAHeader) {
+  // The reader parses past the header into the body it has (Expect: 100-continue, and the body's
+  // own idle timeout, need the header to count as read while the body is still coming).
+  Reading r;
+  prime(r);
+  r.send(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Length: 10\r\n\r\nhel");
+  r.spin();
+  ASSERT_TRUE(r.now(llmux::http::Until::header)) << "the header had arrived, yet it asked to wait";
+  EXPECT_FALSE(r.ec) << r.ec.message();
+  EXPECT_TRUE(r.parser.is_header_done());
+  EXPECT_FALSE(r.parser.is_done());
+  EXPECT_EQ(r.req.body(), "hel");
+  EXPECT_FALSE(r.now(llmux::http::Until::message)) << "the rest of the body has not come";
+}
+
 TEST(ReadNow, ReadParsedNowStopsAtAPartialHeaderAndReadParsedGoesOnFromThere) {
   Reading r;
   prime(r);
