@@ -113,8 +113,20 @@ for p in ${PATHS//,/ }; do
     n=$(awk '/^totals:/{t = $2} END {print t + 0}' "$f"); ir=$((ir + n))
   done
   allocs=$(/usr/bin/python3 "$ROOT/bench/callgrind_alloc_calls.py" "$d"/cg.out*)
-  [ "${req:-0}" -gt 0 ] && [ "$ir" -gt 0 ] || { echo "$p: no measurement ($req requests, $ir instructions)" >&2; exit 1; }
-  echo "$p $req $ir $non2xx $allocs" >>"$tmp/rows"
+  # llmux's HTTP/1.1 parser's share: instructions in its functions (code inlined into them
+  # included), and in the readers that give the gateway its request and the client's header
+  # (gateway::RequestParser, gateway::UpstreamResponse). The names match the parser before and
+  # after issue 35 (both live in llmux::http::parser_simd).
+  parser_ir=0 readers_ir=0
+  case $p in
+    llmux|llmux-base)
+      read -r parser_ir readers_ir < <(/usr/bin/python3 "$ROOT/bench/callgrind_function_share.py" \
+        --group 'parser=llmux::http::parser_(simd|scalar)::' \
+        --group 'readers=llmux::gateway::(RequestParser|UpstreamResponse)::' "$d"/cg.out* |
+        awk '{printf "%s ", $2} END {print ""}')
+      ;;
+  esac
+  echo "$p $req $ir $non2xx $allocs $parser_ir $readers_ir" >>"$tmp/rows"
   printf '%-11s %7d requests  %9.0f instructions/request  %6.2f allocator calls/request\n' "$p" "$req" \
     "$(echo "$ir / $req" | bc -l)" "$(echo "$allocs / $req" | bc -l)" >&2
 done
@@ -125,10 +137,12 @@ import json, subprocess, sys, datetime, os
 rows_file, out, llmux, baseline, dur, conn, args = sys.argv[1:]
 rows = {}
 for line in open(rows_file):
-    p, req, ir, non2xx, allocs = line.split()
+    p, req, ir, non2xx, allocs, parser_ir, readers_ir = line.split()
     rows[p] = {"requests": int(req), "instructions": int(ir), "non_2xx": int(non2xx),
                "per_request": int(ir) / int(req), "allocator_calls": int(allocs),
-               "allocator_calls_per_request": int(allocs) / int(req)}
+               "allocator_calls_per_request": int(allocs) / int(req),
+               "parser_per_request": int(parser_ir) / int(req),
+               "parser_and_readers_per_request": (int(parser_ir) + int(readers_ir)) / int(req)}
 def ver(cmd):
     try:
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -160,6 +174,15 @@ def ratio(a, b):
         L.append(f"- {a}/{b}: **{rows[a]['per_request'] / rows[b]['per_request']:.3f}**")
 for b in ("nginx", "haproxy", "llmux-base"):
     ratio("llmux", b)
+L += ["", "The HTTP/1.1 parser's share of llmux's instructions per request: instructions in its "
+      "functions (llmux::http::parser_simd::..., code inlined into them included; "
+      "bench/callgrind_function_share.py), and with the readers that give the gateway the request "
+      "and the client's header (gateway::RequestParser, gateway::UpstreamResponse):", "",
+      "| path | parser/request | parser and readers/request | share of all |", "|---|---:|---:|---:|"]
+for p, r in rows.items():
+    if p.startswith("llmux"):
+        L.append(f"| {p} | {r['parser_per_request']:,.0f} | {r['parser_and_readers_per_request']:,.0f} | "
+                 f"{r['parser_and_readers_per_request'] / r['per_request']:.1%} |")
 open(os.path.join(out, "proxy_instructions.md"), "w").write("\n".join(L) + "\n")
 print("\n".join(L))
 EOF
