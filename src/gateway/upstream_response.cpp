@@ -107,6 +107,9 @@ std::size_t UpstreamResponse::put(std::string_view input, boost::system::error_c
         return consumed + step.consumed;
       case http::ParseEvent::header:
         take_header();
+        // The fields are in the client's header now: the parser's tables go back to the
+        // thread while the body streams (a held-open stream holds none).
+        parser_.release_field_tables();
         return consumed + step.consumed;
       case http::ParseEvent::body:
         // The body is the end of what the step consumed: what did not fit stays unconsumed.

@@ -10,7 +10,8 @@
 // A response_parser<buffer_body> with its fields, then erasing the hop-by-hop fields and
 // serialising the rest, allocated per field and walked the header three times; this copies
 // each passing field once, and allocates nothing in the steady state (the header builder comes
-// from the worker's pool, the parser's field table is reused with the parser).
+// from the worker's pool; the parser's field tables go back to the thread once the header is
+// written, so that a held-open stream holds none, and the next response takes them).
 //
 // Thread safety: one thread, like any parser.
 #include <cstddef>

@@ -22,7 +22,7 @@ inline namespace parser_simd {
 
 namespace bhttp = boost::beast::http;
 
-MessageParser::MessageParser(MessageKind kind, ParseLimits limits) : kind_(kind), limits_(limits) {
+MessageParser::MessageParser(MessageKind kind, ParseLimits limits) : limits_(limits), kind_(kind) {
   reset();
 }
 
@@ -37,15 +37,41 @@ void MessageParser::reset() {
   method_ = target_ = reason_ = {};
   verb_ = bhttp::verb::unknown;
   version_ = status_ = 0;
-  field_slots_.clear();
-  trailer_slots_.clear();
-  fields_.clear();
-  trailer_fields_.clear();
+  FieldTables& held = tables();
+  held.field_slots.clear();
+  held.trailer_slots.clear();
+  held.fields.clear();
+  held.trailer_fields.clear();
   content_length_.reset();
   te_present_ = te_chunked_ = te_has_chunked_ = false;
   connection_close_ = connection_keep_alive_ = connection_upgrade_ = false;
   no_body_expected_ = until_eof_ = header_seen_ = started_ = false;
   remaining_ = body_received_ = 0;
+}
+
+std::vector<std::unique_ptr<MessageParser::FieldTables>>& MessageParser::spare_field_tables() {
+  thread_local std::vector<std::unique_ptr<FieldTables>> spare;
+  return spare;
+}
+
+MessageParser::FieldTables& MessageParser::tables() {
+  if (!tables_) {
+    auto& spare = spare_field_tables();
+    if (spare.empty()) {
+      tables_ = std::make_unique<FieldTables>();
+    } else {
+      tables_ = std::move(spare.back());  // tables given back by a message before, memory and all
+      spare.pop_back();
+    }
+  }
+  return *tables_;
+}
+
+void MessageParser::release_field_tables() {
+  static constexpr std::size_t kSpareTables = 256;  // per thread; more are freed
+  auto& spare = spare_field_tables();
+  if (tables_ && spare.size() < kSpareTables) spare.push_back(std::move(tables_));
+  tables_.reset();
 }
 
 void MessageParser::expect_no_body() {
@@ -70,10 +96,10 @@ bool MessageParser::keep_alive() const {
   return connection_keep_alive_ && !connection_close_ && !te_present_;
 }
 
-ParseStep MessageParser::fail(boost::system::error_code ec, std::size_t consumed) {
+ParseStep MessageParser::fail(bhttp::error error, std::size_t consumed) {
   stage_ = Stage::failed;
-  error_ = ec;
-  return {ParseEvent::error, consumed, {}, ec};
+  error_ = error;
+  return {ParseEvent::error, consumed, {}, error};
 }
 
 ParseStep MessageParser::parse(std::string_view input) {
@@ -149,7 +175,7 @@ ParseStep MessageParser::parse_header(std::string_view input) {
   header_base_ = section;
   if (!finish_header()) return fail(error_, 0);
   header_seen_ = true;
-  make_views(section, field_slots_, fields_);
+  make_views(section, tables().field_slots, tables().fields);
   if (kind_ == MessageKind::request) verb_ = bhttp::string_to_verb(method());
   position_ = 0;  // the body's scans start afresh
   return {ParseEvent::header, header_size, {}, {}};
@@ -282,7 +308,7 @@ MessageParser::SectionResult MessageParser::scan_start_line(const char* section,
 MessageParser::SectionResult MessageParser::scan_field_lines(const char* section, std::size_t size,
                                                              bool trailers) {
   const char* const end = section + size;
-  std::vector<FieldSlot>& slots = trailers ? trailer_slots_ : field_slots_;
+  std::vector<FieldSlot>& slots = trailers ? tables().trailer_slots : tables().field_slots;
   for (;;) {
     switch (step_) {
       case LineStep::line_start: {

@@ -87,6 +87,7 @@
 // Thread safety: one connection's thread, as its buffer.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -105,7 +106,7 @@ inline namespace parser_scalar {
 inline namespace parser_simd {
 #endif
 
-enum class MessageKind { request, response };
+enum class MessageKind : std::uint8_t { request, response };
 
 /// One field line: the name as Beast's enum (field::unknown for others) and as received, and the
 /// value without the whitespace around it. Views into the caller's buffer.
@@ -151,6 +152,12 @@ class MessageParser {
   /// The message has no body whatever its header says (a response to HEAD). Call it before the
   /// header event, or right after it (before the next parse()).
   void expect_no_body();
+  /// The field tables' memory (what fields() and trailer_fields() are made from) goes back to
+  /// this thread's spares, and the views they gave end; the next message, after reset(), takes
+  /// tables from the spares again. For a caller that keeps the parser while a long body streams:
+  /// a held-open stream then holds no table. Call it after the header event, once the fields
+  /// have been read.
+  void release_field_tables();
   void set_limits(ParseLimits limits) { limits_ = limits; }
   const ParseLimits& limits() const { return limits_; }
 
@@ -166,9 +173,14 @@ class MessageParser {
   unsigned version() const { return version_; }  // 10 or 11
   unsigned status() const { return status_; }
   std::string_view reason() const { return view(reason_); }
-  std::span<const FieldView> fields() const { return fields_; }
+  std::span<const FieldView> fields() const {
+    return tables_ ? std::span<const FieldView>(tables_->fields) : std::span<const FieldView>();
+  }
   /// After message_end, for a chunked body with trailer fields (else empty).
-  std::span<const FieldView> trailer_fields() const { return trailer_fields_; }
+  std::span<const FieldView> trailer_fields() const {
+    return tables_ ? std::span<const FieldView>(tables_->trailer_fields)
+                   : std::span<const FieldView>();
+  }
 
   // Framing, decided at the header:
   /// The last transfer coding is chunked (whether or not the message has a body).
@@ -221,9 +233,19 @@ class MessageParser {
     Span name_span, value_span;
   };
   enum class SectionResult { complete, need_more, failed };
+  /// The field tables: the slots found by the scans, the views made of them when a section is
+  /// complete. Behind a pointer, taken from this thread's spares while a message is parsed:
+  /// a parser kept while a body streams holds none (release_field_tables).
+  struct FieldTables {
+    std::vector<FieldSlot> field_slots, trailer_slots;
+    std::vector<FieldView> fields, trailer_fields;
+  };
+  static std::vector<std::unique_ptr<FieldTables>>& spare_field_tables();
+  /// The tables, taken from the spares (or made) when the parser holds none.
+  FieldTables& tables();
 
   std::string_view view(Span s) const { return {header_base_ + s.offset, s.length}; }
-  ParseStep fail(boost::system::error_code ec, std::size_t consumed);
+  ParseStep fail(boost::beast::http::error error, std::size_t consumed);
   ParseStep parse_header(std::string_view input);
   ParseStep parse_chunked(std::string_view input);
   SectionResult scan_start_line(const char* section, std::size_t size);
@@ -242,11 +264,13 @@ class MessageParser {
   void make_views(const char* base, const std::vector<FieldSlot>& slots,
                   std::vector<FieldView>& views);
 
-  MessageKind kind_;
+  // (Members ordered so that a parser kept while a body streams takes little room.)
   ParseLimits limits_;
+  MessageKind kind_;
   Stage stage_ = Stage::start_line;
   LineStep step_ = LineStep::method;
-  boost::system::error_code error_;
+  /// Why the parser failed (Stage::failed): always one of Beast's HTTP errors.
+  boost::beast::http::error error_ = {};
 
   // The scan of the current section (header or trailers), offsets from its first byte.
   std::size_t position_ = 0;  // where the scan resumes
@@ -254,7 +278,6 @@ class MessageParser {
   std::size_t token_start_ = 0;  // of the start line's version, status or reason
   std::size_t value_start_ = 0;
   Span name_;
-  bool first_field_line_ = true;
 
   // The start line.
   const char* header_base_ = nullptr;
@@ -263,8 +286,7 @@ class MessageParser {
   unsigned version_ = 0;
   unsigned status_ = 0;
 
-  std::vector<FieldSlot> field_slots_, trailer_slots_;
-  std::vector<FieldView> fields_, trailer_fields_;
+  std::unique_ptr<FieldTables> tables_;
 
   // Framing.
   std::optional<std::uint64_t> content_length_;
@@ -277,6 +299,7 @@ class MessageParser {
   bool no_body_expected_ = false;
   bool until_eof_ = false;
   bool header_seen_ = false;
+  bool first_field_line_ = true;
   bool started_ = false;
   std::uint64_t remaining_ = 0;  // of the body or of the current chunk
   std::uint64_t body_received_ = 0;

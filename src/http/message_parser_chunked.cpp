@@ -120,7 +120,7 @@ ParseStep MessageParser::parse_chunked(std::string_view input) {
         if (size == 0) {  // last-chunk: the trailer section follows
           stage_ = Stage::trailer_lines;
           step_ = LineStep::line_start;
-          trailer_slots_.clear();
+          tables().trailer_slots.clear();
           break;
         }
         remaining_ = size;
@@ -154,7 +154,7 @@ ParseStep MessageParser::parse_chunked(std::string_view input) {
         const SectionResult r = scan_field_lines(section, size, /*trailers=*/true);
         if (r == SectionResult::need_more) return {ParseEvent::need_more, at, {}, {}};
         if (r == SectionResult::failed) return fail(error_, at);
-        make_views(section, trailer_slots_, trailer_fields_);
+        make_views(section, tables().trailer_slots, tables().trailer_fields);
         at += position_;
         position_ = 0;
         stage_ = Stage::done;

@@ -518,6 +518,29 @@ TEST(MessageParser, ResetReadsTheNextMessageReusingTheFieldTable) {
   EXPECT_TRUE(rest.empty());
 }
 
+TEST(MessageParser, ReleasedFieldTablesGoToTheNextMessageOnTheThread) {
+  // A parser that keeps streaming a body gives its tables back after the header; another
+  // parser's next message on the thread takes them (no allocation), and the body still parses.
+  MessageParser streaming(MessageKind::response, {});
+  const std::string head = "HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nContent-Length: 3\r\n\r\n";
+  std::string_view rest = head;
+  const auto step = streaming.parse(rest);
+  ASSERT_EQ(step.event, ParseEvent::header);
+  ASSERT_EQ(streaming.fields().size(), 3u);
+  const llmux::http::FieldView* table = streaming.fields().data();
+  streaming.release_field_tables();
+  EXPECT_TRUE(streaming.fields().empty()) << "the views end with the tables";
+  const auto body = streaming.parse("abc");
+  EXPECT_EQ(body.event, ParseEvent::body);
+  EXPECT_EQ(body.body, "abc");
+  EXPECT_EQ(streaming.parse("").event, ParseEvent::message_end);
+
+  MessageParser next(MessageKind::request, {});
+  ASSERT_EQ(next.parse("GET / HTTP/1.1\r\nX: y\r\n\r\n").event, ParseEvent::header);
+  EXPECT_EQ(next.fields().data(), table) << "the tables given back serve the next message";
+  EXPECT_EQ(next.fields()[0].value, "y");
+}
+
 TEST(MessageParser, ErrorsStay) {
   MessageParser p(MessageKind::request, {});
   EXPECT_EQ(p.parse("G(T").error, bhttp::error::bad_method);
