@@ -37,11 +37,12 @@ void MessageParser::reset() {
   method_ = target_ = reason_ = {};
   verb_ = bhttp::verb::unknown;
   version_ = status_ = 0;
-  FieldTables& held = tables();
-  held.field_slots.clear();
-  held.trailer_slots.clear();
-  held.fields.clear();
-  held.trailer_fields.clear();
+  if (tables_) {  // (none taken here: a parser waiting for its header holds none; tables())
+    tables_->field_slots.clear();
+    tables_->trailer_slots.clear();
+    tables_->fields.clear();
+    tables_->trailer_fields.clear();
+  }
   content_length_.reset();
   te_present_ = te_chunked_ = te_has_chunked_ = false;
   connection_close_ = connection_keep_alive_ = connection_upgrade_ = false;
@@ -70,7 +71,13 @@ MessageParser::FieldTables& MessageParser::tables() {
 void MessageParser::release_field_tables() {
   static constexpr std::size_t kSpareTables = 256;  // per thread; more are freed
   auto& spare = spare_field_tables();
-  if (tables_ && spare.size() < kSpareTables) spare.push_back(std::move(tables_));
+  if (tables_ && spare.size() < kSpareTables) {
+    tables_->field_slots.clear();  // (their capacity is what the next message takes)
+    tables_->trailer_slots.clear();
+    tables_->fields.clear();
+    tables_->trailer_fields.clear();
+    spare.push_back(std::move(tables_));
+  }
   tables_.reset();
 }
 

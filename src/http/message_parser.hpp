@@ -153,10 +153,10 @@ class MessageParser {
   /// header event, or right after it (before the next parse()).
   void expect_no_body();
   /// The field tables' memory (what fields() and trailer_fields() are made from) goes back to
-  /// this thread's spares, and the views they gave end; the next message, after reset(), takes
-  /// tables from the spares again. For a caller that keeps the parser while a long body streams:
-  /// a held-open stream then holds no table. Call it after the header event, once the fields
-  /// have been read.
+  /// this thread's spares, and the views they gave end; the next message takes tables from the
+  /// spares again when its fields come. For a caller that keeps the parser while a long body
+  /// streams: a held-open stream then holds no table. Call it after the header event, once the
+  /// fields have been read.
   void release_field_tables();
   void set_limits(ParseLimits limits) { limits_ = limits; }
   const ParseLimits& limits() const { return limits_; }
@@ -234,8 +234,9 @@ class MessageParser {
   };
   enum class SectionResult { complete, need_more, failed };
   /// The field tables: the slots found by the scans, the views made of them when a section is
-  /// complete. Behind a pointer, taken from this thread's spares while a message is parsed:
-  /// a parser kept while a body streams holds none (release_field_tables).
+  /// complete. Behind a pointer, taken from this thread's spares when the first field line is
+  /// scanned: a parser waiting for its header (a backend's answer still being computed) holds
+  /// none, nor one kept while a body streams (release_field_tables).
   struct FieldTables {
     std::vector<FieldSlot> field_slots, trailer_slots;
     std::vector<FieldView> fields, trailer_fields;

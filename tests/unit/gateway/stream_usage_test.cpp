@@ -49,8 +49,9 @@ TEST(StreamUsage, SetsIncludeUsageInTheClientsStreamOptions) {
     const auto v = boost::json::parse(s.bytes);
     EXPECT_TRUE(v.at("stream_options").at("include_usage").as_bool()) << so;
     EXPECT_EQ(v.at("model").as_string(), "m");
-    if (so.starts_with("{\"include_usage\":false"))
+    if (so.starts_with("{\"include_usage\":false")) {
       EXPECT_TRUE(v.at("stream_options").at("continuous_usage_stats").as_bool());
+    }
   }
 }
 

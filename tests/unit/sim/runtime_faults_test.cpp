@@ -28,7 +28,7 @@ RuntimeFaults ok(std::string_view body) {
 
 FaultsError refused(std::string_view body) {
   auto r = parse_runtime_faults(body);
-  if (auto* f = std::get_if<RuntimeFaults>(&r)) {
+  if (std::holds_alternative<RuntimeFaults>(r)) {
     ADD_FAILURE() << body << " was accepted";
     return {};
   }
