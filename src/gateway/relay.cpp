@@ -371,13 +371,16 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
         m.relay_overhead.observe(metrics::bounds(metrics::HistKind::relay_overhead), now - read_ns);
       if (const std::uint64_t ev = tap.reader().content_events();
           counting && sse && ev > events_written) {
-        if (events_written == 0)
+        if (events_written == 0) {
           m.ttft[mid].observe(metrics::bounds(metrics::HistKind::ttft), now - rec.received_ns);
-        else
+          // Events that came in the same read as the first reach the client with it: no gap.
+          if (ev > 1) m.itl[mid].observe(metrics::bounds(metrics::HistKind::itl), 0, ev - 1);
+        } else {
           m.itl[mid].observe(
               metrics::bounds(metrics::HistKind::itl),
               (now - last_content_ns) / static_cast<std::int64_t>(ev - events_written),
               ev - events_written);
+        }
         // Counted as they pass (the dashboard's tokens/s moves with the stream); the usage at
         // the end adds what events do not show (proxy.cpp: finish).
         if (rec.status >= 200 && rec.status < 300) {
