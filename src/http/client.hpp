@@ -2,9 +2,9 @@
 #pragma once
 // A small HTTP/1.1 client for C++20 coroutines on Boost.Asio, built for measuring: the response
 // body is handed to a callback read by read, each read stamped with CLOCK_MONOTONIC (llmux::
-// mono_ns) right after the socket read completed, before any parsing. llmux's parser
-// (parser.hpp, Beast's basic_parser's drop-in, fed by hand) does the framing: Content-Length,
-// chunked and close-delimited bodies; chunk framing is removed before the callback sees the bytes.
+// mono_ns) right after the socket read completed, before any parsing. llmux's HTTP/1.1 parser
+// (message_parser.hpp, fed by hand) does the framing: Content-Length, chunked and
+// close-delimited bodies; chunk framing is removed before the callback sees the bytes.
 //
 // A Connection is one socket slot: in keep_alive mode it reuses its socket across requests
 // (reconnecting when the server closed it); in fresh mode every request opens a new connection
