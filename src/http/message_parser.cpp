@@ -11,14 +11,11 @@
 #include <boost/beast/http/verb.hpp>
 
 #include "http/message_parser_detail.hpp"
+#include "http/parser_namespace.hpp"
 #include "http/parser_scan.hpp"
 
 namespace llmux::http {
-#if defined(LLMUX_NO_SIMD)
-inline namespace parser_scalar {
-#else
-inline namespace parser_simd {
-#endif
+inline namespace LLMUX_PARSER_NAMESPACE {
 
 namespace bhttp = boost::beast::http;
 
@@ -395,5 +392,5 @@ MessageParser::SectionResult MessageParser::scan_field_lines(const char* section
   }
 }
 
-}  // namespace parser_simd / parser_scalar
+}  // namespace LLMUX_PARSER_NAMESPACE
 }  // namespace llmux::http

@@ -97,14 +97,10 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <boost/system/error_code.hpp>
+#include "http/parser_namespace.hpp"
 
 namespace llmux::http {
-// The scalar build (LLMUX_NO_SIMD) gets its own symbols, so that a test can link both.
-#if defined(LLMUX_NO_SIMD)
-inline namespace parser_scalar {
-#else
-inline namespace parser_simd {
-#endif
+inline namespace LLMUX_PARSER_NAMESPACE {
 
 enum class MessageKind : std::uint8_t { request, response };
 
@@ -306,5 +302,5 @@ class MessageParser {
   std::uint64_t body_received_ = 0;
 };
 
-}  // namespace parser_simd / parser_scalar
+}  // namespace LLMUX_PARSER_NAMESPACE
 }  // namespace llmux::http

@@ -7,13 +7,10 @@
 #include <string_view>
 
 #include <boost/beast/http/field.hpp>
+#include "http/parser_namespace.hpp"
 
 namespace llmux::http {
-#if defined(LLMUX_NO_SIMD)
-inline namespace parser_scalar {
-#else
-inline namespace parser_simd {
-#endif
+inline namespace LLMUX_PARSER_NAMESPACE {
 namespace parser_detail {
 
 /// Beast's string_to_field, faster (parser_field_name.cpp).
@@ -63,5 +60,5 @@ bool for_each_element(std::string_view value, Element element) {
 }
 
 }  // namespace message_detail
-}  // namespace parser_simd / parser_scalar
+}  // namespace LLMUX_PARSER_NAMESPACE
 }  // namespace llmux::http

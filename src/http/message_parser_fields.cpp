@@ -9,14 +9,11 @@
 
 #include "http/message_parser.hpp"
 #include "http/message_parser_detail.hpp"
+#include "http/parser_namespace.hpp"
 #include "http/parser_scan.hpp"
 
 namespace llmux::http {
-#if defined(LLMUX_NO_SIMD)
-inline namespace parser_scalar {
-#else
-inline namespace parser_simd {
-#endif
+inline namespace LLMUX_PARSER_NAMESPACE {
 
 namespace bhttp = boost::beast::http;
 
@@ -206,5 +203,5 @@ bool MessageParser::finish_header() {
   return true;
 }
 
-}  // namespace parser_simd / parser_scalar
+}  // namespace LLMUX_PARSER_NAMESPACE
 }  // namespace llmux::http

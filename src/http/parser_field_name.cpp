@@ -17,13 +17,10 @@
 #include <boost/beast/http/field.hpp>
 
 #include "http/message_parser_detail.hpp"
+#include "http/parser_namespace.hpp"
 
 namespace llmux::http {
-#if defined(LLMUX_NO_SIMD)
-inline namespace parser_scalar {
-#else
-inline namespace parser_simd {
-#endif
+inline namespace LLMUX_PARSER_NAMESPACE {
 namespace parser_detail {
 namespace {
 
@@ -109,5 +106,5 @@ field lookup_field(std::string_view s) {
 }
 
 }  // namespace parser_detail
-}  // namespace parser_simd / parser_scalar
+}  // namespace LLMUX_PARSER_NAMESPACE
 }  // namespace llmux::http

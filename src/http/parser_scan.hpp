@@ -14,12 +14,10 @@
 #include <emmintrin.h>
 #endif
 
+#include "http/parser_namespace.hpp"
+
 namespace llmux::http {
-#if defined(LLMUX_NO_SIMD)
-inline namespace parser_scalar {
-#else
-inline namespace parser_simd {
-#endif
+inline namespace LLMUX_PARSER_NAMESPACE {
 namespace parser_detail {
 
 struct Tables {
@@ -160,5 +158,5 @@ inline const char* find_cr(const char* p, const char* last) {
 }
 
 }  // namespace parser_detail
-}  // namespace parser_simd / parser_scalar
+}  // namespace LLMUX_PARSER_NAMESPACE
 }  // namespace llmux::http
