@@ -36,7 +36,7 @@ void start_watch(Worker& w, Client& c) {
 bool end_watch(Client& c) {
   LaterList::unlink(c.watch_later);
   c.watch.up = nullptr;
-  return !c.watch.peer.active();
+  return c.watch.peer.stop_now();
 }
 
 net::awaitable<void> stop_watch(Client& c) {

@@ -35,7 +35,7 @@ struct ClientWatch {
 };
 
 struct Client {
-  Client(tcp::socket s, http::DeadlineList& list) : sock(std::move(s)), dl(list, sock.socket()) {}
+  Client(tcp::socket s, http::DeadlineList& list) : sock(std::move(s)), dl(list, sock) {}
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
   ~Client() { LaterList::unlink(watch_later); }

@@ -17,7 +17,6 @@
 #include "gateway/stream_usage.hpp"
 #include "gateway/taps.hpp"
 #include "gateway/upstream_body.hpp"
-#include "http/read_ready.hpp"
 #include "upstream/stall.hpp"
 
 namespace llmux::gateway {
@@ -267,22 +266,19 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
           }
           // The read buffer's memory goes to the worker while the stream waits, and the read
           // that ends the wait borrows one (no allocation per event). The wait re-arms nothing
-          // (no system call: http/read_ready.hpp).
+          // (no system call: it is parked in the worker's ReadinessSet, http/readiness.hpp).
           w.take_back_read_buf(up->buf);
-          std::tie(ec) = co_await http::async_wait_readable(up->sock.socket(), use_tuple);
+          std::tie(ec) = co_await up->sock.async_wait_readable(use_tuple);
           w.lend_read_buf(up->buf);
           unpark(up->buf, leftover);
         }
         if (!ec) {
-          // What has arrived at once; else the read waits for epoll's next event (no system
-          // call first when the socket is known to be drained: http/read_ready.hpp).
+          // What has arrived at once; else the read waits for the socket's next event (no
+          // system call first when the socket is known to be drained: http/readiness.hpp).
           const auto room = up->buf.prepare(beast::read_size(up->buf, kMaxBackendRead));
           std::size_t n = 0;
           if (up->sock.may_read_now()) n = up->sock.read_now(room, ec);
-          if (n == 0 && !ec) {
-            std::tie(ec, n) = co_await up->sock.async_read_some(room, use_tuple);
-            if (!ec) up->sock.read_done(n, room.size());
-          }
+          if (n == 0 && !ec) std::tie(ec, n) = co_await up->sock.async_read_some(room, use_tuple);
           up->buf.commit(n);
         }
         up->dl.disarm();

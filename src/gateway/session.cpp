@@ -197,7 +197,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
     if (!http::read_more_now(c.sock, c.buf, parser, kFirstRead, true, ec)) {
       const auto room = http::read_room(c.buf, kFirstRead, true);
       auto [e, n] = co_await c.sock.async_read_some(room, use_tuple);
-      ec = http::awaited_read_ended(c.sock, c.buf, parser, room.size(), n, e);
+      ec = http::read_ended(c.buf, parser, n, e);
     }
     c.dl.disarm();
     if (ec) co_return Read::closed;  // idle timeout or the client closed: nothing to answer
@@ -206,7 +206,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
   while (!http::read_parsed_now(c.sock, c.buf, parser, http::Until::header, ec)) {
     const auto room = http::read_room(c.buf, kMaxClientRead, false);
     auto [e, n] = co_await c.sock.async_read_some(room, use_tuple);
-    ec = http::awaited_read_ended(c.sock, c.buf, parser, room.size(), n, e);
+    ec = http::read_ended(c.buf, parser, n, e);
     if (ec || parser.is_done()) break;
   }
   c.dl.disarm();

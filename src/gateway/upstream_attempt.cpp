@@ -166,7 +166,7 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
       while (!http::read_parsed_now(a.up->sock, a.up->buf, *a.parser, http::Until::header, rec)) {
         const auto room = http::read_room(a.up->buf, 64 * 1024, false);
         auto [e, n] = co_await a.up->sock.async_read_some(room, use_tuple);
-        rec = http::awaited_read_ended(a.up->sock, a.up->buf, *a.parser, room.size(), n, e);
+        rec = http::read_ended(a.up->buf, *a.parser, n, e);
         if (rec || a.parser->is_done()) break;
       }
       if (rec) break;

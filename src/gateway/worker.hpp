@@ -33,6 +33,7 @@
 #include "gateway/metrics.hpp"
 #include "gateway/request.hpp"
 #include "http/deadline.hpp"
+#include "http/readiness.hpp"
 #include "openai/stream.hpp"
 #include "state/redis_client.hpp"
 #include "state/redis_response_store.hpp"
@@ -170,6 +171,8 @@ struct Worker {
   // One thread per io_context: the reactor needs no locking (posts from other threads, as in
   // the drain, still go through the scheduler's lock).
   net::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+  // The sockets whose reads wait without a system call first (http/readiness.hpp).
+  http::ReadinessSet& readiness = http::ReadinessSet::install(ioc);
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
 
   // The configuration for new requests (a request keeps the lease it started with).

@@ -13,9 +13,8 @@
 #include <chrono>
 #include <cstdint>
 
-#include <boost/asio/ip/tcp.hpp>
-
 #include "core/clock.hpp"
+#include "http/stream.hpp"
 
 namespace llmux::http {
 
@@ -23,7 +22,7 @@ struct Deadline {
   std::int64_t at = 0;  // coarse_ns() (CLOCK_MONOTONIC_COARSE); 0 = disarmed
   bool fired = false;
   bool close = true;
-  boost::asio::ip::tcp::socket* sock = nullptr;
+  Stream* stream = nullptr;  // closed or cancelled through the Stream (a parked read ends too)
   Deadline* prev = nullptr;
   Deadline* next = nullptr;
 
@@ -55,14 +54,14 @@ class DeadlineList {
   }
   void fire_expired(std::int64_t now) {
     for (Deadline* d = head_.next; d != &head_; d = d->next) {
-      if (d->at == 0 || now < d->at || !d->sock) continue;
+      if (d->at == 0 || now < d->at || !d->stream) continue;
       d->at = 0;
       d->fired = true;
       boost::system::error_code ignored;
       if (d->close) {
-        d->sock->close(ignored);
+        d->stream->close(ignored);
       } else {
-        d->sock->cancel(ignored);
+        d->stream->cancel(ignored);
       }
     }
   }
@@ -74,8 +73,8 @@ class DeadlineList {
 /// A deadline registered with its worker for as long as it lives.
 class ScopedDeadline : public Deadline {
  public:
-  ScopedDeadline(DeadlineList& list, boost::asio::ip::tcp::socket& s) {
-    sock = &s;
+  ScopedDeadline(DeadlineList& list, Stream& s) {
+    stream = &s;
     list.link(*this);
   }
   ScopedDeadline(const ScopedDeadline&) = delete;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
@@ -43,9 +44,43 @@ void PeerWatch::start(net::ip::tcp::socket& sock, boost::beast::flat_buffer& buf
 
 void PeerWatch::start(Stream& stream, boost::beast::flat_buffer& buf, std::size_t max_read,
                       OnGone on_gone, void* ctx) {
+  if (stream.park(*this)) {
+    arm(buf, on_gone, ctx);
+    stream_ = &stream;
+    max_read_ = std::min(max_read, sizeof bytes_);
+    return;
+  }
   if (!stream.tls()) return start(stream.socket(), buf, max_read, on_gone, ctx);
   arm(buf, on_gone, ctx);
   stream.async_read_some(net::buffer(bytes_, std::min(max_read, sizeof bytes_)), Handler{this});
+}
+
+void PeerWatch::on_ready(const boost::system::error_code& ec) {
+  Stream& stream = *std::exchange(stream_, nullptr);
+  if (ec) return on_read(ec, 0);  // aborted: the socket was closed or cancelled under the watch
+  boost::system::error_code read_error;
+  const std::size_t n = stream.read_now(net::buffer(bytes_, max_read_), read_error);
+  if (n > 0 || read_error) return on_read(read_error, n);
+  // Nothing after all (the event was for bytes read since): wait on.
+  if (stream.park(*this)) {
+    stream_ = &stream;
+    return;
+  }
+  stream.async_read_some(net::buffer(bytes_, max_read_), Handler{this});
+}
+
+void PeerWatch::discard() {
+  stream_ = nullptr;
+  active_ = false;
+}
+
+bool PeerWatch::stop_now() {
+  stopping_ = true;
+  if (stream_) {
+    std::exchange(stream_, nullptr)->unpark();
+    active_ = false;
+  }
+  return !active_;
 }
 
 void PeerWatch::on_read(const boost::system::error_code& ec, std::size_t n) {
@@ -64,8 +99,7 @@ void PeerWatch::on_read(const boost::system::error_code& ec, std::size_t n) {
 }
 
 net::awaitable<void> PeerWatch::stop(net::ip::tcp::socket& sock) {
-  stopping_ = true;
-  if (!active_) co_return;
+  if (stop_now()) co_return;
   boost::system::error_code ignored;
   sock.cancel(ignored);
   // The cancelled read's handler is queued on this thread ahead of the continuation posted here

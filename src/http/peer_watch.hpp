@@ -7,11 +7,13 @@
 // connection's buffer, where the session's next read finds them, and the watch ends without
 // the peer being gone.
 //
-// One per-request cost: start() issues one async_read_some with a plain completion handler (one
-// pointer; Asio recycles its operation's memory per thread), no coroutine and no allocation of
-// our own. stop() cancels the read and waits for its handler, so that the buffer and the watch
-// may be used again; until_gone() completes only when the peer is gone, for use inside `||`
-// (Asio's experimental awaitable operators) beside the work it may abort.
+// One per-request cost. On a plain Stream in its worker's ReadinessSet, drained (the usual case:
+// the request was just read), the watch itself is parked in the set (http/readiness.hpp): no
+// system call, no allocation, and stop() takes it back at once. Elsewhere start() issues one
+// async_read_some with a plain completion handler (one pointer; Asio recycles its operation's
+// memory per thread), and stop() cancels the read and waits for its handler, so that the buffer
+// and the watch may be used again. until_gone() completes only when the peer is gone, for use
+// inside `||` (Asio's experimental awaitable operators) beside the work it may abort.
 //
 // Thread safety and ownership: one thread, the one running the socket's executor. The watch,
 // the socket, the buffer and the callback's context are the caller's and must outlive the
@@ -26,11 +28,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include "http/readiness.hpp"
+
 namespace llmux::http {
 
 class Stream;
 
-class PeerWatch {
+class PeerWatch final : public ReadyWaiter {
  public:
   /// Called from the read's handler, once, when the peer is gone (not after stop()).
   using OnGone = void (*)(void* ctx);
@@ -57,6 +61,10 @@ class PeerWatch {
   /// The read is pending (its handler has not run yet).
   bool active() const { return active_; }
 
+  /// Ends the watch at once when it is parked in a ReadinessSet; true when it is no longer
+  /// active() (else await stop()).
+  bool stop_now();
+
   /// Ends the watch: cancels the pending read on `sock` (every operation on it: call it when
   /// the watch's read is the only one) and waits until its handler has run. At once when the
   /// watch is not active().
@@ -72,12 +80,17 @@ class PeerWatch {
   /// The state of a new watch (both start()s).
   void arm(boost::beast::flat_buffer& buf, OnGone on_gone, void* ctx);
   void on_read(const boost::system::error_code& ec, std::size_t n);
+  // Parked in the stream's ReadinessSet: the socket may be readable now (or the wait aborted).
+  void on_ready(const boost::system::error_code& ec) override;
+  void discard() override;
 
   // Never expires: cancel() wakes until_gone(). Made by its first call (the gateway never makes
   // one: stop() needs none).
   std::unique_ptr<boost::asio::steady_timer> wake_;
   boost::beast::flat_buffer* buf_ = nullptr;
-  char bytes_[16];  // what the read got, appended to *buf_ by its handler
+  Stream* stream_ = nullptr;  // parked in its ReadinessSet (else null)
+  char bytes_[16];            // what the read got, appended to *buf_ by its handler
+  std::size_t max_read_ = 0;
   OnGone on_gone_ = nullptr;
   void* ctx_ = nullptr;
   bool active_ = false;    // the read is pending

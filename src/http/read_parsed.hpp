@@ -95,20 +95,6 @@ inline boost::asio::mutable_buffer read_room(boost::beast::flat_buffer& buf, std
   return buf.prepare(exactly ? max_read : boost::beast::read_size(buf, max_read));
 }
 
-/// The end of an awaited read on an http::Stream of `n` bytes into room for `asked` (read_room):
-/// read_done, then read_ended. For a coroutine that awaits sock.async_read_some itself, where
-/// read_more() would cost a coroutine frame of its own on every wait:
-///   const auto room = http::read_room(buf, max_read, exactly);
-///   auto [e, n] = co_await sock.async_read_some(room, as_tuple(use_awaitable));
-///   ec = http::awaited_read_ended(sock, buf, p, room.size(), n, e);
-template <typename ReadStream, MessageReader Reader>
-boost::system::error_code awaited_read_ended(ReadStream& sock, boost::beast::flat_buffer& buf,
-                                             Reader& p, std::size_t asked, std::size_t n,
-                                             boost::system::error_code ec) {
-  if (!ec) sock.read_done(n, asked);
-  return read_ended(buf, p, n, ec);
-}
-
 /// read_more() without waiting, on an http::Stream: reads what has arrived (Stream::read_now).
 /// True when the read ended (`ec` its result, as read_more's); false when nothing has arrived
 /// (then read_more() waits for it). A message that is there already costs no coroutine frame.
@@ -142,7 +128,7 @@ boost::asio::awaitable<boost::system::error_code> read_more(ReadStream& sock,
     const auto room = read_room(buf, max_read, exactly);
     std::tie(ec, n) =
         co_await sock.async_read_some(room, boost::asio::as_tuple(boost::asio::use_awaitable));
-    co_return awaited_read_ended(sock, buf, p, room.size(), n, ec);
+    co_return read_ended(buf, p, n, ec);
   } else {
     std::tie(ec, n) = co_await sock.async_read_some(
         read_room(buf, max_read, exactly), boost::asio::as_tuple(boost::asio::use_awaitable));

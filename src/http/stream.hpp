@@ -30,7 +30,8 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "core/block_cache.hpp"
-#include "http/read_ready.hpp"
+#include "http/parked_operations.hpp"
+#include "http/readiness.hpp"
 
 namespace boost::asio::ssl {
 class context;
@@ -60,8 +61,16 @@ class Stream {
   bool tls() const { return tls_ != nullptr; }
 
   bool is_open() const { return sock_.is_open(); }
-  void cancel(boost::system::error_code& ec) { sock_.cancel(ec); }
-  void close(boost::system::error_code& ec) { sock_.close(ec); }
+  /// Cancels the socket's operations, a parked one included (close and cancel the socket through
+  /// these, not socket(), while an operation may be parked in the ReadinessSet).
+  void cancel(boost::system::error_code& ec) {
+    readiness_.abort();
+    sock_.cancel(ec);
+  }
+  void close(boost::system::error_code& ec) {
+    readiness_.leave();
+    sock_.close(ec);
+  }
 
   /// Puts TLS on the connected socket, as the server; then await handshake().
   void start_server(TlsContextPtr ctx);
@@ -100,8 +109,8 @@ class Stream {
 
   /// Reads what has arrived, without suspending: one non-blocking recv (plain TCP; nothing over
   /// TLS). 0 with `ec` clear when nothing has; eof at the end. A read that came up short drained
-  /// the socket: the next async_read_some then waits for epoll without a system call first
-  /// (read_ready.hpp). Call it only when may_read_now().
+  /// the socket: the next read then waits for an event of the worker's ReadinessSet without a
+  /// system call first (http/readiness.hpp). Call it only when may_read_now().
   std::size_t read_now(boost::asio::mutable_buffer b, boost::system::error_code& ec) {
     ec = {};
     if (tls_) return 0;
@@ -112,27 +121,68 @@ class Stream {
     const std::size_t n = sock_.read_some(b, ec);
     if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
       ec = {};
-      mark_drained(sock_);
+      readiness_.drained(sock_.native_handle(), sock_.get_executor());
       return 0;
     }
-    if (!ec && n < b.size()) mark_drained(sock_);
+    if (!ec && n < b.size()) readiness_.drained(sock_.native_handle(), sock_.get_executor());
     return ec ? 0 : n;
   }
   /// Whether read_now() may find bytes (false over TLS, and when the socket was drained and no
-  /// event came since: then await async_read_some at once, which costs no system call).
-  bool may_read_now() { return !tls_ && may_be_readable(sock_); }
-  /// After an awaited async_read_some that was started when may_read_now() was false (so the
-  /// reactor performed it from an event and completed it at once): `n` of `asked` bytes.
-  void read_done(std::size_t n, std::size_t asked) {
-    if (!tls_ && n < asked) mark_drained(sock_);
+  /// event came since: then await async_read_some, which waits without a system call first).
+  bool may_read_now() const { return !tls_ && readiness_.may_be_readable(); }
+  /// No byte, end or error can be waiting unseen: the socket was drained and no event came since,
+  /// as the worker's ReadinessSet, watching, knows (Readiness::drained_and_watched).
+  bool drained_and_watched() const { return !tls_ && readiness_.drained_and_watched(); }
+
+  /// Parks `waiter` in the worker's ReadinessSet until a read may find bytes (its on_ready() then
+  /// reads with read_now()): true when it is parked, false when the socket is in no set or may be
+  /// readable now (then read now or through async_read_some). One operation at a time.
+  bool park(ReadyWaiter& waiter) {
+    if (tls_ || !readiness_.in_set() || readiness_.may_be_readable()) return false;
+    readiness_.park(waiter);
+    return true;
+  }
+  /// Takes a parked waiter back, without completing it.
+  void unpark() { readiness_.unpark(); }
+
+  /// Completes (error_code) when a read may find bytes or the end: at once (posted) while
+  /// may_read_now(), else at the socket's next event in the worker's ReadinessSet, without a
+  /// system call to start; then read_now(). Where the socket is in no set (TLS, no set on the
+  /// io_context), Asio's async_wait(wait_read). operation_aborted when the socket is closed or
+  /// its operations cancelled through this Stream, as Asio's.
+  template <typename Token>
+  auto async_wait_readable(Token&& token) {
+    return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
+        [this](auto handler) {
+          if (tls_ || !readiness_.in_set()) {
+            sock_.async_wait(boost::asio::ip::tcp::socket::wait_read, std::move(handler));
+          } else if (readiness_.may_be_readable()) {
+            boost::asio::post(boost::asio::append(std::move(handler), boost::system::error_code()));
+          } else {
+            using Handler = decltype(with_allocator(std::move(handler)));
+            ParkedWait<Handler>::start(with_allocator(std::move(handler)), readiness_);
+          }
+        },
+        token);
   }
 
+  /// A read, as a socket's. On plain TCP in the worker's ReadinessSet it is a ParkedRead
+  /// (http/parked_operations.hpp): tried at once only while may_read_now(), else it waits for the
+  /// set's next event; otherwise Asio's (or TLS's) read.
   template <typename MutableBufferSequence, typename Token>
   auto async_read_some(const MutableBufferSequence& buffers, Token&& token) {
-    if (!tls_) return sock_.async_read_some(buffers, with_allocator(std::forward<Token>(token)));
+    if (!tls_ && !readiness_.in_set())
+      return sock_.async_read_some(buffers, with_allocator(std::forward<Token>(token)));
     return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
         [this](auto handler, const MutableBufferSequence& b) {
-          tls_read(*boost::asio::buffer_sequence_begin(b), IoHandler(std::move(handler)));
+          const boost::asio::mutable_buffer first = *boost::asio::buffer_sequence_begin(b);
+          if (!tls_) {
+            using Handler = decltype(with_allocator(std::move(handler)));
+            ParkedRead<Handler>::start(with_allocator(std::move(handler)), readiness_, sock_,
+                                       first);
+            return;
+          }
+          tls_read(first, IoHandler(std::move(handler)));
         },
         token, buffers);
   }
@@ -180,6 +230,7 @@ class Stream {
 
   boost::asio::ip::tcp::socket sock_;
   std::unique_ptr<Tls> tls_;
+  Readiness readiness_;  // the socket's flag in the worker's ReadinessSet (plain TCP)
 };
 
 /// Drops the first `n` bytes of `b` (what write_now() sent): the rest, in place.

@@ -6,21 +6,27 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "http/read_ready.hpp"
+#include "http/stream.hpp"
 
 namespace llmux::upstream {
 
 namespace {
-/// True when nothing (no byte, no EOF, no error) is waiting on the socket. Without a system call
-/// when the socket was drained and no event came since (http/read_ready.hpp): a backend's close
-/// is an event, which the reactor either processed (the flag is set) or fetched with the
-/// request being served and has not processed yet (event_pending). A close that reached the
-/// socket after the reactor's last look is not seen here (only a system call per reuse would).
-bool quiet(boost::asio::ip::tcp::socket& sock) {
-  if (!http::may_be_readable(sock) && !http::event_pending(sock)) return true;
+/// True when nothing (no byte, no EOF, no error) is waiting on the socket: one look without
+/// blocking (MSG_PEEK).
+bool nothing_waiting(boost::asio::ip::tcp::socket& sock) {
   char c;
   const ssize_t r = ::recv(sock.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
   return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/// The same, without a system call when the worker's ReadinessSet has seen no event on the
+/// socket since a read drained it and is watching for them (http/readiness.hpp): a backend's
+/// close is an event. One that came in the worker's current wake-up, before the set took its
+/// events, is not seen here: the request sent on that connection then fails unsent, and the
+/// attempt goes on with another connection (upstream_attempt.cpp).
+bool quiet(http::Stream& sock) {
+  if (sock.drained_and_watched()) return true;
+  return nothing_waiting(sock.socket());
 }
 }  // namespace
 
@@ -44,7 +50,7 @@ void Pool::sweep() {
   boost::system::error_code ignored;
   std::erase_if(idle_, [&](const auto& up) {
     if (!up->sock.is_open()) return true;  // its idle timeout closed it
-    if (quiet(up->sock.socket())) return false;
+    if (nothing_waiting(up->sock.socket())) return false;
     up->dl.disarm();
     up->sock.close(ignored);  // EOF, reset or stray bytes from the backend
     return true;
@@ -58,7 +64,7 @@ std::shared_ptr<Upstream> Pool::take() {
     up->pooled = false;
     up->dl.disarm();
     boost::system::error_code ignored;
-    if (!up->sock.is_open() || !quiet(up->sock.socket())) {
+    if (!up->sock.is_open() || !quiet(up->sock)) {
       up->sock.close(ignored);
       continue;
     }

@@ -3,10 +3,11 @@
 // Upstream connections and the per-worker keep-alive pool of one backend.
 //
 // A pooled connection is invisible to clients when the backend closes it: take() looks at the
-// socket without blocking (MSG_PEEK, only when the reactor saw an event on it since its last read
-// drained it: http/read_ready.hpp) and drops one with EOF, an error or stray bytes waiting;
-// sweep(), which the worker runs every 200 ms, closes the idle ones the backend closed (so none
-// lingers in CLOSE_WAIT), and its idle timeout closes an idle connection. Nothing is kept
+// socket without blocking (MSG_PEEK, unless the worker's ReadinessSet watches it and saw no event
+// since its last read drained it: http/readiness.hpp) and drops one with EOF, an error or stray
+// bytes waiting; sweep(), which the worker runs every 200 ms, closes the idle ones the backend
+// closed (one MSG_PEEK each, so none lingers in CLOSE_WAIT), and its idle timeout closes an idle
+// connection. Nothing is kept
 // pending on an idle connection: a read there would cost a failed system call and a
 // cancellation per request. Connections are put back only after a complete final response
 // that did not end by close (the caller decides).
@@ -28,7 +29,7 @@ namespace llmux::upstream {
 
 struct Upstream {
   Upstream(const boost::asio::ip::tcp::socket::executor_type& ex, http::DeadlineList& list)
-      : sock(ex), dl(list, sock.socket()) {}
+      : sock(ex), dl(list, sock) {}
   http::Stream sock;  // TLS on it for an https:// backend (gateway::connect() shakes hands)
   boost::beast::flat_buffer buf;
   bool reused = false;  // taken from the pool (it carried an earlier exchange)

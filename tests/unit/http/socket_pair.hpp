@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// A connected loopback pair for tests of the read-ready machinery (http/read_ready.hpp): a plain
+// A connected loopback pair for tests of the readiness machinery (http/readiness.hpp): a plain
 // client socket and the accepted side as an http::Stream, on one io_context the test runs by hand.
 #include <chrono>
 #include <string>
