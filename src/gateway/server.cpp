@@ -543,7 +543,8 @@ class Gateway {
         }
         continue;
       }
-      core::spawn(w.ioc, session(shared_, w, std::move(sock), metrics_only, std::move(tls)));
+      net::co_spawn(w.ioc, session(shared_, w, std::move(sock), metrics_only, std::move(tls)),
+                    net::detached);
     }
   }
 

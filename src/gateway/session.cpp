@@ -320,14 +320,14 @@ bool within_rate(double rate, double& tokens, std::int64_t& refilled_ns) {
 
 }  // namespace
 
-core::Detached session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only,
-                       http::TlsContextPtr tls) {
+net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only,
+                             http::TlsContextPtr tls) {
   // The accept loop counted this connection (limits.max_connections); it ends here.
   struct Counted {
     std::atomic<int>& n;
     ~Counted() { n.fetch_sub(1, std::memory_order_relaxed); }
   } counted{s.connections};
-  // Nothing may escape a Detached task (core/spawn.hpp): what would is logged, and the
+  // Nothing escapes (co_spawn's `detached` would drop it unseen): what would is logged, and the
   // connection closes as the frame ends.
   try {
     // limits.connection_rate: a token bucket of one second's requests.

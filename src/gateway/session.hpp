@@ -5,7 +5,6 @@
 // closes the connection — by lingering when an error was answered before the request was read.
 #include <boost/asio/awaitable.hpp>
 
-#include "core/spawn.hpp"
 #include "gateway/worker.hpp"
 #include "http/stream.hpp"
 
@@ -15,9 +14,8 @@ namespace llmux::gateway {
 /// `metrics_only`: accepted on metrics.listen (answers /metrics, /dashboard and /health only).
 /// `tls`: the listener's server context (null: plain HTTP); the TLS handshake must complete
 /// within timeouts.client_header, or the connection is closed.
-/// Started with core::spawn() from the worker's thread (no co_spawn frame for the connection's
-/// life).
-core::Detached session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only = false,
-                       http::TlsContextPtr tls = nullptr);
+/// Started with co_spawn(..., detached) on the worker's io_context.
+net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only = false,
+                             http::TlsContextPtr tls = nullptr);
 
 }  // namespace llmux::gateway
