@@ -140,6 +140,49 @@ void write_ready(http::Stream& sock, const Ready& r, std::string& rest,
 /// What write_ready() left in `rest`, awaited within the idle timeout, then freed (a stream holds
 /// no copy while it waits). A coroutine of its own: it costs a frame only when a write did not go
 /// at once, and its operation's state takes no room in the relay's frame.
+/// The response header the client gets, and whether the gateway frames the body in chunks.
+struct ClientHeader {
+  ByteBuilder bytes;
+  bool chunked = false;
+};
+
+/// The client's header: the status line and the backend's end-to-end fields (the parser wrote
+/// them as it read them: gateway/upstream_response.hpp), then the gateway's own and the framing.
+/// A worker-pooled builder, given back as soon as the header is out: a held-open stream keeps
+/// no copy of its header. (Apart from relay(), whose coroutine frame keeps every local.)
+ClientHeader client_header(const Request& req, UpstreamResponse& response,
+                           const upstream::Backend& backend, const AccessRecord& record,
+                           Client& client) {
+  using namespace std::string_view_literals;
+  ClientHeader header{std::move(response.header())};
+  header.bytes.append("x-llmux-backend: "sv, backend.name, "\r\nx-request-id: "sv,
+                      record.request_id, "\r\n"sv);
+  if (record.queue_depth > 0) {
+    char digits[16];
+    const auto formatted = fmt::format_to_n(digits, sizeof digits, "{}", record.queue_depth);
+    header.bytes.append("x-llmux-queue-depth: "sv, std::string_view(digits, formatted.size),
+                        "\r\n"sv);
+  }
+  // The body is framed here (chunk size, data, CRLF) when the backend's is delimited otherwise
+  // than by a length (chunked, or by the close): an HTTP/1.0 client gets it until the close.
+  const bool head = req.method() == bhttp::verb::head;
+  if (!response.has_content_length() && !head && !response.is_done() && record.status >= 200 &&
+      record.status != 204 && record.status != 304) {
+    if (req.version() >= 11) {
+      header.chunked = true;
+      header.bytes.append("Transfer-Encoding: chunked\r\n"sv);
+    } else {
+      client.keep_alive = false;
+    }
+  }
+  if (!client.keep_alive)
+    header.bytes.append("Connection: close\r\n"sv);
+  else if (req.version() < 11)
+    header.bytes.append("Connection: keep-alive\r\n"sv);
+  header.bytes.append("\r\n"sv);
+  return header;
+}
+
 net::awaitable<boost::system::error_code> write_rest(Client& c, std::string& rest,
                                                      std::chrono::milliseconds idle) {
   c.dl.arm(idle);
@@ -162,35 +205,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   rec.status = p.status();
   if (rec.status < 200 || rec.status > 299) learn = nullptr;
   const bool head = req.method() == bhttp::verb::head;
-  // The client's header: the status line and the backend's end-to-end fields (the parser wrote
-  // them as it read them: gateway/upstream_response.hpp), then the gateway's own and the framing.
-  // A worker-pooled builder, given back as soon as the header is out: a held-open stream keeps
-  // no copy of its header.
-  ByteBuilder header_bytes = std::move(p.header());
-  header_bytes.append("x-llmux-backend: "sv, b.name, "\r\nx-request-id: "sv, rec.request_id,
-                      "\r\n"sv);
-  if (rec.queue_depth > 0) {
-    char digits[16];
-    const auto r = fmt::format_to_n(digits, sizeof digits, "{}", rec.queue_depth);
-    header_bytes.append("x-llmux-queue-depth: "sv, std::string_view(digits, r.size), "\r\n"sv);
-  }
-  // The body is framed here (chunk size, data, CRLF) when the backend's is delimited otherwise
-  // than by a length (chunked, or by the close): an HTTP/1.0 client gets it until the close.
-  bool chunked = false;
-  if (!p.has_content_length() && !head && !p.is_done() && rec.status >= 200 && rec.status != 204 &&
-      rec.status != 304) {
-    if (req.version() >= 11) {
-      chunked = true;
-      header_bytes.append("Transfer-Encoding: chunked\r\n"sv);
-    } else {
-      c.keep_alive = false;
-    }
-  }
-  if (!c.keep_alive)
-    header_bytes.append("Connection: close\r\n"sv);
-  else if (req.version() < 11)
-    header_bytes.append("Connection: keep-alive\r\n"sv);
-  header_bytes.append("\r\n"sv);
+  auto [header_bytes, chunked] = client_header(req, p, b, rec, c);
 
   upstream::Upstream* up = a.up.get();
   c.watch.up = up;
