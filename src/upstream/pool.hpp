@@ -7,10 +7,9 @@
 // since its last read drained it: http/readiness.hpp) and drops one with EOF, an error or stray
 // bytes waiting; sweep(), which the worker runs every 200 ms, closes the idle ones the backend
 // closed (one MSG_PEEK each, so none lingers in CLOSE_WAIT), and its idle timeout closes an idle
-// connection. Nothing is kept
-// pending on an idle connection: a read there would cost a failed system call and a
-// cancellation per request. Connections are put back only after a complete final response
-// that did not end by close (the caller decides).
+// connection. Nothing is kept pending on an idle connection: a read there would cost a failed
+// system call and a cancellation per request. Connections are put back only after a complete
+// final response that did not end by close (the caller decides).
 //
 // One worker thread only. Connections are shared_ptr: a request and the pool hand them over.
 #include <chrono>
