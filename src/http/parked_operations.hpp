@@ -4,7 +4,8 @@
 // (http/readiness.hpp): a read, and a wait until a read may find bytes. Each is what an Asio
 // reactor operation is, over public interfaces: the completion handler, in memory from the
 // handler's associated allocator (Asio's recycling allocator by default), its cancellation slot
-// honoured, completed through its associated executor.
+// honoured, completed through its associated executor (by default the executor of the set's
+// io_context, where the socket's I/O runs, as an Asio socket's operation would).
 //
 // - ParkedRead reads when the socket may be readable (at once when it may be now, then the
 //   completion is posted, as Asio posts a completion found at once; else when the set reports an
@@ -26,6 +27,7 @@
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/recycling_allocator.hpp>
@@ -62,7 +64,7 @@ class ParkedOperation : public ReadyWaiter {
 
  protected:
   ParkedOperation(Handler&& handler, Readiness& readiness)
-      : handler_(std::move(handler)), readiness_(&readiness) {}
+      : handler_(std::move(handler)), readiness_(&readiness), executor_(readiness.executor()) {}
 
   /// Parks in the set, the first time cancellable through the handler's slot from now on.
   void park() {
@@ -84,16 +86,18 @@ class ParkedOperation : public ReadyWaiter {
       if (slot.is_connected()) slot.clear();
     }
     Handler handler = std::move(handler_);
+    const boost::asio::io_context::executor_type executor = executor_;
     release();
     if (post_it)
-      boost::asio::post(boost::asio::append(std::move(handler), args...));
+      boost::asio::post(executor, boost::asio::append(std::move(handler), args...));
     else
-      boost::asio::dispatch(boost::asio::append(std::move(handler), args...));
+      boost::asio::dispatch(executor, boost::asio::append(std::move(handler), args...));
   }
 
   Handler handler_;
   Readiness* readiness_;
-  bool cancellable_ = false;  // its Cancel is in the handler's slot
+  boost::asio::io_context::executor_type executor_;  // the set's io_context's
+  bool cancellable_ = false;                         // its Cancel is in the handler's slot
 
  private:
   struct Cancel {

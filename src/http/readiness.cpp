@@ -80,6 +80,10 @@ bool Readiness::drained_and_watched() const {
   return set_ != nullptr && !readable_ && set_->watching_;
 }
 
+net::io_context::executor_type Readiness::executor() const {
+  return set_->executor();
+}
+
 void Readiness::park(ReadyWaiter& waiter) {
   waiter_ = &waiter;
   set_->on_park();
@@ -99,7 +103,7 @@ void Readiness::abort() {
     waiter->discard();
     return;
   }
-  net::post(set_->descriptor_.get_executor(), AbortedWaiter(waiter));
+  net::post(set_->executor_, AbortedWaiter(waiter));
 }
 
 void Readiness::leave() {
@@ -115,7 +119,7 @@ void Readiness::leave() {
 // --- ReadinessSet ---
 
 ReadinessSet::ReadinessSet(net::io_context& ioc)
-    : net::execution_context::service(ioc), descriptor_(ioc) {
+    : net::execution_context::service(ioc), executor_(ioc.get_executor()), descriptor_(ioc) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
   boost::system::error_code ec;

@@ -99,6 +99,8 @@ class Readiness {
   void leave();
   /// The parked waiter, null when none.
   ReadyWaiter* waiter() const { return waiter_; }
+  /// The executor of the set's io_context (in_set() only): where a parked operation completes.
+  boost::asio::io_context::executor_type executor() const;
 
  private:
   friend class ReadinessSet;
@@ -121,6 +123,7 @@ class ReadinessSet : public boost::asio::execution_context::service {
 
   /// Installs the set on `ioc` (once; the same set when it has one).
   static ReadinessSet& install(boost::asio::io_context& ioc);
+  boost::asio::io_context::executor_type executor() const { return executor_; }
   /// The set installed on the io_context of `executor`, or null (none installed, or not an
   /// io_context's executor).
   static ReadinessSet* of(const boost::asio::any_io_executor& executor);
@@ -142,6 +145,7 @@ class ReadinessSet : public boost::asio::execution_context::service {
   void watch();
   void take_events();
 
+  boost::asio::io_context::executor_type executor_;
   int epoll_fd_ = -1;
   boost::asio::posix::stream_descriptor descriptor_;  // the epoll fd, watched by Asio
   std::vector<Readiness*> by_fd_;                     // each socket's entry, by its fd

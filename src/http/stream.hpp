@@ -157,7 +157,8 @@ class Stream {
           if (tls_ || !readiness_.in_set()) {
             sock_.async_wait(boost::asio::ip::tcp::socket::wait_read, std::move(handler));
           } else if (readiness_.may_be_readable()) {
-            boost::asio::post(boost::asio::append(std::move(handler), boost::system::error_code()));
+            boost::asio::post(readiness_.executor(),
+                              boost::asio::append(std::move(handler), boost::system::error_code()));
           } else {
             using Handler = decltype(with_allocator(std::move(handler)));
             ParkedWait<Handler>::start(with_allocator(std::move(handler)), readiness_);
