@@ -73,9 +73,9 @@ TEST(ReadNow, ReadParsedGetsAMessageSentInPiecesWithPausesBetween) {
       std::this_thread::sleep_for(i % 2 ? 15ms : 1ms);
     }
   });
-  for (int i = 0; i < 200 && !done; ++i) p.spin(20ms);
+  const bool read = p.spin_until([&] { return done; });
   writer.join();
-  ASSERT_TRUE(done) << "the message's last pieces were never read";
+  ASSERT_TRUE(read) << "the message's last pieces were never read";
   EXPECT_FALSE(rec) << rec.message();
   EXPECT_TRUE(parser.is_done());
   EXPECT_EQ(req.body(), "abcdefghijklmnopqrstuvwxyz");
@@ -140,8 +140,7 @@ TEST(ReadNow, ReadParsedNowStopsAtAPartialHeaderAndReadParsedGoesOnFromThere) {
       net::detached);
   r.spin(20ms);
   r.send("st: x\r\nContent-Length: 3\r\n\r\nabc");
-  for (int i = 0; i < 100 && !done; ++i) r.spin(20ms);
-  ASSERT_TRUE(done) << "the rest of the message was never read";
+  ASSERT_TRUE(r.spin_until([&] { return done; })) << "the rest of the message was never read";
   EXPECT_FALSE(r.ec) << r.ec.message();
   EXPECT_EQ(r.req["host"], "x");
   EXPECT_EQ(r.req.body(), "abc");
@@ -171,7 +170,7 @@ TEST(ReadNow, ReadMoreNowGivesTheCloseToTheParserAsReadMoreDoes) {
             done = true;
           },
           net::detached);
-      r.spin(20ms);
+      r.spin_until([&] { return done; });
     }
     ASSERT_TRUE(done) << "the close behind a partial header was never read";
     EXPECT_EQ(r.ec, boost::beast::http::error::partial_message) << r.ec.message();

@@ -28,10 +28,24 @@ struct SocketPair {
   /// Runs the reactor for `d`: events for the server socket are seen (and their reads done).
   /// Restarted first: the io_context stops itself whenever it runs out of work, as it does when
   /// the guard of the spin before goes.
+  /// For what must not happen within `d`; spin_until() waits for what must.
   void spin(std::chrono::milliseconds d = std::chrono::milliseconds(50)) {
     ioc.restart();
     auto guard = boost::asio::make_work_guard(ioc);
     ioc.run_for(d);
+  }
+  /// Runs the io_context, a handler at a time, until `done()` holds: true then, false when it
+  /// still does not after `limit` (a generous bound: sanitizers and a loaded machine are slow).
+  template <typename Condition>
+  bool spin_until(Condition done, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+    ioc.restart();
+    auto guard = boost::asio::make_work_guard(ioc);
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= end) return false;
+      ioc.run_one_for(std::chrono::milliseconds(10));
+    }
+    return true;
   }
 };
 
