@@ -77,7 +77,7 @@ void Readiness::drained(int fd, const net::any_io_executor& executor) {
 }
 
 bool Readiness::drained_and_watched() const {
-  return set_ != nullptr && !readable_ && set_->watching_;
+  return set_ != nullptr && !readable_ && (set_->watching_ || set_->taking_events_);
 }
 
 net::io_context::executor_type Readiness::executor() const {
@@ -218,23 +218,37 @@ void ReadinessSet::take_events() {
     const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
+    // Every flag first, then the waiters: a waiter's handler that asks about another socket
+    // (the pool: did the backend close this idle connection?) sees that socket's event of this
+    // same batch, not a flag one wake-up old (Readiness::drained_and_watched).
+    const bool whole_batch = static_cast<std::size_t>(n) < events.size();
     for (int i = 0; i < n; ++i) {
-      const int fd = events[i].data.fd;
-      // A waiter run before this event may have closed the socket, and another one taken its
-      // number: then the event reaches the new socket, which reads and finds nothing (a spare
-      // system call, never a lost byte).
-      if (static_cast<std::size_t>(fd) >= by_fd_.size()) continue;
-      Readiness* entry = by_fd_[fd];
+      Readiness* entry = entry_of(events[i].data.fd);
       if (!entry) continue;
       entry->readable_ = true;
       entry->hangup_ = (events[i].events & kHangup) != 0;
+    }
+    taking_events_ = whole_batch;
+    for (int i = 0; i < n; ++i) {
+      // A waiter run before this one may have closed this socket, and another one taken its
+      // number (its flag is then its own: set only when its own read found bytes, or a later
+      // event), or drained it again after the event (its next bytes raise an event still to
+      // come): a waiter runs only on a socket still flagged readable.
+      Readiness* entry = entry_of(events[i].data.fd);
+      if (!entry || !entry->readable_) continue;
       if (ReadyWaiter* waiter = entry->waiter_) {
         entry->unpark();
         waiter->on_ready({});
       }
     }
-    if (static_cast<std::size_t>(n) < events.size()) return;
+    taking_events_ = false;
+    if (whole_batch) return;
   }
+}
+
+Readiness* ReadinessSet::entry_of(int fd) const {
+  if (fd < 0 || static_cast<std::size_t>(fd) >= by_fd_.size()) return nullptr;
+  return by_fd_[fd];
 }
 
 }  // namespace llmux::http

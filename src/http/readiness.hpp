@@ -78,8 +78,9 @@ class Readiness {
   bool may_be_readable() const { return set_ == nullptr || readable_; }
   /// In a set: reads may park (park()).
   bool in_set() const { return set_ != nullptr; }
-  /// Drained, and the set is watching for events (some waiter is parked): the flag is current up
-  /// to the worker's last wake-up. (A set that watches nothing leaves events in the kernel.)
+  /// Drained, and the set is watching for events (some waiter is parked) or taking them: the flag
+  /// is current up to the worker's last wake-up. (A set that watches nothing leaves events in the
+  /// kernel.)
   bool drained_and_watched() const;
 
   /// After a non-blocking read of socket `fd` (executor `executor`) that came up short or found
@@ -144,6 +145,7 @@ class ReadinessSet : public boost::asio::execution_context::service {
   void on_unpark() { --parked_; }
   void watch();
   void take_events();
+  Readiness* entry_of(int fd) const;  // null when the fd has none
 
   boost::asio::io_context::executor_type executor_;
   int epoll_fd_ = -1;
@@ -153,6 +155,9 @@ class ReadinessSet : public boost::asio::execution_context::service {
   std::size_t parked_ = 0;
   std::size_t wake_ups_ = 0;
   bool watching_ = false;  // an async_wait on descriptor_ is pending
+  // Inside take_events(), with every event the kernel had when it took them applied to the
+  // flags: they are as current as while watching.
+  bool taking_events_ = false;
   bool shut_down_ = false;
 };
 
