@@ -191,11 +191,14 @@ TEST_F(RedisUsage, WritesCutOffWithTheConnectionAreResentOnce) {
 TEST_F(RedisUsage, WritesRefusedWhileUpAreWrittenBackByTheNextAdd) {
   auto c = client(true, 4);  // at most 4 commands in flight
   auto a = ledger(c);
-  ASSERT_EQ(raw({"CLIENT", "PAUSE", "500"}).str, "OK");
+  // Paused until the test has seen the refusals (the 10 s are a ceiling, not a timing: a loaded
+  // machine that issues the adds slowly must not see the pause end under them).
+  ASSERT_EQ(raw({"CLIENT", "PAUSE", "10000", "WRITE"}).str, "OK");
   for (int i = 0; i < 6; ++i) add(*a, "alice", "llama", kH0 + 3 * 3600, {2, 0, 1});
   // Four wait for the server, two are refused at once: not applied, to be resent.
-  EXPECT_TRUE(poll_until([&] { return c->counters().refused == 2; }, 2s));
-  ASSERT_TRUE(poll_until([&] { return a->stats().inflight == 0; }, 5s));
+  EXPECT_TRUE(poll_until([&] { return c->counters().refused == 2; }, 10s));
+  ASSERT_EQ(raw({"CLIENT", "UNPAUSE"}).str, "OK");
+  ASSERT_TRUE(poll_until([&] { return a->stats().inflight == 0; }, 10s));
   EXPECT_GT(a->stats().unsure_writes, 0u);
   add(*a, "alice", "llama", kH0 + 3 * 3600, {2, 0, 1});  // Redis answers again: written back
   ASSERT_TRUE(written({a.get()}));
