@@ -74,7 +74,8 @@ std::vector<CheckResult> probe_one(const Backend& b, Millis timeout) {
     return static_cast<double>(r.end_ns - r.start_ns) / 1e6;
   };
 
-  // As the health checks ask (src/gateway/health.cpp): host and port, the path as configured.
+  // As the health checks ask (src/gateway/health_checker.cpp): host and port, the path as
+  // configured.
   http::Url root;
   root.host = b.host;
   root.port = b.port;

@@ -11,7 +11,7 @@
 
 #include "config/summary.hpp"
 #include "core/openai_error.hpp"
-#include "gateway/health.hpp"
+#include "gateway/health_checker.hpp"
 #include "gateway/metrics_render.hpp"
 
 namespace llmux::gateway {
@@ -85,8 +85,8 @@ bool read_new_backend(const std::string& body, AdminChange& ch, std::string& err
   return true;
 }
 
-net::awaitable<void> run_change(Shared& s, Client& c, const Request& req, AdminChange ch,
-                                const std::string& request_id) {
+net::awaitable<void> run_change(GatewayState& s, ClientConnection& c, const Request& req,
+                                AdminChange ch, const std::string& request_id) {
   if (!s.control || !s.change_fleet) {
     co_await write_error(c, 503, "Run-time changes are not available in this process.", &req, true,
                          request_id);
@@ -114,7 +114,7 @@ bool is_admin_path(std::string_view path) {
   return path.starts_with(kPrefix) || path == "/admin";
 }
 
-std::string admin_backends_json(const Shared& s, const Fleet& f) {
+std::string admin_backends_json(const GatewayState& s, const Fleet& f) {
   boost::system::error_code ec;
   auto v = boost::json::parse(admin_backends(f), ec);
   if (ec || !v.is_object()) return admin_backends(f);
@@ -185,7 +185,7 @@ bool apply_change(const AdminChange& ch, config::GatewayConfig& cfg, std::string
 namespace {
 
 /// GET /admin/usage?key=&from=&to=[&format=csv]: the usage ledger's rows (auth/usage.hpp).
-net::awaitable<void> usage_report(Shared& s, Client& c, const Request& req,
+net::awaitable<void> usage_report(GatewayState& s, ClientConnection& c, const Request& req,
                                   const std::string& request_id) {
   auto url = boost::urls::parse_origin_form(req.target());
   if (!url) {
@@ -235,7 +235,7 @@ net::awaitable<void> usage_report(Shared& s, Client& c, const Request& req,
 
 }  // namespace
 
-net::awaitable<void> admin(Shared& s, const Fleet& f, Client& c, const Request& req,
+net::awaitable<void> admin(GatewayState& s, const Fleet& f, ClientConnection& c, const Request& req,
                            std::string_view path, const std::string& request_id) {
   const std::string& token = f.cfg.admin.token;
   if (token.empty()) {

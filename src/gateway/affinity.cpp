@@ -114,8 +114,9 @@ bool learns_response_id(std::string_view method, std::string_view path, const Bo
          path.size() == kResponses.size() + 1 + path_id(path).size();
 }
 
-net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f, const RouteRt& route,
-                               std::string_view id, std::string_view request_id) {
+net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f,
+                               const RouteRuntime& route, std::string_view id,
+                               std::string_view request_id) {
   const std::int64_t now = mono_ns();
   if (auto owner = co_await store.owner(id)) {
     for (upstream::Backend* b : route.backends) {

@@ -42,7 +42,8 @@ struct Pin {
 
 /// The backend holding `id` among the route's, by the store or by asking them (`request_id`: for
 /// the log).
-net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f, const RouteRt& route,
-                               std::string_view id, std::string_view request_id = {});
+net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f,
+                               const RouteRuntime& route, std::string_view id,
+                               std::string_view request_id = {});
 
 }  // namespace llmux::gateway

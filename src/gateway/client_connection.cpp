@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "gateway/client.hpp"
+#include "gateway/client_connection.hpp"
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
@@ -11,7 +11,7 @@ namespace llmux::gateway {
 namespace {
 /// The watch itself, from the worker's ticker.
 void start_watch_now(void* ctx) {
-  auto& c = *static_cast<Client*>(ctx);
+  auto& c = *static_cast<ClientConnection*>(ctx);
   // A plain completion handler (inside PeerWatch), not a coroutine. The session waits
   // (stop_watch) for it before it reads again or ends, so the pointers it holds stay valid.
   c.watch.peer.start(
@@ -25,26 +25,26 @@ void start_watch_now(void* ctx) {
 }
 }  // namespace
 
-void start_watch(Worker& w, Client& c) {
+void start_watch(Worker& w, ClientConnection& c) {
   c.watch.client_gone = false;
   c.watch.up = nullptr;
-  c.watch_later.run = start_watch_now;
-  c.watch_later.ctx = &c;
-  w.later.link(c.watch_later, w.tick);
+  c.deferred_watch.run = start_watch_now;
+  c.deferred_watch.ctx = &c;
+  w.deferred_starts.link(c.deferred_watch, w.tick);
 }
 
-bool end_watch(Client& c) {
-  LaterList::unlink(c.watch_later);
+bool end_watch(ClientConnection& c) {
+  DeferredStartList::unlink(c.deferred_watch);
   c.watch.up = nullptr;
   return c.watch.peer.stop_now();
 }
 
-net::awaitable<void> stop_watch(Client& c) {
+net::awaitable<void> stop_watch(ClientConnection& c) {
   end_watch(c);
   return c.watch.peer.stop(c.sock.socket());  // not a coroutine itself: no frame of its own
 }
 
-net::awaitable<bool> write_content(Client& c, int status, std::string_view content_type,
+net::awaitable<bool> write_content(ClientConnection& c, int status, std::string_view content_type,
                                    std::string body, const Request* req,
                                    std::string_view request_id, ExtraHeader header) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status),
@@ -69,8 +69,9 @@ net::awaitable<bool> write_content(Client& c, int status, std::string_view conte
   co_return !ec;
 }
 
-net::awaitable<bool> write_json(Client& c, int status, std::string body, const Request* req,
-                                std::string_view request_id, int retry_after_s) {
+net::awaitable<bool> write_json(ClientConnection& c, int status, std::string body,
+                                const Request* req, std::string_view request_id,
+                                int retry_after_s) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status),
                                           req ? req->version() : 11u};
   res.set(bhttp::field::server, "llmux");
@@ -87,7 +88,7 @@ net::awaitable<bool> write_json(Client& c, int status, std::string body, const R
   co_return !ec;
 }
 
-net::awaitable<bool> write_error(Client& c, int status, std::string_view message,
+net::awaitable<bool> write_error(ClientConnection& c, int status, std::string_view message,
                                  const Request* req, bool keep, std::string_view request_id,
                                  int retry_after_s) {
   if (!keep) c.keep_alive = false;

@@ -23,9 +23,9 @@ namespace llmux::gateway {
 /// aborts the request), before or after the response header.
 struct ClientWatch {
   ClientWatch() = default;
-  http::PeerWatch peer;              // the read kept pending on the client socket
-  bool client_gone = false;          // the client closed or reset its connection
-  upstream::Upstream* up = nullptr;  // the current attempt's connection
+  http::PeerWatch peer;                       // the read kept pending on the client socket
+  bool client_gone = false;                   // the client closed or reset its connection
+  upstream::BackendConnection* up = nullptr;  // the current attempt's connection
   void close_upstream() {
     if (!up) return;
     boost::system::error_code ignored;
@@ -34,19 +34,19 @@ struct ClientWatch {
   }
 };
 
-struct Client {
-  Client(tcp::socket s, http::DeadlineList& list) : sock(std::move(s)), dl(list, sock) {}
-  Client(const Client&) = delete;
-  Client& operator=(const Client&) = delete;
-  ~Client() { LaterList::unlink(watch_later); }
+struct ClientConnection {
+  ClientConnection(tcp::socket s, http::DeadlineList& list) : sock(std::move(s)), dl(list, sock) {}
+  ClientConnection(const ClientConnection&) = delete;
+  ClientConnection& operator=(const ClientConnection&) = delete;
+  ~ClientConnection() { DeferredStartList::unlink(deferred_watch); }
   http::Stream sock;  // TLS on it when the listener has `tls` (session() shakes hands)
   beast::flat_buffer buf;
   bool keep_alive = true;
   std::string peer;
   std::chrono::milliseconds write_timeout{120000};  // the gateway's own answers (timeouts.idle)
   http::ScopedDeadline dl;
-  ClientWatch watch;      // the current request's watch on this socket
-  LaterLink watch_later;  // linked while the watch waits to start (start_watch)
+  ClientWatch watch;             // the current request's watch on this socket
+  DeferredStart deferred_watch;  // linked while the watch waits to start (start_watch)
 };
 
 /// Watches the client from the worker's next tick but one (50-100 ms from now) if the request is
@@ -57,12 +57,12 @@ struct Client {
 /// and ending it a cancellation and two handler runs, a tenth of a small request's CPU time; a
 /// client that leaves in the first tick is noticed when its watch starts, or when its response
 /// is written.
-void start_watch(Worker& w, Client& c);
+void start_watch(Worker& w, ClientConnection& c);
 /// Ends the watch, so the session may read the socket again: true when that is done (the watch
 /// had not started), false when its read is pending: then co_await stop_watch(c), which waits
 /// until the read is gone.
-bool end_watch(Client& c);
-net::awaitable<void> stop_watch(Client& c);
+bool end_watch(ClientConnection& c);
+net::awaitable<void> stop_watch(ClientConnection& c);
 
 /// Writes a response of `content_type` (keep-alive as c.keep_alive; Server and X-Request-Id
 /// set; `header`: one more field, when its name is not empty; no body for HEAD). False when the
@@ -70,16 +70,17 @@ net::awaitable<void> stop_watch(Client& c);
 struct ExtraHeader {
   std::string_view name, value;
 };
-net::awaitable<bool> write_content(Client& c, int status, std::string_view content_type,
+net::awaitable<bool> write_content(ClientConnection& c, int status, std::string_view content_type,
                                    std::string body, const Request* req,
                                    std::string_view request_id = {}, ExtraHeader header = {});
 
 /// Writes a JSON response (keep-alive as c.keep_alive; Server and X-Request-Id set; Retry-After
 /// when `retry_after_s` > 0). False when the write failed (c.keep_alive is then false).
-net::awaitable<bool> write_json(Client& c, int status, std::string body, const Request* req,
-                                std::string_view request_id = {}, int retry_after_s = 0);
+net::awaitable<bool> write_json(ClientConnection& c, int status, std::string body,
+                                const Request* req, std::string_view request_id = {},
+                                int retry_after_s = 0);
 /// Writes an OpenAI-shaped error; `keep` false also ends the connection after it.
-net::awaitable<bool> write_error(Client& c, int status, std::string_view message,
+net::awaitable<bool> write_error(ClientConnection& c, int status, std::string_view message,
                                  const Request* req, bool keep = true,
                                  std::string_view request_id = {}, int retry_after_s = 0);
 

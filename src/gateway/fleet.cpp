@@ -198,7 +198,7 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
   f->outlier = {od.enabled, od.consecutive_failures, od.base_ejection, od.max_ejection,
                 od.stall_timeout};
   for (const auto& rc : c.routes) {
-    RouteRt r;
+    RouteRuntime r;
     r.cfg = &rc;
     r.metric_id = metrics::names().routes.id(rc.name);
     r.retry_budget =

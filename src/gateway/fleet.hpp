@@ -3,7 +3,7 @@
 // One configuration, ready to serve: its backends (resolved), its routes with their policies and
 // retry budgets. A Fleet is immutable once built (its backends' changing parts are atomics); a
 // reload builds a new one and each worker switches to it between requests, while a request that
-// started on the old one finishes on it (it holds a lease: gateway/worker.hpp).
+// started on the old one finishes on it (it holds a FleetHandle: gateway/worker.hpp).
 //
 // A reload keeps a backend that has the same name, URL, API key and pool idle timeout: the same
 // object (its health, ejection and in-flight count go on; weight and max_inflight take the new
@@ -28,7 +28,7 @@
 namespace llmux::gateway {
 
 /// One route: its config, its policy (shared by all workers) and its backends, in order.
-struct RouteRt {
+struct RouteRuntime {
   const config::Route* cfg = nullptr;
   std::unique_ptr<policy::Policy> policy;
   std::vector<upstream::Backend*> backends;
@@ -40,7 +40,7 @@ struct RouteRt {
 struct Fleet {
   config::GatewayConfig cfg;
   std::vector<std::shared_ptr<upstream::Backend>> backends;  // cfg.backends' order
-  std::vector<RouteRt> routes;                               // cfg.routes' order
+  std::vector<RouteRuntime> routes;                          // cfg.routes' order
   upstream::OutlierSettings outlier;
   /// The client API keys of this configuration (auth.keys, auth.keys_file): disabled when none.
   auth::KeyTable keys;

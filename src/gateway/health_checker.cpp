@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "gateway/health.hpp"
+#include "gateway/health_checker.hpp"
 
 #include <algorithm>
 #include <chrono>

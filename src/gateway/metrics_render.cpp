@@ -28,7 +28,7 @@ using prometheus::MetricFamily;
 using prometheus::MetricType;
 
 /// Every worker's counters, added up by key.
-std::map<std::uint64_t, std::uint64_t> counters(const Shared& s) {
+std::map<std::uint64_t, std::uint64_t> counters(const GatewayState& s) {
   std::map<std::uint64_t, std::uint64_t> out;
   s.metrics.each([&](const metrics::WorkerMetrics& w) {
     w.counters.each([&](std::uint64_t k, std::uint64_t v) { out[k] += v; });
@@ -50,7 +50,7 @@ struct Summed {
 
 /// One histogram over every worker: `pick` chooses it in a worker's metrics.
 template <typename Pick>
-Summed sum(const Shared& s, Pick pick) {
+Summed sum(const GatewayState& s, Pick pick) {
   Summed out;
   s.metrics.each(
       [&](const metrics::WorkerMetrics& w) { pick(w).add_to(out.buckets, out.count, out.sum_ns); });
@@ -135,11 +135,11 @@ BackendTotals totals(const std::map<std::uint64_t, std::uint64_t>& all, int id) 
 
 }  // namespace
 
-BackendTotals backend_totals(const Shared& s, int metric_id) {
+BackendTotals backend_totals(const GatewayState& s, int metric_id) {
   return totals(counters(s), metric_id);
 }
 
-std::string prometheus_text(const Shared& s, const Fleet& f) {
+std::string prometheus_text(const GatewayState& s, const Fleet& f) {
   auto& names = metrics::names();
   const std::int64_t now = mono_ns();
   const auto all = counters(s);
@@ -386,7 +386,7 @@ boost::json::object hist_json(const Summed& h, const metrics::Bounds& b) {
 
 }  // namespace
 
-std::string dashboard_json(const Shared& s, const Fleet& f) {
+std::string dashboard_json(const GatewayState& s, const Fleet& f) {
   const std::int64_t now = mono_ns();
   const auto all = counters(s);
   boost::json::array backends;

@@ -13,7 +13,7 @@ namespace llmux::gateway {
 
 namespace json = boost::json;
 
-net::awaitable<void> models(const Fleet& f, Worker& w, Client& c, const Request& req,
+net::awaitable<void> models(const Fleet& f, Worker& w, ClientConnection& c, const Request& req,
                             const std::string& request_id) {
   const auth::KeyEntry* key = nullptr;
   if (f.keys.enabled()) {

@@ -7,12 +7,12 @@
 
 #include <boost/asio/awaitable.hpp>
 
-#include "gateway/client.hpp"
+#include "gateway/client_connection.hpp"
 #include "gateway/worker.hpp"
 
 namespace llmux::gateway {
 
-net::awaitable<void> models(const Fleet& f, Worker& w, Client& c, const Request& req,
+net::awaitable<void> models(const Fleet& f, Worker& w, ClientConnection& c, const Request& req,
                             const std::string& request_id);
 
 }  // namespace llmux::gateway

@@ -13,7 +13,7 @@
 #include "core/clock.hpp"
 #include "core/openai_error.hpp"
 #include "gateway/affinity.hpp"
-#include "gateway/health.hpp"
+#include "gateway/health_checker.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/relay.hpp"
 #include "gateway/stream_usage.hpp"
@@ -40,7 +40,7 @@ struct HeaderLookup {
 
 /// The policy's view of the request. Built by the plain functions below, on their own stack:
 /// a coroutine keeps every local in its frame, and a held-open stream should cost little.
-policy::PickContext context(const RouteRt& route, const Request& req, const BodyFields& f,
+policy::PickContext context(const RouteRuntime& route, const Request& req, const BodyFields& f,
                             std::string_view path, const HeaderLookup& headers,
                             bool with_prompt = false, bool pinned = false) {
   policy::PickContext ctx;
@@ -69,7 +69,7 @@ policy::PickContext context(const RouteRt& route, const Request& req, const Body
 /// The policy's choice with its in-flight slot, taken atomically (a full backend is skipped).
 /// `pinned`: the backend that holds the response the request names (gateway/affinity.hpp), the
 /// only candidate then.
-upstream::Slot pick(const RouteRt& route, const Request& req, const BodyFields& f,
+upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFields& f,
                     std::string_view path, upstream::TriedSet& tried,
                     upstream::Backend* const* pinned) {
   const HeaderLookup headers{&req};
@@ -82,7 +82,7 @@ upstream::Slot pick(const RouteRt& route, const Request& req, const BodyFields& 
 }
 
 /// Tells the backend's health and the route's policy how an attempt ended.
-void report(const Fleet& fleet, const RouteRt& route, const Request& req, const BodyFields& f,
+void report(const Fleet& fleet, const RouteRuntime& route, const Request& req, const BodyFields& f,
             std::string_view path, upstream::Backend& b, const Outcome& o,
             std::string_view request_id, std::int64_t now) {
   if (auto ev = upstream::record_outcome(b, o, now, fleet.outlier))
@@ -123,9 +123,10 @@ enum class Admit { slot, full, timeout, client_left };
 /// Waits in the route's queue until, first in line, it takes a slot (`slot`); `depth` is how many
 /// were waiting when it joined, itself included. A coroutine of its own: its frame (and the
 /// ticket) exist only while a request waits.
-net::awaitable<Admit> wait_in_queue(Client& c, const RouteRt& route, const Request& req,
-                                    const BodyFields& fields, upstream::Backend* const* pinned,
-                                    upstream::Slot& slot, int& depth) {
+net::awaitable<Admit> wait_in_queue(ClientConnection& c, const RouteRuntime& route,
+                                    const Request& req, const BodyFields& fields,
+                                    upstream::Backend* const* pinned, upstream::Slot& slot,
+                                    int& depth) {
   const std::string_view path = request_path(req);
   AdmissionQueue& q = *route.queue;
   auto t = q.join(co_await net::this_coro::executor);
@@ -161,10 +162,10 @@ net::awaitable<Admit> wait_in_queue(Client& c, const RouteRt& route, const Reque
 /// Response affinity: the owner of the response the request names, in `pinned`; false when the
 /// request was answered here instead (owner down, id nowhere). A coroutine of its own, so the
 /// lookup's state is not kept in every proxy frame.
-net::awaitable<bool> pin_owner(Shared& s, const Fleet& f, Client& c, const Request& req,
-                               const RouteRt& route, const BodyFields& fields,
-                               const std::string& request_id, AccessRecord& rec,
-                               upstream::Backend*& pinned) {
+net::awaitable<bool> pin_owner(GatewayState& s, const Fleet& f, ClientConnection& c,
+                               const Request& req, const RouteRuntime& route,
+                               const BodyFields& fields, const std::string& request_id,
+                               AccessRecord& rec, upstream::Backend*& pinned) {
   const std::string_view path = request_path(req);
   const std::string_view id = named_response_id(path, fields);
   if (id.empty() || !s.responses) co_return true;
@@ -186,10 +187,11 @@ net::awaitable<bool> pin_owner(Shared& s, const Fleet& f, Client& c, const Reque
 /// holds its concurrency slot). False when the request was answered here instead (401, 403 or
 /// 429 with Retry-After). A coroutine of its own, so that the decision and its message take no
 /// room in every proxy frame.
-net::awaitable<bool> admit_client(Shared& s, const Fleet& f, Client& c, const Request& req,
-                                  const RouteRt& route, const BodyFields& fields,
-                                  const std::string& request_id, AccessRecord& rec,
-                                  const auth::KeyEntry*& key, auth::QuotaLimiter::Permit& permit) {
+net::awaitable<bool> admit_client(GatewayState& s, const Fleet& f, ClientConnection& c,
+                                  const Request& req, const RouteRuntime& route,
+                                  const BodyFields& fields, const std::string& request_id,
+                                  AccessRecord& rec, const auth::KeyEntry*& key,
+                                  auth::QuotaLimiter::Permit& permit) {
   // A request with a body names its model there ("" when it does not); one without (GET
   // /v1/responses/{id}) is held to the key's routes only.
   const std::optional<std::string_view> model =
@@ -218,11 +220,11 @@ net::awaitable<bool> admit_client(Shared& s, const Fleet& f, Client& c, const Re
 /// The answer to a request nothing was relayed for: why (a full queue, a queue timeout, every
 /// backend full, the one backend holding its conversation failed, the last attempt's failure).
 /// A coroutine of its own, so that its messages take no room in every proxy frame.
-net::awaitable<void> answer_failure(Client& c, const Request& req, const RouteRt& route,
-                                    const BodyFields& fields, const std::string& request_id,
-                                    Admit admit, bool all_full, int attempts,
-                                    const upstream::Backend* pinned, const Outcome& last,
-                                    AccessRecord& rec) {
+net::awaitable<void> answer_failure(ClientConnection& c, const Request& req,
+                                    const RouteRuntime& route, const BodyFields& fields,
+                                    const std::string& request_id, Admit admit, bool all_full,
+                                    int attempts, const upstream::Backend* pinned,
+                                    const Outcome& last, AccessRecord& rec) {
   const std::string_view path = request_path(req);
   upstream::ErrorAnswer answer;
   int retry_after = 0;
@@ -264,7 +266,7 @@ net::awaitable<void> answer_failure(Client& c, const Request& req, const RouteRt
 
 /// An admitted key's request that a backend answered: the tokens its `usage` reported go to the
 /// key's tokens-per-minute quota and to the usage ledger (under the hour it ended in).
-void charge_key(Shared& s, const auth::KeyEntry& key, const upstream::Backend& b,
+void charge_key(GatewayState& s, const auth::KeyEntry& key, const upstream::Backend& b,
                 const BodyFields& fields, const AccessRecord& rec) {
   const auth::TokenUsage used{rec.prompt_tokens.value_or(0), rec.cached_tokens.value_or(0),
                               rec.completion_tokens.value_or(0)};
@@ -276,9 +278,9 @@ void charge_key(Shared& s, const auth::KeyEntry& key, const upstream::Backend& b
 
 /// The request's metrics and access log line, once it ended (at `now`, mono_ns()). `b`: the
 /// backend that answered (null when none did).
-void finish(Shared& s, const Fleet& f, Worker& w, const RouteRt& route, const upstream::Backend* b,
-            const BodyFields& fields, AccessRecord& rec, std::int64_t start, std::int64_t now,
-            const auth::KeyEntry* key = nullptr) {
+void finish(GatewayState& s, const Fleet& f, Worker& w, const RouteRuntime& route,
+            const upstream::Backend* b, const BodyFields& fields, AccessRecord& rec,
+            std::int64_t start, std::int64_t now, const auth::KeyEntry* key = nullptr) {
   rec.total_ms = static_cast<double>(now - start) / 1e6;
   if (key && b) charge_key(s, *key, *b, fields, rec);
   if (!f.cfg.metrics.enabled) {
@@ -322,8 +324,8 @@ void first_byte(AccessRecord& rec, Outcome& last, std::int64_t start, std::int64
 
 }  // namespace
 
-net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Request& req,
-                           const RouteRt& route, const BodyFields& fields,
+net::awaitable<void> proxy(GatewayState& s, const Fleet& f, Worker& w, ClientConnection& c,
+                           Request& req, const RouteRuntime& route, const BodyFields& fields,
                            const std::string& request_id) {
   const std::int64_t start = mono_ns();
 
@@ -368,7 +370,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
   // the response's header and at its end; each read costs ~36 ns.)
   std::int64_t ready = mono_ns();
   std::int64_t not_overhead = ready - start;
-  state::ResponseStore* learn =
+  state::ResponseStore* affinity_store =
       f.cfg.affinity.enabled && learns_response_id(rec.method, rec.path, fields) ? s.responses
                                                                                  : nullptr;
   // Every stream's tokens counted: ask for usage where the client did not (stream_usage.hpp).
@@ -449,7 +451,7 @@ net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Requ
     // No attempt follows one that got a response: the body is not needed any more (a Codex
     // turn's can be hundreds of KiB, and its stream lasts minutes).
     req.release_body();
-    co_await relay(f, w, c, req, b, a, rec, last, learn, usage.asked);
+    co_await relay(f, w, c, req, b, a, rec, last, affinity_store, usage.asked);
     // Counted before anything else may suspend: the client has the whole answer already, and
     // its next request (a scrape of /metrics, say) may reach another worker at once.
     const std::int64_t end = mono_ns();

@@ -12,7 +12,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
-#include "gateway/client.hpp"
+#include "gateway/client_connection.hpp"
 #include "gateway/request_view.hpp"
 #include "gateway/upstream_attempt.hpp"
 #include "gateway/worker.hpp"
@@ -24,8 +24,8 @@ namespace llmux::gateway {
 /// one. Writes the access log line.
 /// Once a backend's response began (no attempt follows), the request's body is released: a
 /// held-open stream does not keep it (`fields.body_bytes` keeps its size).
-net::awaitable<void> proxy(Shared& s, const Fleet& f, Worker& w, Client& c, Request& req,
-                           const RouteRt& route, const BodyFields& fields,
+net::awaitable<void> proxy(GatewayState& s, const Fleet& f, Worker& w, ClientConnection& c,
+                           Request& req, const RouteRuntime& route, const BodyFields& fields,
                            const std::string& request_id);
 
 }  // namespace llmux::gateway

@@ -11,7 +11,7 @@
 
 #include "core/clock.hpp"
 #include "core/openai_error.hpp"
-#include "gateway/health.hpp"
+#include "gateway/health_checker.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/proxy.hpp"
 #include "gateway/stream_usage.hpp"
@@ -104,8 +104,8 @@ std::size_t chunk_size_line(char* out, std::size_t size) {
 /// slow client, and always over TLS) is copied into `rest`, for the relay to await. A plain
 /// function: the pieces and their framing take no room in the relay's frame, which a
 /// held-open stream keeps.
-void write_ready(http::Stream& sock, const Ready& r, std::string& rest,
-                 boost::system::error_code& ec) {
+void write_at_once(http::Stream& sock, const Ready& r, std::string& rest,
+                   boost::system::error_code& ec) {
   char size_line[32];
   char tail_line[32];
   std::array<net::const_buffer, 7> out{};
@@ -137,7 +137,7 @@ void write_ready(http::Stream& sock, const Ready& r, std::string& rest,
     rest.append(static_cast<const char*>(out[i].data()), out[i].size());
 }
 
-/// What write_ready() left in `rest`, awaited within the idle timeout, then freed (a stream holds
+/// What write_at_once() left in `rest`, awaited within the idle timeout, then freed (a stream holds
 /// no copy while it waits). A coroutine of its own: it costs a frame only when a write did not go
 /// at once, and its operation's state takes no room in the relay's frame.
 /// The response header the client gets, and whether the gateway frames the body in chunks.
@@ -152,7 +152,7 @@ struct ClientHeader {
 /// no copy of its header. (Apart from relay(), whose coroutine frame keeps every local.)
 ClientHeader client_header(const Request& req, UpstreamResponse& response,
                            const upstream::Backend& backend, const AccessRecord& record,
-                           Client& client) {
+                           ClientConnection& client) {
   using namespace std::string_view_literals;
   ClientHeader header{std::move(response.header())};
   header.bytes.append("x-llmux-backend: "sv, backend.name, "\r\nx-request-id: "sv,
@@ -183,8 +183,8 @@ ClientHeader client_header(const Request& req, UpstreamResponse& response,
   return header;
 }
 
-net::awaitable<boost::system::error_code> write_rest(Client& c, std::string& rest,
-                                                     std::chrono::milliseconds idle) {
+net::awaitable<boost::system::error_code> write_remainder(ClientConnection& c, std::string& rest,
+                                                          std::chrono::milliseconds idle) {
   c.dl.arm(idle);
   auto [ec, n] = co_await net::async_write(c.sock, net::buffer(rest), use_tuple);
   c.dl.disarm();
@@ -194,20 +194,21 @@ net::awaitable<boost::system::error_code> write_rest(Client& c, std::string& res
 
 }  // namespace
 
-net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& req,
+net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const Request& req,
                            upstream::Backend& b, Attempt& a, AccessRecord& rec,
-                           upstream::Outcome& out, state::ResponseStore* learn, bool strip_usage) {
+                           upstream::Outcome& out, state::ResponseStore* affinity_store,
+                           bool strip_usage) {
   using namespace std::string_view_literals;
   UpstreamResponse& p = *a.parser;
   ResponseTap tap(dialect_of(rec.path), p.content_type(), w.json);
   const bool sse = tap.kind() == ResponseTap::Kind::sse;
   const bool responses_api = rec.path.starts_with("/v1/responses");
   rec.status = p.status();
-  if (rec.status < 200 || rec.status > 299) learn = nullptr;
+  if (rec.status < 200 || rec.status > 299) affinity_store = nullptr;
   const bool head = req.method() == bhttp::verb::head;
   auto [header_bytes, chunked] = client_header(req, p, b, rec, c);
 
-  upstream::Upstream* up = a.up.get();
+  upstream::BackendConnection* up = a.up.get();
   c.watch.up = up;
   bool upstream_failed = false;
   std::string upstream_error;
@@ -219,14 +220,14 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   upstream::StallWatch stall(
       b, sse && f.outlier.enabled ? f.outlier.stall_timeout : std::chrono::milliseconds(0), idle);
 
-  // What write_ready() could not write at once, awaited (a slow client; TLS).
+  // What write_at_once() could not write at once, awaited (a slow client; TLS).
   std::string rest;
   boost::system::error_code wec;
   if (sse && !header_bytes.empty()) {
     // A stream's header goes out at once: the client sees the response begin (TTFB) even
     // while the first event is still being computed (a long prefill).
-    write_ready(c.sock, Ready{.header = header_bytes.view()}, rest, wec);
-    if (!wec && !rest.empty()) wec = co_await write_rest(c, rest, idle);
+    write_at_once(c.sock, Ready{.header = header_bytes.view()}, rest, wec);
+    if (!wec && !rest.empty()) wec = co_await write_remainder(c, rest, idle);
     if (wec) client_failed = true;
     w.give_bytes(std::move(header_bytes));
   }
@@ -339,9 +340,9 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
     tap.feed(std::string_view(buf, cut), done);
     // The response id is learned before the bytes that carry it go out: the client's next turn
     // may reach another worker as soon as it has them.
-    if (learn && !tap.reader().id().empty()) {
-      learn->learn(tap.reader().id(), b.name);
-      learn = nullptr;
+    if (affinity_store && !tap.reader().id().empty()) {
+      affinity_store->learn(tap.reader().id(), b.name);
+      affinity_store = nullptr;
     }
     if (strip_usage && sse && cut > 0) {
       // The usage chunk the gateway asked for (gateway/stream_usage.hpp): counted by the tap,
@@ -366,11 +367,11 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
     if (cut == 0 && tail.empty() && !last && !upstream_failed) continue;
 
     if (!header_bytes.empty() || cut > 0 || !tail.empty() || (chunked && last)) {
-      write_ready(
+      write_at_once(
           c.sock,
           Ready{header_bytes.view(), chunked, std::string_view(buf, cut), tail, last && chunked},
           rest, wec);
-      if (!wec && !rest.empty()) wec = co_await write_rest(c, rest, idle);
+      if (!wec && !rest.empty()) wec = co_await write_remainder(c, rest, idle);
       if (wec) {
         client_failed = true;
         break;
@@ -418,8 +419,8 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& 
   }
   if (!header_bytes.empty() && !client_failed && !c.watch.client_gone) {
     // Nothing of the body was written (HEAD, or an empty body): send the header alone.
-    write_ready(c.sock, Ready{.header = header_bytes.view()}, rest, wec);
-    if (!wec && !rest.empty()) wec = co_await write_rest(c, rest, idle);
+    write_at_once(c.sock, Ready{.header = header_bytes.view()}, rest, wec);
+    if (!wec && !rest.empty()) wec = co_await write_remainder(c, rest, idle);
     if (wec) client_failed = true;
   }
   if (header_bytes.capacity() > 0) w.give_bytes(std::move(header_bytes));

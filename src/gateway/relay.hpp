@@ -11,7 +11,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "gateway/access_log.hpp"
-#include "gateway/client.hpp"
+#include "gateway/client_connection.hpp"
 #include "gateway/upstream_response.hpp"
 #include "gateway/worker.hpp"
 #include "state/response_store.hpp"
@@ -21,7 +21,7 @@ namespace llmux::gateway {
 
 /// One attempt whose final response header has arrived (`up` null: none did; why is elsewhere).
 struct Attempt {
-  std::shared_ptr<upstream::Upstream> up;
+  std::shared_ptr<upstream::BackendConnection> up;
   UpstreamResponse::Ptr parser;
   std::int64_t sent_ns = 0;  // when the request's last byte was written (mono_ns)
 };
@@ -34,15 +34,15 @@ std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_numb
 
 /// Relays the response whose header `a.parser` holds; fills `rec` (status, bytes, usage, error)
 /// and `out`, how the attempt ended (ok, broken_mid_stream or client_left; its ttfb, set by the
-/// caller at the response header, is kept). `learn`, when given:
+/// caller at the response header, is kept). `affinity_store`, when given:
 /// the response id of a 2xx answer (a JSON body's, a stream's `response.created`) goes there as
 /// held by `b`, before the bytes carrying it go out to the client. `strip_usage`: the gateway asked
 /// this stream for usage (gateway/stream_usage.hpp); its usage-only chunk is not relayed. Records
 /// the worker's metrics of the stream (TTFT and inter-token latency as written to the client,
 /// the relay's own delay).
-net::awaitable<void> relay(const Fleet& f, Worker& w, Client& c, const Request& req,
+net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const Request& req,
                            upstream::Backend& b, Attempt& a, AccessRecord& rec,
-                           upstream::Outcome& out, state::ResponseStore* learn = nullptr,
+                           upstream::Outcome& out, state::ResponseStore* affinity_store = nullptr,
                            bool strip_usage = false);
 
 }  // namespace llmux::gateway

@@ -7,7 +7,7 @@
 //   session.cpp (read, limits, timeouts, lingering close) → router.cpp (route table) →
 //   proxy.cpp (policy pick + slot, each attempt's request built by http_rules.cpp, sent by
 //   upstream_attempt.cpp, retry decision from upstream/outcome) → relay.cpp (response to the
-//   client, taps.cpp on the way) ‖ client.cpp (the watch on the client, local answers);
+//   client, taps.cpp on the way) ‖ client_connection.cpp (the watch on the client, local answers);
 //   models.cpp answers /v1/models.
 #include "gateway/gateway.hpp"
 
@@ -35,7 +35,7 @@
 #include "core/signals.hpp"
 #include "gateway/admin.hpp"
 #include "gateway/fleet.hpp"
-#include "gateway/health.hpp"
+#include "gateway/health_checker.hpp"
 #include "gateway/session.hpp"
 #include "gateway/worker.hpp"
 #include "http/linger.hpp"
@@ -111,7 +111,7 @@ class Gateway {
     for (int i = 0; i < nthreads; ++i) {
       auto w = std::make_unique<Worker>();
       w->m = &shared_.metrics.add_worker();
-      w->lease = std::make_shared<const FleetLease>(FleetLease{fleet_});
+      w->fleet_handle = std::make_shared<const FleetHandle>(FleetHandle{fleet_});
       workers_.push_back(std::move(w));
     }
     // Listeners: every worker gets an SO_REUSEPORT acceptor on every listener's port; the
@@ -378,13 +378,14 @@ class Gateway {
     // reloads in order, so the generations it sets only grow).
     auto left = std::make_shared<std::atomic<std::size_t>>(workers_.size());
     for (auto& w : workers_) {
-      net::post(w->ioc,
-                [w = w.get(), left, gen = fleet_->generation, &everywhere = shared_.generation,
-                 lease = std::make_shared<const FleetLease>(FleetLease{fleet_})]() mutable {
-                  w->set_fleet(std::move(lease));
-                  if (left->fetch_sub(1, std::memory_order_acq_rel) == 1)
-                    everywhere.store(gen, std::memory_order_release);
-                });
+      net::post(
+          w->ioc,
+          [w = w.get(), left, gen = fleet_->generation, &everywhere = shared_.generation,
+           fleet_handle = std::make_shared<const FleetHandle>(FleetHandle{fleet_})]() mutable {
+            w->set_fleet(std::move(fleet_handle));
+            if (left->fetch_sub(1, std::memory_order_acq_rel) == 1)
+              everywhere.store(gen, std::memory_order_release);
+          });
     }
     checker_.update(*fleet_);
   }
@@ -484,8 +485,8 @@ class Gateway {
       auto [ec] = co_await t.async_wait(use_tuple);
       if (ec) co_return;
       w.deadlines.fire_expired(coarse_ns());
-      w.later.run_due(++w.tick);           // the client watches of requests served for a tick
-      if (tick % 4 == 0) w.sweep_pools();  // idle connections the backends closed
+      w.deferred_starts.run_due(++w.tick);  // the client watches of requests served for a tick
+      if (tick % 4 == 0) w.sweep_pools();   // idle connections the backends closed
       if (tick % 4 == 0) core::thread_blocks().trim();  // freed blocks no request took back
       if (log && tick % 2 == 0) log->flush();  // the access log's lines, 100 ms at most late
     }
@@ -550,7 +551,7 @@ class Gateway {
 
   config::GatewayConfig start_cfg_;  // moved into the first fleet by run()
   ConfigLoader reload_;
-  Shared shared_;
+  GatewayState shared_;
   std::shared_ptr<BackendSlots> slots_ = std::make_shared<BackendSlots>();
   std::shared_ptr<const Fleet> fleet_;  // the configuration in use (control thread after start)
   std::vector<std::unique_ptr<Worker>> workers_;

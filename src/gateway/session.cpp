@@ -10,9 +10,9 @@
 #include "core/clock.hpp"
 #include "core/ids.hpp"
 #include "gateway/admin.hpp"
-#include "gateway/client.hpp"
+#include "gateway/client_connection.hpp"
 #include "gateway/dashboard_assets.hpp"
-#include "gateway/health.hpp"
+#include "gateway/health_checker.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/metrics_render.hpp"
 #include "gateway/models.hpp"
@@ -27,8 +27,10 @@ namespace llmux::gateway {
 namespace {
 
 /// GET /metrics and the dashboard: true when `path` was one of theirs (answered).
-net::awaitable<bool> observe(Shared& s, const Fleet& f, Client& c, const Request& req,
-                             std::string_view path, const std::string& request_id) {
+net::awaitable<bool> serve_metrics_and_dashboard(GatewayState& s, const Fleet& f,
+                                                 ClientConnection& c, const Request& req,
+                                                 std::string_view path,
+                                                 const std::string& request_id) {
   const bool get = req.method() == bhttp::verb::get || req.method() == bhttp::verb::head;
   if (path == "/metrics") {
     if (!get) {
@@ -81,7 +83,7 @@ std::string peer_address(const tcp::socket& sock) {
 }
 
 /// The 429 of a connection over limits.connection_rate; false when the write failed.
-net::awaitable<bool> over_rate(Client& c, const Request& req, double rate) {
+net::awaitable<bool> over_rate(ClientConnection& c, const Request& req, double rate) {
   co_return co_await write_error(
       c, 429, fmt::format("Too many requests on this connection (limit {} per second).", rate),
       &req, c.keep_alive);
@@ -89,63 +91,74 @@ net::awaitable<bool> over_rate(Client& c, const Request& req, double rate) {
 
 /// Where a request is answered: by the gateway itself (health, its metrics and dashboard, the
 /// admin API, the model list, a 404) or by a route's proxy.
-enum class Here { none, health, live, observe, metrics_elsewhere, metrics_only, admin, models };
+enum class LocalAnswer {
+  none,
+  health,
+  live,
+  metrics_and_dashboard,
+  metrics_elsewhere,
+  metrics_only,
+  admin,
+  models
+};
 
 /// Decided without suspending: a coroutine keeps every local of its body in its frame, and the
 /// session's frame lives as long as a held-open stream.
-Here answered_here(const Fleet& f, const Request& req, std::string_view path, bool metrics_only) {
+LocalAnswer local_answer_for(const Fleet& f, const Request& req, std::string_view path,
+                             bool metrics_only) {
   const bool get = req.method() == bhttp::verb::get;
-  if (get && path == "/health") return Here::health;     // readiness
-  if (get && path == "/health/live") return Here::live;  // liveness: the process runs
+  if (get && path == "/health") return LocalAnswer::health;     // readiness
+  if (get && path == "/health/live") return LocalAnswer::live;  // liveness: the process runs
   // The gateway's own metrics and dashboard: on the main listeners unless metrics.listen
   // gives them an address of their own (which then answers nothing else).
   const bool observed =
       path == "/metrics" || path == "/dashboard" || path.starts_with("/dashboard/");
   if (f.cfg.metrics.enabled && observed)
-    return metrics_only || f.cfg.metrics.listen.empty() ? Here::observe : Here::metrics_elsewhere;
-  if (metrics_only) return Here::metrics_only;
-  if (is_admin_path(path)) return Here::admin;
-  if (get && path == "/v1/models") return Here::models;
-  return Here::none;
+    return metrics_only || f.cfg.metrics.listen.empty() ? LocalAnswer::metrics_and_dashboard
+                                                        : LocalAnswer::metrics_elsewhere;
+  if (metrics_only) return LocalAnswer::metrics_only;
+  if (is_admin_path(path)) return LocalAnswer::admin;
+  if (get && path == "/v1/models") return LocalAnswer::models;
+  return LocalAnswer::none;
 }
 
-/// Answers a request the gateway serves itself (`here` is not none).
-net::awaitable<void> answer_here(Shared& s, const Fleet& f, Worker& w, Client& c,
-                                 const Request& req, Here here, std::string_view path,
-                                 const std::string& request_id) {
-  switch (here) {
-    case Here::health: {
+/// Answers a request the gateway serves itself (`local_answer` is not none).
+net::awaitable<void> answer_locally(GatewayState& s, const Fleet& f, Worker& w, ClientConnection& c,
+                                    const Request& req, LocalAnswer local_answer,
+                                    std::string_view path, const std::string& request_id) {
+  switch (local_answer) {
+    case LocalAnswer::health: {
       Readiness r = readiness(f, s.generation.load(std::memory_order_acquire));
       co_await write_json(c, r.status, std::move(r.body), &req, request_id);
       break;
     }
-    case Here::live:
+    case LocalAnswer::live:
       co_await write_json(c, 200, R"({"status":"alive"})", &req, request_id);
       break;
-    case Here::observe:
-      co_await observe(s, f, c, req, path, request_id);
+    case LocalAnswer::metrics_and_dashboard:
+      co_await serve_metrics_and_dashboard(s, f, c, req, path, request_id);
       break;
-    case Here::metrics_elsewhere:
+    case LocalAnswer::metrics_elsewhere:
       co_await write_error(
           c, 404,
           fmt::format("{} is served on metrics.listen ({}:{}), not here.", path,
                       f.cfg.metrics.listen[0].address, f.cfg.metrics.listen[0].port),
           &req, true, request_id);
       break;
-    case Here::metrics_only:
+    case LocalAnswer::metrics_only:
       co_await write_error(
           c, 404,
           fmt::format("No {} here: this address (metrics.listen) serves /metrics and /dashboard.",
                       path),
           &req, true, request_id);
       break;
-    case Here::admin:
+    case LocalAnswer::admin:
       co_await admin(s, f, c, req, path, request_id);
       break;
-    case Here::models:
+    case LocalAnswer::models:
       co_await models(f, w, c, req, request_id);
       break;
-    case Here::none:
+    case LocalAnswer::none:
       co_await write_error(
           c, 404, fmt::format("No route for {} {}.", std::string_view(req.method_string()), path),
           &req, true, request_id);
@@ -154,17 +167,18 @@ net::awaitable<void> answer_here(Shared& s, const Fleet& f, Worker& w, Client& c
 }
 
 /// The request's id (the client's X-Request-Id when it sent a usable one) and, for a request a
-/// route may take, its body fields and the route (null: answered here, `here` says how).
-const RouteRt* plan(const Fleet& f, Request& req, bool metrics_only, std::string& request_id,
-                    BodyFields& fields, Here& here) {
+/// route may take, its body fields and the route (null: answered here, `local_answer` says how).
+const RouteRuntime* route_request(const Fleet& f, Request& req, bool metrics_only,
+                                  std::string& request_id, BodyFields& fields,
+                                  LocalAnswer& local_answer) {
   const std::string_view path = path_of(req);
   const std::string_view client_id = req["x-request-id"];
   if (client_id.empty() || client_id.size() > 200)
     random_id_into(request_id, "", 32);
   else
     request_id.assign(client_id);
-  here = answered_here(f, req, path, metrics_only);
-  if (here != Here::none) return nullptr;
+  local_answer = local_answer_for(f, req, path, metrics_only);
+  if (local_answer != LocalAnswer::none) return nullptr;
   fields = req.body().empty() ? BodyFields{} : read_body_fields(req.body());
   const auto route_index = match_route(f.cfg.routes, req.method_string(), path, fields.model);
   return route_index ? &f.routes[*route_index] : nullptr;
@@ -177,7 +191,7 @@ enum class Read { ok, closed, answered_linger };
 /// use now), answering what cannot be read (400, 408, 413, 431) itself. A coroutine of its own:
 /// the parser and the error answers exist while a request is read, not in the frame that a
 /// held-open stream keeps.
-net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
+net::awaitable<Read> read_request(Worker& w, ClientConnection& c, Request& req) {
   const config::Timeouts t = w.fleet().cfg.timeouts;
   const config::Limits limits = w.fleet().cfg.limits;
   c.write_timeout = t.idle;
@@ -194,7 +208,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
   w.lend_read_buf(c.buf);
   if (c.buf.size() == 0) {
     c.dl.arm(t.client_idle, /*close_on_expiry=*/false);
-    if (!http::read_more_now(c.sock, c.buf, parser, kFirstRead, true, ec)) {
+    if (!http::try_read_more(c.sock, c.buf, parser, kFirstRead, true, ec)) {
       const auto room = http::read_room(c.buf, kFirstRead, true);
       auto [e, n] = co_await c.sock.async_read_some(room, use_tuple);
       ec = http::read_ended(c.buf, parser, n, e);
@@ -203,7 +217,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
     if (ec) co_return Read::closed;  // idle timeout or the client closed: nothing to answer
   }
   c.dl.arm(t.client_header, /*close_on_expiry=*/false);
-  while (!http::read_parsed_now(c.sock, c.buf, parser, http::Until::header, ec)) {
+  while (!http::try_read_parsed(c.sock, c.buf, parser, http::Until::header, ec)) {
     const auto room = http::read_room(c.buf, kMaxClientRead, false);
     auto [e, n] = co_await c.sock.async_read_some(room, use_tuple);
     ec = http::read_ended(c.buf, parser, n, e);
@@ -265,7 +279,7 @@ net::awaitable<Read> read_request(Worker& w, Client& c, Request& req) {
 /// sending (or the unread bytes make the kernel reset the connection and the client never reads
 /// the answer), else at once. A coroutine of its own: the lingering's state takes no room in the
 /// session's frame.
-net::awaitable<void> close_connection(Client& c, bool linger) {
+net::awaitable<void> close_connection(ClientConnection& c, bool linger) {
   if (c.sock.tls()) {
     // close_notify first, best effort: a client that does not read gets a second at most.
     c.dl.arm(std::chrono::seconds(1), /*close_on_expiry=*/false);
@@ -284,7 +298,7 @@ net::awaitable<void> close_connection(Client& c, bool linger) {
 /// The TLS handshake of a connection to a TLS listener, within timeouts.client_header: false
 /// when it failed (then the connection is closed here). A client that spoke plain HTTP gets a
 /// plain-HTTP 400 saying so before the close.
-net::awaitable<bool> tls_handshake(Worker& w, Client& c, http::TlsContextPtr tls) {
+net::awaitable<bool> tls_handshake(Worker& w, ClientConnection& c, http::TlsContextPtr tls) {
   c.sock.start_server(std::move(tls));
   c.dl.arm(w.fleet().cfg.timeouts.client_header);
   const boost::system::error_code ec = co_await c.sock.handshake();
@@ -320,7 +334,7 @@ bool within_rate(double rate, double& tokens, std::int64_t& refilled_ns) {
 
 }  // namespace
 
-net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metrics_only,
+net::awaitable<void> session(GatewayState& s, Worker& w, tcp::socket sock, bool metrics_only,
                              http::TlsContextPtr tls) {
   // The accept loop counted this connection (limits.max_connections); it ends here.
   struct Counted {
@@ -333,7 +347,7 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metric
     // limits.connection_rate: a token bucket of one second's requests.
     double tokens = w.fleet().cfg.limits.connection_rate;
     std::int64_t refilled_ns = mono_ns();
-    Client c(std::move(sock), w.deadlines);
+    ClientConnection c(std::move(sock), w.deadlines);
     c.peer = peer_address(c.sock.socket());
     if (tls && !co_await tls_handshake(w, c, std::move(tls))) co_return;
     // An error answered while the client may still be sending: close by lingering, or the
@@ -344,7 +358,7 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metric
     Request req;
     std::string request_id;
     BodyFields fields;
-    Here here = Here::none;
+    LocalAnswer local_answer = LocalAnswer::none;
     for (;;) {
       const Read read = co_await read_request(w, c, req);
       if (read != Read::ok) {
@@ -359,12 +373,14 @@ net::awaitable<void> session(Shared& s, Worker& w, tcp::socket sock, bool metric
       }
       {
         ActiveGuard active(s.active);
-        const LeasePtr lease = w.lease;  // the request finishes on the configuration it began on
-        const Fleet& f = *lease->fleet;
-        if (const RouteRt* route = plan(f, req, metrics_only, request_id, fields, here))
+        const FleetHandlePtr fleet_handle =
+            w.fleet_handle;  // the request finishes on the configuration it began on
+        const Fleet& f = *fleet_handle->fleet;
+        if (const RouteRuntime* route =
+                route_request(f, req, metrics_only, request_id, fields, local_answer))
           co_await proxy(s, f, w, c, req, *route, fields, request_id);
         else
-          co_await answer_here(s, f, w, c, req, here, path_of(req), request_id);
+          co_await answer_locally(s, f, w, c, req, local_answer, path_of(req), request_id);
       }
       if (!c.keep_alive || s.draining.load(std::memory_order_relaxed)) break;
     }

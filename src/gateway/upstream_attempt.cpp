@@ -16,15 +16,15 @@ namespace llmux::gateway {
 using upstream::Outcome;
 using Kind = upstream::Outcome::Kind;
 
-net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& b,
-                                  bool allow_pooled, ClientWatch* watch) {
+net::awaitable<ConnectResult> connect(const Fleet& f, Worker& w, upstream::Backend& b,
+                                      bool allow_pooled, ClientWatch* watch) {
   if (allow_pooled) {
     if (auto up = w.pool_for(b).take()) {
       if (watch) watch->up = up.get();
-      co_return Connected{std::move(up), {}};
+      co_return ConnectResult{std::move(up), {}};
     }
   }
-  auto up = std::make_shared<upstream::Upstream>(w.ioc.get_executor(), w.deadlines);
+  auto up = std::make_shared<upstream::BackendConnection>(w.ioc.get_executor(), w.deadlines);
   if (watch) watch->up = up.get();
   up->dl.arm(f.cfg.timeouts.connect);
   auto [ec, ep] = co_await net::async_connect(up->sock.socket(), b.endpoints, use_tuple);
@@ -34,7 +34,7 @@ net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& 
     f.kind = Kind::connect_failed;
     f.message = fmt::format("connect to {} ({}:{}) failed: {}", b.name, b.host, b.port,
                             up->dl.fired ? "timed out" : ec.message());
-    co_return Connected{nullptr, std::move(f)};
+    co_return ConnectResult{nullptr, std::move(f)};
   }
   boost::system::error_code ignored;
   up->sock.socket().set_option(tcp::no_delay(true), ignored);
@@ -51,13 +51,13 @@ net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& 
       f.kind = Kind::connect_failed;
       f.message = fmt::format("TLS handshake with {} ({}:{}) failed: {}", b.name, b.host, b.port,
                               up->dl.fired ? "timed out" : up->sock.tls_error_message(hec));
-      co_return Connected{nullptr, std::move(f)};
+      co_return ConnectResult{nullptr, std::move(f)};
     }
   }
-  co_return Connected{std::move(up), {}};
+  co_return ConnectResult{std::move(up), {}};
 }
 
-void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream> up) {
+void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::BackendConnection> up) {
   if (up->buf.size() != 0 || b.retired.load(std::memory_order_relaxed)) {
     boost::system::error_code ignored;
     up->sock.close(ignored);
@@ -106,8 +106,8 @@ struct PooledBytes {
 }  // namespace
 
 net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
-                             Client& c, const std::string& request_id, const UsageRequest& usage,
-                             bool queued, Outcome& fail) {
+                             ClientConnection& c, const std::string& request_id,
+                             const UsageRequest& usage, bool queued, Outcome& fail) {
   ClientWatch& watch = c.watch;
   const PooledBytes head{
       w, upstream_head(w, b, req, c.peer, request_id, usage, !f.keys.enabled(), c.sock.tls())};
@@ -115,7 +115,7 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
   for (int round = 0; round < 2; ++round) {
     watch.up = nullptr;
     // A pooled connection is taken here, without a coroutine frame of connect()'s own.
-    Connected conn;
+    ConnectResult conn;
     if (round == 0) conn.up = w.pool_for(b).take();
     if (conn.up)
       watch.up = conn.up.get();
@@ -163,7 +163,7 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
       a.parser->omit_queue_depth(queued);
       if (req.method() == bhttp::verb::head) a.parser->expect_no_body();
       // What has arrived is parsed at once; a wait is awaited here (no frame of read_parsed's).
-      while (!http::read_parsed_now(a.up->sock, a.up->buf, *a.parser, http::Until::header, rec)) {
+      while (!http::try_read_parsed(a.up->sock, a.up->buf, *a.parser, http::Until::header, rec)) {
         const auto room = http::read_room(a.up->buf, 64 * 1024, false);
         auto [e, n] = co_await a.up->sock.async_read_some(room, use_tuple);
         rec = http::read_ended(a.up->buf, *a.parser, n, e);

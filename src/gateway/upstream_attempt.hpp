@@ -8,7 +8,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
-#include "gateway/client.hpp"
+#include "gateway/client_connection.hpp"
 #include "gateway/relay.hpp"
 #include "gateway/request_view.hpp"
 #include "gateway/stream_usage.hpp"
@@ -18,20 +18,20 @@
 namespace llmux::gateway {
 
 /// A connection to a backend, or why there is none.
-struct Connected {
-  std::shared_ptr<upstream::Upstream> up;
+struct ConnectResult {
+  std::shared_ptr<upstream::BackendConnection> up;
   upstream::Outcome fail;
 };
 
 /// A pooled connection to `b` when `allow_pooled` and one is idle, else a new one (connect
 /// timeout). `watch`, when given, learns the connection at once (a client leaving closes it).
-net::awaitable<Connected> connect(const Fleet& f, Worker& w, upstream::Backend& b,
-                                  bool allow_pooled, ClientWatch* watch = nullptr);
+net::awaitable<ConnectResult> connect(const Fleet& f, Worker& w, upstream::Backend& b,
+                                      bool allow_pooled, ClientWatch* watch = nullptr);
 
 /// Back to the worker's pool: only a connection whose last response was complete, did not end
 /// by close, and left nothing unread (the caller checks the first two); never one of a backend a
 /// reload removed.
-void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream> up);
+void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::BackendConnection> up);
 
 /// Sends the request (its head built here for this backend from the client's `req`, which is
 /// never modified, then the client's body) to `b` and reads
@@ -42,7 +42,7 @@ void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::Upstream
 /// `fail` says why. `queued`: the request waited in the route's queue (the client gets the
 /// gateway's X-Llmux-Queue-Depth, not the backend's).
 net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
-                             Client& c, const std::string& request_id, const UsageRequest& usage,
-                             bool queued, upstream::Outcome& fail);
+                             ClientConnection& c, const std::string& request_id,
+                             const UsageRequest& usage, bool queued, upstream::Outcome& fail);
 
 }  // namespace llmux::gateway

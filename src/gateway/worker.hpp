@@ -58,8 +58,9 @@ using core::use_tuple;
 struct AdminChange;  // gateway/admin.hpp
 
 /// What every worker shares for the process's life. The configuration in use is a Fleet
-/// (gateway/fleet.hpp), which a reload replaces; each worker holds its own lease on it.
-struct Shared {
+/// (gateway/fleet.hpp), which a reload replaces; each worker holds its own handle on it
+/// (FleetHandle).
+struct GatewayState {
   std::atomic<int> active{0};       // requests in progress (the drain waits for 0)
   std::atomic<int> connections{0};  // client connections open (limits.max_connections)
   std::atomic<bool> draining{false};
@@ -93,10 +94,10 @@ struct Shared {
 
 /// A worker's hold on the fleet in use. Each worker has its own (a request copies the worker's
 /// shared_ptr, so the count it changes is that worker's alone, never a line other cores write).
-struct FleetLease {
+struct FleetHandle {
   std::shared_ptr<const Fleet> fleet;
 };
-using LeasePtr = std::shared_ptr<const FleetLease>;
+using FleetHandlePtr = std::shared_ptr<const FleetHandle>;
 
 /// RAII count of requests in progress.
 class ActiveGuard {
@@ -110,25 +111,26 @@ class ActiveGuard {
   std::atomic<int>& a_;
 };
 
-/// Work a request starts only if it is still being served a tick later (gateway/client.hpp:
-/// the watch on the client). An intrusive list of one worker: linking and unlinking are a few
-/// stores, so a short request never pays for what only a long one needs.
-struct LaterLink {
-  LaterLink* prev = nullptr;
-  LaterLink* next = nullptr;
+/// Work a request starts only if it is still being served a tick later
+/// (gateway/client_connection.hpp: the watch on the client). An intrusive list of one worker:
+/// linking and unlinking are a few stores, so a short request never pays for what only a long one
+/// needs.
+struct DeferredStart {
+  DeferredStart* prev = nullptr;
+  DeferredStart* next = nullptr;
   std::uint64_t due_tick = 0;
   void (*run)(void* ctx) = nullptr;
   void* ctx = nullptr;
   bool linked() const { return prev != nullptr; }
 };
-class LaterList {
+class DeferredStartList {
  public:
-  LaterList() { head_.prev = head_.next = &head_; }
-  LaterList(const LaterList&) = delete;
-  LaterList& operator=(const LaterList&) = delete;
+  DeferredStartList() { head_.prev = head_.next = &head_; }
+  DeferredStartList(const DeferredStartList&) = delete;
+  DeferredStartList& operator=(const DeferredStartList&) = delete;
   /// Runs `l.run(l.ctx)` at the tick after next (at least one tick from now), unless unlinked
   /// first.
-  void link(LaterLink& l, std::uint64_t now_tick) {
+  void link(DeferredStart& l, std::uint64_t now_tick) {
     unlink(l);
     l.due_tick = now_tick + 2;
     l.next = head_.next;
@@ -136,7 +138,7 @@ class LaterList {
     head_.next->prev = &l;
     head_.next = &l;
   }
-  static void unlink(LaterLink& l) {
+  static void unlink(DeferredStart& l) {
     if (!l.prev) return;
     l.prev->next = l.next;
     l.next->prev = l.prev;
@@ -144,8 +146,8 @@ class LaterList {
   }
   /// Unlinks and runs every link due at `tick`.
   void run_due(std::uint64_t tick) {
-    for (LaterLink* l = head_.next; l != &head_;) {
-      LaterLink* next = l->next;
+    for (DeferredStart* l = head_.next; l != &head_;) {
+      DeferredStart* next = l->next;
       if (l->due_tick <= tick) {
         unlink(*l);
         l->run(l->ctx);
@@ -155,7 +157,7 @@ class LaterList {
   }
 
  private:
-  LaterLink head_;
+  DeferredStart head_;
 };
 
 /// One worker thread's state. Only its own thread touches it.
@@ -166,7 +168,7 @@ struct Worker {
   http::DeadlineList deadlines;
   // Started a tick after a request began, if it still runs then (the client watch), and the
   // ticker's count (every 50 ms).
-  LaterList later;
+  DeferredStartList deferred_starts;
   std::uint64_t tick = 0;
   // One thread per io_context: the reactor needs no locking (posts from other threads, as in
   // the drain, still go through the scheduler's lock).
@@ -175,13 +177,13 @@ struct Worker {
   http::ReadinessSet& readiness = http::ReadinessSet::install(ioc);
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
 
-  // The configuration for new requests (a request keeps the lease it started with).
-  LeasePtr lease;
-  const Fleet& fleet() const { return *lease->fleet; }
+  // The configuration for new requests (a request keeps the handle it started with).
+  FleetHandlePtr fleet_handle;
+  const Fleet& fleet() const { return *fleet_handle->fleet; }
   /// Switches to a reloaded configuration, and closes the idle connections of the backends it
   /// no longer has.
-  void set_fleet(LeasePtr next) {
-    lease = std::move(next);
+  void set_fleet(FleetHandlePtr next) {
+    fleet_handle = std::move(next);
     for (auto& e : pools) {
       if (!e.pool || e.uid == 0) continue;
       const auto& bs = fleet().backends;
@@ -255,7 +257,7 @@ struct Worker {
       b.shrink_to_fit();
   }
 
-  // This worker's metrics (in Shared::metrics; only this thread writes them).
+  // This worker's metrics (in GatewayState::metrics; only this thread writes them).
   metrics::WorkerMetrics* m = nullptr;
 
   // Jitter of retry back-offs.

@@ -99,7 +99,7 @@ inline boost::asio::mutable_buffer read_room(boost::beast::flat_buffer& buf, std
 /// True when the read ended (`ec` its result, as read_more's); false when nothing has arrived
 /// (then read_more() waits for it). A message that is there already costs no coroutine frame.
 template <typename ReadStream, MessageReader Reader>
-bool read_more_now(ReadStream& sock, boost::beast::flat_buffer& buf, Reader& p,
+bool try_read_more(ReadStream& sock, boost::beast::flat_buffer& buf, Reader& p,
                    std::size_t max_read, bool exactly, boost::system::error_code& ec) {
   ec = {};
   if (!sock.may_read_now()) return false;
@@ -124,7 +124,7 @@ boost::asio::awaitable<boost::system::error_code> read_more(ReadStream& sock,
   if constexpr (requires { sock.read_now(buf.prepare(0), ec); }) {
     // An http::Stream: what has arrived is read at once; else (or when the socket is known to be
     // drained) the read waits for epoll's next event without a system call first.
-    if (read_more_now(sock, buf, p, max_read, exactly, ec)) co_return ec;
+    if (try_read_more(sock, buf, p, max_read, exactly, ec)) co_return ec;
     const auto room = read_room(buf, max_read, exactly);
     std::tie(ec, n) =
         co_await sock.async_read_some(room, boost::asio::as_tuple(boost::asio::use_awaitable));
@@ -140,10 +140,10 @@ boost::asio::awaitable<boost::system::error_code> read_more(ReadStream& sock,
 /// arrived until `until` is reached or an error (true, `ec` the result, as read_parsed's), or until
 /// a read would wait (false: then co_await read_parsed(), which goes on from there).
 template <typename ReadStream, MessageReader Reader>
-bool read_parsed_now(ReadStream& sock, boost::beast::flat_buffer& buf, Reader& p, Until until,
+bool try_read_parsed(ReadStream& sock, boost::beast::flat_buffer& buf, Reader& p, Until until,
                      boost::system::error_code& ec, std::size_t max_read = 64 * 1024) {
   while (!parse_buffered(p, buf, until, ec)) {
-    if (!read_more_now(sock, buf, p, max_read, false, ec)) return false;
+    if (!try_read_more(sock, buf, p, max_read, false, ec)) return false;
     if (ec || p.is_done()) return true;
   }
   return true;

@@ -30,7 +30,7 @@ bool quiet(http::Stream& sock) {
 }
 }  // namespace
 
-void Pool::put(std::shared_ptr<Upstream> up, std::chrono::milliseconds idle_timeout) {
+void Pool::put(std::shared_ptr<BackendConnection> up, std::chrono::milliseconds idle_timeout) {
   boost::system::error_code ignored;
   if (idle_.size() >= max_idle_)  // first forget the ones their idle timeout closed
     std::erase_if(idle_, [](const auto& p) { return !p->sock.is_open(); });
@@ -57,9 +57,9 @@ void Pool::sweep() {
   });
 }
 
-std::shared_ptr<Upstream> Pool::take() {
+std::shared_ptr<BackendConnection> Pool::take() {
   while (!idle_.empty()) {
-    std::shared_ptr<Upstream> up = std::move(idle_.back());
+    std::shared_ptr<BackendConnection> up = std::move(idle_.back());
     idle_.pop_back();
     up->pooled = false;
     up->dl.disarm();

@@ -26,8 +26,8 @@
 
 namespace llmux::upstream {
 
-struct Upstream {
-  Upstream(const boost::asio::ip::tcp::socket::executor_type& ex, http::DeadlineList& list)
+struct BackendConnection {
+  BackendConnection(const boost::asio::ip::tcp::socket::executor_type& ex, http::DeadlineList& list)
       : sock(ex), dl(list, sock) {}
   http::Stream sock;  // TLS on it for an https:// backend (gateway::connect() shakes hands)
   boost::beast::flat_buffer buf;
@@ -45,9 +45,9 @@ class Pool {
 
   /// Keeps `up` for reuse for at most `idle_timeout`. `up` must be open with no operation
   /// pending and nothing left unread; a full pool closes it instead.
-  void put(std::shared_ptr<Upstream> up, std::chrono::milliseconds idle_timeout);
+  void put(std::shared_ptr<BackendConnection> up, std::chrono::milliseconds idle_timeout);
   /// The most recently returned live connection (marked reused), or nullptr when none is.
-  std::shared_ptr<Upstream> take();
+  std::shared_ptr<BackendConnection> take();
   std::size_t size() const { return idle_.size(); }
   /// Closes and forgets the idle connections the backend closed (or their timeout did): one
   /// MSG_PEEK each.
@@ -56,7 +56,7 @@ class Pool {
   void close_all();
 
  private:
-  std::vector<std::shared_ptr<Upstream>> idle_;
+  std::vector<std::shared_ptr<BackendConnection>> idle_;
   std::size_t max_idle_;
 };
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Stream::read_now and http::read_parsed_now / read_more_now / read_parsed over it, as the
+// Stream::read_now and http::try_read_parsed / try_read_more / read_parsed over it, as the
 // gateway's sessions read requests: on an io_context with a ReadinessSet (the workers'), so a
 // read that came up short marks the socket drained and the next one parks in the set
 // (http/readiness.hpp; its own rules are tested in tests/unit/http/readiness_test.cpp); and the
@@ -88,7 +88,7 @@ struct Reading : Pair {
   llmux::gateway::RequestParser parser{req};
   boost::system::error_code ec;
   bool now(llmux::http::Until until) {
-    return llmux::http::read_parsed_now(server, buf, parser, until, ec);
+    return llmux::http::try_read_parsed(server, buf, parser, until, ec);
   }
 };
 
@@ -151,7 +151,7 @@ TEST(ReadNow, ReadMoreNowGivesTheCloseToTheParserAsReadMoreDoes) {
     Reading r;
     r.client.shutdown(tcp::socket::shutdown_send);
     r.spin();
-    ASSERT_TRUE(llmux::http::read_more_now(r.server, r.buf, r.parser, 2048, true, r.ec));
+    ASSERT_TRUE(llmux::http::try_read_more(r.server, r.buf, r.parser, 2048, true, r.ec));
     EXPECT_EQ(r.ec, boost::beast::http::error::end_of_stream) << r.ec.message();
   }
   {  // closed in the middle of a header: a partial message, not a wait for ever (the short read
