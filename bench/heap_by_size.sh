@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # What a held-open stream costs the gateway in memory, by block size, from inside the process:
 # the question bench/gateway_vs_peers.sh (d) answers with RSS, taken apart. A gateway
-# (`gateway --threads 1`: worker 0 runs on the main thread, gateway/server.cpp) runs with
+# (`gateway --threads 1`: worker 0 runs on the main thread, gateway/lifecycle.cpp) runs with
 # bench/peers/heap_walk.c preloaded; gdb calls it in that thread (a mimalloc heap belongs to its
 # thread) once idle, after one warm-up request, and once while the backend runs all N streams
 # (client `llmux bench run`, completions, --output-len TOKENS, ignore_eos, against

@@ -211,7 +211,7 @@ CheckResult check_listener(const Listener& l) {
     r.detail = fmt::format("not an IP address: {}", ec.message());
     return r;
   }
-  // As start-up's probe (port_taken_by_another() in src/gateway/server.cpp): SO_REUSEADDR so a
+  // As start-up's probe (open_listeners() in src/gateway/listeners.cpp): SO_REUSEADDR so a
   // TIME_WAIT is no obstacle, but no SO_REUSEPORT, so a port another process holds fails.
   net::io_context ioc;
   tcp::acceptor probe(ioc);

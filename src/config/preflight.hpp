@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A validated configuration checked against this machine, as `llmux gateway` start-up would
-// (src/gateway/server.cpp refuses to start on any of these), for `llmux gateway --check`:
+// (src/gateway/listeners.cpp refuses to start on any of these), for `llmux gateway --check`:
 //   - every backend's host resolves;
 //   - the access log (a file path) can be opened for appending, or, when it does not exist yet,
 //     its directory is writable. Nothing is created, truncated or written;

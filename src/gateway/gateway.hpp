@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// `llmux gateway`: the OpenAI-compatible proxy. Beast stays in server.cpp.
+// `llmux gateway`: the OpenAI-compatible proxy (gateway/gateway_process.hpp runs it).
 #include <functional>
 #include <string>
 #include <vector>
