@@ -86,6 +86,8 @@ class JsonScratch {
   std::unique_ptr<Impl> impl_;
 };
 
+class EventParser;
+
 class StreamInterpreter {
  public:
   /// An interpreter with a JSON parser of its own.
@@ -139,7 +141,7 @@ class StreamInterpreter {
   std::optional<std::uint64_t> sequence_number() const { return sequence_number_; }
 
  private:
-  struct Run;  // the parsing code (stream.cpp)
+  friend class EventParser;  // the parsing code (openai/stream_event_parser.hpp)
   std::unique_ptr<JsonScratch> owned_;
   JsonScratch* scratch_;
   Dialect dialect_;

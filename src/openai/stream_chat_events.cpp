@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// The /v1/completions and /v1/chat/completions chunks and bodies (openai/stream_event_parser.hpp).
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/tokenizer.hpp"
+#include "openai/json_read.hpp"
+#include "openai/stream_event_parser.hpp"
+
+namespace llmux::openai {
+namespace od = simdjson::ondemand;
+using namespace json_read;
+
+void EventParser::parse_delta(od::value& v) {
+  if (!is_type(v, od::json_type::object)) return;
+  for (auto field : v.get_object()) {
+    std::string_view key = field.unescaped_key();
+    od::value val = field.value();
+    if (key == "content" || key == "reasoning_content" || key == "reasoning") {
+      add_text_value(val);
+    } else if (key == "tool_calls" && is_type(val, od::json_type::array)) {
+      for (od::value call : val.get_array()) {
+        if (!is_type(call, od::json_type::object)) continue;
+        for (auto cf : call.get_object()) {
+          std::string_view ck = cf.unescaped_key();
+          if (ck != "function") continue;
+          od::value fn = cf.value();
+          if (!is_type(fn, od::json_type::object)) continue;
+          for (auto ff : fn.get_object()) {
+            std::string_view fk = ff.unescaped_key();
+            od::value fv = ff.value();
+            if (fk == "name" || fk == "arguments") add_text_value(fv);
+          }
+        }
+      }
+    }
+  }
+}
+
+void EventParser::parse_choice(od::value& c) {
+  if (!is_type(c, od::json_type::object)) return;
+  for (auto field : c.get_object()) {
+    std::string_view key = field.unescaped_key();
+    od::value val = field.value();
+    if (key == "text") {
+      add_text_value(val);
+    } else if (key == "delta" || key == "message") {
+      parse_delta(val);
+    } else if (key == "finish_reason") {
+      std::string_view s;
+      if (get_str(val, s)) set_finish_reason(s);
+    }
+  }
+}
+
+EventInfo EventParser::chat_or_completion(od::object& obj) {
+  EventInfo info;
+  bool has_choices = false;
+  bool got_usage = false;
+  StreamUsage u;
+  bool flat_error = false;
+  StreamError flat;
+  for (auto field : obj) {
+    std::string_view key = field.unescaped_key();
+    od::value val = field.value();
+    if (key == "choices") {
+      if (!is_type(val, od::json_type::array)) continue;
+      for (od::value c : val.get_array()) {
+        has_choices = true;
+        parse_choice(c);
+      }
+    } else if (key == "usage") {
+      if (is_type(val, od::json_type::object)) {
+        parse_usage(val, u);
+        got_usage = true;
+      }
+    } else if (key == "error") {
+      StreamError e;
+      parse_error_object(val, e);
+      if (!is_type(val, od::json_type::null)) {
+        info.error = true;
+        set_error(std::move(e));
+      }
+    } else if (key == "object") {
+      std::string_view s;
+      if (get_str(val, s) && s == "error") flat_error = true;
+    } else if (key == "message") {
+      flat.message = scalar_text(val);
+    } else if (key == "type") {
+      flat.type = scalar_text(val);
+    } else if (key == "code") {
+      flat.code = scalar_text(val);
+    } else if (key == "id") {
+      std::string_view s;
+      if (get_str(val, s)) set_id(s, /*first_only=*/true);
+    }
+  }
+  if (flat_error && !info.error) {
+    info.error = true;
+    set_error(std::move(flat));
+  }
+  if (got_usage) {
+    info.usage = true;
+    merge_usage(u);
+  }
+  if (has_choices && got_usage && u.completion_tokens) {
+    // Continuous usage: completion_tokens is cumulative; this chunk carries the growth.
+    const std::uint64_t prev = interpreter_.last_completion_tokens_.value_or(0);
+    const std::uint64_t now = *u.completion_tokens;
+    info.tokens = static_cast<std::uint32_t>(now > prev ? now - prev : 0);
+    info.tokens_exact = true;
+  } else {
+    info.tokens = static_cast<std::uint32_t>(estimated_tokens_);
+  }
+  if (got_usage && u.completion_tokens) interpreter_.last_completion_tokens_ = u.completion_tokens;
+  info.content = any_text_ || info.tokens > 0;
+  return info;
+}
+
+}  // namespace llmux::openai

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// An event's or a whole body's framing, and what every dialect shares
+// (openai/stream_event_parser.hpp).
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/tokenizer.hpp"
+#include "openai/json_read.hpp"
+#include "openai/stream_event_parser.hpp"
+
+namespace llmux::openai {
+namespace od = simdjson::ondemand;
+using namespace json_read;
+
+void EventParser::set_finish_reason(std::string_view v) {
+  if (interpreter_.capture_ids_) interpreter_.extra().finish_reason = v;
+}
+
+void EventParser::set_id(std::string_view v, bool first_only) {
+  if (!interpreter_.capture_ids_) return;
+  auto& x = interpreter_.extra();
+  if (!first_only || x.id.empty()) x.id = v;
+}
+
+void EventParser::add_text(std::string_view s) {
+  if (s.empty()) return;
+  estimated_tokens_ += std::max<std::size_t>(1, Tokenizer::count(s));
+  any_text_ = true;
+  if (interpreter_.capture_) interpreter_.extra().text.append(s);
+}
+
+void EventParser::add_text_value(od::value& v) {
+  std::string_view s;
+  if (get_str(v, s)) add_text(s);
+}
+
+void EventParser::merge_usage(const StreamUsage& u) {
+  if (u.prompt_tokens) interpreter_.usage_.prompt_tokens = u.prompt_tokens;
+  if (u.completion_tokens) interpreter_.usage_.completion_tokens = u.completion_tokens;
+  if (u.cached_tokens) interpreter_.usage_.cached_tokens = u.cached_tokens;
+}
+
+void EventParser::set_error(StreamError e) {
+  auto& x = interpreter_.extra();
+  if (!x.error) x.error = std::move(e);
+}
+
+EventInfo EventParser::on_body(std::string_view body) {
+  estimated_tokens_ = 0;
+  any_text_ = false;
+  EventInfo info;
+  const std::size_t n = body.size();
+  if (buffer_.size() < n + simdjson::SIMDJSON_PADDING)
+    buffer_.resize(n + simdjson::SIMDJSON_PADDING);
+  if (n > 0) std::memcpy(buffer_.data(), body.data(), n);
+  try {
+    od::document doc = parser_.iterate(buffer_.data(), n, buffer_.size());
+    od::object obj = doc.get_object();
+    info =
+        interpreter_.dialect_ == Dialect::responses ? responses_body(obj) : chat_or_completion(obj);
+  } catch (const simdjson::simdjson_error&) {
+    info = EventInfo{};
+    info.malformed = true;
+  }
+  info.done = true;
+  interpreter_.done_ = true;
+  interpreter_.tokens_ += info.tokens;
+  if (info.content) ++interpreter_.content_events_;
+  return info;
+}
+
+EventInfo EventParser::on_body_usage(std::string_view body) {
+  const std::string_view obj = last_usage_object(body);
+  if (obj.empty()) return on_body(body);
+  EventInfo info;
+  if (StreamUsage u; read_usage_flat(obj, u)) {  // the usual plain object
+    merge_usage(u);
+    info.usage = true;
+    info.done = true;
+    interpreter_.done_ = true;
+    return info;
+  }
+  const std::size_t n = obj.size();
+  if (buffer_.size() < n + simdjson::SIMDJSON_PADDING)
+    buffer_.resize(n + simdjson::SIMDJSON_PADDING);
+  std::memcpy(buffer_.data(), obj.data(), n);
+  try {
+    od::document doc = parser_.iterate(buffer_.data(), n, buffer_.size());
+    od::value v = doc.get_value();
+    StreamUsage u;
+    parse_usage(v, u);
+    merge_usage(u);
+    info.usage = true;
+  } catch (const simdjson::simdjson_error&) {
+    return on_body(body);  // not what it seemed: the whole body, as ever
+  }
+  info.done = true;
+  interpreter_.done_ = true;
+  return info;
+}
+
+EventInfo EventParser::on_event(std::string_view event_name, std::string_view data) {
+  estimated_tokens_ = 0;
+  any_text_ = false;
+  EventInfo info;
+  std::string_view trimmed = data;
+  while (!trimmed.empty() && (trimmed.front() == ' ' || trimmed.front() == '\t' ||
+                              trimmed.front() == '\n' || trimmed.front() == '\r')) {
+    trimmed.remove_prefix(1);
+  }
+  while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\t' ||
+                              trimmed.back() == '\n' || trimmed.back() == '\r')) {
+    trimmed.remove_suffix(1);
+  }
+  if (trimmed == "[DONE]") {
+    info.done = true;
+    interpreter_.done_ = true;
+    return info;
+  }
+  const std::size_t n = data.size();
+  if (buffer_.size() < n + simdjson::SIMDJSON_PADDING)
+    buffer_.resize(n + simdjson::SIMDJSON_PADDING);
+  if (n > 0) std::memcpy(buffer_.data(), data.data(), n);
+  try {
+    od::document doc = parser_.iterate(buffer_.data(), n, buffer_.size());
+    od::object obj = doc.get_object();
+    info = interpreter_.dialect_ == Dialect::responses ? responses(event_name, obj)
+                                                       : chat_or_completion(obj);
+  } catch (const simdjson::simdjson_error&) {
+    EventInfo bad;
+    bad.malformed = true;
+    estimated_tokens_ = 0;
+    return bad;
+  }
+  interpreter_.tokens_ += info.tokens;
+  if (info.content) ++interpreter_.content_events_;
+  if (info.done) interpreter_.done_ = true;
+  return info;
+}
+
+}  // namespace llmux::openai

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+// The /v1/responses typed events and bodies (openai/stream_event_parser.hpp).
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/tokenizer.hpp"
+#include "openai/json_read.hpp"
+#include "openai/stream_event_parser.hpp"
+
+namespace llmux::openai {
+namespace od = simdjson::ondemand;
+using namespace json_read;
+
+EventInfo EventParser::responses(std::string_view event_name, od::object& obj) {
+  EventInfo info;
+  std::string_view type;
+  std::string_view delta;
+  bool has_delta = false;
+  bool got_usage = false;
+  StreamUsage u;
+  std::string status;
+  std::optional<StreamError> resp_error;
+  std::optional<StreamError> top_error;
+  StreamError event_error;
+  for (auto field : obj) {
+    std::string_view key = field.unescaped_key();
+    od::value val = field.value();
+    if (key == "type") {
+      get_str(val, type);
+    } else if (key == "sequence_number") {
+      if (auto n = get_u64(val)) interpreter_.sequence_number_ = n;
+    } else if (key == "delta") {
+      has_delta = get_str(val, delta);
+    } else if (key == "response") {
+      if (!is_type(val, od::json_type::object)) continue;
+      for (auto rf : val.get_object()) {
+        std::string_view rk = rf.unescaped_key();
+        od::value rv = rf.value();
+        if (rk == "id") {
+          std::string_view s;
+          if (get_str(rv, s)) set_id(s, /*first_only=*/false);
+        } else if (rk == "status") {
+          status = scalar_text(rv);
+        } else if (rk == "usage") {
+          if (is_type(rv, od::json_type::object)) {
+            parse_usage(rv, u);
+            got_usage = true;
+          }
+        } else if (rk == "error") {
+          if (!is_type(rv, od::json_type::null)) {
+            resp_error.emplace();
+            parse_error_object(rv, *resp_error);
+          }
+        }
+      }
+    } else if (key == "error") {
+      if (!is_type(val, od::json_type::null)) {
+        top_error.emplace();
+        parse_error_object(val, *top_error);
+      }
+    } else if (key == "message") {
+      event_error.message = scalar_text(val);
+    } else if (key == "code") {
+      event_error.code = scalar_text(val);
+    }
+  }
+  if (type.empty()) type = event_name;
+
+  if (has_delta && is_text_delta_type(type)) add_text(delta);
+  if (got_usage) {
+    info.usage = true;
+    merge_usage(u);
+  }
+  if (type == "response.completed" || type == "response.incomplete") {
+    info.done = true;
+    if (!status.empty()) set_finish_reason(status);
+  } else if (type == "response.failed") {
+    info.done = true;
+    info.error = true;
+    StreamError e = resp_error.value_or(StreamError{});
+    if (e.message.empty()) e.message = "response.failed";
+    if (e.type.empty()) e.type = "response.failed";
+    set_error(std::move(e));
+    if (!status.empty()) set_finish_reason(status);
+  } else if (type == "error") {
+    info.error = true;
+    StreamError e = top_error ? *top_error : event_error;
+    if (e.type.empty()) e.type = "error";
+    set_error(std::move(e));
+  }
+  if (top_error && !info.error) {
+    info.error = true;
+    set_error(std::move(*top_error));
+  }
+  info.tokens = static_cast<std::uint32_t>(estimated_tokens_);
+  info.content = any_text_;
+  return info;
+}
+
+/// A whole /v1/responses body.
+EventInfo EventParser::responses_body(od::object& obj) {
+  EventInfo info;
+  bool got_usage = false;
+  StreamUsage u;
+  for (auto field : obj) {
+    std::string_view key = field.unescaped_key();
+    od::value val = field.value();
+    if (key == "id") {
+      std::string_view s;
+      if (get_str(val, s)) set_id(s, /*first_only=*/false);
+    } else if (key == "status") {
+      set_finish_reason(scalar_text(val));
+    } else if (key == "usage") {
+      if (is_type(val, od::json_type::object)) {
+        parse_usage(val, u);
+        got_usage = true;
+      }
+    } else if (key == "error") {
+      if (!is_type(val, od::json_type::null)) {
+        StreamError e;
+        parse_error_object(val, e);
+        info.error = true;
+        set_error(std::move(e));
+      }
+    } else if (key == "output") {
+      if (!is_type(val, od::json_type::array)) continue;
+      for (od::value item : val.get_array()) {
+        if (!is_type(item, od::json_type::object)) continue;
+        for (auto itf : item.get_object()) {
+          std::string_view ik = itf.unescaped_key();
+          od::value iv = itf.value();
+          if (ik == "arguments") {
+            add_text_value(iv);
+          } else if (ik == "content" && is_type(iv, od::json_type::array)) {
+            for (od::value part : iv.get_array()) {
+              if (!is_type(part, od::json_type::object)) continue;
+              for (auto pf : part.get_object()) {
+                std::string_view pk = pf.unescaped_key();
+                od::value pv = pf.value();
+                if (pk == "text") add_text_value(pv);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (got_usage) {
+    info.usage = true;
+    merge_usage(u);
+  }
+  if (got_usage && u.completion_tokens) {
+    info.tokens = static_cast<std::uint32_t>(*u.completion_tokens);
+    info.tokens_exact = true;
+  } else {
+    info.tokens = static_cast<std::uint32_t>(estimated_tokens_);
+  }
+  info.content = any_text_ || info.tokens > 0;
+  return info;
+}
+
+}  // namespace llmux::openai
