@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// RedisClient: hiredis's async context on an io_context of its own (see redis_client.hpp).
+// RedisClient: hiredis's async context on an io_context of its own (see redis_client.hpp; the
+// event adapter and the reply conversion are in hiredis_asio.hpp).
 //
 // Everything that touches hiredis runs on the Redis thread: the public calls post to it. Each
 // command's state (Op) is shared by hiredis's callback (through a heap-held shared_ptr in its
@@ -7,6 +8,8 @@
 // NULL when the context goes) and by its timeout timer; whichever comes first completes it, the
 // other finds it done. A reply arriving after the timeout so touches nothing that is gone.
 #include "state/redis_client.hpp"
+
+#include "state/hiredis_asio.hpp"
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
@@ -22,7 +25,6 @@
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -31,55 +33,7 @@ namespace llmux::state {
 namespace net = boost::asio;
 using std::chrono::milliseconds;
 
-namespace {
-
-RedisReply convert(const redisReply* r) {
-  RedisReply out;
-  switch (r->type) {
-    case REDIS_REPLY_STRING:
-      out.kind = RedisReply::Kind::string;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_STATUS:
-      out.kind = RedisReply::Kind::status;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_ERROR:
-      out.kind = RedisReply::Kind::error;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_INTEGER:
-      out.kind = RedisReply::Kind::integer;
-      out.integer = r->integer;
-      break;
-    case REDIS_REPLY_NIL:
-      out.kind = RedisReply::Kind::nil;
-      break;
-    case REDIS_REPLY_ARRAY:
-      out.kind = RedisReply::Kind::array;
-      out.elements.reserve(r->elements);
-      for (std::size_t i = 0; i < r->elements; ++i) out.elements.push_back(convert(r->element[i]));
-      break;
-    default:
-      out.kind = RedisReply::Kind::error;
-      out.str = "unexpected reply type";
-  }
-  return out;
-}
-
-}  // namespace
-
 struct RedisClient::Impl {
-  // The event adapter of one context: its fd as a stream_descriptor, waits re-armed while
-  // hiredis wants them. Shared by the context (ev.data, raw) and each pending wait.
-  struct Watch : std::enable_shared_from_this<Watch> {
-    Watch(Impl* i, redisAsyncContext* c) : impl(i), ac(c), sd(i->io) {}
-    Impl* impl;
-    redisAsyncContext* ac;
-    net::posix::stream_descriptor sd;
-    bool want_read = false, want_write = false, reading = false, writing = false, dead = false;
-  };
-
   // One command awaiting its reply: the completion and its timeout.
   struct Op {
     Op(net::io_context& io, std::unique_ptr<Completion> c) : completion(std::move(c)), timer(io) {}
@@ -105,7 +59,7 @@ struct RedisClient::Impl {
 
   // Redis thread only.
   redisAsyncContext* ac = nullptr;
-  std::shared_ptr<Watch> watch;
+  std::shared_ptr<HiredisWatch> watch;  // the context's event adapter (state/hiredis_asio.hpp)
   Conn conn = Conn::idle;
   bool stopping = false;
   bool ever_up = false;
@@ -121,54 +75,6 @@ struct RedisClient::Impl {
   std::mutex listeners_mu;
   std::vector<std::pair<std::size_t, std::function<void()>>> listeners;
   std::size_t next_listener = 1;
-
-  // --- the event hooks -------------------------------------------------------------------------
-
-  static void arm_read(const std::shared_ptr<Watch>& w) {
-    if (w->reading || w->dead) return;
-    w->reading = true;
-    w->sd.async_wait(net::posix::descriptor_base::wait_read,
-                     [w](const boost::system::error_code& ec) {
-                       w->reading = false;
-                       // Another error: hiredis finds it on the socket.
-                       if (ec == net::error::operation_aborted || w->dead || !w->want_read) return;
-                       redisAsyncHandleRead(w->ac);  // may free the context (w->dead)
-                       if (!w->dead && w->want_read) arm_read(w);
-                     });
-  }
-  static void arm_write(const std::shared_ptr<Watch>& w) {
-    if (w->writing || w->dead) return;
-    w->writing = true;
-    w->sd.async_wait(net::posix::descriptor_base::wait_write,
-                     [w](const boost::system::error_code& ec) {
-                       w->writing = false;
-                       if (ec == net::error::operation_aborted || w->dead || !w->want_write) return;
-                       redisAsyncHandleWrite(w->ac);
-                       if (!w->dead && w->want_write) arm_write(w);
-                     });
-  }
-  static void add_read(void* p) {
-    auto* w = static_cast<Watch*>(p);
-    w->want_read = true;
-    arm_read(w->shared_from_this());
-  }
-  static void del_read(void* p) { static_cast<Watch*>(p)->want_read = false; }
-  static void add_write(void* p) {
-    auto* w = static_cast<Watch*>(p);
-    w->want_write = true;
-    arm_write(w->shared_from_this());
-  }
-  static void del_write(void* p) { static_cast<Watch*>(p)->want_write = false; }
-  // The context is being freed: stop watching, give the fd back (hiredis closes it).
-  static void cleanup(void* p) {
-    auto w = static_cast<Watch*>(p)->shared_from_this();
-    w->dead = true;
-    w->want_read = w->want_write = false;
-    boost::system::error_code ec;
-    w->sd.cancel(ec);
-    if (w->sd.is_open()) w->sd.release();
-    w->impl->on_freed(w->ac);
-  }
 
   // --- connection life -------------------------------------------------------------------------
 
@@ -191,21 +97,14 @@ struct RedisClient::Impl {
     redisEnableKeepAlive(&c->c);
     const unsigned int user_timeout_ms = 10000;
     ::setsockopt(c->c.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
-    auto w = std::make_shared<Watch>(this, c);
-    boost::system::error_code ec;
-    w->sd.assign(c->c.fd, ec);
-    if (ec) {
+    auto w = std::make_shared<HiredisWatch>(io, c,
+                                            [this](redisAsyncContext* freed) { on_freed(freed); });
+    if (const boost::system::error_code ec = w->attach()) {
       redisAsyncFree(c);  // no hooks yet: nothing calls back
       attempt_failed("cannot watch the socket: " + ec.message());
       return;
     }
     c->data = this;
-    c->ev.data = w.get();
-    c->ev.addRead = &Impl::add_read;
-    c->ev.delRead = &Impl::del_read;
-    c->ev.addWrite = &Impl::add_write;
-    c->ev.delWrite = &Impl::del_write;
-    c->ev.cleanup = &Impl::cleanup;
     ac = c;
     watch = w;
     // No disconnect callback: the cleanup hook (on_freed) sees every end of a context, and
@@ -338,7 +237,7 @@ struct RedisClient::Impl {
     const std::shared_ptr<Op>& op = *holder;
     if (self->inflight > 0) --self->inflight;
     auto* reply = static_cast<redisReply*>(r);
-    RedisReply out = reply ? convert(reply) : RedisReply::failure("disconnected");
+    RedisReply out = reply ? to_redis_reply(reply) : RedisReply::failure("disconnected");
     if (out.kind == RedisReply::Kind::error || out.kind == RedisReply::Kind::failed) ++self->errors;
     if (op->done) return;  // timed out already: the late reply is dropped
     op->done = true;
