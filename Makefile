@@ -56,7 +56,8 @@ asan-test: setup
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600 -L sanitize
 
 # ThreadSanitizer build (g++) of the llmux binary and the gateway integration tests, which run
-# against it (ctest label `gateway`: every llmux_integration_test named gateway_*). CI runs this.
+# against it (ctest label `gateway`: every llmux_integration_test named gateway_*), and the unit
+# tests that run threads (label `tsan`, target tsan_tests). CI runs this.
 # A report fails the test: halt_on_error makes the process exit 66, and the tests' support code
 # fails on any sanitizer report in the gateway's stderr. tests/tsan.supp: known false positives.
 # GatewayTls.* is left out: Debian's OpenSSL is not built for TSan (its own atomics look like
@@ -65,9 +66,9 @@ TSAN_SUPP := $(wildcard $(CURDIR)/tests/tsan.supp)
 TSAN_OPTIONS_CI := halt_on_error=1 second_deadlock_stack=1 $(if $(TSAN_SUPP),suppressions=$(TSAN_SUPP))
 tsan-test: setup
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLLMUX_TSAN=ON
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target llmux gateway_tests
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target llmux gateway_tests tsan_tests
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="$(TSAN_OPTIONS_CI) $(TSAN_OPTIONS)" \
-	  ctest --output-on-failure -j $(JOBS) --timeout 600 -L gateway -E '^GatewayTls\.'
+	  ctest --output-on-failure -j $(JOBS) --timeout 600 -L 'gateway|tsan' -E '^GatewayTls\.'
 
 # libFuzzer targets (tests/fuzz), built with the distribution's clang that scripts/setup --fuzz
 # installs (clang-16 on Debian 12; FUZZ_CLANG=N picks another installed clang-N). Each

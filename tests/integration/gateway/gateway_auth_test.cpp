@@ -218,7 +218,7 @@ TEST_F(GatewayUsage, TokensAreChargedAndListedPerKeyAsJsonAndCsv) {
                  .count() %
              60 >=
          55)
-    std::this_thread::sleep_for(200ms);
+    std::this_thread::sleep_for(200ms);  // polling interval: the wall clock's next minute
   std::int64_t prompt = 0, completion = 0, before_last = 0;
   int admitted = 0;
   Response refused;

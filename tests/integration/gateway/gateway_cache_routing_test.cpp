@@ -9,6 +9,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +45,26 @@ bool wait_state(int port, const std::string& backend, const std::string& state) 
       if (b.at("name").as_string() == backend && b.at("state").as_string() == state) return true;
   }
   return false;
+}
+
+/// The backends whose own load report is fresh, as GET /metrics shows them: the gauge
+/// llmux_backend_reported_running_requests is there only while a backend's last report is
+/// younger than backend_metrics.stale_after, the same reading least_load uses.
+std::set<std::string> fresh_reports(int port) {
+  static const std::string kGauge = "llmux_backend_reported_running_requests{backend=\"";
+  std::set<std::string> fresh;
+  const std::string text = HttpClient(port).get("/metrics").body;
+  for (std::size_t at = text.find(kGauge); at != std::string::npos;
+       at = text.find(kGauge, at + 1)) {
+    const std::size_t name_start = at + kGauge.size();
+    fresh.insert(text.substr(name_start, text.find('"', name_start) - name_start));
+  }
+  return fresh;
+}
+
+/// Waits until exactly `expected` have fresh reports (bounded).
+bool wait_fresh_reports(int port, const std::set<std::string>& expected) {
+  return poll_until([&] { return fresh_reports(port) == expected; }, 10s, 20ms);
 }
 
 TEST(GatewayCacheRouting, ConsistentHashMovesOnlyTheKeysOfABackendThatLeaves) {
@@ -191,15 +212,15 @@ TEST(GatewayCacheRouting, LeastLoadReadsBackendMetricsFreshStaleAndAllStale) {
     }
     return m;
   };
-  std::this_thread::sleep_for(300ms);  // both read
+  ASSERT_TRUE(wait_fresh_reports(gw->port(), {"a", "b"})) << "the gateway never read both";
   EXPECT_EQ(served_by(10)["a"], 10) << "a reports 0 running, b 5";
   // a's metrics stop answering: once its last report is stale it counts as busier than b.
   a.set_metrics("");
-  std::this_thread::sleep_for(700ms);
+  ASSERT_TRUE(wait_fresh_reports(gw->port(), {"b"})) << "a's report never went stale";
   EXPECT_EQ(served_by(10)["b"], 10) << "stale counts as busy";
   // Both unreadable: the gateway's own counts (least_inflight, ties rotate) decide.
   b.set_metrics("");
-  std::this_thread::sleep_for(700ms);
+  ASSERT_TRUE(wait_fresh_reports(gw->port(), {})) << "b's report never went stale";
   auto both = served_by(10);
   EXPECT_GE(both["a"], 3);
   EXPECT_GE(both["b"], 3);

@@ -5,6 +5,7 @@
 // connect timeout per ejection, not one per request.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -196,7 +197,17 @@ class BlackHole {
       ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
       fillers_.push_back(c);
     }
-    std::this_thread::sleep_for(100ms);  // let the handshakes of the fillers complete
+    // Until the accept queue is full: for a listening socket TCP_INFO gives the queue's length
+    // (tcpi_unacked) and its limit (tcpi_sacked); it is full above the limit.
+    const bool full = poll_until(
+        [this] {
+          tcp_info info{};
+          socklen_t size = sizeof info;
+          return ::getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &size) == 0 &&
+                 info.tcpi_unacked > info.tcpi_sacked;
+        },
+        5s, 5ms);
+    if (!full) throw std::runtime_error("black hole: the accept queue did not fill");
   }
   ~BlackHole() {
     for (int c : fillers_) ::close(c);

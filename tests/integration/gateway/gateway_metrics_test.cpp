@@ -110,7 +110,7 @@ Response settled_metrics(int port, double requests) {
     if (m.status != 200 || (sum_of(all, "llmux_requests_total") >= requests &&
                             sum_of(all, "llmux_backend_inflight_requests") == 0))
       break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling interval
   }
   return m;
 }

@@ -241,19 +241,25 @@ TEST(GatewayPipelining, RequestSentWhileAStreamIsRelayedFollowsIt) {
              "application/json\r\nContent-Length: " +
              std::to_string(stream_body.size()) + "\r\n\r\n" + stream_body));
   be.release(1);
-  ASSERT_TRUE(be.wait_events_sent(1, 5s));
-  std::this_thread::sleep_for(100ms);  // the first event is relayed; the stream waits
+  // The first event reaches the client; the stream waits for the next.
+  std::string all;
+  bool closed = false;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline && all.find("data: ") == std::string::npos &&
+         !closed)
+    all += c.read_until_close(50ms, &closed);
+  ASSERT_NE(all.find("data: "), std::string::npos) << "the first event was not relayed:\n" << all;
+  // The duration under test: the watch on the client starts at the worker's second tick after
+  // the request began (at most 100 ms, gateway/client_connection.hpp), so a request sent after
+  // that is read by the watch while the stream is held, not by the session after it.
+  std::this_thread::sleep_for(150ms);
   const std::string next = R"({"n":"pipelined while the stream was held open"})";
   ASSERT_TRUE(
       c.send("POST /v1/next HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
              "Content-Length: " +
              std::to_string(next.size()) + "\r\n\r\n" + next));
-  std::this_thread::sleep_for(100ms);
   be.release(kEvents);  // the rest of the events and [DONE]
   // Everything the connection carries: the whole stream, then the answer to the next request.
-  std::string all;
-  bool closed = false;
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
   while (std::chrono::steady_clock::now() < deadline &&
          all.find("0\r\n\r\nHTTP/1.1") == std::string::npos)
     all += c.read_until_close(200ms, &closed);

@@ -57,7 +57,7 @@ TEST_F(SimKeepAlive, RequestWithinTheTimeoutIsServedOnTheSameConnection) {
 // The first request of a new connection is not held to the keep-alive timeout.
 TEST_F(SimKeepAlive, NewConnectionWaitsLongerForItsFirstRequest) {
   RawConnection raw(port());
-  std::this_thread::sleep_for(700ms);
+  std::this_thread::sleep_for(700ms);  // the duration under test: longer than the 0.4 s timeout
   ASSERT_TRUE(raw.send(completion_request(kSmall)));
   const std::string r = raw.read_response(5s);
   EXPECT_NE(r.find("200 OK"), std::string::npos) << r;

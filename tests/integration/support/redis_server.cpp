@@ -109,7 +109,7 @@ void RedisServer::start() {
     if (std::chrono::steady_clock::now() > deadline)
       throw std::runtime_error("redis-server did not restart on port " + std::to_string(port_) +
                                ": " + why);
-    std::this_thread::sleep_for(100ms);
+    std::this_thread::sleep_for(100ms);  // retry interval, bounded by the deadline
   }
 }
 
@@ -147,7 +147,7 @@ bool RedisServer::launch(std::string& why) {
     }
     auto r = command({"PING"});
     if (r.kind == state::RedisReply::Kind::status && r.str == "PONG") return true;
-    std::this_thread::sleep_for(20ms);
+    std::this_thread::sleep_for(20ms);  // polling interval
   }
   stop();
   why = "no PONG within 10 s: " + log();

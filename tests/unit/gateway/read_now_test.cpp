@@ -70,6 +70,7 @@ TEST(ReadNow, ReadParsedGetsAMessageSentInPiecesWithPausesBetween) {
   std::thread writer([&] {
     for (std::size_t i = 0; i < msg.size(); i += 7) {
       p.send(msg.substr(i, 7));
+      // The peer's pace: pieces that arrive while the read is parked, and while it is not.
       std::this_thread::sleep_for(i % 2 ? 15ms : 1ms);
     }
   });

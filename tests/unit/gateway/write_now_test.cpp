@@ -5,6 +5,7 @@
 // times the socket buffers (the peer reads slowly) and the first send takes only part of it.
 #include "http/stream.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -75,6 +76,7 @@ TEST(WriteNow, TakesWhatTheSocketAcceptsAndAsyncWriteSendsTheRestInOrder) {
   std::string got;
   std::thread reader([&] {
     // Slow at first (the writer meets a full socket), then everything.
+    // The reader's pace under test: 50 ms of not reading, so the writer meets a full socket.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     got.resize(expected.size());
     boost::system::error_code ec;
@@ -99,7 +101,9 @@ TEST(WriteNow, AFailedSocketIsAnErrorNotNothingSent) {
   // The peer resets the connection: a send then fails (EPIPE or ECONNRESET), never "0 taken".
   client.set_option(net::socket_base::linger(true, 0));
   client.close();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Until the reset has reached the server's socket (poll reports it readable or failed).
+  pollfd reset{s.socket().native_handle(), POLLIN, 0};
+  ASSERT_EQ(::poll(&reset, 1, 5000), 1) << "the reset never arrived";
   const std::string data = "GET / HTTP/1.1\r\n\r\n";
   boost::system::error_code ec;
   std::size_t n = 0;
