@@ -166,66 +166,67 @@ AccessLog::~AccessLog() {
   if (owned_ && file_) std::fclose(file_);
 }
 
-void AccessLog::write(const AccessRecord& r) {
+void AccessLog::write(const AccessRecord& record) {
   if (!enabled_) return;
   thread_local std::string out;  // its memory reused line after line
-  out.resize(Line::bound({r.request_id, r.client, r.method, r.path, r.route, r.backend, r.model,
-                          r.key, r.affinity, r.error}));
+  out.resize(
+      Line::bound({record.request_id, record.client, record.method, record.path, record.route,
+                   record.backend, record.model, record.key, record.affinity, record.error}));
   Line l{out.data()};
   const std::int64_t ms = unix_ms();
   l.put("{\"ts\":");
   l.fixed3(static_cast<double>(ms) / 1000.0);
   l.put(",\"request_id\":");
-  l.quoted(r.request_id);
+  l.quoted(record.request_id);
   l.put(",\"client\":");
-  l.quoted(r.client);
+  l.quoted(record.client);
   l.put(",\"method\":");
-  l.quoted(r.method);
+  l.quoted(record.method);
   l.put(",\"path\":");
-  l.quoted(r.path);
+  l.quoted(record.path);
   l.put(",\"route\":");
-  l.quoted(r.route);
+  l.quoted(record.route);
   l.put(",\"backend\":");
-  l.quoted(r.backend);
+  l.quoted(record.backend);
   l.put(",\"model\":");
-  l.quoted(r.model);
-  l.put(r.stream ? ",\"stream\":true,\"status\":" : ",\"stream\":false,\"status\":");
-  l.integer(r.status);
+  l.quoted(record.model);
+  l.put(record.stream ? ",\"stream\":true,\"status\":" : ",\"stream\":false,\"status\":");
+  l.integer(record.status);
   l.put(",\"attempts\":");
-  l.integer(r.attempts);
+  l.integer(record.attempts);
   l.put(",\"bytes_in\":");
-  l.integer(static_cast<std::int64_t>(r.bytes_in));
+  l.integer(static_cast<std::int64_t>(record.bytes_in));
   l.put(",\"bytes_out\":");
-  l.integer(static_cast<std::int64_t>(r.bytes_out));
+  l.integer(static_cast<std::int64_t>(record.bytes_out));
   l.put(",\"ttfb_ms\":");
-  l.fixed3(r.ttfb_ms);
+  l.fixed3(record.ttfb_ms);
   l.put(",\"total_ms\":");
-  l.fixed3(r.total_ms);
-  if (r.queue_depth > 0) {
+  l.fixed3(record.total_ms);
+  if (record.queue_depth > 0) {
     l.put(",\"queue_depth\":");
-    l.integer(r.queue_depth);
+    l.integer(record.queue_depth);
     l.put(",\"queue_ms\":");
-    l.fixed3(r.queue_ms);
+    l.fixed3(record.queue_ms);
   }
-  if (!r.key.empty()) {
+  if (!record.key.empty()) {
     l.put(",\"key\":");
-    l.quoted(r.key);
+    l.quoted(record.key);
   }
-  if (!r.affinity.empty()) {
+  if (!record.affinity.empty()) {
     l.put(",\"affinity\":");
-    l.quoted(r.affinity);
+    l.quoted(record.affinity);
   }
-  if (r.prompt_tokens) {
+  if (record.prompt_tokens) {
     l.put(",\"prompt_tokens\":");
-    l.integer(*r.prompt_tokens);
+    l.integer(*record.prompt_tokens);
   }
-  if (r.completion_tokens) {
+  if (record.completion_tokens) {
     l.put(",\"completion_tokens\":");
-    l.integer(*r.completion_tokens);
+    l.integer(*record.completion_tokens);
   }
-  if (!r.error.empty()) {
+  if (!record.error.empty()) {
     l.put(",\"error\":");
-    l.quoted(r.error);
+    l.quoted(record.error);
   }
   l.put("}\n");
   out.resize(static_cast<std::size_t>(l.p - out.data()));

@@ -42,7 +42,7 @@ class AccessLog {
   /// request's CPU): the lines reach the file in one write of whole lines when kBuffer bytes
   /// have gathered, at flush() (the gateway calls it every 100 ms), at reopen() and when the log
   /// is destroyed.
-  void write(const AccessRecord& r);
+  void write(const AccessRecord& record);
   /// Writes out what is buffered.
   void flush();
   static constexpr std::size_t kBuffer = 64 * 1024;

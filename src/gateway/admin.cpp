@@ -85,27 +85,27 @@ bool read_new_backend(const std::string& body, AdminChange& ch, std::string& err
   return true;
 }
 
-net::awaitable<void> run_change(GatewayState& s, ClientConnection& c, const Request& req,
+net::awaitable<void> run_change(GatewayState& state, ClientConnection& client, const Request& req,
                                 AdminChange ch, const std::string& request_id) {
-  if (!s.control || !s.change_fleet) {
-    co_await write_error(c, 503, "Run-time changes are not available in this process.", &req, true,
-                         request_id);
+  if (!state.control || !state.change_fleet) {
+    co_await write_error(client, 503, "Run-time changes are not available in this process.", &req,
+                         true, request_id);
     co_return;
   }
-  ch.by = c.peer;
+  ch.by = client.peer;
   // On the control thread, as a reload; the answer comes back to this worker.
   auto [status, body] = co_await net::co_spawn(
-      *s.control,
-      [&s, &ch]() -> net::awaitable<std::pair<int, std::string>> {
+      *state.control,
+      [&state, &ch]() -> net::awaitable<std::pair<int, std::string>> {
         int st = 200;
-        std::string b = s.change_fleet(ch, st);
+        std::string b = state.change_fleet(ch, st);
         co_return std::make_pair(st, std::move(b));
       },
       net::use_awaitable);
   if (status >= 400)
-    co_await write_error(c, status, body, &req, true, request_id);
+    co_await write_error(client, status, body, &req, true, request_id);
   else
-    co_await write_json(c, status, std::move(body), &req, request_id);
+    co_await write_json(client, status, std::move(body), &req, request_id);
 }
 
 }  // namespace
@@ -114,15 +114,15 @@ bool is_admin_path(std::string_view path) {
   return path.starts_with(kPrefix) || path == "/admin";
 }
 
-std::string admin_backends_json(const GatewayState& s, const Fleet& f) {
+std::string admin_backends_json(const GatewayState& state, const Fleet& fleet) {
   boost::system::error_code ec;
-  auto v = boost::json::parse(admin_backends(f), ec);
-  if (ec || !v.is_object()) return admin_backends(f);
+  auto v = boost::json::parse(admin_backends(fleet), ec);
+  if (ec || !v.is_object()) return admin_backends(fleet);
   auto& arr = v.get_object()["backends"].as_array();
-  for (std::size_t i = 0; i < arr.size() && i < f.backends.size(); ++i) {
-    const auto& b = *f.backends[i];
+  for (std::size_t i = 0; i < arr.size() && i < fleet.backends.size(); ++i) {
+    const auto& b = *fleet.backends[i];
     auto& o = arr[i].as_object();
-    const BackendTotals t = backend_totals(s, b.metric_id);
+    const BackendTotals t = backend_totals(state, b.metric_id);
     o["draining"] = b.draining.load(std::memory_order_relaxed);
     o["ejections"] = b.ejections_total.load(std::memory_order_relaxed);
     o["requests"] = t.requests;
@@ -136,7 +136,7 @@ std::string admin_backends_json(const GatewayState& s, const Fleet& f) {
 
 bool apply_change(const AdminChange& ch, config::GatewayConfig& cfg, std::string& error,
                   int& status) {
-  auto named = [&](const config::Backend& b) { return b.name == ch.backend; };
+  auto named = [&](const config::Backend& backend) { return backend.name == ch.backend; };
   const bool exists = std::any_of(cfg.backends.begin(), cfg.backends.end(), named);
   if (ch.kind == AdminChange::Kind::add) {
     if (exists) {
@@ -185,11 +185,12 @@ bool apply_change(const AdminChange& ch, config::GatewayConfig& cfg, std::string
 namespace {
 
 /// GET /admin/usage?key=&from=&to=[&format=csv]: the usage ledger's rows (auth/usage.hpp).
-net::awaitable<void> usage_report(GatewayState& s, ClientConnection& c, const Request& req,
+net::awaitable<void> usage_report(GatewayState& state, ClientConnection& client, const Request& req,
                                   const std::string& request_id) {
   auto url = boost::urls::parse_origin_form(req.target());
   if (!url) {
-    co_await write_error(c, 400, "The request target is not a valid URL.", &req, true, request_id);
+    co_await write_error(client, 400, "The request target is not a valid URL.", &req, true,
+                         request_id);
     co_return;
   }
   std::string key, from, to, format;
@@ -204,49 +205,50 @@ net::awaitable<void> usage_report(GatewayState& s, ClientConnection& c, const Re
       format = p.value;
     else {
       co_await write_error(
-          c, 400, fmt::format("Unknown parameter '{}': use key, from, to and format.", p.key), &req,
-          true, request_id);
+          client, 400, fmt::format("Unknown parameter '{}': use key, from, to and format.", p.key),
+          &req, true, request_id);
       co_return;
     }
   }
   if (!format.empty() && format != "json" && format != "csv") {
-    co_await write_error(c, 400, "format must be json or csv.", &req, true, request_id);
+    co_await write_error(client, 400, "format must be json or csv.", &req, true, request_id);
     co_return;
   }
   std::string why;
   const auto q = auth::parse_usage_query(key, from, to, why);
   if (!q) {
-    co_await write_error(c, 400, why, &req, true, request_id);
+    co_await write_error(client, 400, why, &req, true, request_id);
     co_return;
   }
   // Shared by the replicas (Redis): every replica's rows; when Redis does not answer, this
   // replica's own, said to be partial.
   std::optional<std::vector<auth::UsageRow>> shared;
-  if (s.usage_redis) shared = co_await s.usage_redis->query_shared(*q);
-  const bool partial = s.usage_redis && !shared;
-  const auto rows = shared ? std::move(*shared) : s.usage->query(*q);
+  if (state.usage_redis) shared = co_await state.usage_redis->query_shared(*q);
+  const bool partial = state.usage_redis && !shared;
+  const auto rows = shared ? std::move(*shared) : state.usage->query(*q);
   if (format == "csv")
-    co_await write_content(c, 200, "text/csv; charset=utf-8", auth::usage_csv(rows), &req,
+    co_await write_content(client, 200, "text/csv; charset=utf-8", auth::usage_csv(rows), &req,
                            request_id,
                            partial ? ExtraHeader{"x-llmux-usage-partial", "true"} : ExtraHeader{});
   else
-    co_await write_json(c, 200, auth::usage_json(rows, *q, partial), &req, request_id);
+    co_await write_json(client, 200, auth::usage_json(rows, *q, partial), &req, request_id);
 }
 
 }  // namespace
 
-net::awaitable<void> admin(GatewayState& s, const Fleet& f, ClientConnection& c, const Request& req,
-                           std::string_view path, const std::string& request_id) {
-  const std::string& token = f.cfg.admin.token;
+net::awaitable<void> admin(GatewayState& state, const Fleet& fleet, ClientConnection& client,
+                           const Request& req, std::string_view path,
+                           const std::string& request_id) {
+  const std::string& token = fleet.cfg.admin.token;
   if (token.empty()) {
-    co_await write_error(c, 404,
+    co_await write_error(client, 404,
                          "The admin API is off: set admin.token (or admin.token_file) in the "
                          "gateway's configuration to use it.",
                          &req, true, request_id);
     co_return;
   }
   if (!same_secret(bearer(req[bhttp::field::authorization]), token)) {
-    co_await write_content(c, 401, "application/json",
+    co_await write_content(client, 401, "application/json",
                            openai_error_json(401,
                                              "Missing or wrong admin token: send "
                                              "'Authorization: Bearer <admin.token>'."),
@@ -255,17 +257,17 @@ net::awaitable<void> admin(GatewayState& s, const Fleet& f, ClientConnection& c,
   }
   const auto method = req.method();
   if (path == "/admin/usage" && method == bhttp::verb::get) {
-    co_await usage_report(s, c, req, request_id);
+    co_await usage_report(state, client, req, request_id);
     co_return;
   }
   if (path == kBackends && method == bhttp::verb::get) {
-    co_await write_json(c, 200, admin_backends_json(s, f), &req, request_id);
+    co_await write_json(client, 200, admin_backends_json(state, fleet), &req, request_id);
     co_return;
   }
   if (path == "/admin/config" && method == bhttp::verb::get) {
-    boost::json::object o{{"config_generation", f.generation},
-                          {"summary", config::describe(f.cfg, 0)}};
-    co_await write_json(c, 200, boost::json::serialize(o), &req, request_id);
+    boost::json::object o{{"config_generation", fleet.generation},
+                          {"summary", config::describe(fleet.cfg, 0)}};
+    co_await write_json(client, 200, boost::json::serialize(o), &req, request_id);
     co_return;
   }
   AdminChange ch;
@@ -273,10 +275,10 @@ net::awaitable<void> admin(GatewayState& s, const Fleet& f, ClientConnection& c,
     ch.kind = AdminChange::Kind::add;
     std::string error;
     if (!read_new_backend(req.body(), ch, error)) {
-      co_await write_error(c, 400, error, &req, true, request_id);
+      co_await write_error(client, 400, error, &req, true, request_id);
       co_return;
     }
-    co_await run_change(s, c, req, std::move(ch), request_id);
+    co_await run_change(state, client, req, std::move(ch), request_id);
     co_return;
   }
   if (path.starts_with(kBackends) && path.size() > kBackends.size() + 1 &&
@@ -296,11 +298,11 @@ net::awaitable<void> admin(GatewayState& s, const Fleet& f, ClientConnection& c,
     else
       known = false;
     if (known) {
-      co_await run_change(s, c, req, std::move(ch), request_id);
+      co_await run_change(state, client, req, std::move(ch), request_id);
       co_return;
     }
   }
-  co_await write_error(c, 404,
+  co_await write_error(client, 404,
                        fmt::format("No admin endpoint {} {} (see docs/operations.md).",
                                    std::string_view(req.method_string()), path),
                        &req, true, request_id);

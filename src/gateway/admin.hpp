@@ -39,11 +39,12 @@ struct AdminChange {
 bool is_admin_path(std::string_view path);
 
 /// Answers one /admin/... request.
-net::awaitable<void> admin(GatewayState& s, const Fleet& f, ClientConnection& c, const Request& req,
-                           std::string_view path, const std::string& request_id);
+net::awaitable<void> admin(GatewayState& state, const Fleet& fleet, ClientConnection& client,
+                           const Request& req, std::string_view path,
+                           const std::string& request_id);
 
 /// The admin view of the backends (GET /admin/backends).
-std::string admin_backends_json(const GatewayState& s, const Fleet& f);
+std::string admin_backends_json(const GatewayState& state, const Fleet& fleet);
 
 /// Applies `change` to `cfg` (a copy of the configuration in use): false with `error` and the
 /// HTTP status to answer when it cannot be made. The result still needs validate().

@@ -18,10 +18,10 @@ std::shared_ptr<AdmissionQueue::Ticket> AdmissionQueue::join(
   return t;
 }
 
-void AdmissionQueue::leave(const std::shared_ptr<Ticket>& t) {
+void AdmissionQueue::leave(const std::shared_ptr<Ticket>& ticket) {
   {
     std::lock_guard lock(mu_);
-    const auto it = std::find(q_.begin(), q_.end(), t);
+    const auto it = std::find(q_.begin(), q_.end(), ticket);
     if (it == q_.end()) return;
     q_.erase(it);
     depth_.store(static_cast<int>(q_.size()), std::memory_order_relaxed);
@@ -29,9 +29,9 @@ void AdmissionQueue::leave(const std::shared_ptr<Ticket>& t) {
   wake_head();
 }
 
-bool AdmissionQueue::at_head(const Ticket& t) const {
+bool AdmissionQueue::at_head(const Ticket& ticket) const {
   std::lock_guard lock(mu_);
-  return !q_.empty() && q_.front().get() == &t;
+  return !q_.empty() && q_.front().get() == &ticket;
 }
 
 void AdmissionQueue::wake_head() {

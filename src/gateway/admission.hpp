@@ -36,9 +36,9 @@ class AdmissionQueue {
   /// Joins at the back; nullptr when `size` are waiting already (or the queue is off).
   std::shared_ptr<Ticket> join(const boost::asio::any_io_executor& ex);
   /// Leaves (served, timed out, or the client left) and wakes the next head.
-  void leave(const std::shared_ptr<Ticket>& t);
+  void leave(const std::shared_ptr<Ticket>& ticket);
   /// Whether `t` is first in line.
-  bool at_head(const Ticket& t) const;
+  bool at_head(const Ticket& ticket) const;
   /// Wakes the head (any thread): a slot may have come free.
   void wake_head();
   /// Requests waiting now.

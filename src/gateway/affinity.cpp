@@ -102,19 +102,19 @@ Pin error(int status, std::string message, std::string type = {}, int retry_afte
 
 }  // namespace
 
-std::string_view named_response_id(std::string_view path, const BodyFields& f) {
+std::string_view named_response_id(std::string_view path, const BodyFields& fields) {
   if (auto id = path_id(path); !id.empty()) return id;
-  if (path == kResponses) return f.previous_response_id;
+  if (path == kResponses) return fields.previous_response_id;
   return {};
 }
 
-bool learns_response_id(std::string_view method, std::string_view path, const BodyFields& f) {
-  if (method == "POST" && path == kResponses) return !f.store_false;
+bool learns_response_id(std::string_view method, std::string_view path, const BodyFields& fields) {
+  if (method == "POST" && path == kResponses) return !fields.store_false;
   return method == "GET" && !path_id(path).empty() &&
          path.size() == kResponses.size() + 1 + path_id(path).size();
 }
 
-net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f,
+net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& fleet,
                                const RouteRuntime& route, std::string_view id,
                                std::string_view request_id) {
   const std::int64_t now = mono_ns();
@@ -158,12 +158,12 @@ net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f,
     ++ask->pending;
     net::co_spawn(ex,
                   ask_one(ask, static_cast<int>(i), b.name, url, b.authorization, b.tls,
-                          b.tls_verify, target, f.cfg.affinity.lookup_timeout),
+                          b.tls_verify, target, fleet.cfg.affinity.lookup_timeout),
                   net::detached);
   }
   // The asks cancel the timer when the answer is known (they run on this thread, so none can
   // finish between the check and the wait); it runs out only if they hang.
-  const auto deadline = std::chrono::steady_clock::now() + f.cfg.affinity.lookup_timeout +
+  const auto deadline = std::chrono::steady_clock::now() + fleet.cfg.affinity.lookup_timeout +
                         std::chrono::milliseconds(500);
   while (ask->pending > 0 && ask->found < 0 && std::chrono::steady_clock::now() < deadline) {
     ask->done.expires_at(deadline);

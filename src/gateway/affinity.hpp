@@ -24,11 +24,11 @@ namespace llmux::gateway {
 
 /// The response id a request names: the `{id}` of /v1/responses/{id}[/...], else the body's
 /// previous_response_id on /v1/responses; "" when none.
-std::string_view named_response_id(std::string_view path, const BodyFields& f);
+std::string_view named_response_id(std::string_view path, const BodyFields& fields);
 
 /// True when a response to (method, path) may carry an id worth learning: POST /v1/responses
 /// (unless the body said `store: false`: the backend keeps nothing) and GET /v1/responses/{id}.
-bool learns_response_id(std::string_view method, std::string_view path, const BodyFields& f);
+bool learns_response_id(std::string_view method, std::string_view path, const BodyFields& fields);
 
 struct Pin {
   enum class How { known, found, error };
@@ -42,7 +42,7 @@ struct Pin {
 
 /// The backend holding `id` among the route's, by the store or by asking them (`request_id`: for
 /// the log).
-net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& f,
+net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& fleet,
                                const RouteRuntime& route, std::string_view id,
                                std::string_view request_id = {});
 

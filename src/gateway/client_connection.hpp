@@ -57,12 +57,12 @@ struct ClientConnection {
 /// and ending it a cancellation and two handler runs, a tenth of a small request's CPU time; a
 /// client that leaves in the first tick is noticed when its watch starts, or when its response
 /// is written.
-void start_watch(Worker& w, ClientConnection& c);
+void start_watch(Worker& worker, ClientConnection& client);
 /// Ends the watch, so the session may read the socket again: true when that is done (the watch
 /// had not started), false when its read is pending: then co_await stop_watch(c), which waits
 /// until the read is gone.
-bool end_watch(ClientConnection& c);
-net::awaitable<void> stop_watch(ClientConnection& c);
+bool end_watch(ClientConnection& client);
+net::awaitable<void> stop_watch(ClientConnection& client);
 
 /// Writes a response of `content_type` (keep-alive as c.keep_alive; Server and X-Request-Id
 /// set; `header`: one more field, when its name is not empty; no body for HEAD). False when the
@@ -70,17 +70,18 @@ net::awaitable<void> stop_watch(ClientConnection& c);
 struct ExtraHeader {
   std::string_view name, value;
 };
-net::awaitable<bool> write_content(ClientConnection& c, int status, std::string_view content_type,
-                                   std::string body, const Request* req,
-                                   std::string_view request_id = {}, ExtraHeader header = {});
+net::awaitable<bool> write_content(ClientConnection& client, int status,
+                                   std::string_view content_type, std::string body,
+                                   const Request* req, std::string_view request_id = {},
+                                   ExtraHeader header = {});
 
 /// Writes a JSON response (keep-alive as c.keep_alive; Server and X-Request-Id set; Retry-After
 /// when `retry_after_s` > 0). False when the write failed (c.keep_alive is then false).
-net::awaitable<bool> write_json(ClientConnection& c, int status, std::string body,
+net::awaitable<bool> write_json(ClientConnection& client, int status, std::string body,
                                 const Request* req, std::string_view request_id = {},
                                 int retry_after_s = 0);
 /// Writes an OpenAI-shaped error; `keep` false also ends the connection after it.
-net::awaitable<bool> write_error(ClientConnection& c, int status, std::string_view message,
+net::awaitable<bool> write_error(ClientConnection& client, int status, std::string_view message,
                                  const Request* req, bool keep = true,
                                  std::string_view request_id = {}, int retry_after_s = 0);
 

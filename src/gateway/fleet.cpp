@@ -33,11 +33,11 @@ namespace {
 std::atomic<std::uint64_t> next_uid{1};
 
 /// The same machine, reached the same way: the backend object (and its state) is kept.
-bool same_backend(const upstream::Backend& b, const config::Backend& bc) {
+bool same_backend(const upstream::Backend& backend, const config::Backend& bc) {
   const std::string auth = bc.api_key.empty() ? std::string() : "Bearer " + bc.api_key;
-  return b.name == bc.name && b.url == bc.url && b.authorization == auth &&
-         b.pool_idle_timeout == bc.pool_idle_timeout && b.tls_ca_file == bc.tls.ca_file &&
-         b.tls_verify == bc.tls.verify;
+  return backend.name == bc.name && backend.url == bc.url && backend.authorization == auth &&
+         backend.pool_idle_timeout == bc.pool_idle_timeout &&
+         backend.tls_ca_file == bc.tls.ca_file && backend.tls_verify == bc.tls.verify;
 }
 
 const config::Route* find_route(const config::GatewayConfig& cfg, const std::string& name) {
@@ -46,9 +46,9 @@ const config::Route* find_route(const config::GatewayConfig& cfg, const std::str
   return nullptr;
 }
 
-bool same_match(const config::RouteMatch& a, const config::RouteMatch& b) {
-  return a.path == b.path && a.path_prefix == b.path_prefix && a.methods == b.methods &&
-         a.models == b.models;
+bool same_match(const config::RouteMatch& left, const config::RouteMatch& right) {
+  return left.path == right.path && left.path_prefix == right.path_prefix &&
+         left.methods == right.methods && left.models == right.models;
 }
 
 /// One line per difference between `prev` and the new config, for the reload's log.
@@ -240,9 +240,9 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
 std::vector<std::string> keep_restart_only(const config::GatewayConfig& running,
                                            config::GatewayConfig& next) {
   std::vector<std::string> out;
-  auto listeners = [](const config::GatewayConfig& c) {
+  auto listeners = [](const config::GatewayConfig& config) {
     std::vector<std::string> v;
-    for (const auto& l : c.listeners)
+    for (const auto& l : config.listeners)
       v.push_back(fmt::format("{}:{}{}", l.address, l.port, l.tls.enabled() ? " (tls)" : ""));
     return fmt::format("{}", fmt::join(v, ", "));
   };
@@ -261,10 +261,10 @@ std::vector<std::string> keep_restart_only(const config::GatewayConfig& running,
   if (running.pid_file != next.pid_file)
     out.push_back(fmt::format("pid_file: '{}' → '{}' needs a restart; keeping '{}'",
                               running.pid_file, next.pid_file, running.pid_file));
-  auto metrics_listen = [&](const config::GatewayConfig& c) {
-    return c.metrics.listen.empty()
-               ? std::string("(main listeners)")
-               : fmt::format("{}:{}", c.metrics.listen[0].address, c.metrics.listen[0].port);
+  auto metrics_listen = [&](const config::GatewayConfig& config) {
+    return config.metrics.listen.empty() ? std::string("(main listeners)")
+                                         : fmt::format("{}:{}", config.metrics.listen[0].address,
+                                                       config.metrics.listen[0].port);
   };
   if (metrics_listen(running) != metrics_listen(next))
     out.push_back(fmt::format("metrics.listen: {} → {} needs a restart; keeping {}",

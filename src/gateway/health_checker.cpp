@@ -24,29 +24,29 @@ namespace {
 
 /// One check: a fresh connection (so a full accept queue or a hung listener shows), GET path,
 /// a 2xx within the timeout passes.
-net::awaitable<std::pair<bool, std::string>> check_once(const upstream::Backend& b,
-                                                        const config::HealthChecks& h) {
+net::awaitable<std::pair<bool, std::string>> check_once(const upstream::Backend& backend,
+                                                        const config::HealthChecks& checks) {
   http::Url url;
-  url.host = b.host;
-  url.port = b.port;
-  url.tls = b.tls != nullptr;
+  url.host = backend.host;
+  url.port = backend.port;
+  url.tls = backend.tls != nullptr;
   http::ClientOptions opt;
   opt.mode = http::ConnectionMode::fresh;
-  opt.tls = b.tls;
-  opt.tls_verify = b.tls_verify;
-  opt.timeouts.connect = h.timeout;
-  opt.timeouts.idle = h.timeout;
-  opt.timeouts.total = h.timeout;
+  opt.tls = backend.tls;
+  opt.tls_verify = backend.tls_verify;
+  opt.timeouts.connect = checks.timeout;
+  opt.timeouts.idle = checks.timeout;
+  opt.timeouts.total = checks.timeout;
   http::Connection conn(co_await net::this_coro::executor, url, opt);
   http::RequestSpec req;
   req.method = "GET";
-  req.target = h.path;
+  req.target = checks.path;
   req.content_type = {};
   http::SimpleResponse r = co_await http::fetch(conn, req);
   if (r.r.failure != http::Failure::none)
     co_return std::pair{false, fmt::format("{}: {}", http::to_string(r.r.failure), r.r.message)};
   if (r.r.status < 200 || r.r.status > 299)
-    co_return std::pair{false, fmt::format("GET {} answered {}", h.path, r.r.status)};
+    co_return std::pair{false, fmt::format("GET {} answered {}", checks.path, r.r.status)};
   co_return std::pair{true, std::string()};
 }
 
@@ -70,8 +70,8 @@ constexpr int kProbeTokens = 16;
 
 /// A short generation on a stalled backend (upstream/stall.hpp): 16 tokens, whatever the model
 /// says, within 2 s. A hung engine fails it however healthy its /health looks.
-net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Task& t) {
-  const upstream::Backend& b = *t.b;
+net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Task& task) {
+  const upstream::Backend& b = *task.b;
   http::Url url;
   url.host = b.host;
   url.port = b.port;
@@ -87,7 +87,7 @@ net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Tas
   std::vector<http::Header> headers;
   if (!b.authorization.empty()) headers.push_back({"Authorization", b.authorization});
   const auto ex = co_await net::this_coro::executor;
-  if (t.model.empty()) {
+  if (task.model.empty()) {
     http::Connection conn(ex, url, opt);
     http::RequestSpec req;
     req.method = "GET";
@@ -102,12 +102,13 @@ net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Tas
       if (data && data->is_array() && !data->as_array().empty() && data->as_array()[0].is_object())
         if (const auto* id = data->as_array()[0].as_object().if_contains("id");
             id && id->is_string())
-          t.model = std::string(id->as_string());
+          task.model = std::string(id->as_string());
     }
-    if (t.model.empty()) co_return std::pair{false, std::string("GET /v1/models named no model")};
+    if (task.model.empty())
+      co_return std::pair{false, std::string("GET /v1/models named no model")};
   }
   http::Connection conn(ex, url, opt);
-  const std::string body = boost::json::serialize(boost::json::object{{"model", t.model},
+  const std::string body = boost::json::serialize(boost::json::object{{"model", task.model},
                                                                       {"prompt", "ping"},
                                                                       {"max_tokens", kProbeTokens},
                                                                       {"ignore_eos", true},
@@ -126,52 +127,53 @@ net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Tas
       true, fmt::format("{} tokens in {} ms", kProbeTokens, (mono_ns() - start) / 1'000'000)};
 }
 
-net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> t, std::uint64_t seed) {
-  const config::HealthChecks& h = t->h;
+net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> task, std::uint64_t seed) {
+  const config::HealthChecks& h = task->h;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> spread(-h.jitter, h.jitter);
   net::steady_timer timer(co_await net::this_coro::executor);
-  t->timer = &timer;
+  task->timer = &timer;
   struct Unhook {
-    HealthChecker::Task& t;
-    ~Unhook() { t.timer = nullptr; }
-  } unhook{*t};
+    HealthChecker::Task& task;
+    ~Unhook() { task.timer = nullptr; }
+  } unhook{*task};
   upstream::CheckCounts counts;
   // The first check comes within one jittered fraction of the interval, so that checks of many
   // backends do not all start at once.
   auto wait = std::chrono::milliseconds(
       static_cast<std::int64_t>(static_cast<double>(h.interval.count()) * std::abs(spread(rng))));
-  while (!t->stopped) {
+  while (!task->stopped) {
     timer.expires_after(wait);
     auto [ec] = co_await timer.async_wait(use_tuple);
-    if (ec || t->stopped) co_return;
-    auto [ok, why] = co_await check_once(*t->b, h);
-    if (t->stopped) co_return;
-    if (std::exchange(t->first, false)) {
+    if (ec || task->stopped) co_return;
+    auto [ok, why] = co_await check_once(*task->b, h);
+    if (task->stopped) co_return;
+    if (std::exchange(task->first, false)) {
       if (ok)
-        spdlog::info("backend {} ({}): up (first health check passed)", t->b->name, t->b->url);
+        spdlog::info("backend {} ({}): up (first health check passed)", task->b->name,
+                     task->b->url);
       else
-        spdlog::warn("backend {} ({}): down (first health check failed: {})", t->b->name, t->b->url,
-                     why);
+        spdlog::warn("backend {} ({}): down (first health check failed: {})", task->b->name,
+                     task->b->url, why);
     }
-    if (auto ev = upstream::record_check(*t->b, counts, ok, why, h.healthy_threshold,
+    if (auto ev = upstream::record_check(*task->b, counts, ok, why, h.healthy_threshold,
                                          h.unhealthy_threshold))
       log_health_event(*ev);
-    if (ok && t->b->stalled.load(std::memory_order_relaxed)) {
+    if (ok && task->b->stalled.load(std::memory_order_relaxed)) {
       // Out for the probe's time at least (its ejection may run out meanwhile): no trial request
       // goes to a backend whose probe has not passed.
-      upstream::record_probe(*t->b, false, mono_ns(), 2 * h.interval + kProbeTimeout, {});
-      auto [passed, pwhy] = co_await probe_generation(*t);
-      if (t->stopped) co_return;
-      if (auto ev = upstream::record_probe(*t->b, passed, mono_ns(), 2 * h.interval + kProbeTimeout,
-                                           pwhy))
+      upstream::record_probe(*task->b, false, mono_ns(), 2 * h.interval + kProbeTimeout, {});
+      auto [passed, pwhy] = co_await probe_generation(*task);
+      if (task->stopped) co_return;
+      if (auto ev = upstream::record_probe(*task->b, passed, mono_ns(),
+                                           2 * h.interval + kProbeTimeout, pwhy))
         log_health_event(*ev);
     }
     // A stalled backend is probed twice as often: it is back as soon as it generates again. A
     // failed check that has not yet taken the backend out is confirmed at once, so a dead or
     // hung machine is out within one interval plus `unhealthy_threshold` timeouts.
     double factor = 1.0;
-    if (t->b->stalled.load(std::memory_order_relaxed)) factor = 0.5;
+    if (task->b->stalled.load(std::memory_order_relaxed)) factor = 0.5;
     if (!ok && counts.fails < h.unhealthy_threshold) factor = 0.0;
     const double interval = static_cast<double>(h.interval.count()) * factor;
     wait = std::chrono::milliseconds(static_cast<std::int64_t>(interval * (1.0 + spread(rng))));
@@ -200,18 +202,18 @@ void HealthChecker::start() {
   thread_ = std::thread([this] { ioc_.run(); });
 }
 
-void HealthChecker::update(const Fleet& f) {
+void HealthChecker::update(const Fleet& fleet) {
   std::vector<std::shared_ptr<Task>> next;
-  for (std::size_t i = 0; i < f.backends.size(); ++i) {
+  for (std::size_t i = 0; i < fleet.backends.size(); ++i) {
     auto t = std::make_shared<Task>();
-    t->b = f.backends[i];
-    t->h = f.cfg.backends[i].health;
+    t->b = fleet.backends[i];
+    t->h = fleet.cfg.backends[i].health;
     next.push_back(std::move(t));
   }
   std::vector<std::shared_ptr<ScrapeTask>> scrapes;
-  if (f.cfg.backend_metrics.enabled)
-    for (const auto& b : f.backends)
-      scrapes.push_back(std::make_shared<ScrapeTask>(ScrapeTask{b, f.cfg.backend_metrics}));
+  if (fleet.cfg.backend_metrics.enabled)
+    for (const auto& b : fleet.backends)
+      scrapes.push_back(std::make_shared<ScrapeTask>(ScrapeTask{b, fleet.cfg.backend_metrics}));
   net::post(ioc_, [this, next = std::move(next), scrapes = std::move(scrapes)]() mutable {
     for (auto& t : tasks_) {
       t->stopped = true;
@@ -249,11 +251,11 @@ void HealthChecker::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-Readiness readiness(const Fleet& f, std::int64_t generation) {
+Readiness readiness(const Fleet& fleet, std::int64_t generation) {
   const std::int64_t now = mono_ns();
   boost::json::object body;
   boost::json::array backends;
-  for (const auto& b : f.backends) {
+  for (const auto& b : fleet.backends) {
     boost::json::object o;
     o["name"] = b->name;
     o["state"] = upstream::state_name(*b, now);
@@ -265,7 +267,7 @@ Readiness readiness(const Fleet& f, std::int64_t generation) {
   }
   boost::json::array routes;
   bool ready = true;
-  for (const auto& r : f.routes) {
+  for (const auto& r : fleet.routes) {
     int up = 0;
     for (const auto* b : r.backends) up += b->usable(now) ? 1 : 0;
     if (up == 0) ready = false;
@@ -279,11 +281,11 @@ Readiness readiness(const Fleet& f, std::int64_t generation) {
   return Readiness{ready ? 200 : 503, boost::json::serialize(body)};
 }
 
-std::string admin_backends(const Fleet& f) {
+std::string admin_backends(const Fleet& fleet) {
   const std::int64_t now = mono_ns();
   boost::json::array backends;
-  for (std::size_t i = 0; i < f.backends.size(); ++i) {
-    const auto& b = *f.backends[i];
+  for (std::size_t i = 0; i < fleet.backends.size(); ++i) {
+    const auto& b = *fleet.backends[i];
     boost::json::object o;
     o["name"] = b.name;
     o["url"] = b.url;
@@ -305,8 +307,8 @@ std::string admin_backends(const Fleet& f) {
     }
     backends.push_back(std::move(o));
   }
-  return boost::json::serialize(
-      boost::json::object{{"config_generation", f.generation}, {"backends", std::move(backends)}});
+  return boost::json::serialize(boost::json::object{{"config_generation", fleet.generation},
+                                                    {"backends", std::move(backends)}});
 }
 
 }  // namespace llmux::gateway

@@ -43,7 +43,7 @@ class HealthChecker {
   void start();
   /// From now on checks exactly the backends of `f`, each with its settings (any thread; the
   /// checks of a backend kept by a reload start again with its new settings, its state kept).
-  void update(const Fleet& f);
+  void update(const Fleet& fleet);
   void stop();
 
  private:
@@ -62,9 +62,9 @@ struct Readiness {
   int status = 200;
   std::string body;
 };
-Readiness readiness(const Fleet& f, std::int64_t generation);
+Readiness readiness(const Fleet& fleet, std::int64_t generation);
 
 /// GET /admin/backends: every backend's state, load and learned capacity curve, as JSON.
-std::string admin_backends(const Fleet& f);
+std::string admin_backends(const Fleet& fleet);
 
 }  // namespace llmux::gateway

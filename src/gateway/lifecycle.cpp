@@ -144,7 +144,7 @@ void GatewayProcess::make_workers(int count) {
   workers_.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) {
     auto worker = std::make_unique<Worker>();
-    worker->m = &state_.metrics.add_worker();
+    worker->worker_metrics = &state_.metrics.add_worker();
     worker->fleet_handle = std::make_shared<const FleetHandle>(FleetHandle{fleet_});
     workers_.push_back(std::move(worker));
   }

@@ -53,7 +53,7 @@ std::vector<std::int64_t> seconds(std::initializer_list<double> s) {
 
 }  // namespace
 
-const Bounds& bounds(HistKind k) {
+const Bounds& bounds(HistKind kind) {
   // As vLLM's own histograms where they overlap, so the two read side by side.
   static const Bounds ttft{"ttft",
                            seconds({0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
@@ -66,7 +66,7 @@ const Bounds& bounds(HistKind k) {
   static const Bounds overhead{
       "overhead", seconds({0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1})};
-  switch (k) {
+  switch (kind) {
     case HistKind::ttft:
       return ttft;
     case HistKind::itl:

@@ -58,15 +58,15 @@ struct Bounds {
   std::vector<std::int64_t> upper_ns;
 };
 enum class HistKind { ttft, itl, e2e, request_overhead, relay_overhead };
-const Bounds& bounds(HistKind k);
+const Bounds& bounds(HistKind kind);
 inline constexpr int kMaxBuckets = 24;
 
 class Histogram {
  public:
   /// `n` samples of `ns` each (the inter-token latency of n tokens that came in one read).
-  void observe(const Bounds& b, std::int64_t ns, std::uint64_t n = 1) {
+  void observe(const Bounds& bounds, std::int64_t ns, std::uint64_t n = 1) {
     std::size_t i = 0;
-    while (i < b.upper_ns.size() && ns > b.upper_ns[i]) ++i;
+    while (i < bounds.upper_ns.size() && ns > bounds.upper_ns[i]) ++i;
     bump(buckets_[i], n);
     bump(count_, n);
     bump(sum_ns_, static_cast<std::uint64_t>(ns < 0 ? 0 : ns) * n);
@@ -100,9 +100,11 @@ enum class Family : std::uint8_t {
 class CounterTable {
  public:
   static constexpr std::size_t kSlots = 4096;
-  static std::uint64_t key(Family f, std::uint16_t a, std::uint16_t b = 0, std::uint16_t c = 0) {
-    return (static_cast<std::uint64_t>(f) << 48) | (static_cast<std::uint64_t>(a) << 32) |
-           (static_cast<std::uint64_t>(b) << 16) | c;
+  static std::uint64_t key(Family family, std::uint16_t first_label, std::uint16_t second_label = 0,
+                           std::uint16_t third_label = 0) {
+    return (static_cast<std::uint64_t>(family) << 48) |
+           (static_cast<std::uint64_t>(first_label) << 32) |
+           (static_cast<std::uint64_t>(second_label) << 16) | third_label;
   }
   void add(std::uint64_t key, std::uint64_t n);
   /// Calls f(key, value) for every counter.
@@ -130,10 +132,14 @@ struct WorkerMetrics {
   std::array<Histogram, kMaxNames> ttft, itl, e2e;
   Histogram request_overhead, relay_overhead;
 
-  void count(Family f, int a, int b = 0, int c = 0, std::uint64_t n = 1) {
-    counters.add(CounterTable::key(f, static_cast<std::uint16_t>(a), static_cast<std::uint16_t>(b),
-                                   static_cast<std::uint16_t>(c)),
-                 n);
+  /// Adds `amount` to the counter of `family` with these label ids (their meaning is the
+  /// family's: gateway/metrics_render.cpp).
+  void count(Family family, int first_label, int second_label = 0, int third_label = 0,
+             std::uint64_t amount = 1) {
+    counters.add(CounterTable::key(family, static_cast<std::uint16_t>(first_label),
+                                   static_cast<std::uint16_t>(second_label),
+                                   static_cast<std::uint16_t>(third_label)),
+                 amount);
   }
 };
 

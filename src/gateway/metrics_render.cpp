@@ -28,10 +28,10 @@ using prometheus::MetricFamily;
 using prometheus::MetricType;
 
 /// Every worker's counters, added up by key.
-std::map<std::uint64_t, std::uint64_t> counters(const GatewayState& s) {
+std::map<std::uint64_t, std::uint64_t> counters(const GatewayState& state) {
   std::map<std::uint64_t, std::uint64_t> out;
-  s.metrics.each([&](const metrics::WorkerMetrics& w) {
-    w.counters.each([&](std::uint64_t k, std::uint64_t v) { out[k] += v; });
+  state.metrics.each([&](const metrics::WorkerMetrics& metrics) {
+    metrics.counters.each([&](std::uint64_t k, std::uint64_t v) { out[k] += v; });
   });
   return out;
 }
@@ -50,23 +50,24 @@ struct Summed {
 
 /// One histogram over every worker: `pick` chooses it in a worker's metrics.
 template <typename Pick>
-Summed sum(const GatewayState& s, Pick pick) {
+Summed sum(const GatewayState& state, Pick pick) {
   Summed out;
-  s.metrics.each(
-      [&](const metrics::WorkerMetrics& w) { pick(w).add_to(out.buckets, out.count, out.sum_ns); });
+  state.metrics.each([&](const metrics::WorkerMetrics& metrics) {
+    pick(metrics).add_to(out.buckets, out.count, out.sum_ns);
+  });
   return out;
 }
 
-ClientMetric::Histogram to_prometheus(const Summed& h, const metrics::Bounds& b) {
+ClientMetric::Histogram to_prometheus(const Summed& summed, const metrics::Bounds& bounds) {
   ClientMetric::Histogram out;
-  out.sample_count = h.count;
-  out.sample_sum = static_cast<double>(h.sum_ns) / 1e9;
+  out.sample_count = summed.count;
+  out.sample_sum = static_cast<double>(summed.sum_ns) / 1e9;
   std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < b.upper_ns.size(); ++i) {
-    cumulative += h.buckets[i];
-    out.bucket.push_back({cumulative, static_cast<double>(b.upper_ns[i]) / 1e9});
+  for (std::size_t i = 0; i < bounds.upper_ns.size(); ++i) {
+    cumulative += summed.buckets[i];
+    out.bucket.push_back({cumulative, static_cast<double>(bounds.upper_ns[i]) / 1e9});
   }
-  out.bucket.push_back({h.count, std::numeric_limits<double>::infinity()});
+  out.bucket.push_back({summed.count, std::numeric_limits<double>::infinity()});
   return out;
 }
 
@@ -93,16 +94,16 @@ void gauge(std::vector<MetricFamily>& out, std::string name, std::string help, d
 }
 
 /// The dashboard's and the API's name for a backend's state.
-std::string_view dashboard_state(const upstream::Backend& b, std::int64_t now) {
-  if (b.draining.load(std::memory_order_relaxed)) return "draining";
-  const std::string_view st = upstream::state_name(b, now);
+std::string_view dashboard_state(const upstream::Backend& backend, std::int64_t now) {
+  if (backend.draining.load(std::memory_order_relaxed)) return "draining";
+  const std::string_view st = upstream::state_name(backend, now);
   if (st == "unhealthy") return "down";
   if (st == "ejected" || st == "stalled") return "ejected";
   return "up";
 }
 
-bool reported_fresh(const upstream::Backend& b, std::int64_t now) {
-  return now < b.reported_until_ns.load(std::memory_order_relaxed);
+bool reported_fresh(const upstream::Backend& backend, std::int64_t now) {
+  return now < backend.reported_until_ns.load(std::memory_order_relaxed);
 }
 
 BackendTotals totals(const std::map<std::uint64_t, std::uint64_t>& all, int id) {
@@ -135,14 +136,14 @@ BackendTotals totals(const std::map<std::uint64_t, std::uint64_t>& all, int id) 
 
 }  // namespace
 
-BackendTotals backend_totals(const GatewayState& s, int metric_id) {
-  return totals(counters(s), metric_id);
+BackendTotals backend_totals(const GatewayState& state, int metric_id) {
+  return totals(counters(state), metric_id);
 }
 
-std::string prometheus_text(const GatewayState& s, const Fleet& f) {
+std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
   auto& names = metrics::names();
   const std::int64_t now = mono_ns();
-  const auto all = counters(s);
+  const auto all = counters(state);
   std::vector<MetricFamily> out;
 
   // ---- counters from the workers ----
@@ -217,30 +218,37 @@ std::string prometheus_text(const GatewayState& s, const Fleet& f) {
   };
   const std::vector<GaugeSpec> gauges = {
       {"llmux_backend_inflight_requests", "Requests in flight on a backend",
-       [](const upstream::Backend& b) { return b.inflight.load(std::memory_order_relaxed); }},
+       [](const upstream::Backend& backend) {
+         return backend.inflight.load(std::memory_order_relaxed);
+       }},
       {"llmux_backend_up", "1 when a backend takes new requests (checks pass, not ejected)",
-       [now](const upstream::Backend& b) { return b.usable(now) ? 1.0 : 0.0; }},
+       [now](const upstream::Backend& backend) { return backend.usable(now) ? 1.0 : 0.0; }},
       {"llmux_backend_healthy", "1 when a backend's active health checks pass",
-       [](const upstream::Backend& b) { return b.checks_ok.load() ? 1.0 : 0.0; }},
+       [](const upstream::Backend& backend) { return backend.checks_ok.load() ? 1.0 : 0.0; }},
       {"llmux_backend_ejected", "1 while a backend is ejected (passive outlier detection)",
-       [now](const upstream::Backend& b) { return now < b.ejected_until_ns.load() ? 1.0 : 0.0; }},
+       [now](const upstream::Backend& backend) {
+         return now < backend.ejected_until_ns.load() ? 1.0 : 0.0;
+       }},
       {"llmux_backend_draining", "1 while a backend is drained through the admin API",
-       [](const upstream::Backend& b) { return b.draining.load() ? 1.0 : 0.0; }},
+       [](const upstream::Backend& backend) { return backend.draining.load() ? 1.0 : 0.0; }},
       {"llmux_backend_weight", "A backend's configured weight",
-       [](const upstream::Backend& b) { return b.weight.load(); }},
+       [](const upstream::Backend& backend) { return backend.weight.load(); }},
       {"llmux_backend_reported_running_requests",
        "Requests running on a backend, as its own /metrics says (backend_metrics)",
-       [](const upstream::Backend& b) { return b.reported_running.load(); }, true},
+       [](const upstream::Backend& backend) { return backend.reported_running.load(); }, true},
       {"llmux_backend_reported_waiting_requests",
        "Requests waiting on a backend, as its own /metrics says (backend_metrics)",
-       [](const upstream::Backend& b) { return b.reported_waiting.load(); }, true},
+       [](const upstream::Backend& backend) { return backend.reported_waiting.load(); }, true},
       {"llmux_backend_reported_kv_cache_usage_ratio",
        "A backend's KV cache usage (0-1), as its own /metrics says (backend_metrics)",
-       [](const upstream::Backend& b) { return b.reported_kv_permille.load() / 1000.0; }, true},
+       [](const upstream::Backend& backend) {
+         return backend.reported_kv_permille.load() / 1000.0;
+       },
+       true},
   };
   std::vector<MetricFamily> gauge_families;
   for (const auto& g : gauges) gauge_families.push_back(family(g.name, g.help, MetricType::Gauge));
-  for (const auto& bp : f.backends) {
+  for (const auto& bp : fleet.backends) {
     const auto& b = *bp;
     auto m = labelled({{"backend", b.name}});
     m.counter.value = static_cast<double>(b.ejections_total.load(std::memory_order_relaxed));
@@ -258,7 +266,7 @@ std::string prometheus_text(const GatewayState& s, const Fleet& f) {
   auto queued = family("llmux_route_queued_requests",
                        "Requests waiting in a route's queue (every backend at max_inflight)",
                        MetricType::Gauge);
-  for (const auto& r : f.routes) {
+  for (const auto& r : fleet.routes) {
     auto m = labelled({{"route", r.cfg->name}});
     m.gauge.value = r.queue->depth();
     queued.metric.push_back(std::move(m));
@@ -285,9 +293,10 @@ std::string prometheus_text(const GatewayState& s, const Fleet& f) {
   for (const auto& h : hists) {
     auto fam = family(h.name, h.help, MetricType::Histogram);
     for (int id = 1; id < names.backends.size(); ++id) {
-      const Summed sm = sum(s, [&](const metrics::WorkerMetrics& w) -> const metrics::Histogram& {
-        return (w.*h.per_backend)[static_cast<std::size_t>(id)];
-      });
+      const Summed sm =
+          sum(state, [&](const metrics::WorkerMetrics& metrics) -> const metrics::Histogram& {
+            return (metrics.*h.per_backend)[static_cast<std::size_t>(id)];
+          });
       if (sm.count == 0) continue;
       auto m = labelled({{"backend", std::string(names.backends.name(id))}});
       m.histogram = to_prometheus(sm, metrics::bounds(h.kind));
@@ -299,10 +308,12 @@ std::string prometheus_text(const GatewayState& s, const Fleet& f) {
                       const metrics::Histogram metrics::WorkerMetrics::*which) {
     auto fam = family(name, help, MetricType::Histogram);
     ClientMetric m;
-    m.histogram = to_prometheus(
-        sum(s,
-            [&](const metrics::WorkerMetrics& w) -> const metrics::Histogram& { return w.*which; }),
-        metrics::bounds(kind));
+    m.histogram =
+        to_prometheus(sum(state,
+                          [&](const metrics::WorkerMetrics& metrics) -> const metrics::Histogram& {
+                            return metrics.*which;
+                          }),
+                      metrics::bounds(kind));
     fam.metric.push_back(std::move(m));
     out.push_back(std::move(fam));
   };
@@ -315,22 +326,22 @@ std::string prometheus_text(const GatewayState& s, const Fleet& f) {
            HistKind::relay_overhead, &metrics::WorkerMetrics::relay_overhead);
 
   // ---- process ----
-  gauge(out, "llmux_client_connections", "Client connections open", s.connections.load());
-  gauge(out, "llmux_active_requests", "Requests in progress", s.active.load());
+  gauge(out, "llmux_client_connections", "Client connections open", state.connections.load());
+  gauge(out, "llmux_active_requests", "Requests in progress", state.active.load());
   gauge(out, "llmux_response_store_entries", "Response ids the affinity table holds (locally)",
-        s.responses ? static_cast<double>(s.responses->size()) : 0.0);
-  if (s.redis) {
+        state.responses ? static_cast<double>(state.responses->size()) : 0.0);
+  if (state.redis) {
     // state: redis://...: whether the shared state is reachable, and what waits for it.
     gauge(out, "llmux_state_redis_up", "1 while the shared state (Redis) answers, else 0",
-          s.redis->up() ? 1.0 : 0.0);
+          state.redis->up() ? 1.0 : 0.0);
     gauge(out, "llmux_state_pending_writes",
           "Response ids learned while Redis was away, waiting to be written back",
-          static_cast<double>(s.responses_redis->pending()));
-    if (s.quota_redis)
+          static_cast<double>(state.responses_redis->pending()));
+    if (state.quota_redis)
       gauge(out, "llmux_state_quota_inflight",
             "Quota increments and reads sent to Redis and not answered yet",
-            static_cast<double>(s.quota_redis->stats().inflight));
-    const auto rc = s.redis->counters();
+            static_cast<double>(state.quota_redis->stats().inflight));
+    const auto rc = state.redis->counters();
     auto failed = family("llmux_state_redis_failures_total",
                          "Redis commands that failed, by how (error, timeout, refused: away)",
                          MetricType::Counter);
@@ -343,16 +354,17 @@ std::string prometheus_text(const GatewayState& s, const Fleet& f) {
     out.push_back(std::move(failed));
   }
   gauge(out, "llmux_config_generation", "Configuration generation in use (1 at start)",
-        static_cast<double>(f.generation));
+        static_cast<double>(fleet.generation));
   gauge(out, "llmux_start_time_seconds", "When the gateway started (Unix time)",
-        static_cast<double>(s.metrics.start_unix_ms) / 1e3);
+        static_cast<double>(state.metrics.start_unix_ms) / 1e3);
   auto info = family("llmux_build_info", "The gateway's version", MetricType::Gauge);
   auto im = labelled({{"version", LLMUX_VERSION}});
   im.gauge.value = 1;
   info.metric.push_back(std::move(im));
   out.push_back(std::move(info));
   std::uint64_t dropped = 0;
-  s.metrics.each([&](const metrics::WorkerMetrics& w) { dropped += w.counters.dropped(); });
+  state.metrics.each(
+      [&](const metrics::WorkerMetrics& metrics) { dropped += metrics.counters.dropped(); });
   auto d = family("llmux_metrics_dropped_total",
                   "Counts lost because a worker's counter table was full (should stay 0)",
                   MetricType::Counter);
@@ -368,29 +380,29 @@ std::string prometheus_text(const GatewayState& s, const Fleet& f) {
 
 namespace {
 
-boost::json::object hist_json(const Summed& h, const metrics::Bounds& b) {
+boost::json::object hist_json(const Summed& summed, const metrics::Bounds& bounds) {
   boost::json::array le, counts;
   std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < b.upper_ns.size(); ++i) {
-    cumulative += h.buckets[i];
-    le.push_back(static_cast<double>(b.upper_ns[i]) / 1e9);
+  for (std::size_t i = 0; i < bounds.upper_ns.size(); ++i) {
+    cumulative += summed.buckets[i];
+    le.push_back(static_cast<double>(bounds.upper_ns[i]) / 1e9);
     counts.push_back(cumulative);
   }
   le.push_back("+Inf");
-  counts.push_back(h.count);
+  counts.push_back(summed.count);
   return {{"le", std::move(le)},
           {"counts", std::move(counts)},
-          {"sum", static_cast<double>(h.sum_ns) / 1e9},
-          {"count", h.count}};
+          {"sum", static_cast<double>(summed.sum_ns) / 1e9},
+          {"count", summed.count}};
 }
 
 }  // namespace
 
-std::string dashboard_json(const GatewayState& s, const Fleet& f) {
+std::string dashboard_json(const GatewayState& state, const Fleet& fleet) {
   const std::int64_t now = mono_ns();
-  const auto all = counters(s);
+  const auto all = counters(state);
   boost::json::array backends;
-  for (const auto& bp : f.backends) {
+  for (const auto& bp : fleet.backends) {
     const auto& b = *bp;
     const int id = b.metric_id;
     boost::json::object o;
@@ -407,13 +419,13 @@ std::string dashboard_json(const GatewayState& s, const Fleet& f) {
     o["prompt_tokens"] = t.prompt_tokens;
     o["cached_tokens"] = t.cached_tokens;
     o["generation_tokens"] = t.generation_tokens;
-    const auto per = [&](HistKind k, const std::array<metrics::Histogram, metrics::kMaxNames>
-                                         metrics::WorkerMetrics::*which) {
-      return hist_json(sum(s,
-                           [&](const metrics::WorkerMetrics& w) -> const metrics::Histogram& {
-                             return (w.*which)[static_cast<std::size_t>(id)];
+    const auto per = [&](HistKind kind, const std::array<metrics::Histogram, metrics::kMaxNames>
+                                            metrics::WorkerMetrics::*which) {
+      return hist_json(sum(state,
+                           [&](const metrics::WorkerMetrics& metrics) -> const metrics::Histogram& {
+                             return (metrics.*which)[static_cast<std::size_t>(id)];
                            }),
-                       metrics::bounds(k));
+                       metrics::bounds(kind));
     };
     o["ttft"] = per(HistKind::ttft, &metrics::WorkerMetrics::ttft);
     o["itl"] = per(HistKind::itl, &metrics::WorkerMetrics::itl);
@@ -427,7 +439,7 @@ std::string dashboard_json(const GatewayState& s, const Fleet& f) {
     backends.push_back(std::move(o));
   }
   boost::json::array routes;
-  for (const auto& r : f.routes) {
+  for (const auto& r : fleet.routes) {
     const auto& m = r.cfg->match;
     std::string match = m.methods.empty() ? "ANY" : "";
     for (std::size_t i = 0; i < m.methods.size(); ++i) match += (i ? "," : "") + m.methods[i];
@@ -447,33 +459,34 @@ std::string dashboard_json(const GatewayState& s, const Fleet& f) {
   const auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
-  auto overhead = [&](HistKind k, const metrics::Histogram metrics::WorkerMetrics::*which) {
-    return hist_json(
-        sum(s,
-            [&](const metrics::WorkerMetrics& w) -> const metrics::Histogram& { return w.*which; }),
-        metrics::bounds(k));
+  auto overhead = [&](HistKind kind, const metrics::Histogram metrics::WorkerMetrics::*which) {
+    return hist_json(sum(state,
+                         [&](const metrics::WorkerMetrics& metrics) -> const metrics::Histogram& {
+                           return metrics.*which;
+                         }),
+                     metrics::bounds(kind));
   };
-  boost::json::object state{{"kind", s.redis ? "redis" : "memory"}};
-  if (s.redis) {
-    state["up"] = s.redis->up();
-    state["pending"] = s.responses_redis->pending();
+  boost::json::object state_json{{"kind", state.redis ? "redis" : "memory"}};
+  if (state.redis) {
+    state_json["up"] = state.redis->up();
+    state_json["pending"] = state.responses_redis->pending();
   }
   boost::json::object gw{
-      {"state", std::move(state)},
-      {"connections", s.connections.load()},
-      {"active_requests", s.active.load()},
+      {"state", std::move(state_json)},
+      {"connections", state.connections.load()},
+      {"active_requests", state.active.load()},
       {"overhead",
        {{"request",
          overhead(HistKind::request_overhead, &metrics::WorkerMetrics::request_overhead)},
         {"relay", overhead(HistKind::relay_overhead, &metrics::WorkerMetrics::relay_overhead)}}}};
-  return boost::json::serialize(
-      boost::json::object{{"version", LLMUX_VERSION},
-                          {"time", static_cast<double>(unix_ms) / 1e3},
-                          {"uptime_s", static_cast<double>(now - s.metrics.start_mono_ns) / 1e9},
-                          {"config_generation", f.generation},
-                          {"gateway", std::move(gw)},
-                          {"backends", std::move(backends)},
-                          {"routes", std::move(routes)}});
+  return boost::json::serialize(boost::json::object{
+      {"version", LLMUX_VERSION},
+      {"time", static_cast<double>(unix_ms) / 1e3},
+      {"uptime_s", static_cast<double>(now - state.metrics.start_mono_ns) / 1e9},
+      {"config_generation", fleet.generation},
+      {"gateway", std::move(gw)},
+      {"backends", std::move(backends)},
+      {"routes", std::move(routes)}});
 }
 
 }  // namespace llmux::gateway

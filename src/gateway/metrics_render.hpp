@@ -15,12 +15,12 @@ struct BackendTotals {
   std::uint64_t requests = 0, errors = 0, prompt_tokens = 0, cached_tokens = 0,
                 generation_tokens = 0;
 };
-BackendTotals backend_totals(const GatewayState& s, int metric_id);
+BackendTotals backend_totals(const GatewayState& state, int metric_id);
 
 /// Prometheus text exposition format 0.0.4 of the gateway's metrics (docs/metrics.md names them).
-std::string prometheus_text(const GatewayState& s, const Fleet& f);
+std::string prometheus_text(const GatewayState& state, const Fleet& fleet);
 
 /// The dashboard's snapshot (docs/metrics.md: its fields); counters cumulative since start.
-std::string dashboard_json(const GatewayState& s, const Fleet& f);
+std::string dashboard_json(const GatewayState& state, const Fleet& fleet);
 
 }  // namespace llmux::gateway

@@ -13,16 +13,16 @@ namespace llmux::gateway {
 
 namespace json = boost::json;
 
-net::awaitable<void> models(const Fleet& f, Worker& w, ClientConnection& c, const Request& req,
-                            const std::string& request_id) {
+net::awaitable<void> models(const Fleet& fleet, Worker& worker, ClientConnection& client,
+                            const Request& req, const std::string& request_id) {
   const auth::KeyEntry* key = nullptr;
-  if (f.keys.enabled()) {
+  if (fleet.keys.enabled()) {
     const std::string_view authorization = req[bhttp::field::authorization];
-    key = f.keys.find(authorization);
+    key = fleet.keys.find(authorization);
     if (!key) {
       const auth::Decision d =
           authorization.empty() ? auth::KeyTable::missing_key() : auth::KeyTable::invalid_key();
-      co_await write_json(c, d.status, d.body, &req, request_id);
+      co_await write_json(client, d.status, d.body, &req, request_id);
       co_return;
     }
   }
@@ -33,7 +33,7 @@ net::awaitable<void> models(const Fleet& f, Worker& w, ClientConnection& c, cons
   json::array data;
   std::vector<std::string> seen;
   std::vector<std::string> errors;
-  for (auto& bp : f.backends) {
+  for (auto& bp : fleet.backends) {
     upstream::Backend& b = *bp;
     bhttp::request<bhttp::string_body> mreq{bhttp::verb::get, b.base_path + "/v1/models", 11};
     mreq.set(bhttp::field::host, b.host_header);
@@ -41,7 +41,7 @@ net::awaitable<void> models(const Fleet& f, Worker& w, ClientConnection& c, cons
     mreq.keep_alive(true);
     bool ok = false;
     for (int round = 0; round < 2 && !ok; ++round) {
-      auto conn = co_await connect(f, w, b, round == 0);
+      auto conn = co_await connect(fleet, worker, b, round == 0);
       if (!conn.up) {
         errors.push_back(conn.fail.message);
         break;
@@ -73,11 +73,11 @@ net::awaitable<void> models(const Fleet& f, Worker& w, ClientConnection& c, cons
       } else {
         errors.push_back(fmt::format("{}: invalid /v1/models body", b.name));
       }
-      if (reusable) release(w, b, std::move(conn.up));
+      if (reusable) release(worker, b, std::move(conn.up));
     }
   }
   if (seen.empty() && !errors.empty()) {
-    co_await write_error(c, 503,
+    co_await write_error(client, 503,
                          fmt::format("No backend answered /v1/models: {}", fmt::join(errors, "; ")),
                          &req, true, request_id);
     co_return;
@@ -86,7 +86,7 @@ net::awaitable<void> models(const Fleet& f, Worker& w, ClientConnection& c, cons
   body["object"] = "list";
   body["data"] = std::move(data);
   std::string text = json::serialize(body);
-  co_await write_json(c, 200, std::move(text), &req, request_id);
+  co_await write_json(client, 200, std::move(text), &req, request_id);
 }
 
 }  // namespace llmux::gateway

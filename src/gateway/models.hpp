@@ -12,7 +12,7 @@
 
 namespace llmux::gateway {
 
-net::awaitable<void> models(const Fleet& f, Worker& w, ClientConnection& c, const Request& req,
-                            const std::string& request_id);
+net::awaitable<void> models(const Fleet& fleet, Worker& worker, ClientConnection& client,
+                            const Request& req, const std::string& request_id);
 
 }  // namespace llmux::gateway

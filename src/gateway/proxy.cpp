@@ -40,20 +40,20 @@ struct HeaderLookup {
 
 /// The policy's view of the request. Built by the plain functions below, on their own stack:
 /// a coroutine keeps every local in its frame, and a held-open stream should cost little.
-policy::PickContext context(const RouteRuntime& route, const Request& req, const BodyFields& f,
+policy::PickContext context(const RouteRuntime& route, const Request& req, const BodyFields& fields,
                             std::string_view path, const HeaderLookup& headers,
                             bool with_prompt = false, bool pinned = false) {
   policy::PickContext ctx;
   ctx.route = route.cfg->name;
   ctx.method = req.method_string();
   ctx.path = path;
-  ctx.model = f.model;
-  ctx.user = f.user;
-  ctx.previous_response_id = f.previous_response_id;
-  ctx.prompt_cache_key = f.prompt_cache_key;
-  ctx.stream = f.stream;
-  ctx.output_tokens = f.max_tokens >= 0 ? f.max_tokens : 256;
-  ctx.tokens = static_cast<std::int64_t>(f.body_bytes / 4) + ctx.output_tokens;
+  ctx.model = fields.model;
+  ctx.user = fields.user;
+  ctx.previous_response_id = fields.previous_response_id;
+  ctx.prompt_cache_key = fields.prompt_cache_key;
+  ctx.stream = fields.stream;
+  ctx.output_tokens = fields.max_tokens >= 0 ? fields.max_tokens : 256;
+  ctx.tokens = static_cast<std::int64_t>(fields.body_bytes / 4) + ctx.output_tokens;
   ctx.header = headers;
   ctx.pinned = pinned;
   if (with_prompt && route.policy->needs_prompt()) {
@@ -69,34 +69,34 @@ policy::PickContext context(const RouteRuntime& route, const Request& req, const
 /// The policy's choice with its in-flight slot, taken atomically (a full backend is skipped).
 /// `pinned`: the backend that holds the response the request names (gateway/affinity.hpp), the
 /// only candidate then.
-upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFields& f,
+upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFields& fields,
                     std::string_view path, upstream::TriedSet& tried,
                     upstream::Backend* const* pinned) {
   const HeaderLookup headers{&req};
   const std::span<upstream::Backend* const> candidates =
       *pinned ? std::span<upstream::Backend* const>(pinned, 1)
               : std::span<upstream::Backend* const>(route.backends);
-  return policy::pick_and_acquire(*route.policy,
-                                  context(route, req, f, path, headers, true, *pinned != nullptr),
-                                  candidates, tried);
+  return policy::pick_and_acquire(
+      *route.policy, context(route, req, fields, path, headers, true, *pinned != nullptr),
+      candidates, tried);
 }
 
 /// Tells the backend's health and the route's policy how an attempt ended.
-void report(const Fleet& fleet, const RouteRuntime& route, const Request& req, const BodyFields& f,
-            std::string_view path, upstream::Backend& b, const Outcome& o,
-            std::string_view request_id, std::int64_t now) {
-  if (auto ev = upstream::record_outcome(b, o, now, fleet.outlier))
+void report(const Fleet& fleet, const RouteRuntime& route, const Request& req,
+            const BodyFields& fields, std::string_view path, upstream::Backend& backend,
+            const Outcome& outcome, std::string_view request_id, std::int64_t now) {
+  if (auto ev = upstream::record_outcome(backend, outcome, now, fleet.outlier))
     log_health_event(*ev, request_id);
   const HeaderLookup headers{&req};
-  route.policy->on_outcome(context(route, req, f, path, headers), b, o);
+  route.policy->on_outcome(context(route, req, fields, path, headers), backend, outcome);
 }
 
 /// The jittered back-off before retry number `attempts` (x1-2 of base, doubled per retry). A
 /// coroutine of its own: its timer lives only while a retry waits, not in every proxy frame.
-net::awaitable<void> backoff(Worker& w, std::chrono::milliseconds base, int attempts) {
+net::awaitable<void> backoff(Worker& worker, std::chrono::milliseconds base, int attempts) {
   std::uniform_real_distribution<double> jitter(1.0, 2.0);
   const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      base * (1 << std::min(attempts - 1, 10)) * jitter(w.rng));
+      base * (1 << std::min(attempts - 1, 10)) * jitter(worker.rng));
   net::steady_timer t(co_await net::this_coro::executor, wait);
   co_await t.async_wait(use_tuple);
 }
@@ -105,16 +105,17 @@ net::awaitable<void> backoff(Worker& w, std::chrono::milliseconds base, int atte
 /// head waiter may take it).
 struct HeldSlot {
   upstream::Slot slot;
-  const Fleet& f;
-  HeldSlot(upstream::Slot s, const Fleet& fleet) : slot(std::move(s)), f(fleet) {}
+  const Fleet& fleet;
+  HeldSlot(upstream::Slot taken, const Fleet& taken_from)
+      : slot(std::move(taken)), fleet(taken_from) {}
   HeldSlot(const HeldSlot&) = delete;
   HeldSlot& operator=(const HeldSlot&) = delete;
   ~HeldSlot() {
-    upstream::Backend* b = slot.backend();
+    upstream::Backend* backend = slot.backend();
     slot.reset();
-    if (!b) return;
-    for (AdmissionQueue* q : f.queues_by_slot[static_cast<std::size_t>(b->index)])
-      if (q->depth() > 0) q->wake_head();
+    if (!backend) return;
+    for (AdmissionQueue* queue : fleet.queues_by_slot[static_cast<std::size_t>(backend->index)])
+      if (queue->depth() > 0) queue->wake_head();
   }
 };
 
@@ -123,7 +124,7 @@ enum class Admit { slot, full, timeout, client_left };
 /// Waits in the route's queue until, first in line, it takes a slot (`slot`); `depth` is how many
 /// were waiting when it joined, itself included. A coroutine of its own: its frame (and the
 /// ticket) exist only while a request waits.
-net::awaitable<Admit> wait_in_queue(ClientConnection& c, const RouteRuntime& route,
+net::awaitable<Admit> wait_in_queue(ClientConnection& client, const RouteRuntime& route,
                                     const Request& req, const BodyFields& fields,
                                     upstream::Backend* const* pinned, upstream::Slot& slot,
                                     int& depth) {
@@ -143,9 +144,9 @@ net::awaitable<Admit> wait_in_queue(ClientConnection& c, const RouteRuntime& rou
       }
     }
     const auto now = std::chrono::steady_clock::now();
-    if (c.watch.client_gone || now >= deadline) {
+    if (client.watch.client_gone || now >= deadline) {
       q.leave(t);
-      co_return c.watch.client_gone ? Admit::client_left : Admit::timeout;
+      co_return client.watch.client_gone ? Admit::client_left : Admit::timeout;
     }
     if (t->woken) {  // woken while it was not waiting: look again at once
       t->woken = false;
@@ -162,14 +163,14 @@ net::awaitable<Admit> wait_in_queue(ClientConnection& c, const RouteRuntime& rou
 /// Response affinity: the owner of the response the request names, in `pinned`; false when the
 /// request was answered here instead (owner down, id nowhere). A coroutine of its own, so the
 /// lookup's state is not kept in every proxy frame.
-net::awaitable<bool> pin_owner(GatewayState& s, const Fleet& f, ClientConnection& c,
+net::awaitable<bool> pin_owner(GatewayState& state, const Fleet& fleet, ClientConnection& client,
                                const Request& req, const RouteRuntime& route,
                                const BodyFields& fields, const std::string& request_id,
                                AccessRecord& rec, upstream::Backend*& pinned) {
   const std::string_view path = request_path(req);
   const std::string_view id = named_response_id(path, fields);
-  if (id.empty() || !s.responses) co_return true;
-  Pin pin = co_await find_owner(*s.responses, f, route, id, request_id);
+  if (id.empty() || !state.responses) co_return true;
+  Pin pin = co_await find_owner(*state.responses, fleet, route, id, request_id);
   if (pin.how != Pin::How::error) {
     pinned = pin.backend;
     rec.affinity = pin.how == Pin::How::known ? "known" : "found";
@@ -178,8 +179,8 @@ net::awaitable<bool> pin_owner(GatewayState& s, const Fleet& f, ClientConnection
   rec.affinity = pin.status == 404 ? "not_found" : "unavailable";
   rec.status = pin.status;
   rec.error = pin.message;
-  co_await write_json(c, pin.status, openai_error_json(pin.status, pin.message, pin.type), &req,
-                      request_id, pin.retry_after);
+  co_await write_json(client, pin.status, openai_error_json(pin.status, pin.message, pin.type),
+                      &req, request_id, pin.retry_after);
   co_return false;
 }
 
@@ -187,7 +188,7 @@ net::awaitable<bool> pin_owner(GatewayState& s, const Fleet& f, ClientConnection
 /// holds its concurrency slot). False when the request was answered here instead (401, 403 or
 /// 429 with Retry-After). A coroutine of its own, so that the decision and its message take no
 /// room in every proxy frame.
-net::awaitable<bool> admit_client(GatewayState& s, const Fleet& f, ClientConnection& c,
+net::awaitable<bool> admit_client(GatewayState& state, const Fleet& fleet, ClientConnection& client,
                                   const Request& req, const RouteRuntime& route,
                                   const BodyFields& fields, const std::string& request_id,
                                   AccessRecord& rec, const auth::KeyEntry*& key,
@@ -197,10 +198,10 @@ net::awaitable<bool> admit_client(GatewayState& s, const Fleet& f, ClientConnect
   const std::optional<std::string_view> model =
       req.body().empty() ? std::nullopt : std::optional<std::string_view>(fields.model);
   auto [entry, decision] =
-      f.keys.authorize(req[bhttp::field::authorization], route.cfg->name, model);
+      fleet.keys.authorize(req[bhttp::field::authorization], route.cfg->name, model);
   if (entry) rec.key = entry->name;
   if (decision.ok()) {
-    auto admission = s.quotas->admit(*entry, unix_ms());
+    auto admission = state.quotas->admit(*entry, unix_ms());
     if (admission.decision.ok()) {
       key = entry;
       permit = std::move(admission.permit);
@@ -212,7 +213,7 @@ net::awaitable<bool> admit_client(GatewayState& s, const Fleet& f, ClientConnect
   rec.error = decision.status == 401   ? "missing or unknown API key"
               : decision.status == 403 ? "the API key may not use this route or model"
                                        : "over the API key's quota";
-  co_await write_json(c, decision.status, std::move(decision.body), &req, request_id,
+  co_await write_json(client, decision.status, std::move(decision.body), &req, request_id,
                       static_cast<int>(decision.retry_after_s));
   co_return false;
 }
@@ -220,7 +221,7 @@ net::awaitable<bool> admit_client(GatewayState& s, const Fleet& f, ClientConnect
 /// The answer to a request nothing was relayed for: why (a full queue, a queue timeout, every
 /// backend full, the one backend holding its conversation failed, the last attempt's failure).
 /// A coroutine of its own, so that its messages take no room in every proxy frame.
-net::awaitable<void> answer_failure(ClientConnection& c, const Request& req,
+net::awaitable<void> answer_failure(ClientConnection& client, const Request& req,
                                     const RouteRuntime& route, const BodyFields& fields,
                                     const std::string& request_id, Admit admit, bool all_full,
                                     int attempts, const upstream::Backend* pinned,
@@ -261,45 +262,45 @@ net::awaitable<void> answer_failure(ClientConnection& c, const Request& req,
   rec.attempts = attempts;
   rec.status = answer.status;
   rec.error = answer.message;
-  co_await write_error(c, answer.status, answer.message, &req, true, request_id, retry_after);
+  co_await write_error(client, answer.status, answer.message, &req, true, request_id, retry_after);
 }
 
 /// An admitted key's request that a backend answered: the tokens its `usage` reported go to the
 /// key's tokens-per-minute quota and to the usage ledger (under the hour it ended in).
-void charge_key(GatewayState& s, const auth::KeyEntry& key, const upstream::Backend& b,
+void charge_key(GatewayState& state, const auth::KeyEntry& key, const upstream::Backend& backend,
                 const BodyFields& fields, const AccessRecord& rec) {
   const auth::TokenUsage used{rec.prompt_tokens.value_or(0), rec.cached_tokens.value_or(0),
                               rec.completion_tokens.value_or(0)};
   const std::int64_t now_ms = unix_ms();
   if (used.prompt + used.completion > 0)
-    s.quotas->charge(key, used.prompt + used.completion, now_ms);
-  s.usage->add(key.name, fields.model, b.name, now_ms / 1000, used);
+    state.quotas->charge(key, used.prompt + used.completion, now_ms);
+  state.usage->add(key.name, fields.model, backend.name, now_ms / 1000, used);
 }
 
-/// The request's metrics and access log line, once it ended (at `now`, mono_ns()). `b`: the
-/// backend that answered (null when none did).
-void finish(GatewayState& s, const Fleet& f, Worker& w, const RouteRuntime& route,
-            const upstream::Backend* b, const BodyFields& fields, AccessRecord& rec,
+/// The request's metrics and access log line, once it ended (at `now`, mono_ns()). `backend`:
+/// the backend that answered (null when none did).
+void finish(GatewayState& state, const Fleet& fleet, Worker& worker, const RouteRuntime& route,
+            const upstream::Backend* backend, const BodyFields& fields, AccessRecord& rec,
             std::int64_t start, std::int64_t now, const auth::KeyEntry* key = nullptr) {
   rec.total_ms = static_cast<double>(now - start) / 1e6;
-  if (key && b) charge_key(s, *key, *b, fields, rec);
-  if (!f.cfg.metrics.enabled) {
-    s.log.write(rec);
+  if (key && backend) charge_key(state, *key, *backend, fields, rec);
+  if (!fleet.cfg.metrics.enabled) {
+    state.log.write(rec);
     return;
   }
-  metrics::WorkerMetrics& m = *w.m;
+  metrics::WorkerMetrics& m = *worker.worker_metrics;
   using metrics::Family;
-  const int bid = b ? b->metric_id : 0;
+  const int bid = backend ? backend->metric_id : 0;
   m.count(Family::requests, route.metric_id, bid, rec.status);
   if (rec.attempts > 1) m.count(Family::retries, route.metric_id, 0, 0, rec.attempts - 1);
-  if (b) {
+  if (backend) {
     m.e2e[static_cast<std::size_t>(bid)].observe(metrics::bounds(metrics::HistKind::e2e),
                                                  now - start);
     // Models only from answers a backend accepted: a made-up name never becomes a label.
     const int model =
         rec.status >= 200 && rec.status < 300 ? metrics::names().models.id(fields.model) : 0;
-    auto tokens = [&](Family f, const std::optional<std::int64_t>& n) {
-      if (n && *n > 0) m.count(f, bid, model, 0, static_cast<std::uint64_t>(*n));
+    auto tokens = [&](Family family, const std::optional<std::int64_t>& n) {
+      if (n && *n > 0) m.count(family, bid, model, 0, static_cast<std::uint64_t>(*n));
     };
     tokens(Family::prompt_tokens, rec.prompt_tokens);
     tokens(Family::cached_tokens, rec.cached_tokens);
@@ -310,7 +311,7 @@ void finish(GatewayState& s, const Fleet& f, Worker& w, const RouteRuntime& rout
         m.count(Family::generation_tokens, bid, model, 0, total - rec.streamed_tokens);
     }
   }
-  s.log.write(rec);
+  state.log.write(rec);
 }
 
 /// The response header has come: the time to it, from the request's start (the access log)
@@ -324,9 +325,9 @@ void first_byte(AccessRecord& rec, Outcome& last, std::int64_t start, std::int64
 
 }  // namespace
 
-net::awaitable<void> proxy(GatewayState& s, const Fleet& f, Worker& w, ClientConnection& c,
-                           Request& req, const RouteRuntime& route, const BodyFields& fields,
-                           const std::string& request_id) {
+net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& worker,
+                           ClientConnection& client, Request& req, const RouteRuntime& route,
+                           const BodyFields& fields, const std::string& request_id) {
   const std::int64_t start = mono_ns();
 
   upstream::TriedSet tried;
@@ -337,9 +338,9 @@ net::awaitable<void> proxy(GatewayState& s, const Fleet& f, Worker& w, ClientCon
   AccessRecord rec;
   rec.received_ns = start;
   rec.request_id = request_id;
-  rec.client = c.peer;
-  // Views of the client's request, which outlives this frame and is never modified (the
-  // method and path are read from here on: a held-open stream's frame keeps no copy of them).
+  rec.client = client.peer;
+  // Views of the client'state request, which outlives this frame and is never modified (the
+  // method and path are read from here on: a held-open stream'state frame keeps no copy of them).
   rec.method = req.method_string();
   rec.path = request_path(req);
   rec.route = route.cfg->name;
@@ -350,50 +351,51 @@ net::awaitable<void> proxy(GatewayState& s, const Fleet& f, Worker& w, ClientCon
   // auth.keys: who is calling, may they, and within which quotas (held until the request ends).
   const auth::KeyEntry* key = nullptr;
   auth::QuotaLimiter::Permit permit;
-  if (f.keys.enabled() &&
-      !co_await admit_client(s, f, c, req, route, fields, request_id, rec, key, permit)) {
-    finish(s, f, w, route, nullptr, fields, rec, start, mono_ns());
+  if (fleet.keys.enabled() && !co_await admit_client(state, fleet, client, req, route, fields,
+                                                     request_id, rec, key, permit)) {
+    finish(state, fleet, worker, route, nullptr, fields, rec, start, mono_ns());
     co_return;
   }
   route.retry_budget->on_request(start);
 
   upstream::Backend* pinned = nullptr;
   // Affinity matters where a route has a choice; a route of one backend sends it everything.
-  if (f.cfg.affinity.enabled && route.backends.size() > 1 &&
-      !co_await pin_owner(s, f, c, req, route, fields, request_id, rec, pinned)) {
-    finish(s, f, w, route, nullptr, fields, rec, start, mono_ns());
+  if (fleet.cfg.affinity.enabled && route.backends.size() > 1 &&
+      !co_await pin_owner(state, fleet, client, req, route, fields, request_id, rec, pinned)) {
+    finish(state, fleet, worker, route, nullptr, fields, rec, start, mono_ns());
     co_return;
   }
   // Time the gateway spent not on its own work (the owner lookup above, the queue below): left
   // out of its request overhead.
-  // (The clock is read four times on a request's usual path: here, after the owner lookup, at
-  // the response's header and at its end; each read costs ~36 ns.)
+  // (The clock is read four times on a request'state usual path: here, after the owner lookup, at
+  // the response'state header and at its end; each read costs ~36 ns.)
   std::int64_t ready = mono_ns();
   std::int64_t not_overhead = ready - start;
   state::ResponseStore* affinity_store =
-      f.cfg.affinity.enabled && learns_response_id(rec.method, rec.path, fields) ? s.responses
-                                                                                 : nullptr;
-  // Every stream's tokens counted: ask for usage where the client did not (stream_usage.hpp).
-  const UsageRequest usage = f.cfg.metrics.stream_usage
+      fleet.cfg.affinity.enabled && learns_response_id(rec.method, rec.path, fields)
+          ? state.responses
+          : nullptr;
+  // Every stream'state tokens counted: ask for usage where the client did not (stream_usage.hpp).
+  const UsageRequest usage = fleet.cfg.metrics.stream_usage
                                  ? ask_for_usage(rec.method, rec.path, req.body(), fields)
                                  : UsageRequest{};
-  if (usage.asked && f.cfg.metrics.enabled)
-    w.m->count(metrics::Family::usage_requested, route.metric_id);
+  if (usage.asked && fleet.cfg.metrics.enabled)
+    worker.worker_metrics->count(metrics::Family::usage_requested, route.metric_id);
 
-  // Watch the client (from the worker's next tick but one, if the request still runs then): a
+  // Watch the client (from the worker'state next tick but one, if the request still runs then): a
   // client that leaves while its request waits for the first response byte aborts the upstream
   // request as surely as one that leaves mid-stream.
-  start_watch(w, c);
+  start_watch(worker, client);
 
   for (;;) {
     // The slot is taken atomically with the choice: a backend at max_inflight is skipped. While
-    // requests wait in the route's queue, a new one joins them rather than overtaking them.
+    // requests wait in the route'state queue, a new one joins them rather than overtaking them.
     upstream::Slot picked;
     if (attempts > 0 || route.queue->depth() == 0)
       picked = pick(route, req, fields, rec.path, tried, &pinned);
     if (!picked && attempts == 0 && route.queue->size() > 0) {
       const std::int64_t queued_at = mono_ns();
-      admit = co_await wait_in_queue(c, route, req, fields, &pinned, picked, rec.queue_depth);
+      admit = co_await wait_in_queue(client, route, req, fields, &pinned, picked, rec.queue_depth);
       ready = mono_ns();
       not_overhead += ready - queued_at;
       rec.queue_ms = static_cast<double>(ready - queued_at) / 1e6;
@@ -403,39 +405,41 @@ net::awaitable<void> proxy(GatewayState& s, const Fleet& f, Worker& w, ClientCon
       all_full = attempts == 0;
       break;
     }
-    HeldSlot held(std::move(picked), f);
+    HeldSlot held(std::move(picked), fleet);
     upstream::Backend& b = *held.slot.backend();
     tried.add(b);
     ++attempts;
     // The first attempt starts when the request was ready to go (the pick takes microseconds).
     const std::int64_t attempt_start = attempts == 1 ? ready : mono_ns();
-    // Each attempt's request is built fresh from the client's, which is never modified: a
+    // Each attempt'state request is built fresh from the client'state, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
-    Attempt a = co_await send(f, w, b, req, c, request_id, usage, rec.queue_depth > 0, last);
+    Attempt a =
+        co_await send(fleet, worker, b, req, client, request_id, usage, rec.queue_depth > 0, last);
     if (!a.up) {
-      c.watch.up = nullptr;
+      client.watch.up = nullptr;
       const std::int64_t now = mono_ns();
       last.total = std::chrono::nanoseconds(now - attempt_start);
-      report(f, route, req, fields, rec.path, b, last, request_id, now);
-      if (f.cfg.metrics.enabled)
-        w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
+      report(fleet, route, req, fields, rec.path, b, last, request_id, now);
+      if (fleet.cfg.metrics.enabled)
+        worker.worker_metrics->count(metrics::Family::attempt_failures, b.metric_id,
+                                     static_cast<int>(last.kind));
       spdlog::debug("request {}: {}", request_id, last.message);
-      if (upstream::decide_retry(last, attempts, f.cfg.retries.max_attempts) !=
+      if (upstream::decide_retry(last, attempts, fleet.cfg.retries.max_attempts) !=
           upstream::RetryDecision::try_another_backend)
         break;
-      // Never sent: another backend may take it, within the request's time and the route's
+      // Never sent: another backend may take it, within the request'state time and the route'state
       // retry budget, after a short jittered back-off.
-      if (now - start > std::chrono::nanoseconds(f.cfg.retries.request_budget).count()) {
-        last.message += " (no time left in the request's retry budget)";
+      if (now - start > std::chrono::nanoseconds(fleet.cfg.retries.request_budget).count()) {
+        last.message += " (no time left in the request'state retry budget)";
         break;
       }
       if (!route.retry_budget->try_retry(now)) {
-        last.message += " (the route's retry budget is spent)";
+        last.message += " (the route'state retry budget is spent)";
         break;
       }
-      if (f.cfg.retries.backoff.count() > 0) {
-        co_await backoff(w, f.cfg.retries.backoff, attempts);
-        if (c.watch.client_gone) {
+      if (fleet.cfg.retries.backoff.count() > 0) {
+        co_await backoff(worker, fleet.cfg.retries.backoff, attempts);
+        if (client.watch.client_gone) {
           last.kind = Kind::client_left;
           break;
         }
@@ -445,37 +449,38 @@ net::awaitable<void> proxy(GatewayState& s, const Fleet& f, Worker& w, ClientCon
     rec.backend = b.name;
     rec.attempts = attempts;
     first_byte(rec, last, start, attempt_start);
-    if (f.cfg.metrics.enabled)
-      w.m->request_overhead.observe(metrics::bounds(metrics::HistKind::request_overhead),
-                                    a.sent_ns - start - not_overhead);
+    if (fleet.cfg.metrics.enabled)
+      worker.worker_metrics->request_overhead.observe(
+          metrics::bounds(metrics::HistKind::request_overhead), a.sent_ns - start - not_overhead);
     // No attempt follows one that got a response: the body is not needed any more (a Codex
-    // turn's can be hundreds of KiB, and its stream lasts minutes).
+    // turn'state can be hundreds of KiB, and its stream lasts minutes).
     req.release_body();
-    co_await relay(f, w, c, req, b, a, rec, last, affinity_store, usage.asked);
+    co_await relay(fleet, worker, client, req, b, a, rec, last, affinity_store, usage.asked);
     // Counted before anything else may suspend: the client has the whole answer already, and
     // its next request (a scrape of /metrics, say) may reach another worker at once.
     const std::int64_t end = mono_ns();
     last.total = std::chrono::nanoseconds(end - attempt_start);
-    report(f, route, req, fields, rec.path, b, last, request_id, end);
-    if (last.kind == Kind::broken_mid_stream && f.cfg.metrics.enabled)
-      w.m->count(metrics::Family::attempt_failures, b.metric_id, static_cast<int>(last.kind));
-    finish(s, f, w, route, &b, fields, rec, start, end, key);
-    if (!end_watch(c)) co_await stop_watch(c);
+    report(fleet, route, req, fields, rec.path, b, last, request_id, end);
+    if (last.kind == Kind::broken_mid_stream && fleet.cfg.metrics.enabled)
+      worker.worker_metrics->count(metrics::Family::attempt_failures, b.metric_id,
+                                   static_cast<int>(last.kind));
+    finish(state, fleet, worker, route, &b, fields, rec, start, end, key);
+    if (!end_watch(client)) co_await stop_watch(client);
     co_return;
   }
-  if (!end_watch(c)) co_await stop_watch(c);
-  if (last.kind == Kind::client_left || c.watch.client_gone) {
-    c.keep_alive = false;
+  if (!end_watch(client)) co_await stop_watch(client);
+  if (last.kind == Kind::client_left || client.watch.client_gone) {
+    client.keep_alive = false;
     rec.attempts = attempts;
-    rec.status = 499;  // nginx's "client closed request"
+    rec.status = 499;  // nginx'state "client closed request"
     rec.error = "client left before the response began";
-    finish(s, f, w, route, nullptr, fields, rec, start, mono_ns());
+    finish(state, fleet, worker, route, nullptr, fields, rec, start, mono_ns());
     co_return;
   }
   // Nothing was relayed: answer with the error.
-  co_await answer_failure(c, req, route, fields, request_id, admit, all_full, attempts, pinned,
+  co_await answer_failure(client, req, route, fields, request_id, admit, all_full, attempts, pinned,
                           last, rec);
-  finish(s, f, w, route, nullptr, fields, rec, start, mono_ns());
+  finish(state, fleet, worker, route, nullptr, fields, rec, start, mono_ns());
 }
 
 }  // namespace llmux::gateway

@@ -24,8 +24,8 @@ namespace llmux::gateway {
 /// one. Writes the access log line.
 /// Once a backend's response began (no attempt follows), the request's body is released: a
 /// held-open stream does not keep it (`fields.body_bytes` keeps its size).
-net::awaitable<void> proxy(GatewayState& s, const Fleet& f, Worker& w, ClientConnection& c,
-                           Request& req, const RouteRuntime& route, const BodyFields& fields,
-                           const std::string& request_id);
+net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& worker,
+                           ClientConnection& client, Request& req, const RouteRuntime& route,
+                           const BodyFields& fields, const std::string& request_id);
 
 }  // namespace llmux::gateway

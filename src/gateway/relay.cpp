@@ -58,14 +58,14 @@ void set_outcome(upstream::Outcome& out, const AccessRecord& rec, bool client_le
 
 /// A judged stream's wait ended with nothing (upstream/stall.hpp): false while it may wait on;
 /// true when it ends, with `error` set when the backend stalled (recorded against it).
-bool stalled(const Fleet& f, upstream::Backend& b, const upstream::StallWatch& stall,
+bool stalled(const Fleet& fleet, upstream::Backend& backend, const upstream::StallWatch& stall,
              std::string_view request_id, std::string& error) {
   std::string why;
   const auto verdict = stall.judge(mono_ns(), why);
   if (verdict == upstream::StallWatch::Verdict::wait) return false;
   if (verdict == upstream::StallWatch::Verdict::stalled) {
-    error = fmt::format("{} stalled: {}", b.name, why);
-    if (auto ev = upstream::record_stall(b, mono_ns(), f.outlier, why))
+    error = fmt::format("{} stalled: {}", backend.name, why);
+    if (auto ev = upstream::record_stall(backend, mono_ns(), fleet.outlier, why))
       log_health_event(*ev, request_id);
   }
   return true;
@@ -104,28 +104,28 @@ std::size_t chunk_size_line(char* out, std::size_t size) {
 /// slow client, and always over TLS) is copied into `rest`, for the relay to await. A plain
 /// function: the pieces and their framing take no room in the relay's frame, which a
 /// held-open stream keeps.
-void write_at_once(http::Stream& sock, const Ready& r, std::string& rest,
+void write_at_once(http::Stream& sock, const Ready& ready, std::string& rest,
                    boost::system::error_code& ec) {
   char size_line[32];
   char tail_line[32];
   std::array<net::const_buffer, 7> out{};
   std::size_t k = 0;
-  if (!r.header.empty()) out[k++] = net::buffer(r.header);
-  if (r.chunked) {
-    if (!r.body.empty()) {
-      out[k++] = net::buffer(size_line, chunk_size_line(size_line, r.body.size()));
-      out[k++] = net::buffer(r.body);
+  if (!ready.header.empty()) out[k++] = net::buffer(ready.header);
+  if (ready.chunked) {
+    if (!ready.body.empty()) {
+      out[k++] = net::buffer(size_line, chunk_size_line(size_line, ready.body.size()));
+      out[k++] = net::buffer(ready.body);
       out[k++] = net::buffer("\r\n", 2);
     }
-    if (!r.tail.empty()) {
-      out[k++] = net::buffer(tail_line, chunk_size_line(tail_line, r.tail.size()));
-      out[k++] = net::buffer(r.tail);
+    if (!ready.tail.empty()) {
+      out[k++] = net::buffer(tail_line, chunk_size_line(tail_line, ready.tail.size()));
+      out[k++] = net::buffer(ready.tail);
       out[k++] = net::buffer("\r\n0\r\n\r\n", 7);
-    } else if (r.last) {
+    } else if (ready.last) {
       out[k++] = net::buffer("0\r\n\r\n", 5);
     }
-  } else if (!r.body.empty()) {
-    out[k++] = net::buffer(r.body);
+  } else if (!ready.body.empty()) {
+    out[k++] = net::buffer(ready.body);
   }
   std::size_t total = 0;
   for (std::size_t i = 0; i < k; ++i) total += out[i].size();
@@ -183,42 +183,45 @@ ClientHeader client_header(const Request& req, UpstreamResponse& response,
   return header;
 }
 
-net::awaitable<boost::system::error_code> write_remainder(ClientConnection& c, std::string& rest,
+net::awaitable<boost::system::error_code> write_remainder(ClientConnection& client,
+                                                          std::string& rest,
                                                           std::chrono::milliseconds idle) {
-  c.dl.arm(idle);
-  auto [ec, n] = co_await net::async_write(c.sock, net::buffer(rest), use_tuple);
-  c.dl.disarm();
+  client.dl.arm(idle);
+  auto [ec, n] = co_await net::async_write(client.sock, net::buffer(rest), use_tuple);
+  client.dl.disarm();
   std::string().swap(rest);
   co_return ec;
 }
 
 }  // namespace
 
-net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const Request& req,
-                           upstream::Backend& b, Attempt& a, AccessRecord& rec,
-                           upstream::Outcome& out, state::ResponseStore* affinity_store,
-                           bool strip_usage) {
+net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection& client,
+                           const Request& req, upstream::Backend& backend, Attempt& attempt,
+                           AccessRecord& rec, upstream::Outcome& out,
+                           state::ResponseStore* affinity_store, bool strip_usage) {
   using namespace std::string_view_literals;
-  UpstreamResponse& p = *a.parser;
-  ResponseTap tap(dialect_of(rec.path), p.content_type(), w.json);
+  UpstreamResponse& p = *attempt.parser;
+  ResponseTap tap(dialect_of(rec.path), p.content_type(), worker.json);
   const bool sse = tap.kind() == ResponseTap::Kind::sse;
   const bool responses_api = rec.path.starts_with("/v1/responses");
   rec.status = p.status();
   if (rec.status < 200 || rec.status > 299) affinity_store = nullptr;
   const bool head = req.method() == bhttp::verb::head;
-  auto [header_bytes, chunked] = client_header(req, p, b, rec, c);
+  auto [header_bytes, chunked] = client_header(req, p, backend, rec, client);
 
-  upstream::BackendConnection* up = a.up.get();
-  c.watch.up = up;
+  upstream::BackendConnection* up = attempt.up.get();
+  client.watch.up = up;
   bool upstream_failed = false;
   std::string upstream_error;
   bool client_failed = false;
   std::uint64_t bytes_out = 0;
-  const auto idle = f.cfg.timeouts.idle;
+  const auto idle = fleet.cfg.timeouts.idle;
   // An event stream's reads are judged for a stalled backend (upstream/stall.hpp).
-  upstream::RateSampler sampler(b);
+  upstream::RateSampler sampler(backend);
   upstream::StallWatch stall(
-      b, sse && f.outlier.enabled ? f.outlier.stall_timeout : std::chrono::milliseconds(0), idle);
+      backend,
+      sse && fleet.outlier.enabled ? fleet.outlier.stall_timeout : std::chrono::milliseconds(0),
+      idle);
 
   // What write_at_once() could not write at once, awaited (a slow client; TLS).
   std::string rest;
@@ -226,10 +229,10 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const
   if (sse && !header_bytes.empty()) {
     // A stream's header goes out at once: the client sees the response begin (TTFB) even
     // while the first event is still being computed (a long prefill).
-    write_at_once(c.sock, Ready{.header = header_bytes.view()}, rest, wec);
-    if (!wec && !rest.empty()) wec = co_await write_remainder(c, rest, idle);
+    write_at_once(client.sock, Ready{.header = header_bytes.view()}, rest, wec);
+    if (!wec && !rest.empty()) wec = co_await write_remainder(client, rest, idle);
     if (wec) client_failed = true;
-    w.give_bytes(std::move(header_bytes));
+    worker.give_bytes(std::move(header_bytes));
   }
 
   // The body passes through a worker's buffer. An event stream holds none while it waits for
@@ -244,9 +247,9 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const
   std::string tail;  // the error event appended when the upstream dies mid-stream
   // Metrics: TTFT and inter-token latency as the client gets them (content events written), and
   // the relay's own delay (the read that completed what is written → its write done).
-  metrics::WorkerMetrics& m = *w.m;
-  const bool counting = f.cfg.metrics.enabled;
-  const int mid = b.metric_id;
+  metrics::WorkerMetrics& m = *worker.worker_metrics;
+  const bool counting = fleet.cfg.metrics.enabled;
+  const int mid = backend.metric_id;
   std::uint64_t events_written = 0;
   std::int64_t last_content_ns = 0;
   std::int64_t read_ns = 0;   // when the last read with body bytes completed (metrics or SSE)
@@ -262,7 +265,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const
         // parser needs more.
         if (up->buf.size() > 0) {
           if (!buf) {
-            relay_buf = w.take_buf(sse);
+            relay_buf = worker.take_buf(sse);
             buf = relay_buf.data.get();
           }
           p.body_buffer(buf + have, buf_size - have);
@@ -277,15 +280,15 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const
         // (Not over TLS: bytes OpenSSL already decrypted would not make the socket readable.)
         if (sse && have == 0 && !up->sock.tls() && park(up->buf, leftover)) {
           if (buf) {
-            w.give_buf(std::move(relay_buf));
+            worker.give_buf(std::move(relay_buf));
             buf = nullptr;
           }
           // The read buffer's memory goes to the worker while the stream waits, and the read
           // that ends the wait borrows one (no allocation per event). The wait re-arms nothing
           // (no system call: it is parked in the worker's ReadinessSet, http/readiness.hpp).
-          w.take_back_read_buf(up->buf);
+          worker.take_back_read_buf(up->buf);
           std::tie(ec) = co_await up->sock.async_wait_readable(use_tuple);
-          w.lend_read_buf(up->buf);
+          worker.lend_read_buf(up->buf);
           unpark(up->buf, leftover);
         }
         if (!ec) {
@@ -305,8 +308,8 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const
           break;
         }
         if (!ec) continue;
-        if (!judged || !up->dl.fired || c.watch.client_gone) break;
-        if (!stalled(f, b, stall, rec.request_id, upstream_error)) {
+        if (!judged || !up->dl.fired || client.watch.client_gone) break;
+        if (!stalled(fleet, backend, stall, rec.request_id, upstream_error)) {
           ec = {};  // not yet: wait on
           continue;
         }
@@ -319,16 +322,16 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const
       }
       if (ec) {
         upstream_failed = true;
-        if (c.watch.client_gone)
+        if (client.watch.client_gone)
           upstream_error = "client left";
         else if (up->dl.fired && upstream_error.empty())
-          upstream_error = fmt::format("{} sent nothing for {} ms", b.name, idle.count());
+          upstream_error = fmt::format("{} sent nothing for {} ms", backend.name, idle.count());
         else if (upstream_error.empty())
-          upstream_error = fmt::format("{} failed mid-response: {}", b.name, ec.message());
+          upstream_error = fmt::format("{} failed mid-response: {}", backend.name, ec.message());
       }
       done = p.is_done();
     }
-    if (c.watch.client_gone) break;
+    if (client.watch.client_gone) break;
     // SSE goes out event by event: everything up to the last complete event now, the rest
     // when it is complete.
     std::size_t cut = have;
@@ -341,7 +344,7 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const
     // The response id is learned before the bytes that carry it go out: the client's next turn
     // may reach another worker as soon as it has them.
     if (affinity_store && !tap.reader().id().empty()) {
-      affinity_store->learn(tap.reader().id(), b.name);
+      affinity_store->learn(tap.reader().id(), backend.name);
       affinity_store = nullptr;
     }
     if (strip_usage && sse && cut > 0) {
@@ -368,10 +371,10 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const
 
     if (!header_bytes.empty() || cut > 0 || !tail.empty() || (chunked && last)) {
       write_at_once(
-          c.sock,
+          client.sock,
           Ready{header_bytes.view(), chunked, std::string_view(buf, cut), tail, last && chunked},
           rest, wec);
-      if (!wec && !rest.empty()) wec = co_await write_remainder(c, rest, idle);
+      if (!wec && !rest.empty()) wec = co_await write_remainder(client, rest, idle);
       if (wec) {
         client_failed = true;
         break;
@@ -404,51 +407,51 @@ net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const
         last_content_ns = now;
       }
       if (!header_bytes.empty()) {
-        w.give_bytes(std::move(header_bytes));
+        worker.give_bytes(std::move(header_bytes));
       }
     }
     if (upstream_failed && !can_end_cleanly) {
       // A fixed-length or non-SSE body cannot be ended cleanly: close, so the client sees
       // the truncation.
-      c.keep_alive = false;
+      client.keep_alive = false;
       break;
     }
     if (last) break;
     if (cut < have) std::memmove(buf, buf + cut, have - cut);
     have -= cut;
   }
-  if (!header_bytes.empty() && !client_failed && !c.watch.client_gone) {
+  if (!header_bytes.empty() && !client_failed && !client.watch.client_gone) {
     // Nothing of the body was written (HEAD, or an empty body): send the header alone.
-    write_at_once(c.sock, Ready{.header = header_bytes.view()}, rest, wec);
-    if (!wec && !rest.empty()) wec = co_await write_remainder(c, rest, idle);
+    write_at_once(client.sock, Ready{.header = header_bytes.view()}, rest, wec);
+    if (!wec && !rest.empty()) wec = co_await write_remainder(client, rest, idle);
     if (wec) client_failed = true;
   }
-  if (header_bytes.capacity() > 0) w.give_bytes(std::move(header_bytes));
+  if (header_bytes.capacity() > 0) worker.give_bytes(std::move(header_bytes));
   stall.end();
   if (p.is_done() && !upstream_failed && rec.status < 500)
-    upstream::note_progress(b, wrote_ns > 0 ? wrote_ns : mono_ns());
+    upstream::note_progress(backend, wrote_ns > 0 ? wrote_ns : mono_ns());
   p.body_buffer(nullptr, 0);
-  if (buf) w.give_buf(std::move(relay_buf));
-  c.watch.up = nullptr;  // from here on the connection may go back to the pool
+  if (buf) worker.give_buf(std::move(relay_buf));
+  client.watch.up = nullptr;  // from here on the connection may go back to the pool
   rec.bytes_out = bytes_out;
   rec.prompt_tokens = tap.prompt_tokens();
   rec.completion_tokens = tap.completion_tokens();
   rec.cached_tokens = tap.cached_tokens();
-  if (c.watch.client_gone || client_failed) {
+  if (client.watch.client_gone || client_failed) {
     rec.error = "client left before the response ended";
-    c.keep_alive = false;
+    client.keep_alive = false;
   } else if (upstream_failed) {
     rec.error = upstream_error;
   }
   // Back to the pool only when the exchange ended cleanly on both sides and the response
   // neither ended by close nor asked for it (the parser's keep_alive() says both).
-  if (p.is_done() && !upstream_failed && !c.watch.client_gone && p.keep_alive()) {
-    release(w, b, std::move(a.up));
+  if (p.is_done() && !upstream_failed && !client.watch.client_gone && p.keep_alive()) {
+    release(worker, backend, std::move(attempt.up));
   } else {
     boost::system::error_code ignored;
-    a.up->sock.close(ignored);
+    attempt.up->sock.close(ignored);
   }
-  set_outcome(out, rec, c.watch.client_gone || client_failed, upstream_failed, upstream_error);
+  set_outcome(out, rec, client.watch.client_gone || client_failed, upstream_failed, upstream_error);
 }
 
 }  // namespace llmux::gateway

@@ -40,9 +40,10 @@ std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_numb
 /// this stream for usage (gateway/stream_usage.hpp); its usage-only chunk is not relayed. Records
 /// the worker's metrics of the stream (TTFT and inter-token latency as written to the client,
 /// the relay's own delay).
-net::awaitable<void> relay(const Fleet& f, Worker& w, ClientConnection& c, const Request& req,
-                           upstream::Backend& b, Attempt& a, AccessRecord& rec,
-                           upstream::Outcome& out, state::ResponseStore* affinity_store = nullptr,
+net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection& client,
+                           const Request& req, upstream::Backend& backend, Attempt& attempt,
+                           AccessRecord& rec, upstream::Outcome& out,
+                           state::ResponseStore* affinity_store = nullptr,
                            bool strip_usage = false);
 
 }  // namespace llmux::gateway

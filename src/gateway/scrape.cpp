@@ -14,28 +14,27 @@ namespace llmux::gateway {
 namespace {
 
 /// One reading: the report, or why there is none.
-net::awaitable<std::optional<upstream::LoadReport>> read_once(const upstream::Backend& b,
-                                                              const config::BackendMetrics& m,
-                                                              std::string& why) {
+net::awaitable<std::optional<upstream::LoadReport>> read_once(
+    const upstream::Backend& backend, const config::BackendMetrics& settings, std::string& why) {
   http::Url url;
-  url.host = b.host;
-  url.port = b.port;
-  url.tls = b.tls != nullptr;
-  url.path = b.base_path;
+  url.host = backend.host;
+  url.port = backend.port;
+  url.tls = backend.tls != nullptr;
+  url.path = backend.base_path;
   http::ClientOptions opt;
   opt.mode = http::ConnectionMode::fresh;
-  opt.tls = b.tls;
-  opt.tls_verify = b.tls_verify;
-  opt.timeouts.connect = m.timeout;
-  opt.timeouts.idle = m.timeout;
-  opt.timeouts.total = m.timeout;
+  opt.tls = backend.tls;
+  opt.tls_verify = backend.tls_verify;
+  opt.timeouts.connect = settings.timeout;
+  opt.timeouts.idle = settings.timeout;
+  opt.timeouts.total = settings.timeout;
   http::Connection conn(co_await net::this_coro::executor, url, opt);
   http::RequestSpec req;
   req.method = "GET";
-  req.target = m.path;
+  req.target = settings.path;
   req.content_type = {};
   std::vector<http::Header> headers;
-  if (!b.authorization.empty()) headers.push_back({"Authorization", b.authorization});
+  if (!backend.authorization.empty()) headers.push_back({"Authorization", backend.authorization});
   req.headers = headers;
   http::SimpleResponse r = co_await http::fetch(conn, req);
   if (r.r.failure != http::Failure::none) {
@@ -43,7 +42,7 @@ net::awaitable<std::optional<upstream::LoadReport>> read_once(const upstream::Ba
     co_return std::nullopt;
   }
   if (r.r.status != 200) {
-    why = fmt::format("GET {} answered {}", m.path, r.r.status);
+    why = fmt::format("GET {} answered {}", settings.path, r.r.status);
     co_return std::nullopt;
   }
   std::string_view reason;
@@ -54,38 +53,39 @@ net::awaitable<std::optional<upstream::LoadReport>> read_once(const upstream::Ba
 
 }  // namespace
 
-net::awaitable<void> scrape_loop(std::shared_ptr<ScrapeTask> t) {
+net::awaitable<void> scrape_loop(std::shared_ptr<ScrapeTask> task) {
   net::steady_timer timer(co_await net::this_coro::executor);
-  t->timer = &timer;
+  task->timer = &timer;
   struct Unhook {
-    ScrapeTask& t;
-    ~Unhook() { t.timer = nullptr; }
-  } unhook{*t};
+    ScrapeTask& task;
+    ~Unhook() { task.timer = nullptr; }
+  } unhook{*task};
   bool failing = false;
-  const std::int64_t stale_ns = std::chrono::nanoseconds(t->m.stale_after).count();
-  while (!t->stopped) {
+  const std::int64_t stale_ns = std::chrono::nanoseconds(task->settings.stale_after).count();
+  while (!task->stopped) {
     const auto started = std::chrono::steady_clock::now();
     std::string why;
-    auto report = co_await read_once(*t->b, t->m, why);
-    if (t->stopped) co_return;
+    auto report = co_await read_once(*task->backend, task->settings, why);
+    if (task->stopped) co_return;
     if (report) {
-      upstream::store_report(*t->b, *report, mono_ns(), stale_ns);
+      upstream::store_report(*task->backend, *report, mono_ns(), stale_ns);
       if (failing)
-        spdlog::info("backend {}: its metrics ({}) read again: {} running, {} waiting", t->b->name,
-                     t->m.path, report->running, report->waiting);
+        spdlog::info("backend {}: its metrics ({}) read again: {} running, {} waiting",
+                     task->backend->name, task->settings.path, report->running, report->waiting);
       failing = false;
     } else if (!failing) {
       failing = true;
       spdlog::warn(
           "backend {}: its metrics ({}) cannot be read ({}); least_load counts it busy once its "
           "last report is {} old",
-          t->b->name, t->m.path, why,
-          t->m.stale_after.count() >= 1000 ? fmt::format("{} s", t->m.stale_after.count() / 1000.0)
-                                           : fmt::format("{} ms", t->m.stale_after.count()));
+          task->backend->name, task->settings.path, why,
+          task->settings.stale_after.count() >= 1000
+              ? fmt::format("{} s", task->settings.stale_after.count() / 1000.0)
+              : fmt::format("{} ms", task->settings.stale_after.count()));
     }
-    timer.expires_at(started + t->m.interval);
+    timer.expires_at(started + task->settings.interval);
     auto [ec] = co_await timer.async_wait(use_tuple);
-    if (ec || t->stopped) co_return;
+    if (ec || task->stopped) co_return;
   }
 }
 

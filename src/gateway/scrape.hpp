@@ -15,14 +15,14 @@
 namespace llmux::gateway {
 
 struct ScrapeTask {
-  std::shared_ptr<upstream::Backend> b;
-  config::BackendMetrics m;
+  std::shared_ptr<upstream::Backend> backend;
+  config::BackendMetrics settings;  // backend_metrics
   bool stopped = false;
   boost::asio::steady_timer* timer = nullptr;  // while the loop waits
 };
 
-/// Reads `t->b`'s metrics every interval until t->stopped; logs when reading starts failing and
-/// when it works again.
-boost::asio::awaitable<void> scrape_loop(std::shared_ptr<ScrapeTask> t);
+/// Reads `task->backend`'s metrics every interval until task->stopped; logs when reading starts
+/// failing and when it works again.
+boost::asio::awaitable<void> scrape_loop(std::shared_ptr<ScrapeTask> task);
 
 }  // namespace llmux::gateway

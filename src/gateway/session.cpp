@@ -27,41 +27,42 @@ namespace llmux::gateway {
 namespace {
 
 /// GET /metrics and the dashboard: true when `path` was one of theirs (answered).
-net::awaitable<bool> serve_metrics_and_dashboard(GatewayState& s, const Fleet& f,
-                                                 ClientConnection& c, const Request& req,
+net::awaitable<bool> serve_metrics_and_dashboard(GatewayState& state, const Fleet& fleet,
+                                                 ClientConnection& client, const Request& req,
                                                  std::string_view path,
                                                  const std::string& request_id) {
   const bool get = req.method() == bhttp::verb::get || req.method() == bhttp::verb::head;
   if (path == "/metrics") {
     if (!get) {
-      co_await write_error(c, 405, "Use GET for /metrics.", &req, true, request_id);
+      co_await write_error(client, 405, "Use GET for /metrics.", &req, true, request_id);
     } else {
-      co_await write_content(c, 200, "text/plain; version=0.0.4; charset=utf-8",
-                             prometheus_text(s, f), &req, request_id);
+      co_await write_content(client, 200, "text/plain; version=0.0.4; charset=utf-8",
+                             prometheus_text(state, fleet), &req, request_id);
     }
     co_return true;
   }
   if (path != "/dashboard" && !path.starts_with("/dashboard/")) co_return false;
   if (!get) {
-    co_await write_error(c, 405, "Use GET for the dashboard.", &req, true, request_id);
+    co_await write_error(client, 405, "Use GET for the dashboard.", &req, true, request_id);
     co_return true;
   }
   if (path == "/dashboard") {  // its files are named relative to /dashboard/
-    co_await write_content(c, 301, "text/plain", "", &req, request_id, {"location", "dashboard/"});
+    co_await write_content(client, 301, "text/plain", "", &req, request_id,
+                           {"location", "dashboard/"});
     co_return true;
   }
   const std::string_view file = path.substr(std::string_view("/dashboard/").size());
   if (file == "data") {
-    co_await write_content(c, 200, "application/json", dashboard_json(s, f), &req, request_id,
-                           {"cache-control", "no-store"});
+    co_await write_content(client, 200, "application/json", dashboard_json(state, fleet), &req,
+                           request_id, {"cache-control", "no-store"});
     co_return true;
   }
   if (const DashboardAsset* a = find_dashboard_asset(file)) {
-    co_await write_content(c, 200, a->content_type, std::string(a->body), &req, request_id,
+    co_await write_content(client, 200, a->content_type, std::string(a->body), &req, request_id,
                            {"cache-control", "no-cache"});
     co_return true;
   }
-  co_await write_error(c, 404, fmt::format("No dashboard file '{}'.", file), &req, true,
+  co_await write_error(client, 404, fmt::format("No dashboard file '{}'.", file), &req, true,
                        request_id);
   co_return true;
 }
@@ -83,10 +84,10 @@ std::string peer_address(const tcp::socket& sock) {
 }
 
 /// The 429 of a connection over limits.connection_rate; false when the write failed.
-net::awaitable<bool> over_rate(ClientConnection& c, const Request& req, double rate) {
+net::awaitable<bool> over_rate(ClientConnection& client, const Request& req, double rate) {
   co_return co_await write_error(
-      c, 429, fmt::format("Too many requests on this connection (limit {} per second).", rate),
-      &req, c.keep_alive);
+      client, 429, fmt::format("Too many requests on this connection (limit {} per second).", rate),
+      &req, client.keep_alive);
 }
 
 /// Where a request is answered: by the gateway itself (health, its metrics and dashboard, the
@@ -104,7 +105,7 @@ enum class LocalAnswer {
 
 /// Decided without suspending: a coroutine keeps every local of its body in its frame, and the
 /// session's frame lives as long as a held-open stream.
-LocalAnswer local_answer_for(const Fleet& f, const Request& req, std::string_view path,
+LocalAnswer local_answer_for(const Fleet& fleet, const Request& req, std::string_view path,
                              bool metrics_only) {
   const bool get = req.method() == bhttp::verb::get;
   if (get && path == "/health") return LocalAnswer::health;     // readiness
@@ -113,9 +114,9 @@ LocalAnswer local_answer_for(const Fleet& f, const Request& req, std::string_vie
   // gives them an address of their own (which then answers nothing else).
   const bool observed =
       path == "/metrics" || path == "/dashboard" || path.starts_with("/dashboard/");
-  if (f.cfg.metrics.enabled && observed)
-    return metrics_only || f.cfg.metrics.listen.empty() ? LocalAnswer::metrics_and_dashboard
-                                                        : LocalAnswer::metrics_elsewhere;
+  if (fleet.cfg.metrics.enabled && observed)
+    return metrics_only || fleet.cfg.metrics.listen.empty() ? LocalAnswer::metrics_and_dashboard
+                                                            : LocalAnswer::metrics_elsewhere;
   if (metrics_only) return LocalAnswer::metrics_only;
   if (is_admin_path(path)) return LocalAnswer::admin;
   if (get && path == "/v1/models") return LocalAnswer::models;
@@ -123,52 +124,54 @@ LocalAnswer local_answer_for(const Fleet& f, const Request& req, std::string_vie
 }
 
 /// Answers a request the gateway serves itself (`local_answer` is not none).
-net::awaitable<void> answer_locally(GatewayState& s, const Fleet& f, Worker& w, ClientConnection& c,
-                                    const Request& req, LocalAnswer local_answer,
-                                    std::string_view path, const std::string& request_id) {
+net::awaitable<void> answer_locally(GatewayState& state, const Fleet& fleet, Worker& worker,
+                                    ClientConnection& client, const Request& req,
+                                    LocalAnswer local_answer, std::string_view path,
+                                    const std::string& request_id) {
   switch (local_answer) {
     case LocalAnswer::health: {
-      Readiness r = readiness(f, s.generation.load(std::memory_order_acquire));
-      co_await write_json(c, r.status, std::move(r.body), &req, request_id);
+      Readiness r = readiness(fleet, state.generation.load(std::memory_order_acquire));
+      co_await write_json(client, r.status, std::move(r.body), &req, request_id);
       break;
     }
     case LocalAnswer::live:
-      co_await write_json(c, 200, R"({"status":"alive"})", &req, request_id);
+      co_await write_json(client, 200, R"({"status":"alive"})", &req, request_id);
       break;
     case LocalAnswer::metrics_and_dashboard:
-      co_await serve_metrics_and_dashboard(s, f, c, req, path, request_id);
+      co_await serve_metrics_and_dashboard(state, fleet, client, req, path, request_id);
       break;
     case LocalAnswer::metrics_elsewhere:
       co_await write_error(
-          c, 404,
+          client, 404,
           fmt::format("{} is served on metrics.listen ({}:{}), not here.", path,
-                      f.cfg.metrics.listen[0].address, f.cfg.metrics.listen[0].port),
+                      fleet.cfg.metrics.listen[0].address, fleet.cfg.metrics.listen[0].port),
           &req, true, request_id);
       break;
     case LocalAnswer::metrics_only:
       co_await write_error(
-          c, 404,
+          client, 404,
           fmt::format("No {} here: this address (metrics.listen) serves /metrics and /dashboard.",
                       path),
           &req, true, request_id);
       break;
     case LocalAnswer::admin:
-      co_await admin(s, f, c, req, path, request_id);
+      co_await admin(state, fleet, client, req, path, request_id);
       break;
     case LocalAnswer::models:
-      co_await models(f, w, c, req, request_id);
+      co_await models(fleet, worker, client, req, request_id);
       break;
     case LocalAnswer::none:
       co_await write_error(
-          c, 404, fmt::format("No route for {} {}.", std::string_view(req.method_string()), path),
-          &req, true, request_id);
+          client, 404,
+          fmt::format("No route for {} {}.", std::string_view(req.method_string()), path), &req,
+          true, request_id);
       break;
   }
 }
 
 /// The request's id (the client's X-Request-Id when it sent a usable one) and, for a request a
 /// route may take, its body fields and the route (null: answered here, `local_answer` says how).
-const RouteRuntime* route_request(const Fleet& f, Request& req, bool metrics_only,
+const RouteRuntime* route_request(const Fleet& fleet, Request& req, bool metrics_only,
                                   std::string& request_id, BodyFields& fields,
                                   LocalAnswer& local_answer) {
   const std::string_view path = path_of(req);
@@ -177,11 +180,11 @@ const RouteRuntime* route_request(const Fleet& f, Request& req, bool metrics_onl
     random_id_into(request_id, "", 32);
   else
     request_id.assign(client_id);
-  local_answer = local_answer_for(f, req, path, metrics_only);
+  local_answer = local_answer_for(fleet, req, path, metrics_only);
   if (local_answer != LocalAnswer::none) return nullptr;
   fields = req.body().empty() ? BodyFields{} : read_body_fields(req.body());
-  const auto route_index = match_route(f.cfg.routes, req.method_string(), path, fields.model);
-  return route_index ? &f.routes[*route_index] : nullptr;
+  const auto route_index = match_route(fleet.cfg.routes, req.method_string(), path, fields.model);
+  return route_index ? &fleet.routes[*route_index] : nullptr;
 }
 
 /// How reading a request ended.
@@ -191,10 +194,10 @@ enum class Read { ok, closed, answered_linger };
 /// use now), answering what cannot be read (400, 408, 413, 431) itself. A coroutine of its own:
 /// the parser and the error answers exist while a request is read, not in the frame that a
 /// held-open stream keeps.
-net::awaitable<Read> read_request(Worker& w, ClientConnection& c, Request& req) {
-  const config::Timeouts t = w.fleet().cfg.timeouts;
-  const config::Limits limits = w.fleet().cfg.limits;
-  c.write_timeout = t.idle;
+net::awaitable<Read> read_request(Worker& worker, ClientConnection& client, Request& req) {
+  const config::Timeouts t = worker.fleet().cfg.timeouts;
+  const config::Limits limits = worker.fleet().cfg.limits;
+  client.write_timeout = t.idle;
   RequestParser parser(req);
   parser.header_limit(limits.max_header_bytes);
   parser.body_limit(limits.max_body_bytes);
@@ -205,53 +208,53 @@ net::awaitable<Read> read_request(Worker& w, ClientConnection& c, Request& req) 
   // What has arrived already is read and parsed at once, and a wait is awaited here: no
   // coroutine frame of read_more's or read_parsed's per request (read_parsed.hpp).
   boost::system::error_code ec;
-  w.lend_read_buf(c.buf);
-  if (c.buf.size() == 0) {
-    c.dl.arm(t.client_idle, /*close_on_expiry=*/false);
-    if (!http::try_read_more(c.sock, c.buf, parser, kFirstRead, true, ec)) {
-      const auto room = http::read_room(c.buf, kFirstRead, true);
-      auto [e, n] = co_await c.sock.async_read_some(room, use_tuple);
-      ec = http::read_ended(c.buf, parser, n, e);
+  worker.lend_read_buf(client.buf);
+  if (client.buf.size() == 0) {
+    client.dl.arm(t.client_idle, /*close_on_expiry=*/false);
+    if (!http::try_read_more(client.sock, client.buf, parser, kFirstRead, true, ec)) {
+      const auto room = http::read_room(client.buf, kFirstRead, true);
+      auto [e, n] = co_await client.sock.async_read_some(room, use_tuple);
+      ec = http::read_ended(client.buf, parser, n, e);
     }
-    c.dl.disarm();
+    client.dl.disarm();
     if (ec) co_return Read::closed;  // idle timeout or the client closed: nothing to answer
   }
-  c.dl.arm(t.client_header, /*close_on_expiry=*/false);
-  while (!http::try_read_parsed(c.sock, c.buf, parser, http::Until::header, ec)) {
-    const auto room = http::read_room(c.buf, kMaxClientRead, false);
-    auto [e, n] = co_await c.sock.async_read_some(room, use_tuple);
-    ec = http::read_ended(c.buf, parser, n, e);
+  client.dl.arm(t.client_header, /*close_on_expiry=*/false);
+  while (!http::try_read_parsed(client.sock, client.buf, parser, http::Until::header, ec)) {
+    const auto room = http::read_room(client.buf, kMaxClientRead, false);
+    auto [e, n] = co_await client.sock.async_read_some(room, use_tuple);
+    ec = http::read_ended(client.buf, parser, n, e);
     if (ec || parser.is_done()) break;
   }
-  c.dl.disarm();
+  client.dl.disarm();
   if (!ec) {
     // How the body is delimited is checked here, before a byte of it is read: a request
     // whose length cannot be determined is never passed on, and its body never parsed as
     // the next request.
     if (auto bad = check_request_framing(req.fields(), req.version())) {
-      co_await write_error(c, bad->status, bad->message, nullptr, false);
+      co_await write_error(client, bad->status, bad->message, nullptr, false);
       co_return Read::answered_linger;
     }
     if (req.version() >= 11 && !parser.is_done() &&
         llmux::iequals(req[bhttp::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      auto [wec, wn] = co_await net::async_write(c.sock, net::buffer(kContinue), use_tuple);
+      auto [wec, wn] = co_await net::async_write(client.sock, net::buffer(kContinue), use_tuple);
       if (wec) co_return Read::closed;
     }
-    while (!http::parse_buffered(parser, c.buf, http::Until::message, ec)) {
-      c.dl.arm(t.client_body, /*close_on_expiry=*/false);
-      ec = co_await http::read_more(c.sock, c.buf, parser);
-      c.dl.disarm();
+    while (!http::parse_buffered(parser, client.buf, http::Until::message, ec)) {
+      client.dl.arm(t.client_body, /*close_on_expiry=*/false);
+      ec = co_await http::read_more(client.sock, client.buf, parser);
+      client.dl.disarm();
       if (ec) break;
     }
   }
-  if (c.dl.fired && ec) ec = beast::error::timeout;
+  if (client.dl.fired && ec) ec = beast::error::timeout;
   if (ec) {
     if (ec == bhttp::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::connection_reset)
       co_return Read::closed;
     if (ec == beast::error::timeout) {
-      co_await write_error(c, 408, "Request timeout: the request was not received in time.",
+      co_await write_error(client, 408, "Request timeout: the request was not received in time.",
                            nullptr, false);
       co_return Read::answered_linger;
     }
@@ -264,14 +267,14 @@ net::awaitable<Read> read_request(Worker& w, ClientConnection& c, Request& req) 
       status = 431;
       msg = fmt::format("Request headers too large (limit {} bytes).", limits.max_header_bytes);
     }
-    co_await write_error(c, status, msg, nullptr, false);
+    co_await write_error(client, status, msg, nullptr, false);
     co_return Read::answered_linger;
   }
   // (Trailer fields of a chunked body were dropped as they were parsed: gateway/request.hpp.)
   // The bytes of the request are parsed: an empty read buffer is given back rather than kept
   // through the response (the watch reads into a few bytes of its own; a pipelined request
   // lands here again).
-  w.take_back_read_buf(c.buf);
+  worker.take_back_read_buf(client.buf);
   co_return Read::ok;
 }
 
@@ -279,44 +282,45 @@ net::awaitable<Read> read_request(Worker& w, ClientConnection& c, Request& req) 
 /// sending (or the unread bytes make the kernel reset the connection and the client never reads
 /// the answer), else at once. A coroutine of its own: the lingering's state takes no room in the
 /// session's frame.
-net::awaitable<void> close_connection(ClientConnection& c, bool linger) {
-  if (c.sock.tls()) {
+net::awaitable<void> close_connection(ClientConnection& client, bool linger) {
+  if (client.sock.tls()) {
     // close_notify first, best effort: a client that does not read gets a second at most.
-    c.dl.arm(std::chrono::seconds(1), /*close_on_expiry=*/false);
-    co_await c.sock.tls_shutdown();
-    c.dl.disarm();
+    client.dl.arm(std::chrono::seconds(1), /*close_on_expiry=*/false);
+    co_await client.sock.tls_shutdown();
+    client.dl.disarm();
   }
   if (linger) {
-    co_await http::lingering_close(c.sock.socket());
+    co_await http::lingering_close(client.sock.socket());
   } else {
     boost::system::error_code ignored;
-    c.sock.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    c.sock.close(ignored);
+    client.sock.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    client.sock.close(ignored);
   }
 }
 
 /// The TLS handshake of a connection to a TLS listener, within timeouts.client_header: false
 /// when it failed (then the connection is closed here). A client that spoke plain HTTP gets a
 /// plain-HTTP 400 saying so before the close.
-net::awaitable<bool> tls_handshake(Worker& w, ClientConnection& c, http::TlsContextPtr tls) {
-  c.sock.start_server(std::move(tls));
-  c.dl.arm(w.fleet().cfg.timeouts.client_header);
-  const boost::system::error_code ec = co_await c.sock.handshake();
-  c.dl.disarm();
+net::awaitable<bool> tls_handshake(Worker& worker, ClientConnection& client,
+                                   http::TlsContextPtr tls) {
+  client.sock.start_server(std::move(tls));
+  client.dl.arm(worker.fleet().cfg.timeouts.client_header);
+  const boost::system::error_code ec = co_await client.sock.handshake();
+  client.dl.disarm();
   if (!ec) co_return true;
-  spdlog::debug("TLS handshake with {} failed: {}", c.peer,
-                c.dl.fired ? std::string("timed out") : c.sock.tls_error_message(ec));
-  if (!c.dl.fired && http::Stream::is_plain_http(ec)) {
+  spdlog::debug("TLS handshake with {} failed: {}", client.peer,
+                client.dl.fired ? std::string("timed out") : client.sock.tls_error_message(ec));
+  if (!client.dl.fired && http::Stream::is_plain_http(ec)) {
     static constexpr std::string_view kPlain =
         "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 49\r\n"
         "Connection: close\r\n\r\nThis port speaks HTTPS: use https:// to reach it\n";
-    c.dl.arm(std::chrono::seconds(1));
-    co_await net::async_write(c.sock.socket(), net::buffer(kPlain), use_tuple);
-    c.dl.disarm();
-    co_await http::lingering_close(c.sock.socket(), {std::chrono::seconds(2)});
+    client.dl.arm(std::chrono::seconds(1));
+    co_await net::async_write(client.sock.socket(), net::buffer(kPlain), use_tuple);
+    client.dl.disarm();
+    co_await http::lingering_close(client.sock.socket(), {std::chrono::seconds(2)});
   } else {
     boost::system::error_code ignored;
-    c.sock.close(ignored);
+    client.sock.close(ignored);
   }
   co_return false;
 }
@@ -334,22 +338,22 @@ bool within_rate(double rate, double& tokens, std::int64_t& refilled_ns) {
 
 }  // namespace
 
-net::awaitable<void> session(GatewayState& s, Worker& w, tcp::socket sock, bool metrics_only,
-                             http::TlsContextPtr tls) {
+net::awaitable<void> session(GatewayState& state, Worker& worker, tcp::socket sock,
+                             bool metrics_only, http::TlsContextPtr tls) {
   // The accept loop counted this connection (limits.max_connections); it ends here.
   struct Counted {
     std::atomic<int>& n;
     ~Counted() { n.fetch_sub(1, std::memory_order_relaxed); }
-  } counted{s.connections};
+  } counted{state.connections};
   // Nothing escapes (co_spawn's `detached` would drop it unseen): what would is logged, and the
   // connection closes as the frame ends.
   try {
     // limits.connection_rate: a token bucket of one second's requests.
-    double tokens = w.fleet().cfg.limits.connection_rate;
+    double tokens = worker.fleet().cfg.limits.connection_rate;
     std::int64_t refilled_ns = mono_ns();
-    ClientConnection c(std::move(sock), w.deadlines);
+    ClientConnection c(std::move(sock), worker.deadlines);
     c.peer = peer_address(c.sock.socket());
-    if (tls && !co_await tls_handshake(w, c, std::move(tls))) co_return;
+    if (tls && !co_await tls_handshake(worker, c, std::move(tls))) co_return;
     // An error answered while the client may still be sending: close by lingering, or the
     // unread bytes make the kernel reset the connection and the client never reads the answer.
     bool linger = false;
@@ -360,29 +364,29 @@ net::awaitable<void> session(GatewayState& s, Worker& w, tcp::socket sock, bool 
     BodyFields fields;
     LocalAnswer local_answer = LocalAnswer::none;
     for (;;) {
-      const Read read = co_await read_request(w, c, req);
+      const Read read = co_await read_request(worker, c, req);
       if (read != Read::ok) {
         linger = read == Read::answered_linger;
         break;
       }
-      c.keep_alive = req.keep_alive() && !s.draining.load(std::memory_order_relaxed);
-      if (const double rate = w.fleet().cfg.limits.connection_rate;
+      c.keep_alive = req.keep_alive() && !state.draining.load(std::memory_order_relaxed);
+      if (const double rate = worker.fleet().cfg.limits.connection_rate;
           rate > 0 && !within_rate(rate, tokens, refilled_ns)) {
         if (!co_await over_rate(c, req, rate) || !c.keep_alive) break;
         continue;
       }
       {
-        ActiveGuard active(s.active);
+        ActiveGuard active(state.active);
         const FleetHandlePtr fleet_handle =
-            w.fleet_handle;  // the request finishes on the configuration it began on
+            worker.fleet_handle;  // the request finishes on the configuration it began on
         const Fleet& f = *fleet_handle->fleet;
         if (const RouteRuntime* route =
                 route_request(f, req, metrics_only, request_id, fields, local_answer))
-          co_await proxy(s, f, w, c, req, *route, fields, request_id);
+          co_await proxy(state, f, worker, c, req, *route, fields, request_id);
         else
-          co_await answer_locally(s, f, w, c, req, local_answer, path_of(req), request_id);
+          co_await answer_locally(state, f, worker, c, req, local_answer, path_of(req), request_id);
       }
-      if (!c.keep_alive || s.draining.load(std::memory_order_relaxed)) break;
+      if (!c.keep_alive || state.draining.load(std::memory_order_relaxed)) break;
     }
     co_await close_connection(c, linger);
   } catch (const std::exception& e) {

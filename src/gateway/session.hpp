@@ -15,7 +15,7 @@ namespace llmux::gateway {
 /// `tls`: the listener's server context (null: plain HTTP); the TLS handshake must complete
 /// within timeouts.client_header, or the connection is closed.
 /// Started with co_spawn(..., detached) on the worker's io_context.
-net::awaitable<void> session(GatewayState& s, Worker& w, tcp::socket sock,
+net::awaitable<void> session(GatewayState& state, Worker& worker, tcp::socket sock,
                              bool metrics_only = false, http::TlsContextPtr tls = nullptr);
 
 }  // namespace llmux::gateway

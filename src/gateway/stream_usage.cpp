@@ -80,7 +80,8 @@ ByteRange find_usage_only_event(const char* data, std::size_t n) {
     if (contains(ev, "\"usage\"") && contains(ev, "\"choices\"")) {
       bool found = false;
       openai::SseParser parser;
-      parser.feed(ev, [&](const openai::SseEvent& e) { found = found || usage_only(e.data); });
+      parser.feed(ev,
+                  [&](const openai::SseEvent& event) { found = found || usage_only(event.data); });
       if (found) return {start, end};
     }
     start = end;

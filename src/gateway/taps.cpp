@@ -50,7 +50,7 @@ void ResponseTap::feed(std::string_view piece, bool last) {
     case Kind::none:
       return;
     case Kind::sse:
-      sse_.feed(piece, [this](const openai::SseEvent& e) { reader_.on_event(e); });
+      sse_.feed(piece, [this](const openai::SseEvent& event) { reader_.on_event(event); });
       return;
     case Kind::json:
       if (last && body_.empty() && !body_too_big_) {

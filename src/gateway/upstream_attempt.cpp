@@ -16,54 +16,58 @@ namespace llmux::gateway {
 using upstream::Outcome;
 using Kind = upstream::Outcome::Kind;
 
-net::awaitable<ConnectResult> connect(const Fleet& f, Worker& w, upstream::Backend& b,
-                                      bool allow_pooled, ClientWatch* watch) {
+net::awaitable<ConnectResult> connect(const Fleet& fleet, Worker& worker,
+                                      upstream::Backend& backend, bool allow_pooled,
+                                      ClientWatch* watch) {
   if (allow_pooled) {
-    if (auto up = w.pool_for(b).take()) {
+    if (auto up = worker.pool_for(backend).take()) {
       if (watch) watch->up = up.get();
       co_return ConnectResult{std::move(up), {}};
     }
   }
-  auto up = std::make_shared<upstream::BackendConnection>(w.ioc.get_executor(), w.deadlines);
+  auto up =
+      std::make_shared<upstream::BackendConnection>(worker.ioc.get_executor(), worker.deadlines);
   if (watch) watch->up = up.get();
-  up->dl.arm(f.cfg.timeouts.connect);
-  auto [ec, ep] = co_await net::async_connect(up->sock.socket(), b.endpoints, use_tuple);
+  up->dl.arm(fleet.cfg.timeouts.connect);
+  auto [ec, ep] = co_await net::async_connect(up->sock.socket(), backend.endpoints, use_tuple);
   up->dl.disarm();
   if (ec) {
-    Outcome f;
-    f.kind = Kind::connect_failed;
-    f.message = fmt::format("connect to {} ({}:{}) failed: {}", b.name, b.host, b.port,
-                            up->dl.fired ? "timed out" : ec.message());
-    co_return ConnectResult{nullptr, std::move(f)};
+    Outcome failure;
+    failure.kind = Kind::connect_failed;
+    failure.message = fmt::format("connect to {} ({}:{}) failed: {}", backend.name, backend.host,
+                                  backend.port, up->dl.fired ? "timed out" : ec.message());
+    co_return ConnectResult{nullptr, std::move(failure)};
   }
   boost::system::error_code ignored;
   up->sock.socket().set_option(tcp::no_delay(true), ignored);
-  if (b.tls) {
+  if (backend.tls) {
     // https://: the handshake (and the certificate's check) within what is left of
     // timeouts.connect. A failure is a failed connect: nothing was sent, another backend may
     // take the request.
-    up->sock.start_client(b.tls, b.host, b.tls_verify);
-    up->dl.arm(f.cfg.timeouts.connect);
+    up->sock.start_client(backend.tls, backend.host, backend.tls_verify);
+    up->dl.arm(fleet.cfg.timeouts.connect);
     const boost::system::error_code hec = co_await up->sock.handshake();
     up->dl.disarm();
     if (hec) {
-      Outcome f;
-      f.kind = Kind::connect_failed;
-      f.message = fmt::format("TLS handshake with {} ({}:{}) failed: {}", b.name, b.host, b.port,
-                              up->dl.fired ? "timed out" : up->sock.tls_error_message(hec));
-      co_return ConnectResult{nullptr, std::move(f)};
+      Outcome failure;
+      failure.kind = Kind::connect_failed;
+      failure.message =
+          fmt::format("TLS handshake with {} ({}:{}) failed: {}", backend.name, backend.host,
+                      backend.port, up->dl.fired ? "timed out" : up->sock.tls_error_message(hec));
+      co_return ConnectResult{nullptr, std::move(failure)};
     }
   }
   co_return ConnectResult{std::move(up), {}};
 }
 
-void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::BackendConnection> up) {
-  if (up->buf.size() != 0 || b.retired.load(std::memory_order_relaxed)) {
+void release(Worker& worker, upstream::Backend& backend,
+             std::shared_ptr<upstream::BackendConnection> up) {
+  if (up->buf.size() != 0 || backend.retired.load(std::memory_order_relaxed)) {
     boost::system::error_code ignored;
     up->sock.close(ignored);
     return;
   }
-  w.pool_for(b).put(std::move(up), b.pool_idle_timeout);
+  worker.pool_for(backend).put(std::move(up), backend.pool_idle_timeout);
 }
 
 namespace {
@@ -77,16 +81,16 @@ Attempt failed(Outcome& fail, Kind kind, std::string message) {
 }
 
 /// The upstream request's head for `b` (a worker's pooled builder; give it back).
-ByteBuilder upstream_head(Worker& w, const upstream::Backend& b, const Request& req,
+ByteBuilder upstream_head(Worker& worker, const upstream::Backend& backend, const Request& req,
                           std::string_view peer, std::string_view request_id,
                           const UsageRequest& usage, bool keep_client_authorization, bool https) {
-  ByteBuilder head = w.take_bytes();
+  ByteBuilder head = worker.take_bytes();
   // The backend's base path before the client's target (none: the target as it is).
   std::string prefixed;
-  if (!b.base_path.empty()) prefixed.append(b.base_path).append(req.target());
-  UpstreamRequestParts parts{b.base_path.empty() ? req.target() : std::string_view(prefixed),
-                             b.host_header,
-                             b.authorization,
+  if (!backend.base_path.empty()) prefixed.append(backend.base_path).append(req.target());
+  UpstreamRequestParts parts{backend.base_path.empty() ? req.target() : std::string_view(prefixed),
+                             backend.host_header,
+                             backend.authorization,
                              peer,
                              request_id,
                              usage.size(req.body())};
@@ -105,22 +109,23 @@ struct PooledBytes {
 
 }  // namespace
 
-net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
-                             ClientConnection& c, const std::string& request_id,
-                             const UsageRequest& usage, bool queued, Outcome& fail) {
-  ClientWatch& watch = c.watch;
-  const PooledBytes head{
-      w, upstream_head(w, b, req, c.peer, request_id, usage, !f.keys.enabled(), c.sock.tls())};
+net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backend& backend,
+                             const Request& req, ClientConnection& client,
+                             const std::string& request_id, const UsageRequest& usage, bool queued,
+                             Outcome& fail) {
+  ClientWatch& watch = client.watch;
+  const PooledBytes head{worker, upstream_head(worker, backend, req, client.peer, request_id, usage,
+                                               !fleet.keys.enabled(), client.sock.tls())};
   auto client_gone = [&] { return failed(fail, Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
     watch.up = nullptr;
     // A pooled connection is taken here, without a coroutine frame of connect()'s own.
     ConnectResult conn;
-    if (round == 0) conn.up = w.pool_for(b).take();
+    if (round == 0) conn.up = worker.pool_for(backend).take();
     if (conn.up)
       watch.up = conn.up.get();
     else
-      conn = co_await connect(f, w, b, false, &watch);
+      conn = co_await connect(fleet, worker, backend, false, &watch);
     if (watch.client_gone) co_return client_gone();
     if (!conn.up) {
       fail = std::move(conn.fail);
@@ -132,7 +137,7 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
                                          net::buffer(usage.first(req.body())),
                                          net::buffer(usage.second(req.body()))};
     const std::size_t total = out[0].size() + out[1].size() + out[2].size();
-    a.up->dl.arm(f.cfg.timeouts.first_byte);
+    a.up->dl.arm(fleet.cfg.timeouts.first_byte);
     // At once when the socket takes it all (the usual case), else the rest awaited.
     boost::system::error_code wec;
     std::size_t wn = a.up->sock.write_now(out, wec);
@@ -150,16 +155,16 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
       watch.up = nullptr;
       if (unsent)
         co_return failed(fail, Kind::reset_before_send,
-                         fmt::format("sending to {} failed before a byte was written: {}", b.name,
-                                     wec.message()));
+                         fmt::format("sending to {} failed before a byte was written: {}",
+                                     backend.name, wec.message()));
       co_return failed(fail, a.up->dl.fired ? Kind::timeout : Kind::broken,
-                       fmt::format("sending to {} failed after {} bytes: {}", b.name, wn,
+                       fmt::format("sending to {} failed after {} bytes: {}", backend.name, wn,
                                    a.up->dl.fired ? "timed out" : wec.message()));
     }
     a.sent_ns = mono_ns();
     boost::system::error_code rec;
     for (int interim = 0;; ++interim) {
-      a.parser = UpstreamResponse::make(w.take_bytes());
+      a.parser = UpstreamResponse::make(worker.take_bytes());
       a.parser->omit_queue_depth(queued);
       if (req.method() == bhttp::verb::head) a.parser->expect_no_body();
       // What has arrived is parsed at once; a wait is awaited here (no frame of read_parsed's).
@@ -187,13 +192,13 @@ net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, co
       watch.up = nullptr;
       if (a.up->dl.fired)
         co_return failed(fail, Kind::timeout,
-                         fmt::format("{} sent no response within {} ms", b.name,
-                                     f.cfg.timeouts.first_byte.count()));
+                         fmt::format("{} sent no response within {} ms", backend.name,
+                                     fleet.cfg.timeouts.first_byte.count()));
       if (nothing)
         co_return failed(fail, Kind::broken,
-                         fmt::format("{} closed the connection without a response", b.name));
+                         fmt::format("{} closed the connection without a response", backend.name));
       co_return failed(fail, Kind::bad_response,
-                       fmt::format("{} sent an invalid response: {}", b.name, rec.message()));
+                       fmt::format("{} sent an invalid response: {}", backend.name, rec.message()));
     }
     co_return a;
   }

@@ -25,13 +25,15 @@ struct ConnectResult {
 
 /// A pooled connection to `b` when `allow_pooled` and one is idle, else a new one (connect
 /// timeout). `watch`, when given, learns the connection at once (a client leaving closes it).
-net::awaitable<ConnectResult> connect(const Fleet& f, Worker& w, upstream::Backend& b,
-                                      bool allow_pooled, ClientWatch* watch = nullptr);
+net::awaitable<ConnectResult> connect(const Fleet& fleet, Worker& worker,
+                                      upstream::Backend& backend, bool allow_pooled,
+                                      ClientWatch* watch = nullptr);
 
 /// Back to the worker's pool: only a connection whose last response was complete, did not end
 /// by close, and left nothing unread (the caller checks the first two); never one of a backend a
 /// reload removed.
-void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::BackendConnection> up);
+void release(Worker& worker, upstream::Backend& backend,
+             std::shared_ptr<upstream::BackendConnection> up);
 
 /// Sends the request (its head built here for this backend from the client's `req`, which is
 /// never modified, then the client's body) to `b` and reads
@@ -41,8 +43,9 @@ void release(Worker& w, upstream::Backend& b, std::shared_ptr<upstream::BackendC
 /// have received it, and a retry could run the generation twice. No connection in the answer:
 /// `fail` says why. `queued`: the request waited in the route's queue (the client gets the
 /// gateway's X-Llmux-Queue-Depth, not the backend's).
-net::awaitable<Attempt> send(const Fleet& f, Worker& w, upstream::Backend& b, const Request& req,
-                             ClientConnection& c, const std::string& request_id,
-                             const UsageRequest& usage, bool queued, upstream::Outcome& fail);
+net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backend& backend,
+                             const Request& req, ClientConnection& client,
+                             const std::string& request_id, const UsageRequest& usage, bool queued,
+                             upstream::Outcome& fail);
 
 }  // namespace llmux::gateway

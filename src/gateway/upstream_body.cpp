@@ -16,25 +16,25 @@ namespace bhttp = boost::beast::http;
 /// buffer it was given), it needs more bytes than there are, the message is complete, the body
 /// buffer is full, or the bytes are not HTTP (`ec`). When it needs more, what is left in `in` is
 /// an incomplete piece (a chunk header or its closing CRLF), never one it could parse.
-Fed feed(UpstreamParser& p, beast::flat_buffer& in, boost::system::error_code& ec) {
-  const std::size_t room = p.body_room();
+Fed feed(UpstreamParser& parser, beast::flat_buffer& in, boost::system::error_code& ec) {
+  const std::size_t room = parser.body_room();
   while (in.size() > 0) {
     const std::size_t used =
-        p.put(std::string_view(static_cast<const char*>(in.data().data()), in.size()), ec);
+        parser.put(std::string_view(static_cast<const char*>(in.data().data()), in.size()), ec);
     in.consume(used);
     if (ec == bhttp::error::need_more) {
       // Everything the bytes held went out: body bytes (the caller takes them before it reads),
       // or none.
       ec = {};
-      return p.body_room() != room ? Fed::body : Fed::need_more;
+      return parser.body_room() != room ? Fed::body : Fed::need_more;
     }
     if (ec == bhttp::error::need_buffer) {
       ec = {};
       return Fed::full;
     }
     if (ec) return Fed::error;
-    if (p.is_done()) return Fed::done;
-    if (p.body_room() != room) return Fed::body;
+    if (parser.is_done()) return Fed::done;
+    if (parser.body_room() != room) return Fed::body;
     if (used == 0) break;
   }
   return Fed::need_more;

@@ -26,7 +26,7 @@ enum class Fed { body, need_more, done, full, error };
 /// out into the body buffer it was given (`p.body_buffer()`), it needs more bytes than there are,
 /// the message is complete, the body buffer is full, or the bytes are not HTTP. When it needs
 /// more, what is left in `in` is an incomplete piece, never one it could parse.
-Fed feed(UpstreamParser& p, boost::beast::flat_buffer& in, boost::system::error_code& ec);
+Fed feed(UpstreamParser& parser, boost::beast::flat_buffer& in, boost::system::error_code& ec);
 
 /// A few bytes the parser left unread, kept while a stream waits without a read buffer.
 struct Leftover {

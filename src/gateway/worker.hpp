@@ -128,31 +128,31 @@ class DeferredStartList {
   DeferredStartList() { head_.prev = head_.next = &head_; }
   DeferredStartList(const DeferredStartList&) = delete;
   DeferredStartList& operator=(const DeferredStartList&) = delete;
-  /// Runs `l.run(l.ctx)` at the tick after next (at least one tick from now), unless unlinked
-  /// first.
-  void link(DeferredStart& l, std::uint64_t now_tick) {
-    unlink(l);
-    l.due_tick = now_tick + 2;
-    l.next = head_.next;
-    l.prev = &head_;
-    head_.next->prev = &l;
-    head_.next = &l;
+  /// Runs `entry.run(entry.ctx)` at the tick after next (at least one tick from now), unless
+  /// unlinked first.
+  void link(DeferredStart& entry, std::uint64_t now_tick) {
+    unlink(entry);
+    entry.due_tick = now_tick + 2;
+    entry.next = head_.next;
+    entry.prev = &head_;
+    head_.next->prev = &entry;
+    head_.next = &entry;
   }
-  static void unlink(DeferredStart& l) {
-    if (!l.prev) return;
-    l.prev->next = l.next;
-    l.next->prev = l.prev;
-    l.prev = l.next = nullptr;
+  static void unlink(DeferredStart& entry) {
+    if (!entry.prev) return;
+    entry.prev->next = entry.next;
+    entry.next->prev = entry.prev;
+    entry.prev = entry.next = nullptr;
   }
-  /// Unlinks and runs every link due at `tick`.
+  /// Unlinks and runs every entry due at `tick`.
   void run_due(std::uint64_t tick) {
-    for (DeferredStart* l = head_.next; l != &head_;) {
-      DeferredStart* next = l->next;
-      if (l->due_tick <= tick) {
-        unlink(*l);
-        l->run(l->ctx);
+    for (DeferredStart* entry = head_.next; entry != &head_;) {
+      DeferredStart* next = entry->next;
+      if (entry->due_tick <= tick) {
+        unlink(*entry);
+        entry->run(entry->ctx);
       }
-      l = next;
+      entry = next;
     }
   }
 
@@ -204,14 +204,14 @@ struct Worker {
     for (auto& e : pools)
       if (e.pool) e.pool->sweep();
   }
-  upstream::Pool& pool_for(const upstream::Backend& b) {
-    auto& e = pools[static_cast<std::size_t>(b.index)];
+  upstream::Pool& pool_for(const upstream::Backend& backend) {
+    auto& e = pools[static_cast<std::size_t>(backend.index)];
     if (!e.pool) {
       e.pool = std::make_unique<upstream::Pool>();
-    } else if (e.uid != b.uid) {
+    } else if (e.uid != backend.uid) {
       e.pool->close_all();
     }
-    e.uid = b.uid;
+    e.uid = backend.uid;
     return *e.pool;
   }
 
@@ -233,9 +233,9 @@ struct Worker {
     free.pop_back();
     return b;
   }
-  void give_buf(RelayBuf b) {
-    auto& free = free_bufs[b.size == kStreamBuf ? 1 : 0];
-    if (free.size() < 1024) free.push_back(std::move(b.data));
+  void give_buf(RelayBuf buffer) {
+    auto& free = free_bufs[buffer.size == kStreamBuf ? 1 : 0];
+    if (free.size() < 1024) free.push_back(std::move(buffer.data));
   }
 
   // Client read buffers, reused: a connection holds one while it reads a request (a held-open
@@ -258,7 +258,7 @@ struct Worker {
   }
 
   // This worker's metrics (in GatewayState::metrics; only this thread writes them).
-  metrics::WorkerMetrics* m = nullptr;
+  metrics::WorkerMetrics* worker_metrics = nullptr;
 
   // Jitter of retry back-offs.
   std::minstd_rand rng{std::random_device{}()};
@@ -272,14 +272,14 @@ struct Worker {
   std::vector<ByteBuilder> free_bytes;
   ByteBuilder take_bytes() {
     if (free_bytes.empty()) return {};
-    ByteBuilder b = std::move(free_bytes.back());
+    ByteBuilder bytes = std::move(free_bytes.back());
     free_bytes.pop_back();
-    return b;
+    return bytes;
   }
-  void give_bytes(ByteBuilder b) {
-    if (free_bytes.size() < 256 && b.capacity() > 0 && b.capacity() <= 16384) {
-      b.clear();
-      free_bytes.push_back(std::move(b));
+  void give_bytes(ByteBuilder bytes) {
+    if (free_bytes.size() < 256 && bytes.capacity() > 0 && bytes.capacity() <= 16384) {
+      bytes.clear();
+      free_bytes.push_back(std::move(bytes));
     }
   }
 };
