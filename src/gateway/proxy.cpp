@@ -339,8 +339,8 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
   rec.received_ns = start;
   rec.request_id = request_id;
   rec.client = client.peer;
-  // Views of the client'state request, which outlives this frame and is never modified (the
-  // method and path are read from here on: a held-open stream'state frame keeps no copy of them).
+  // Views of the client's request, which outlives this frame and is never modified (the
+  // method and path are read from here on: a held-open stream's frame keeps no copy of them).
   rec.method = req.method_string();
   rec.path = request_path(req);
   rec.route = route.cfg->name;
@@ -367,29 +367,29 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
   }
   // Time the gateway spent not on its own work (the owner lookup above, the queue below): left
   // out of its request overhead.
-  // (The clock is read four times on a request'state usual path: here, after the owner lookup, at
-  // the response'state header and at its end; each read costs ~36 ns.)
+  // (The clock is read four times on a request's usual path: here, after the owner lookup, at
+  // the response's header and at its end; each read costs ~36 ns.)
   std::int64_t ready = mono_ns();
   std::int64_t not_overhead = ready - start;
   state::ResponseStore* affinity_store =
       fleet.cfg.affinity.enabled && learns_response_id(rec.method, rec.path, fields)
           ? state.responses
           : nullptr;
-  // Every stream'state tokens counted: ask for usage where the client did not (stream_usage.hpp).
+  // Every stream's tokens counted: ask for usage where the client did not (stream_usage.hpp).
   const UsageRequest usage = fleet.cfg.metrics.stream_usage
                                  ? ask_for_usage(rec.method, rec.path, req.body(), fields)
                                  : UsageRequest{};
   if (usage.asked && fleet.cfg.metrics.enabled)
     worker.worker_metrics->count(metrics::Family::usage_requested, route.metric_id);
 
-  // Watch the client (from the worker'state next tick but one, if the request still runs then): a
+  // Watch the client (from the worker's next tick but one, if the request still runs then): a
   // client that leaves while its request waits for the first response byte aborts the upstream
   // request as surely as one that leaves mid-stream.
   start_watch(worker, client);
 
   for (;;) {
     // The slot is taken atomically with the choice: a backend at max_inflight is skipped. While
-    // requests wait in the route'state queue, a new one joins them rather than overtaking them.
+    // requests wait in the route's queue, a new one joins them rather than overtaking them.
     upstream::Slot picked;
     if (attempts > 0 || route.queue->depth() == 0)
       picked = pick(route, req, fields, rec.path, tried, &pinned);
@@ -411,7 +411,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     ++attempts;
     // The first attempt starts when the request was ready to go (the pick takes microseconds).
     const std::int64_t attempt_start = attempts == 1 ? ready : mono_ns();
-    // Each attempt'state request is built fresh from the client'state, which is never modified: a
+    // Each attempt's request is built fresh from the client's, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
     Attempt a =
         co_await send(fleet, worker, b, req, client, request_id, usage, rec.queue_depth > 0, last);
@@ -427,14 +427,14 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
       if (upstream::decide_retry(last, attempts, fleet.cfg.retries.max_attempts) !=
           upstream::RetryDecision::try_another_backend)
         break;
-      // Never sent: another backend may take it, within the request'state time and the route'state
+      // Never sent: another backend may take it, within the request's time and the route's
       // retry budget, after a short jittered back-off.
       if (now - start > std::chrono::nanoseconds(fleet.cfg.retries.request_budget).count()) {
-        last.message += " (no time left in the request'state retry budget)";
+        last.message += " (no time left in the request's retry budget)";
         break;
       }
       if (!route.retry_budget->try_retry(now)) {
-        last.message += " (the route'state retry budget is spent)";
+        last.message += " (the route's retry budget is spent)";
         break;
       }
       if (fleet.cfg.retries.backoff.count() > 0) {
@@ -453,7 +453,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
       worker.worker_metrics->request_overhead.observe(
           metrics::bounds(metrics::HistKind::request_overhead), a.sent_ns - start - not_overhead);
     // No attempt follows one that got a response: the body is not needed any more (a Codex
-    // turn'state can be hundreds of KiB, and its stream lasts minutes).
+    // turn's can be hundreds of KiB, and its stream lasts minutes).
     req.release_body();
     co_await relay(fleet, worker, client, req, b, a, rec, last, affinity_store, usage.asked);
     // Counted before anything else may suspend: the client has the whole answer already, and
@@ -472,7 +472,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
   if (last.kind == Kind::client_left || client.watch.client_gone) {
     client.keep_alive = false;
     rec.attempts = attempts;
-    rec.status = 499;  // nginx'state "client closed request"
+    rec.status = 499;  // nginx's "client closed request"
     rec.error = "client left before the response began";
     finish(state, fleet, worker, route, nullptr, fields, rec, start, mono_ns());
     co_return;
