@@ -43,7 +43,7 @@ net::awaitable<void> models(const Fleet& fleet, Worker& worker, ClientConnection
     for (int round = 0; round < 2 && !ok; ++round) {
       auto conn = co_await connect(fleet, worker, b, round == 0);
       if (!conn.up) {
-        errors.push_back(conn.fail.message);
+        errors.push_back(conn.outcome.message);
         break;
       }
       conn.up->dl.arm(std::chrono::seconds(10));

@@ -17,6 +17,7 @@
 #include "gateway/http_rules.hpp"
 #include "gateway/relay.hpp"
 #include "gateway/stream_usage.hpp"
+#include "gateway/upstream_attempt.hpp"
 #include "http/read_parsed.hpp"
 
 namespace llmux::gateway {
@@ -225,7 +226,7 @@ net::awaitable<void> answer_failure(ClientConnection& client, const Request& req
                                     const RouteRuntime& route, const BodyFields& fields,
                                     const std::string& request_id, Admit admit, bool all_full,
                                     int attempts, const upstream::Backend* pinned,
-                                    const Outcome& last, AccessRecord& rec) {
+                                    const Outcome& outcome, AccessRecord& rec) {
   const std::string_view path = request_path(req);
   upstream::ErrorAnswer answer;
   int retry_after = 0;
@@ -251,11 +252,11 @@ net::awaitable<void> answer_failure(ClientConnection& client, const Request& req
     answer.message = fmt::format(
         "Response '{}' is stored on backend '{}', which failed: {}. No other backend has it; "
         "retry when '{}' is back.",
-        named_response_id(path, fields), pinned->name, last.message, pinned->name);
+        named_response_id(path, fields), pinned->name, outcome.message, pinned->name);
     retry_after = 5;
     rec.affinity = "unavailable";
   } else if (attempts > 0) {
-    answer = upstream::error_answer(last);
+    answer = upstream::error_answer(outcome);
   } else {
     answer.message = "No backend available for this route.";
   }
@@ -317,10 +318,11 @@ void finish(GatewayState& state, const Fleet& fleet, Worker& worker, const Route
 /// The response header has come: the time to it, from the request's start (the access log)
 /// and from the attempt's (the outcome: relay() keeps it). A plain function: the readings take
 /// no room in proxy()'s frame, which a held-open stream keeps.
-void first_byte(AccessRecord& rec, Outcome& last, std::int64_t start, std::int64_t attempt_start) {
+void first_byte(AccessRecord& rec, Outcome& outcome, std::int64_t start,
+                std::int64_t attempt_start) {
   const std::int64_t now = mono_ns();
   rec.ttfb_ms = static_cast<double>(now - start) / 1e6;
-  last.ttfb = std::chrono::nanoseconds(now - attempt_start);
+  outcome.ttfb = std::chrono::nanoseconds(now - attempt_start);
 }
 
 }  // namespace
@@ -331,7 +333,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
   const std::int64_t start = mono_ns();
 
   upstream::TriedSet tried;
-  Outcome last;
+  Outcome outcome;
   int attempts = 0;
   bool all_full = false;
   Admit admit = Admit::slot;
@@ -399,7 +401,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
       ready = mono_ns();
       not_overhead += ready - queued_at;
       rec.queue_ms = static_cast<double>(ready - queued_at) / 1e6;
-      if (admit == Admit::client_left) last.kind = Kind::client_left;
+      if (admit == Admit::client_left) outcome.kind = Kind::client_left;
     }
     if (!picked) {
       all_full = attempts == 0;
@@ -413,34 +415,34 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     const std::int64_t attempt_start = attempts == 1 ? ready : mono_ns();
     // Each attempt's request is built fresh from the client's, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
-    Attempt a =
-        co_await send(fleet, worker, b, req, client, request_id, usage, rec.queue_depth > 0, last);
+    Attempt a = co_await send(fleet, worker, b, req, client, request_id, usage, rec.queue_depth > 0,
+                              outcome);
     if (!a.up) {
       client.watch.up = nullptr;
       const std::int64_t now = mono_ns();
-      last.total = std::chrono::nanoseconds(now - attempt_start);
-      report(fleet, route, req, fields, rec.path, b, last, request_id, now);
+      outcome.total = std::chrono::nanoseconds(now - attempt_start);
+      report(fleet, route, req, fields, rec.path, b, outcome, request_id, now);
       if (fleet.cfg.metrics.enabled)
         worker.worker_metrics->count(metrics::Family::attempt_failures, b.metric_id,
-                                     static_cast<int>(last.kind));
-      spdlog::debug("request {}: {}", request_id, last.message);
-      if (upstream::decide_retry(last, attempts, fleet.cfg.retries.max_attempts) !=
+                                     static_cast<int>(outcome.kind));
+      spdlog::debug("request {}: {}", request_id, outcome.message);
+      if (upstream::decide_retry(outcome, attempts, fleet.cfg.retries.max_attempts) !=
           upstream::RetryDecision::try_another_backend)
         break;
       // Never sent: another backend may take it, within the request's time and the route's
       // retry budget, after a short jittered back-off.
       if (now - start > std::chrono::nanoseconds(fleet.cfg.retries.request_budget).count()) {
-        last.message += " (no time left in the request's retry budget)";
+        outcome.message += " (no time left in the request's retry budget)";
         break;
       }
       if (!route.retry_budget->try_retry(now)) {
-        last.message += " (the route's retry budget is spent)";
+        outcome.message += " (the route's retry budget is spent)";
         break;
       }
       if (fleet.cfg.retries.backoff.count() > 0) {
         co_await backoff(worker, fleet.cfg.retries.backoff, attempts);
         if (client.watch.client_gone) {
-          last.kind = Kind::client_left;
+          outcome.kind = Kind::client_left;
           break;
         }
       }
@@ -448,28 +450,29 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     }
     rec.backend = b.name;
     rec.attempts = attempts;
-    first_byte(rec, last, start, attempt_start);
+    first_byte(rec, outcome, start, attempt_start);
     if (fleet.cfg.metrics.enabled)
       worker.worker_metrics->request_overhead.observe(
           metrics::bounds(metrics::HistKind::request_overhead), a.sent_ns - start - not_overhead);
     // No attempt follows one that got a response: the body is not needed any more (a Codex
     // turn's can be hundreds of KiB, and its stream lasts minutes).
     req.release_body();
-    co_await relay(fleet, worker, client, req, b, a, rec, last, affinity_store, usage.asked);
+    co_await relay(fleet, worker, client, req, b, a, rec, outcome, affinity_store, usage.asked);
+    if (a.up) release(worker, b, std::move(a.up));  // reusable: back to the pool
     // Counted before anything else may suspend: the client has the whole answer already, and
     // its next request (a scrape of /metrics, say) may reach another worker at once.
     const std::int64_t end = mono_ns();
-    last.total = std::chrono::nanoseconds(end - attempt_start);
-    report(fleet, route, req, fields, rec.path, b, last, request_id, end);
-    if (last.kind == Kind::broken_mid_stream && fleet.cfg.metrics.enabled)
+    outcome.total = std::chrono::nanoseconds(end - attempt_start);
+    report(fleet, route, req, fields, rec.path, b, outcome, request_id, end);
+    if (outcome.kind == Kind::broken_mid_stream && fleet.cfg.metrics.enabled)
       worker.worker_metrics->count(metrics::Family::attempt_failures, b.metric_id,
-                                   static_cast<int>(last.kind));
+                                   static_cast<int>(outcome.kind));
     finish(state, fleet, worker, route, &b, fields, rec, start, end, key);
     if (!end_watch(client)) co_await stop_watch(client);
     co_return;
   }
   if (!end_watch(client)) co_await stop_watch(client);
-  if (last.kind == Kind::client_left || client.watch.client_gone) {
+  if (outcome.kind == Kind::client_left || client.watch.client_gone) {
     client.keep_alive = false;
     rec.attempts = attempts;
     rec.status = 499;  // nginx's "client closed request"
@@ -479,7 +482,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
   }
   // Nothing was relayed: answer with the error.
   co_await answer_failure(client, req, route, fields, request_id, admit, all_full, attempts, pinned,
-                          last, rec);
+                          outcome, rec);
   finish(state, fleet, worker, route, nullptr, fields, rec, start, mono_ns());
 }
 

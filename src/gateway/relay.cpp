@@ -13,7 +13,6 @@
 #include "core/openai_error.hpp"
 #include "gateway/health_checker.hpp"
 #include "gateway/http_rules.hpp"
-#include "gateway/proxy.hpp"
 #include "gateway/stream_usage.hpp"
 #include "gateway/taps.hpp"
 #include "gateway/upstream_body.hpp"
@@ -39,20 +38,20 @@ namespace {
 
 /// How the relay ended, for the policy (a plain function: a coroutine's locals all live in its
 /// frame, and a held-open stream should cost little).
-void set_outcome(upstream::Outcome& out, const AccessRecord& rec, bool client_left,
+void set_outcome(upstream::Outcome& outcome, const AccessRecord& rec, bool client_left,
                  bool upstream_failed, const std::string& upstream_error) {
-  const auto ttfb = out.ttfb;  // the proxy's, at the response header
-  out = upstream::Outcome{};
-  out.ttfb = ttfb;
-  out.status = rec.status;
-  out.prompt_tokens = rec.prompt_tokens;
-  out.completion_tokens = rec.completion_tokens;
+  const auto ttfb = outcome.ttfb;  // the proxy's, at the response header
+  outcome = upstream::Outcome{};
+  outcome.ttfb = ttfb;
+  outcome.status = rec.status;
+  outcome.prompt_tokens = rec.prompt_tokens;
+  outcome.completion_tokens = rec.completion_tokens;
   if (client_left) {
-    out.kind = upstream::Outcome::Kind::client_left;
-    out.message = rec.error;
+    outcome.kind = upstream::Outcome::Kind::client_left;
+    outcome.message = rec.error;
   } else if (upstream_failed) {
-    out.kind = upstream::Outcome::Kind::broken_mid_stream;
-    out.message = upstream_error;
+    outcome.kind = upstream::Outcome::Kind::broken_mid_stream;
+    outcome.message = upstream_error;
   }
 }
 
@@ -197,7 +196,7 @@ net::awaitable<boost::system::error_code> write_remainder(ClientConnection& clie
 
 net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection& client,
                            const Request& req, upstream::Backend& backend, Attempt& attempt,
-                           AccessRecord& rec, upstream::Outcome& out,
+                           AccessRecord& rec, upstream::Outcome& outcome,
                            state::ResponseStore* affinity_store, bool strip_usage) {
   using namespace std::string_view_literals;
   UpstreamResponse& p = *attempt.parser;
@@ -443,15 +442,15 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   } else if (upstream_failed) {
     rec.error = upstream_error;
   }
-  // Back to the pool only when the exchange ended cleanly on both sides and the response
-  // neither ended by close nor asked for it (the parser's keep_alive() says both).
-  if (p.is_done() && !upstream_failed && !client.watch.client_gone && p.keep_alive()) {
-    release(worker, backend, std::move(attempt.up));
-  } else {
+  // Reusable only when the exchange ended cleanly on both sides and the response neither ended
+  // by close nor asked for it (the parser's keep_alive() says both): the caller gives it back.
+  if (!p.is_done() || upstream_failed || client.watch.client_gone || !p.keep_alive()) {
     boost::system::error_code ignored;
     attempt.up->sock.close(ignored);
+    attempt.up.reset();
   }
-  set_outcome(out, rec, client.watch.client_gone || client_failed, upstream_failed, upstream_error);
+  set_outcome(outcome, rec, client.watch.client_gone || client_failed, upstream_failed,
+              upstream_error);
 }
 
 }  // namespace llmux::gateway

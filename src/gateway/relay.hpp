@@ -12,19 +12,12 @@
 
 #include "gateway/access_log.hpp"
 #include "gateway/client_connection.hpp"
-#include "gateway/upstream_response.hpp"
+#include "gateway/upstream_attempt.hpp"
 #include "gateway/worker.hpp"
 #include "state/response_store.hpp"
 #include "upstream/outcome.hpp"
 
 namespace llmux::gateway {
-
-/// One attempt whose final response header has arrived (`up` null: none did; why is elsewhere).
-struct Attempt {
-  std::shared_ptr<upstream::BackendConnection> up;
-  UpstreamResponse::Ptr parser;
-  std::int64_t sent_ns = 0;  // when the request's last byte was written (mono_ns)
-};
 
 /// The event that ends a stream whose backend failed mid-way, in the stream's own dialect: the
 /// Responses API's `error` event (numbered `sequence_number`), or the chat and completions error
@@ -33,16 +26,18 @@ std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_numb
                                   const std::string& message);
 
 /// Relays the response whose header `a.parser` holds; fills `rec` (status, bytes, usage, error)
-/// and `out`, how the attempt ended (ok, broken_mid_stream or client_left; its ttfb, set by the
+/// and `outcome`, how the attempt ended (ok, broken_mid_stream or client_left; its ttfb, set by the
 /// caller at the response header, is kept). `affinity_store`, when given:
 /// the response id of a 2xx answer (a JSON body's, a stream's `response.created`) goes there as
 /// held by `b`, before the bytes carrying it go out to the client. `strip_usage`: the gateway asked
 /// this stream for usage (gateway/stream_usage.hpp); its usage-only chunk is not relayed. Records
 /// the worker's metrics of the stream (TTFT and inter-token latency as written to the client,
-/// the relay's own delay).
+/// the relay's own delay). On return `attempt.up` holds the connection when it may carry another
+/// request (the exchange ended cleanly on both sides and the response did not end by close or
+/// ask for it: the caller gives it back to the pool), and is null otherwise (closed here).
 net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection& client,
                            const Request& req, upstream::Backend& backend, Attempt& attempt,
-                           AccessRecord& rec, upstream::Outcome& out,
+                           AccessRecord& rec, upstream::Outcome& outcome,
                            state::ResponseStore* affinity_store = nullptr,
                            bool strip_usage = false);
 

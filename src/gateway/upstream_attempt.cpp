@@ -72,11 +72,11 @@ void release(Worker& worker, upstream::Backend& backend,
 
 namespace {
 
-/// No attempt: `fail` says why.
-Attempt failed(Outcome& fail, Kind kind, std::string message) {
-  fail = Outcome{};
-  fail.kind = kind;
-  fail.message = std::move(message);
+/// No attempt: `outcome` says why.
+Attempt failed(Outcome& outcome, Kind kind, std::string message) {
+  outcome = Outcome{};
+  outcome.kind = kind;
+  outcome.message = std::move(message);
   return {};
 }
 
@@ -112,11 +112,11 @@ struct PooledBytes {
 net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backend& backend,
                              const Request& req, ClientConnection& client,
                              const std::string& request_id, const UsageRequest& usage, bool queued,
-                             Outcome& fail) {
+                             Outcome& outcome) {
   ClientWatch& watch = client.watch;
   const PooledBytes head{worker, upstream_head(worker, backend, req, client.peer, request_id, usage,
                                                !fleet.keys.enabled(), client.sock.tls())};
-  auto client_gone = [&] { return failed(fail, Kind::client_left, "the client left"); };
+  auto client_gone = [&] { return failed(outcome, Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
     watch.up = nullptr;
     // A pooled connection is taken here, without a coroutine frame of connect()'s own.
@@ -128,7 +128,7 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
       conn = co_await connect(fleet, worker, backend, false, &watch);
     if (watch.client_gone) co_return client_gone();
     if (!conn.up) {
-      fail = std::move(conn.fail);
+      outcome = std::move(conn.outcome);
       co_return Attempt{};
     }
     Attempt a;
@@ -154,10 +154,10 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
       if (unsent && a.up->reused && round == 0) continue;  // a pooled connection closed under us
       watch.up = nullptr;
       if (unsent)
-        co_return failed(fail, Kind::reset_before_send,
+        co_return failed(outcome, Kind::reset_before_send,
                          fmt::format("sending to {} failed before a byte was written: {}",
                                      backend.name, wec.message()));
-      co_return failed(fail, a.up->dl.fired ? Kind::timeout : Kind::broken,
+      co_return failed(outcome, a.up->dl.fired ? Kind::timeout : Kind::broken,
                        fmt::format("sending to {} failed after {} bytes: {}", backend.name, wn,
                                    a.up->dl.fired ? "timed out" : wec.message()));
     }
@@ -191,18 +191,18 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
                            rec == net::error::connection_reset || rec == net::error::eof;
       watch.up = nullptr;
       if (a.up->dl.fired)
-        co_return failed(fail, Kind::timeout,
+        co_return failed(outcome, Kind::timeout,
                          fmt::format("{} sent no response within {} ms", backend.name,
                                      fleet.cfg.timeouts.first_byte.count()));
       if (nothing)
-        co_return failed(fail, Kind::broken,
+        co_return failed(outcome, Kind::broken,
                          fmt::format("{} closed the connection without a response", backend.name));
-      co_return failed(fail, Kind::bad_response,
+      co_return failed(outcome, Kind::bad_response,
                        fmt::format("{} sent an invalid response: {}", backend.name, rec.message()));
     }
     co_return a;
   }
-  co_return failed(fail, Kind::reset_before_send, "stale connection");
+  co_return failed(outcome, Kind::reset_before_send, "stale connection");
 }
 
 }  // namespace llmux::gateway

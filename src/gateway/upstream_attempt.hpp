@@ -9,18 +9,25 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "gateway/client_connection.hpp"
-#include "gateway/relay.hpp"
 #include "gateway/request_view.hpp"
 #include "gateway/stream_usage.hpp"
+#include "gateway/upstream_response.hpp"
 #include "gateway/worker.hpp"
 #include "upstream/outcome.hpp"
 
 namespace llmux::gateway {
 
+/// One attempt whose final response header has arrived (`up` null: none did; why is elsewhere).
+struct Attempt {
+  std::shared_ptr<upstream::BackendConnection> up;
+  UpstreamResponse::Ptr parser;
+  std::int64_t sent_ns = 0;  // when the request's last byte was written (mono_ns)
+};
+
 /// A connection to a backend, or why there is none.
 struct ConnectResult {
   std::shared_ptr<upstream::BackendConnection> up;
-  upstream::Outcome fail;
+  upstream::Outcome outcome;
 };
 
 /// A pooled connection to `b` when `allow_pooled` and one is idle, else a new one (connect
@@ -41,11 +48,11 @@ void release(Worker& worker, upstream::Backend& backend,
 /// out closed before a byte of the request was written is replaced by a fresh one (same
 /// backend). Once any byte was written, a failure is final for this request: the backend may
 /// have received it, and a retry could run the generation twice. No connection in the answer:
-/// `fail` says why. `queued`: the request waited in the route's queue (the client gets the
+/// `outcome` says why. `queued`: the request waited in the route's queue (the client gets the
 /// gateway's X-Llmux-Queue-Depth, not the backend's).
 net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backend& backend,
                              const Request& req, ClientConnection& client,
                              const std::string& request_id, const UsageRequest& usage, bool queued,
-                             upstream::Outcome& fail);
+                             upstream::Outcome& outcome);
 
 }  // namespace llmux::gateway
