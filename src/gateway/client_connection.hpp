@@ -50,16 +50,16 @@ struct ClientConnection {
 };
 
 /// Watches the client from the worker's next tick but one (50-100 ms from now) if the request is
-/// still served then (resets c.watch's client_gone and up now): the watch completes when the
-/// client closes or resets its connection (then closes the current upstream connection), when
-/// it pipelines its next request (those bytes stay in c.buf), or when stop_watch() cancels it.
-/// A request served sooner costs no watch at all: starting one is a read that fails with EAGAIN
-/// and ending it a cancellation and two handler runs, a tenth of a small request's CPU time; a
-/// client that leaves in the first tick is noticed when its watch starts, or when its response
-/// is written.
+/// still served then (resets client.watch's client_gone and up now): the watch completes when
+/// the client closes or resets its connection (then closes the current upstream connection), when
+/// it pipelines its next request (those bytes stay in client.buf), or when stop_watch() cancels
+/// it. A request served sooner costs no watch at all (a watch is parked in the worker's
+/// ReadinessSet and ended by taking it back, but its start and end are work a short request need
+/// not do); a client that leaves in the first tick is noticed when its watch starts, or when its
+/// response is written.
 void start_watch(Worker& worker, ClientConnection& client);
 /// Ends the watch, so the session may read the socket again: true when that is done (the watch
-/// had not started), false when its read is pending: then co_await stop_watch(c), which waits
+/// had not started), false when its read is pending: then co_await stop_watch(client), which waits
 /// until the read is gone.
 bool end_watch(ClientConnection& client);
 net::awaitable<void> stop_watch(ClientConnection& client);
