@@ -41,7 +41,7 @@ class HealthChecker {
 
   /// Starts the thread.
   void start();
-  /// From now on checks exactly the backends of `f`, each with its settings (any thread; the
+  /// From now on checks exactly the backends of `fleet`, each with its settings (any thread; the
   /// checks of a backend kept by a reload start again with its new settings, its state kept).
   void update(const Fleet& fleet);
   void stop();

@@ -29,12 +29,12 @@ std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_numb
 /// and `outcome`, how the attempt ended (ok, broken_mid_stream or client_left; its ttfb, set by the
 /// caller at the response header, is kept). `affinity_store`, when given:
 /// the response id of a 2xx answer (a JSON body's, a stream's `response.created`) goes there as
-/// held by `b`, before the bytes carrying it go out to the client. `strip_usage`: the gateway asked
-/// this stream for usage (gateway/stream_usage.hpp); its usage-only chunk is not relayed. Records
-/// the worker's metrics of the stream (TTFT and inter-token latency as written to the client,
-/// the relay's own delay). On return `attempt.up` holds the connection when it may carry another
-/// request (the exchange ended cleanly on both sides and the response did not end by close or
-/// ask for it: the caller gives it back to the pool), and is null otherwise (closed here).
+/// held by `backend`, before the bytes carrying it go out to the client. `strip_usage`: the gateway
+/// asked this stream for usage (gateway/stream_usage.hpp); its usage-only chunk is not relayed.
+/// Records the worker's metrics of the stream (TTFT and inter-token latency as written to the
+/// client, the relay's own delay). On return `attempt.up` holds the connection when it may carry
+/// another request (the exchange ended cleanly on both sides and the response did not end by close
+/// or ask for it: the caller gives it back to the pool), and is null otherwise (closed here).
 net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection& client,
                            const Request& req, upstream::Backend& backend, Attempt& attempt,
                            AccessRecord& rec, upstream::Outcome& outcome,

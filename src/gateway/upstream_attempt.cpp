@@ -80,7 +80,7 @@ Attempt failed(Outcome& outcome, Kind kind, std::string message) {
   return {};
 }
 
-/// The upstream request's head for `b` (a worker's pooled builder; give it back).
+/// The upstream request's head for `backend` (a worker's pooled builder; give it back).
 ByteBuilder upstream_head(Worker& worker, const upstream::Backend& backend, const Request& req,
                           std::string_view peer, std::string_view request_id,
                           const UsageRequest& usage, bool keep_client_authorization, bool https) {

@@ -30,7 +30,7 @@ struct ConnectResult {
   upstream::Outcome outcome;
 };
 
-/// A pooled connection to `b` when `allow_pooled` and one is idle, else a new one (connect
+/// A pooled connection to `backend` when `allow_pooled` and one is idle, else a new one (connect
 /// timeout). `watch`, when given, learns the connection at once (a client leaving closes it).
 net::awaitable<ConnectResult> connect(const Fleet& fleet, Worker& worker,
                                       upstream::Backend& backend, bool allow_pooled,
@@ -43,7 +43,7 @@ void release(Worker& worker, upstream::Backend& backend,
              std::shared_ptr<upstream::BackendConnection> up);
 
 /// Sends the request (its head built here for this backend from the client's `req`, which is
-/// never modified, then the client's body) to `b` and reads
+/// never modified, then the client's body) to `backend` and reads
 /// the final response header, skipping interim 1xx responses. A pooled connection that turns
 /// out closed before a byte of the request was written is replaced by a fresh one (same
 /// backend). Once any byte was written, a failure is final for this request: the backend may
