@@ -30,7 +30,8 @@ using net::awaitable;
 using namespace net::experimental::awaitable_operators;
 using core::use_tuple;
 
-/// The most a hold's watch reads at once: bytes of a pipelined next request, kept in c.buf.
+/// The most a hold's watch reads at once: bytes of a pipelined next request, kept in
+/// connection.buf.
 constexpr std::size_t kHoldWatchRead = 4096;
 
 net::steady_timer::time_point at_ns(std::int64_t ns) {
@@ -42,15 +43,16 @@ std::int64_t ns_from_now(std::int64_t now, double seconds) {
 }
 
 /// Equal strings, in a time that depends on their lengths only.
-bool same_secret(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+bool same_secret(std::string_view given, std::string_view secret) {
+  unsigned char diff = given.size() == secret.size() ? 0 : 1;
+  for (std::size_t i = 0; i < given.size(); ++i)
+    diff |= static_cast<unsigned char>(given[i] ^ (i < secret.size() ? secret[i] : 0));
   return diff == 0;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+bool iequals(std::string_view left, std::string_view right) {
+  return left.size() == right.size() &&
+         std::equal(left.begin(), left.end(), right.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
@@ -64,15 +66,15 @@ bool iequals(std::string_view a, std::string_view b) {
   ::_exit(137);
 }
 
-awaitable<void> wait_cancelled(net::steady_timer& t) {
-  co_await t.async_wait(use_tuple);
+awaitable<void> wait_cancelled(net::steady_timer& timer) {
+  co_await timer.async_wait(use_tuple);
 }
 
 }  // namespace
 
-bool is_loopback(const net::ip::address& a) {
-  if (a.is_v4()) return a.to_v4().is_loopback();
-  const auto v6 = a.to_v6();
+bool is_loopback(const net::ip::address& address) {
+  if (address.is_v4()) return address.to_v4().is_loopback();
+  const auto v6 = address.to_v6();
   if (v6.is_v4_mapped()) return net::ip::make_address_v4(net::ip::v4_mapped, v6).is_loopback();
   return v6.is_loopback();
 }
@@ -117,52 +119,52 @@ void FaultControl::count_generation() {
   if (crash_left_ > 0 && --crash_left_ == 0) crash("crash_after_requests");
 }
 
-awaitable<bool> FaultControl::hold_while_hung(Conn& c) {
+awaitable<bool> FaultControl::hold_while_hung(Conn& connection) {
   ::llmux::http::PeerWatch watch;
-  watch.start(c.sock(), c.buf, kHoldWatchRead);
+  watch.start(connection.sock(), connection.buf, kHoldWatchRead);
   while (hung() && !watch.gone()) co_await (wait_cancelled(unhang_) || watch.until_gone());
-  co_await watch.stop(c.sock());
+  co_await watch.stop(connection.sock());
   co_return !watch.gone();
 }
 
 RuntimeFaults FaultControl::current() const {
-  RuntimeFaults r = set_;
+  RuntimeFaults faults = set_;
   const std::int64_t now = mono_ns();
   // Seconds left, rounded up to the millisecond.
   auto left = [now](std::int64_t until) {
     return std::ceil(static_cast<double>(std::max<std::int64_t>(until - now, 0)) / 1e6) / 1e3;
   };
-  if (r.not_ready_for) {
+  if (faults.not_ready_for) {
     if (not_ready_until_ns_ > now) {
-      r.not_ready_for = left(not_ready_until_ns_);
+      faults.not_ready_for = left(not_ready_until_ns_);
     } else {
-      r.not_ready_for.reset();
+      faults.not_ready_for.reset();
     }
   }
-  if (r.crash_after_requests) r.crash_after_requests = crash_left_;
-  if (r.crash_at) r.crash_at = left(crash_at_ns_);
-  r.refuse_new = listener_.refusing();
-  return r;
+  if (faults.crash_after_requests) faults.crash_after_requests = crash_left_;
+  if (faults.crash_at) faults.crash_at = left(crash_at_ns_);
+  faults.refuse_new = listener_.refusing();
+  return faults;
 }
 
-std::string FaultControl::install(const RuntimeFaults& f) {
-  if (f.refuse_new) {
+std::string FaultControl::install(const RuntimeFaults& faults) {
+  if (faults.refuse_new) {
     listener_.refuse();
   } else if (auto ec = listener_.resume()) {
     return fmt::format("Cannot listen again on port {}: {}", listener_.port(), ec.message());
   }
-  const bool unhang = set_.hang && !f.hang;
-  const bool freeze_changed = set_.freeze != f.freeze;
-  set_ = f;
-  if (freeze_changed && on_freeze_) on_freeze_(f.freeze);
+  const bool unhang = set_.hang && !faults.hang;
+  const bool freeze_changed = set_.freeze != faults.freeze;
+  set_ = faults;
+  if (freeze_changed && on_freeze_) on_freeze_(faults.freeze);
   const std::int64_t now = mono_ns();
-  not_ready_until_ns_ = f.not_ready_for ? ns_from_now(now, *f.not_ready_for) : 0;
-  crash_left_ = f.crash_after_requests.value_or(0);
-  crash_at_ns_ = f.crash_at ? ns_from_now(now, *f.crash_at) : 0;
+  not_ready_until_ns_ = faults.not_ready_for ? ns_from_now(now, *faults.not_ready_for) : 0;
+  crash_left_ = faults.crash_after_requests.value_or(0);
+  crash_at_ns_ = faults.crash_at ? ns_from_now(now, *faults.crash_at) : 0;
   ++crash_generation_;
   crash_timer_.cancel();
   if (unhang) unhang_.cancel();  // every held request wakes and goes on
-  spdlog::info("runtime faults: {}", json::serialize(runtime_faults_json(f)));
+  spdlog::info("runtime faults: {}", json::serialize(runtime_faults_json(faults)));
   return {};
 }
 
@@ -174,27 +176,29 @@ void FaultControl::arm_crash_timer() {
   });
 }
 
-awaitable<void> FaultControl::handle(Conn& c, Request& req) {
+awaitable<void> FaultControl::handle(Conn& connection, Request& req) {
   boost::system::error_code ec;
-  const auto peer = c.sock().remote_endpoint(ec);
-  const AdminVerdict v = admin_access(ec ? net::ip::address() : peer.address(),
-                                      req[http::field::authorization], cfg_.admin_token);
-  if (v.status != 0) co_return co_await write_error(c, v.status, v.message, true, &req);
-  c.admin = true;  // refusing new connections keeps this one open, to undo it
+  const auto peer = connection.sock().remote_endpoint(ec);
+  const AdminVerdict verdict = admin_access(ec ? net::ip::address() : peer.address(),
+                                            req[http::field::authorization], cfg_.admin_token);
+  if (verdict.status != 0)
+    co_return co_await write_error(connection, verdict.status, verdict.message, true, &req);
+  connection.admin = true;  // refusing new connections keeps this one open, to undo it
   const auto method = req.method();
   if (method == http::verb::get)
-    co_return co_await write_json(c, 200, json::serialize(runtime_faults_json(current())), &req);
+    co_return co_await write_json(connection, 200, json::serialize(runtime_faults_json(current())),
+                                  &req);
   if (method != http::verb::post)
-    co_return co_await write_error(c, 405, "Method Not Allowed", true, &req);
+    co_return co_await write_error(connection, 405, "Method Not Allowed", true, &req);
   auto parsed = parse_runtime_faults(req.body());
-  if (auto* e = std::get_if<FaultsError>(&parsed)) {
+  if (auto* error = std::get_if<FaultsError>(&parsed)) {
     std::optional<std::string_view> param;
-    if (!e->field.empty()) param = e->field;
-    co_return co_await write_error(c, 400, e->message, true, &req, {}, param);
+    if (!error->field.empty()) param = error->field;
+    co_return co_await write_error(connection, 400, error->message, true, &req, {}, param);
   }
   if (std::string err = install(std::get<RuntimeFaults>(parsed)); !err.empty())
-    co_return co_await write_error(c, 500, err, true, &req);
-  co_await write_json(c, 200, json::serialize(runtime_faults_json(current())), &req);
+    co_return co_await write_error(connection, 500, err, true, &req);
+  co_await write_json(connection, 200, json::serialize(runtime_faults_json(current())), &req);
   arm_crash_timer();  // after the answer: `"crash_at": 0` still answers the POST first
 }
 

@@ -33,7 +33,7 @@ namespace llmux::sim {
 inline constexpr std::string_view kAdminFaultsPath = "/admin/faults";
 
 /// True for 127.0.0.0/8, ::1 and IPv4-mapped 127.0.0.0/8.
-bool is_loopback(const boost::asio::ip::address& a);
+bool is_loopback(const boost::asio::ip::address& address);
 
 /// Whether an admin request may go on: status 0 when it may, else 401 (no `Bearer` credentials
 /// while a token is required) or 403 (a wrong token; without a token, a peer that is not
@@ -51,10 +51,12 @@ class FaultControl {
   FaultControl(const SimConfig& cfg, boost::asio::io_context& ioc, Listener& listener);
 
   /// Answers a request for kAdminFaultsPath (any method): always, even while hung or not ready.
-  boost::asio::awaitable<void> handle(Conn& c, Request& req);
+  boost::asio::awaitable<void> handle(Conn& connection, Request& req);
 
   /// Adds the runtime set to the faults the flags drew for one generation request.
-  void apply(RequestFaults& f, std::mt19937_64& rng) const { apply_runtime_faults(f, set_, rng); }
+  void apply(RequestFaults& faults, std::mt19937_64& rng) const {
+    apply_runtime_faults(faults, set_, rng);
+  }
   /// Counts one generation request: the process dies here (SIGKILL) on the
   /// crash_after_requests-th since the set was posted.
   void count_generation();
@@ -64,14 +66,14 @@ class FaultControl {
   bool hung() const { return set_.hang; }
   /// Called with true when `freeze` is posted and false when it is cleared (the engine driver
   /// stops and resumes its clock).
-  void on_freeze(std::function<void(bool)> f) { on_freeze_ = std::move(f); }
-  /// Holds the request just read on `c` while hung, watching the client. True when the hang
-  /// ended (serve the request); false when the client left first (close the connection).
-  boost::asio::awaitable<bool> hold_while_hung(Conn& c);
+  void on_freeze(std::function<void(bool)> callback) { on_freeze_ = std::move(callback); }
+  /// Holds the request just read on `connection` while hung, watching the client. True when the
+  /// hang ended (serve the request); false when the client left first (close the connection).
+  boost::asio::awaitable<bool> hold_while_hung(Conn& connection);
 
  private:
-  /// Puts `f` in force; an error message (nothing changed) when listening again failed.
-  std::string install(const RuntimeFaults& f);
+  /// Puts `faults` in force; an error message (nothing changed) when listening again failed.
+  std::string install(const RuntimeFaults& faults);
   /// The set in force, its counters and times as what is left of them now.
   RuntimeFaults current() const;
   void arm_crash_timer();

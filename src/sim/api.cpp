@@ -30,60 +30,61 @@ ApiError bad(std::string message, std::optional<std::string> param = std::nullop
 ApiError serving_error(std::string message) {
   return ApiError{400, std::move(message), "BadRequestError", std::nullopt};
 }
-std::string_view kind_name(const json::value& v) {
-  return json_kind_name(v);
+std::string_view kind_name(const json::value& value) {
+  return json_kind_name(value);
 }
 
 // Typed field readers: absent or null → nullopt; wrong type → ApiError.
 struct Fields {
-  const json::object& o;
+  const json::object& object;
   std::optional<ApiError> err;
 
-  const json::value* get(std::string_view k) const {
-    auto it = o.find(k);
-    if (it == o.end() || it->value().is_null()) return nullptr;
+  const json::value* get(std::string_view key) const {
+    auto it = object.find(key);
+    if (it == object.end() || it->value().is_null()) return nullptr;
     return &it->value();
   }
-  void type_error(std::string_view k, std::string_view want, const json::value& v) {
+  void type_error(std::string_view key, std::string_view want, const json::value& value) {
     if (!err)
-      err = bad(fmt::format("'{}' must be {}, got {}", k, want, kind_name(v)), std::string(k));
+      err = bad(fmt::format("'{}' must be {}, got {}", key, want, kind_name(value)),
+                std::string(key));
   }
-  std::optional<bool> boolean(std::string_view k) {
-    auto* v = get(k);
-    if (!v) return std::nullopt;
-    if (!v->is_bool()) {
-      type_error(k, "a boolean", *v);
+  std::optional<bool> boolean(std::string_view key) {
+    auto* value = get(key);
+    if (!value) return std::nullopt;
+    if (!value->is_bool()) {
+      type_error(key, "a boolean", *value);
       return std::nullopt;
     }
-    return v->get_bool();
+    return value->get_bool();
   }
-  std::optional<std::int64_t> integer(std::string_view k) {
-    auto* v = get(k);
-    if (!v) return std::nullopt;
-    if (v->is_int64()) return v->get_int64();
-    if (v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
-      return static_cast<std::int64_t>(v->get_uint64());
-    if (v->is_double() && std::floor(v->get_double()) == v->get_double() &&
-        std::abs(v->get_double()) < 9e15)
-      return static_cast<std::int64_t>(v->get_double());
-    type_error(k, "an integer", *v);
+  std::optional<std::int64_t> integer(std::string_view key) {
+    auto* value = get(key);
+    if (!value) return std::nullopt;
+    if (value->is_int64()) return value->get_int64();
+    if (value->is_uint64() && value->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
+      return static_cast<std::int64_t>(value->get_uint64());
+    if (value->is_double() && std::floor(value->get_double()) == value->get_double() &&
+        std::abs(value->get_double()) < 9e15)
+      return static_cast<std::int64_t>(value->get_double());
+    type_error(key, "an integer", *value);
     return std::nullopt;
   }
-  std::optional<double> number(std::string_view k) {
-    auto* v = get(k);
-    if (!v) return std::nullopt;
-    if (v->is_number()) return v->to_number<double>();
-    type_error(k, "a number", *v);
+  std::optional<double> number(std::string_view key) {
+    auto* value = get(key);
+    if (!value) return std::nullopt;
+    if (value->is_number()) return value->to_number<double>();
+    type_error(key, "a number", *value);
     return std::nullopt;
   }
-  std::optional<std::string_view> string(std::string_view k) {
-    auto* v = get(k);
-    if (!v) return std::nullopt;
-    if (!v->is_string()) {
-      type_error(k, "a string", *v);
+  std::optional<std::string_view> string(std::string_view key) {
+    auto* value = get(key);
+    if (!value) return std::nullopt;
+    if (!value->is_string()) {
+      type_error(key, "a string", *value);
       return std::nullopt;
     }
-    return std::string_view(v->get_string());
+    return std::string_view(value->get_string());
   }
 };
 
@@ -91,11 +92,11 @@ struct Fields {
 
 std::vector<std::uint32_t> render_chat(const std::vector<Message>& messages) {
   std::vector<std::uint32_t> ids;
-  for (const auto& m : messages) {
+  for (const auto& message : messages) {
     ids.push_back(kImStart);
-    Tokenizer::encode(m.role, ids);
+    Tokenizer::encode(message.role, ids);
     Tokenizer::encode("\n", ids);
-    Tokenizer::encode(m.content, ids);
+    Tokenizer::encode(message.content, ids);
     ids.push_back(kImEnd);
     Tokenizer::encode("\n", ids);
   }
@@ -111,167 +112,177 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
   json::value doc = json::parse(body, ec);
   if (ec) return bad(fmt::format("JSON decode error: {}", ec.message()));
   if (!doc.is_object()) return bad("the request body must be a JSON object");
-  const json::object& o = doc.get_object();
-  Fields f{o, std::nullopt};
-  GenRequest r;
-  r.endpoint = ep;
+  const json::object& object = doc.get_object();
+  Fields fields{object, std::nullopt};
+  GenRequest request;
+  request.endpoint = ep;
 
-  auto model = f.string("model");
-  r.stream = f.boolean("stream").value_or(false);
-  if (auto* so = f.get("stream_options")) {
+  auto model = fields.string("model");
+  request.stream = fields.boolean("stream").value_or(false);
+  if (auto* so = fields.get("stream_options")) {
     if (!so->is_object()) {
-      f.type_error("stream_options", "an object", *so);
+      fields.type_error("stream_options", "an object", *so);
     } else {
       const auto& soo = so->get_object();
       auto iu = soo.find("include_usage");
       auto cu = soo.find("continuous_usage_stats");
-      r.include_usage = iu == soo.end() || iu->value().is_null()
-                            ? true
-                            : (iu->value().is_bool() ? iu->value().get_bool() : true);
-      r.continuous_usage = cu != soo.end() && cu->value().is_bool() && cu->value().get_bool();
-      if (!r.stream && !f.err)
-        f.err = bad("Stream options can only be defined when `stream=True`.", "stream_options");
+      request.include_usage = iu == soo.end() || iu->value().is_null()
+                                  ? true
+                                  : (iu->value().is_bool() ? iu->value().get_bool() : true);
+      request.continuous_usage = cu != soo.end() && cu->value().is_bool() && cu->value().get_bool();
+      if (!request.stream && !fields.err)
+        fields.err =
+            bad("Stream options can only be defined when `stream=True`.", "stream_options");
     }
   }
-  if (auto t = f.number("temperature")) {
-    if (*t < 0 && !f.err)
-      f.err = bad(fmt::format("temperature must be non-negative, got {}.", *t), "temperature");
-    r.temperature = *t;
+  if (auto temperature = fields.number("temperature")) {
+    if (*temperature < 0 && !fields.err)
+      fields.err = bad(fmt::format("temperature must be non-negative, got {}.", *temperature),
+                       "temperature");
+    request.temperature = *temperature;
   }
-  if (auto s = f.integer("seed")) r.seed = static_cast<std::uint64_t>(*s);
-  r.ignore_eos = f.boolean("ignore_eos").value_or(false);
-  if (auto n = f.integer("n"); n && *n != 1 && !f.err)
-    f.err = serving_error(fmt::format("n={} is not supported by llmux sim (only n=1)", *n));
+  if (auto seed = fields.integer("seed")) request.seed = static_cast<std::uint64_t>(*seed);
+  request.ignore_eos = fields.boolean("ignore_eos").value_or(false);
+  if (auto choices = fields.integer("n"); choices && *choices != 1 && !fields.err)
+    fields.err =
+        serving_error(fmt::format("n={} is not supported by llmux sim (only n=1)", *choices));
 
   const char* max_field = "max_tokens";
   std::optional<std::int64_t> max_tokens;
   switch (ep) {
     case Endpoint::Completions: {
-      max_tokens = f.integer("max_tokens");
-      const json::value* p = f.get("prompt");
-      if (!p) {
-        if (!f.err) f.err = bad("'prompt' is a required field", "prompt");
+      max_tokens = fields.integer("max_tokens");
+      const json::value* prompt = fields.get("prompt");
+      if (!prompt) {
+        if (!fields.err) fields.err = bad("'prompt' is a required field", "prompt");
         break;
       }
-      auto take_text = [&](std::string_view s) { Tokenizer::encode(s, r.prompt_ids); };
-      auto take_ids = [&](const json::array& a) -> bool {
-        for (const auto& x : a) {
-          if (!x.is_int64() && !x.is_uint64()) return false;
-          auto v = x.to_number<std::int64_t>();
+      auto take_text = [&](std::string_view s) { Tokenizer::encode(s, request.prompt_ids); };
+      auto take_ids = [&](const json::array& ids) -> bool {
+        for (const auto& id : ids) {
+          if (!id.is_int64() && !id.is_uint64()) return false;
+          auto v = id.to_number<std::int64_t>();
           if (v < 0 || v > std::numeric_limits<std::uint32_t>::max()) return false;
-          r.prompt_ids.push_back(static_cast<std::uint32_t>(v));
+          request.prompt_ids.push_back(static_cast<std::uint32_t>(v));
         }
         return true;
       };
-      if (p->is_string()) {
-        take_text(p->get_string());
-      } else if (p->is_array()) {
-        const auto& a = p->get_array();
-        if (!a.empty() && (a[0].is_int64() || a[0].is_uint64())) {
-          if (!take_ids(a) && !f.err)
-            f.err = bad("'prompt' token ids must be non-negative 32-bit integers", "prompt");
-        } else if (a.size() == 1 && a[0].is_string()) {
-          take_text(a[0].get_string());
-        } else if (a.size() == 1 && a[0].is_array()) {
-          if (!take_ids(a[0].get_array()) && !f.err)
-            f.err = bad("'prompt' token ids must be non-negative 32-bit integers", "prompt");
-        } else if (a.size() > 1) {
-          if (!f.err)
-            f.err =
+      if (prompt->is_string()) {
+        take_text(prompt->get_string());
+      } else if (prompt->is_array()) {
+        const auto& prompt_list = prompt->get_array();
+        if (!prompt_list.empty() && (prompt_list[0].is_int64() || prompt_list[0].is_uint64())) {
+          if (!take_ids(prompt_list) && !fields.err)
+            fields.err = bad("'prompt' token ids must be non-negative 32-bit integers", "prompt");
+        } else if (prompt_list.size() == 1 && prompt_list[0].is_string()) {
+          take_text(prompt_list[0].get_string());
+        } else if (prompt_list.size() == 1 && prompt_list[0].is_array()) {
+          if (!take_ids(prompt_list[0].get_array()) && !fields.err)
+            fields.err = bad("'prompt' token ids must be non-negative 32-bit integers", "prompt");
+        } else if (prompt_list.size() > 1) {
+          if (!fields.err)
+            fields.err =
                 bad("batched prompts are not supported by llmux sim; send one prompt per request",
                     "prompt");
-        } else if (!f.err) {
-          f.err = bad("'prompt' must be a string, a list of token ids, or a list of one of those",
-                      "prompt");
+        } else if (!fields.err) {
+          fields.err =
+              bad("'prompt' must be a string, a list of token ids, or a list of one of those",
+                  "prompt");
         }
       } else {
-        f.type_error("prompt", "a string or an array", *p);
+        fields.type_error("prompt", "a string or an array", *prompt);
       }
-      if (!f.err && r.prompt_ids.empty()) f.err = bad("The prompt cannot be empty.", "prompt");
+      if (!fields.err && request.prompt_ids.empty())
+        fields.err = bad("The prompt cannot be empty.", "prompt");
       break;
     }
     case Endpoint::Chat: {
-      max_tokens = f.integer("max_completion_tokens");
+      max_tokens = fields.integer("max_completion_tokens");
       if (max_tokens) {
         max_field = "max_completion_tokens";
       } else {
-        max_tokens = f.integer("max_tokens");
+        max_tokens = fields.integer("max_tokens");
       }
-      const json::value* msgs = f.get("messages");
+      const json::value* msgs = fields.get("messages");
       if (!msgs) {
-        if (!f.err) f.err = bad("'messages' is a required field", "messages");
+        if (!fields.err) fields.err = bad("'messages' is a required field", "messages");
         break;
       }
       std::vector<Message> conv;
-      if (auto e = parse_chat_messages(*msgs, conv); e && !f.err) f.err = e;
-      if (!f.err && conv.empty())
-        f.err = bad("'messages' must contain at least one message", "messages");
+      if (auto error = parse_chat_messages(*msgs, conv); error && !fields.err) fields.err = error;
+      if (!fields.err && conv.empty())
+        fields.err = bad("'messages' must contain at least one message", "messages");
       std::string tools_text;
-      if (auto e = parse_tools(ep, o, r, tools_text); e && !f.err) f.err = e;
-      if (f.err) break;
-      r.last_input = last_input_text(conv);
+      if (auto error = parse_tools(ep, object, request, tools_text); error && !fields.err)
+        fields.err = error;
+      if (fields.err) break;
+      request.last_input = last_input_text(conv);
       add_tools_to_prompt(conv, tools_text);
-      r.prompt_ids = render_chat(conv);
+      request.prompt_ids = render_chat(conv);
       break;
     }
     case Endpoint::Responses: {
-      max_tokens = f.integer("max_output_tokens");
+      max_tokens = fields.integer("max_output_tokens");
       max_field = "max_output_tokens";
-      r.store = f.boolean("store").value_or(true);
-      r.background = f.boolean("background").value_or(false);
-      if (auto ins = f.string("instructions")) r.instructions = std::string(*ins);
-      if (auto prev = f.string("previous_response_id")) r.previous_response_id = std::string(*prev);
-      const json::value* in = f.get("input");
+      request.store = fields.boolean("store").value_or(true);
+      request.background = fields.boolean("background").value_or(false);
+      if (auto ins = fields.string("instructions")) request.instructions = std::string(*ins);
+      if (auto prev = fields.string("previous_response_id"))
+        request.previous_response_id = std::string(*prev);
+      const json::value* in = fields.get("input");
       if (!in) {
-        if (!f.err) f.err = bad("'input' is a required field", "input");
+        if (!fields.err) fields.err = bad("'input' is a required field", "input");
         break;
       }
       std::vector<Message> input;
       if (in->is_string()) {
         input.push_back(Message{"user", std::string(in->get_string())});
-      } else if (auto e = parse_response_input(*in, input); e && !f.err) {
-        f.err = e;
+      } else if (auto error = parse_response_input(*in, input); error && !fields.err) {
+        fields.err = error;
       }
       std::string tools_text;
-      if (auto e = parse_tools(ep, o, r, tools_text); e && !f.err) f.err = e;
-      if (f.err) break;
-      if (r.background && !r.store) {
-        f.err = bad("background can only be used when `store` is true", "background");
+      if (auto error = parse_tools(ep, object, request, tools_text); error && !fields.err)
+        fields.err = error;
+      if (fields.err) break;
+      if (request.background && !request.store) {
+        fields.err = bad("background can only be used when `store` is true", "background");
         break;
       }
-      if (!r.previous_response_id.empty()) {
-        auto prev = ctx.lookup_conversation ? ctx.lookup_conversation(r.previous_response_id)
+      if (!request.previous_response_id.empty()) {
+        auto prev = ctx.lookup_conversation ? ctx.lookup_conversation(request.previous_response_id)
                                             : std::nullopt;
         if (!prev) {
           // vLLM checks the model first, then the stored response.
           if (model && *model != ctx.served_model_name) break;
-          return ApiError{404,
-                          fmt::format("Response with id '{}' not found.", r.previous_response_id),
-                          "invalid_request_error", std::nullopt};
+          return ApiError{
+              404, fmt::format("Response with id '{}' not found.", request.previous_response_id),
+              "invalid_request_error", std::nullopt};
         }
-        r.conversation = std::move(*prev);
+        request.conversation = std::move(*prev);
       }
-      for (auto& m : input) r.conversation.push_back(std::move(m));
+      for (auto& message : input) request.conversation.push_back(std::move(message));
       std::vector<Message> full;
-      if (!r.instructions.empty()) full.push_back(Message{"system", r.instructions});
-      full.insert(full.end(), r.conversation.begin(), r.conversation.end());
-      r.last_input = last_input_text(full);
+      if (!request.instructions.empty()) full.push_back(Message{"system", request.instructions});
+      full.insert(full.end(), request.conversation.begin(), request.conversation.end());
+      request.last_input = last_input_text(full);
       add_tools_to_prompt(full, tools_text);
-      r.prompt_ids = render_chat(full);
-      if (!f.err && r.prompt_ids.empty()) f.err = bad("'input' cannot be empty", "input");
+      request.prompt_ids = render_chat(full);
+      if (!fields.err && request.prompt_ids.empty())
+        fields.err = bad("'input' cannot be empty", "input");
       break;
     }
   }
-  if (max_tokens && *max_tokens < 1 && !f.err)
-    f.err = bad(fmt::format("{} must be at least 1, got {}.", max_field, *max_tokens), max_field);
-  if (f.err) return *f.err;
+  if (max_tokens && *max_tokens < 1 && !fields.err)
+    fields.err =
+        bad(fmt::format("{} must be at least 1, got {}.", max_field, *max_tokens), max_field);
+  if (fields.err) return *fields.err;
   if (model && *model != ctx.served_model_name) {
     return ApiError{404, fmt::format("The model `{}` does not exist.", *model), "NotFoundError",
                     std::string("model")};
   }
-  r.model = ctx.served_model_name;
-  r.max_tokens = max_tokens;
-  return r;
+  request.model = ctx.served_model_name;
+  request.max_tokens = max_tokens;
+  return request;
 }
 
 std::variant<std::int64_t, ApiError> effective_max_tokens(const GenRequest& req,
@@ -292,33 +303,35 @@ std::variant<std::int64_t, ApiError> effective_max_tokens(const GenRequest& req,
         "tokens. Please reduce the length of the input messages.{}",
         max_model_len, p, tail));
   }
-  std::optional<std::int64_t> m = req.max_tokens;
-  if (!m && req.endpoint == Endpoint::Completions) m = 16;  // vLLM's completions default
-  if (!m) return max_model_len - p;
-  if (p + *m > max_model_len) {
+  std::optional<std::int64_t> max_tokens = req.max_tokens;
+  if (!max_tokens && req.endpoint == Endpoint::Completions)
+    max_tokens = 16;  // vLLM's completions default
+  if (!max_tokens) return max_model_len - p;
+  if (p + *max_tokens > max_model_len) {
     // The Responses API clamps max_output_tokens instead of refusing.
     if (req.endpoint == Endpoint::Responses) return max_model_len - p;
     return serving_error(fmt::format(
         "'max_tokens' or 'max_completion_tokens' is too large: {}. This model's maximum context "
         "length is {} tokens and your request has {} input tokens ({} > {} - {}).{}",
-        *m, max_model_len, p, *m, max_model_len, p, tail));
+        *max_tokens, max_model_len, p, *max_tokens, max_model_len, p, tail));
   }
-  return *m;
+  return *max_tokens;
 }
 
-std::string json_quote(std::string_view s) {
-  return json::serialize(json::string_view(s));
+std::string json_quote(std::string_view text) {
+  return json::serialize(json::string_view(text));
 }
 
-std::string usage_json(const Usage& u, bool null_details) {
+std::string usage_json(const Usage& usage, bool null_details) {
   std::string details;
-  if (u.prompt_tokens_details && u.cached_tokens > 0)
-    details = fmt::format(R"(,"prompt_tokens_details":{{"cached_tokens":{}}})", u.cached_tokens);
+  if (usage.prompt_tokens_details && usage.cached_tokens > 0)
+    details =
+        fmt::format(R"(,"prompt_tokens_details":{{"cached_tokens":{}}})", usage.cached_tokens);
   else if (null_details)
     details = R"(,"prompt_tokens_details":null)";
   return fmt::format(R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}{}}})",
-                     u.prompt_tokens, u.prompt_tokens + u.completion_tokens, u.completion_tokens,
-                     details);
+                     usage.prompt_tokens, usage.prompt_tokens + usage.completion_tokens,
+                     usage.completion_tokens, details);
 }
 
 namespace {
@@ -326,61 +339,62 @@ std::string finish_json(std::string_view fr) {
   return fr.empty() ? "null" : fmt::format("\"{}\"", fr);
 }
 // A chat chunk's continuous usage: vLLM writes chat chunks with exclude_unset (no details).
-std::string usage_tail(const std::optional<Usage>& u) {
-  return u ? fmt::format(",\"usage\":{}", usage_json(*u, false)) : std::string();
+std::string usage_tail(const std::optional<Usage>& usage) {
+  return usage ? fmt::format(",\"usage\":{}", usage_json(*usage, false)) : std::string();
 }
 }  // namespace
 
-std::string completion_body(const ResponseMeta& m, std::string_view text, const Usage& u) {
+std::string completion_body(const ResponseMeta& meta, std::string_view text, const Usage& usage) {
   return fmt::format(
       R"({{"id":"{}","object":"text_completion","created":{},"model":{},"choices":[{{"index":0,"text":{},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"kv_transfer_params":null}})",
-      m.id, m.created, json_quote(m.model), json_quote(text), finish_json(m.finish_reason),
-      usage_json(u));
+      meta.id, meta.created, json_quote(meta.model), json_quote(text),
+      finish_json(meta.finish_reason), usage_json(usage));
 }
 
-std::string chat_body(const ResponseMeta& m, std::string_view text, const Usage& u) {
+std::string chat_body(const ResponseMeta& meta, std::string_view text, const Usage& usage) {
   return fmt::format(
       R"({{"id":"{}","object":"chat.completion","created":{},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":{},"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning_content":null}},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}})",
-      m.id, m.created, json_quote(m.model), json_quote(text), finish_json(m.finish_reason),
-      usage_json(u));
+      meta.id, meta.created, json_quote(meta.model), json_quote(text),
+      finish_json(meta.finish_reason), usage_json(usage));
 }
 
-std::string chat_role_frame(const ResponseMeta& m, const std::optional<Usage>& continuous) {
+std::string chat_role_frame(const ResponseMeta& meta, const std::optional<Usage>& continuous) {
   return fmt::format(
       "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":{},\"model\":{},"
       "\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},"
       "\"logprobs\":null,\"finish_reason\":null}}],\"prompt_token_ids\":null{}}}\n\n",
-      m.id, m.created, json_quote(m.model), usage_tail(continuous));
+      meta.id, meta.created, json_quote(meta.model), usage_tail(continuous));
 }
 
-std::string completion_token_frame(const ResponseMeta& m, std::string_view text,
+std::string completion_token_frame(const ResponseMeta& meta, std::string_view text,
                                    std::string_view finish_reason,
                                    const std::optional<Usage>& continuous) {
   return fmt::format(
       "data: {{\"id\":\"{}\",\"object\":\"text_completion\",\"created\":{},\"model\":{},"
       "\"choices\":[{{\"index\":0,\"text\":{},\"logprobs\":null,\"finish_reason\":{},"
       "\"stop_reason\":null,\"prompt_token_ids\":null,\"token_ids\":null}}],\"usage\":{}}}\n\n",
-      m.id, m.created, json_quote(m.model), json_quote(text), finish_json(finish_reason),
+      meta.id, meta.created, json_quote(meta.model), json_quote(text), finish_json(finish_reason),
       continuous ? usage_json(*continuous) : std::string("null"));
 }
 
-std::string chat_token_frame(const ResponseMeta& m, std::string_view text,
+std::string chat_token_frame(const ResponseMeta& meta, std::string_view text,
                              std::string_view finish_reason,
                              const std::optional<Usage>& continuous) {
   return fmt::format(
       "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":{},\"model\":{},"
       "\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"logprobs\":null,"
       "\"finish_reason\":{}{},\"token_ids\":null}}]{}}}\n\n",
-      m.id, m.created, json_quote(m.model), json_quote(text), finish_json(finish_reason),
+      meta.id, meta.created, json_quote(meta.model), json_quote(text), finish_json(finish_reason),
       finish_reason.empty() ? "" : ",\"stop_reason\":null", usage_tail(continuous));
 }
 
-std::string usage_frame(const ResponseMeta& m, const Usage& u) {
-  const char* object = m.endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion";
+std::string usage_frame(const ResponseMeta& meta, const Usage& usage) {
+  const char* object =
+      meta.endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion";
   return fmt::format(
       "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[],"
       "\"usage\":{}}}\n\n",
-      m.id, object, m.created, json_quote(m.model), usage_json(u, false));
+      meta.id, object, meta.created, json_quote(meta.model), usage_json(usage, false));
 }
 
 std::string done_frame() {
@@ -391,38 +405,38 @@ std::string stream_error_frame(int status, std::string_view message) {
   return "data: " + openai_error_json(status, message) + "\n\n";
 }
 
-boost::json::object response_object(const ResponseMeta& m, const GenRequest& req,
+boost::json::object response_object(const ResponseMeta& meta, const GenRequest& req,
                                     std::string_view status, std::string_view text,
-                                    const std::optional<Usage>& u, const TurnOutput* turn) {
-  json::object r;
-  r["id"] = m.id;
-  r["object"] = "response";
-  r["created_at"] = m.created;
-  r["status"] = status;
-  r["background"] = req.background;
-  r["error"] = nullptr;
+                                    const std::optional<Usage>& usage, const TurnOutput* turn) {
+  json::object response;
+  response["id"] = meta.id;
+  response["object"] = "response";
+  response["created_at"] = meta.created;
+  response["status"] = status;
+  response["background"] = req.background;
+  response["error"] = nullptr;
   if (status == "incomplete") {
-    r["incomplete_details"] = json::object{{"reason", "max_output_tokens"}};
+    response["incomplete_details"] = json::object{{"reason", "max_output_tokens"}};
   } else {
-    r["incomplete_details"] = nullptr;
+    response["incomplete_details"] = nullptr;
   }
   if (req.instructions.empty()) {
-    r["instructions"] = nullptr;
+    response["instructions"] = nullptr;
   } else {
-    r["instructions"] = req.instructions;
+    response["instructions"] = req.instructions;
   }
   if (req.max_tokens) {
-    r["max_output_tokens"] = *req.max_tokens;
+    response["max_output_tokens"] = *req.max_tokens;
   } else {
-    r["max_output_tokens"] = nullptr;
+    response["max_output_tokens"] = nullptr;
   }
-  r["model"] = m.model;
+  response["model"] = meta.model;
   json::array output;
   if (turn && status != "queued" && status != "in_progress") {
-    output = turn_output_items(*turn, m.item_id);
+    output = turn_output_items(*turn, meta.item_id);
   } else if (status != "queued" && status != "in_progress") {
     json::object item;
-    item["id"] = m.item_id;
+    item["id"] = meta.item_id;
     item["type"] = "message";
     item["role"] = "assistant";
     item["status"] = status == "cancelled" ? "incomplete" : status;
@@ -431,34 +445,34 @@ boost::json::object response_object(const ResponseMeta& m, const GenRequest& req
     item["content"] = json::array{part};
     output.push_back(std::move(item));
   }
-  r["output"] = std::move(output);
-  r["parallel_tool_calls"] = req.parallel_tool_calls;
+  response["output"] = std::move(output);
+  response["parallel_tool_calls"] = req.parallel_tool_calls;
   if (req.previous_response_id.empty()) {
-    r["previous_response_id"] = nullptr;
+    response["previous_response_id"] = nullptr;
   } else {
-    r["previous_response_id"] = req.previous_response_id;
+    response["previous_response_id"] = req.previous_response_id;
   }
-  r["reasoning"] = req.reasoning;
-  r["store"] = req.store;
-  r["temperature"] = req.temperature;
-  r["text"] = json::object{{"format", json::object{{"type", "text"}}}};
-  r["tool_choice"] = req.tool_choice;
-  r["tools"] = req.tools;
-  r["top_p"] = 1.0;
-  r["truncation"] = "disabled";
-  if (u) {
-    r["usage"] =
-        json::object{{"input_tokens", u->prompt_tokens},
-                     {"input_tokens_details", json::object{{"cached_tokens", u->cached_tokens}}},
-                     {"output_tokens", u->completion_tokens},
-                     {"output_tokens_details",
-                      json::object{{"reasoning_tokens", turn ? turn->reasoning_tokens : 0}}},
-                     {"total_tokens", u->prompt_tokens + u->completion_tokens}};
+  response["reasoning"] = req.reasoning;
+  response["store"] = req.store;
+  response["temperature"] = req.temperature;
+  response["text"] = json::object{{"format", json::object{{"type", "text"}}}};
+  response["tool_choice"] = req.tool_choice;
+  response["tools"] = req.tools;
+  response["top_p"] = 1.0;
+  response["truncation"] = "disabled";
+  if (usage) {
+    response["usage"] = json::object{
+        {"input_tokens", usage->prompt_tokens},
+        {"input_tokens_details", json::object{{"cached_tokens", usage->cached_tokens}}},
+        {"output_tokens", usage->completion_tokens},
+        {"output_tokens_details",
+         json::object{{"reasoning_tokens", turn ? turn->reasoning_tokens : 0}}},
+        {"total_tokens", usage->prompt_tokens + usage->completion_tokens}};
   } else {
-    r["usage"] = nullptr;
+    response["usage"] = nullptr;
   }
-  r["user"] = nullptr;
-  return r;
+  response["user"] = nullptr;
+  return response;
 }
 
 std::string responses_event(std::string_view type, boost::json::object data, std::int64_t seq) {

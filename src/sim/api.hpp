@@ -109,7 +109,7 @@ std::variant<std::int64_t, ApiError> effective_max_tokens(const GenRequest& req,
 std::vector<std::uint32_t> render_chat(const std::vector<Message>& messages);
 
 /// Serialises a string as a JSON string literal (with quotes).
-std::string json_quote(std::string_view s);
+std::string json_quote(std::string_view text);
 
 /// Usage numbers of one request.
 struct Usage {
@@ -133,38 +133,38 @@ struct ResponseMeta {
 };
 
 // ---- non-streaming bodies ----
-std::string completion_body(const ResponseMeta& m, std::string_view text, const Usage& u);
-std::string chat_body(const ResponseMeta& m, std::string_view text, const Usage& u);
+std::string completion_body(const ResponseMeta& meta, std::string_view text, const Usage& usage);
+std::string chat_body(const ResponseMeta& meta, std::string_view text, const Usage& usage);
 /// A chat body of a scripted/statistical turn: `reasoning`, `content` (null when empty) and
 /// `tool_calls`; finish_reason `tool_calls` when it stopped after a call (sim/turn_frames.cpp).
-std::string chat_turn_body(const ResponseMeta& m, const TurnOutput& out, const Usage& u);
+std::string chat_turn_body(const ResponseMeta& meta, const TurnOutput& out, const Usage& usage);
 /// A finished response's status as vLLM gives it: "incomplete" when max_output_tokens cut it
 /// (finish_reason "length"; incomplete_details.reason "max_output_tokens"), else "completed".
-inline const char* finished_status(const ResponseMeta& m) {
-  return m.finish_reason == "length" ? "incomplete" : "completed";
+inline const char* finished_status(const ResponseMeta& meta) {
+  return meta.finish_reason == "length" ? "incomplete" : "completed";
 }
 /// The Responses API object. `status`: queued | in_progress | completed | incomplete | cancelled.
 /// With `turn`, the output items are its reasoning, message and function_call items.
-boost::json::object response_object(const ResponseMeta& m, const GenRequest& req,
+boost::json::object response_object(const ResponseMeta& meta, const GenRequest& req,
                                     std::string_view status, std::string_view text,
-                                    const std::optional<Usage>& u,
+                                    const std::optional<Usage>& usage,
                                     const TurnOutput* turn = nullptr);
 
 // ---- streaming frames (each a complete `data: …\n\n` or `event: …\ndata: …\n\n`) ----
 /// `usage` of completions and chat as vLLM writes it: `prompt_tokens_details` is
 /// `{"cached_tokens": N}` when the details are on and N > 0, else null — or, with
 /// `null_details` false, left out (vLLM's streamed usage, written with exclude_none).
-std::string usage_json(const Usage& u, bool null_details = true);
+std::string usage_json(const Usage& usage, bool null_details = true);
 /// First chat chunk: role only.
-std::string chat_role_frame(const ResponseMeta& m, const std::optional<Usage>& continuous);
-std::string completion_token_frame(const ResponseMeta& m, std::string_view text,
+std::string chat_role_frame(const ResponseMeta& meta, const std::optional<Usage>& continuous);
+std::string completion_token_frame(const ResponseMeta& meta, std::string_view text,
                                    std::string_view finish_reason,
                                    const std::optional<Usage>& continuous);
-std::string chat_token_frame(const ResponseMeta& m, std::string_view text,
+std::string chat_token_frame(const ResponseMeta& meta, std::string_view text,
                              std::string_view finish_reason,
                              const std::optional<Usage>& continuous);
 /// Final usage chunk (`choices: []`), for completions and chat.
-std::string usage_frame(const ResponseMeta& m, const Usage& u);
+std::string usage_frame(const ResponseMeta& meta, const Usage& usage);
 std::string done_frame();
 /// An error in the middle of a stream, as vLLM sends it.
 std::string stream_error_frame(int status, std::string_view message);

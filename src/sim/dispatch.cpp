@@ -59,52 +59,54 @@ Dispatcher::Dispatcher(const SimConfig& cfg, net::io_context& ioc, EngineDriver&
   if (cfg_.script) script_.emplace(cfg_.script);
 }
 
-awaitable<void> Dispatcher::dispatch(Conn& c, Request& req) {
+awaitable<void> Dispatcher::dispatch(Conn& connection, Request& req) {
   const std::string_view target = req.target();
   const std::string_view path = target.substr(0, target.find('?'));
   const auto method = req.method();
   const bool get = method == http::verb::get, post = method == http::verb::post;
   if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses") {
-    if (!post) co_return co_await write_method_not_allowed(c, req, "POST");
+    if (!post) co_return co_await write_method_not_allowed(connection, req, "POST");
     const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions
                         : path == "/v1/responses" ? Endpoint::Responses
                                                   : Endpoint::Chat;
     control_.count_generation();  // the crash_after_requests-th dies here, unanswered
-    co_return co_await handle_generate(c, req, ep);
+    co_return co_await handle_generate(connection, req, ep);
   }
-  if (path == kAdminFaultsPath) co_return co_await control_.handle(c, req);
+  if (path == kAdminFaultsPath) co_return co_await control_.handle(connection, req);
   if (path == "/health" && get) {
     // vLLM's /health: an empty 200, or an empty 503 while the engine is not up.
-    co_return co_await write_body(c, control_.not_ready() ? 503 : 200, "", "application/json",
-                                  &req);
+    co_return co_await write_body(connection, control_.not_ready() ? 503 : 200, "",
+                                  "application/json", &req);
   }
   if (path == "/version" && get)
-    co_return co_await write_json(c, 200, fmt::format(R"({{"version":"{}"}})", kVersion), &req);
-  if (path == "/v1/models" && get) co_return co_await write_json(c, 200, models_json(), &req);
+    co_return co_await write_json(connection, 200, fmt::format(R"({{"version":"{}"}})", kVersion),
+                                  &req);
+  if (path == "/v1/models" && get)
+    co_return co_await write_json(connection, 200, models_json(), &req);
   if (path == "/metrics" && get)
-    co_return co_await write_body(c, 200, metrics_.serialize(),
+    co_return co_await write_body(connection, 200, metrics_.serialize(),
                                   "text/plain; version=0.0.4; charset=utf-8", &req);
   if (path.starts_with("/v1/responses/")) {
     std::string_view rest = path.substr(std::string_view("/v1/responses/").size());
     if (rest.ends_with("/cancel") && post)
-      co_return co_await cancel_response(c, req, rest.substr(0, rest.size() - 7));
+      co_return co_await cancel_response(connection, req, rest.substr(0, rest.size() - 7));
     if (get && rest.find('/') == std::string_view::npos)
-      co_return co_await get_response(c, req, rest);
+      co_return co_await get_response(connection, req, rest);
   }
   if (path == "/debug/requests" && get)
-    co_return co_await write_json(c, 200, timings_.list_json(debug_limit(target)), &req);
+    co_return co_await write_json(connection, 200, timings_.list_json(debug_limit(target)), &req);
   if (path.starts_with("/debug/requests/") && get) {
-    const Timing* t = timings_.find(path.substr(16));
-    if (!t)
+    const Timing* timing = timings_.find(path.substr(16));
+    if (!timing)
       co_return co_await write_error(
-          c, 404, fmt::format("No timing record for '{}'.", path.substr(16)), true, &req);
-    co_return co_await write_json(c, 200, json::serialize(timing_json(*t)), &req);
+          connection, 404, fmt::format("No timing record for '{}'.", path.substr(16)), true, &req);
+    co_return co_await write_json(connection, 200, json::serialize(timing_json(*timing)), &req);
   }
   // vLLM's GET-only routes called with another method, then any other path: Starlette's 405/404.
   if (!get && method != http::verb::head &&
       (path == "/health" || path == "/version" || path == "/v1/models"))
-    co_return co_await write_method_not_allowed(c, req, "GET");
-  co_await write_not_found(c, req);
+    co_return co_await write_method_not_allowed(connection, req, "GET");
+  co_await write_not_found(connection, req);
 }
 
 std::string Dispatcher::models_json() const {
@@ -115,21 +117,21 @@ std::string Dispatcher::models_json() const {
       random_id("modelperm-"), created);
 }
 
-awaitable<void> Dispatcher::get_response(Conn& c, Request& req, std::string_view id) {
+awaitable<void> Dispatcher::get_response(Conn& connection, Request& req, std::string_view id) {
   if (const StoredResponse* st = store_.find(id))
-    co_return co_await write_json(c, 200, json::serialize(st->response), &req);
+    co_return co_await write_json(connection, 200, json::serialize(st->response), &req);
   if (auto running = store_.running(id)) {
     auto& job = *running;
     const char* status = job.timing->scheduled_ns ? "in_progress" : "queued";
     co_return co_await write_json(
-        c, 200, json::serialize(response_object(job.meta, job.req, status, "", std::nullopt)),
-        &req);
+        connection, 200,
+        json::serialize(response_object(job.meta, job.req, status, "", std::nullopt)), &req);
   }
-  co_await write_error(c, 404, fmt::format("Response with id '{}' not found.", id), true, &req,
-                       "invalid_request_error");
+  co_await write_error(connection, 404, fmt::format("Response with id '{}' not found.", id), true,
+                       &req, "invalid_request_error");
 }
 
-awaitable<void> Dispatcher::cancel_response(Conn& c, Request& req, std::string_view id) {
+awaitable<void> Dispatcher::cancel_response(Conn& connection, Request& req, std::string_view id) {
   if (auto job = store_.running(id)) {
     store_.erase_running(id);
     driver_.drop(*job, "cancelled");
@@ -137,93 +139,98 @@ awaitable<void> Dispatcher::cancel_response(Conn& c, Request& req, std::string_v
     json::object resp = response_object(job->meta, job->req, "cancelled", "", std::nullopt);
     StoredResponse st{resp, job->req.conversation, true};
     store_.put(job->meta.id, std::move(st));
-    co_return co_await write_json(c, 200, json::serialize(resp), &req);
+    co_return co_await write_json(connection, 200, json::serialize(resp), &req);
   }
   if (store_.contains(id))
-    co_return co_await write_error(c, 400, "Cannot cancel a synchronous response.", true, &req,
-                                   "invalid_request_error");
-  co_await write_error(c, 404, fmt::format("Response with id '{}' not found.", id), true, &req,
-                       "invalid_request_error");
+    co_return co_await write_error(connection, 400, "Cannot cancel a synchronous response.", true,
+                                   &req, "invalid_request_error");
+  co_await write_error(connection, 404, fmt::format("Response with id '{}' not found.", id), true,
+                       &req, "invalid_request_error");
 }
 
-std::shared_ptr<const TurnPlan> Dispatcher::plan_turn(const GenRequest& g, std::uint64_t seed) {
-  if (g.endpoint == Endpoint::Completions) return nullptr;
+std::shared_ptr<const TurnPlan> Dispatcher::plan_turn(const GenRequest& gen_request,
+                                                      std::uint64_t seed) {
+  if (gen_request.endpoint == Endpoint::Completions) return nullptr;
   // Call ids as vLLM draws them: chat bodies `chatcmpl-tool-<32 hex>` (ToolCall's default),
   // chat streams `call_<24 hex>` (qwen3_coder's parser), Responses `call_<32 hex>`.
-  const bool chat_body = g.endpoint == Endpoint::Chat && !g.stream;
+  const bool chat_body = gen_request.endpoint == Endpoint::Chat && !gen_request.stream;
   const std::string_view prefix = chat_body ? "chatcmpl-tool-" : "call_";
-  const int hex = g.endpoint == Endpoint::Chat && g.stream ? 24 : 32;
+  const int hex = gen_request.endpoint == Endpoint::Chat && gen_request.stream ? 24 : 32;
   if (script_) {
-    const ScriptTurn* t = script_->pick(g.last_input);
-    if (!t) return nullptr;
-    return std::make_shared<TurnPlan>(make_plan(t->reasoning, t->text, t->calls, prefix, hex));
+    const ScriptTurn* turn = script_->pick(gen_request.last_input);
+    if (!turn) return nullptr;
+    return std::make_shared<TurnPlan>(
+        make_plan(turn->reasoning, turn->text, turn->calls, prefix, hex));
   }
-  if (cfg_.tool_call_share <= 0 || g.function_tools.empty()) return nullptr;
+  if (cfg_.tool_call_share <= 0 || gen_request.function_tools.empty()) return nullptr;
   // Drawn from the request's seed: greedy requests with the same prompt decide alike.
   std::mt19937_64 draw(seed ^ 0x746f6f6c63616c6cull);
   const double u = std::uniform_real_distribution<double>(0.0, 1.0)(draw);
-  auto call = statistical_call(g, cfg_.tool_call_share, u, draw());
+  auto call = statistical_call(gen_request, cfg_.tool_call_share, u, draw());
   if (!call) return nullptr;
   return std::make_shared<TurnPlan>(make_plan("", "", {std::move(*call)}, prefix, hex));
 }
 
-awaitable<void> Dispatcher::handle_generate(Conn& c, Request& req, Endpoint ep) {
+awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endpoint ep) {
   const std::int64_t arrival = mono_ns();
   auto parsed = parse_request(ep, req.body(), api_);
-  if (auto* e = std::get_if<ApiError>(&parsed)) co_return co_await write_api_error(c, *e, req);
-  GenRequest g = std::move(std::get<GenRequest>(parsed));
-  auto maxv = effective_max_tokens(g, cfg_.max_model_len);
-  if (auto* e = std::get_if<ApiError>(&maxv)) co_return co_await write_api_error(c, *e, req);
+  if (auto* error = std::get_if<ApiError>(&parsed))
+    co_return co_await write_api_error(connection, *error, req);
+  GenRequest gen_request = std::move(std::get<GenRequest>(parsed));
+  auto maxv = effective_max_tokens(gen_request, cfg_.max_model_len);
+  if (auto* error = std::get_if<ApiError>(&maxv))
+    co_return co_await write_api_error(connection, *error, req);
   const std::int64_t max_tokens = std::get<std::int64_t>(maxv);
-  if (ep == Endpoint::Responses) g.max_tokens = max_tokens;  // echoed resolved, as vLLM does
+  if (ep == Endpoint::Responses)
+    gen_request.max_tokens = max_tokens;  // echoed resolved, as vLLM does
 
   auto job = std::make_shared<Job>(ioc_.get_executor());
   job->faults = draw_faults(cfg_.faults, rng_);
   control_.apply(job->faults, rng_);
   apply_fault_header(job->faults, req["x-llmux-fault"]);
   if (job->faults.latency_ms > 0) {
-    net::steady_timer t(
+    net::steady_timer timer(
         ioc_, std::chrono::microseconds(static_cast<std::int64_t>(job->faults.latency_ms * 1000)));
-    co_await t.async_wait(use_tuple);
+    co_await timer.async_wait(use_tuple);
   }
   if (job->faults.error_status >= 400) {
     co_return co_await write_error(
-        c, job->faults.error_status,
+        connection, job->faults.error_status,
         fmt::format("Simulated fault: the server answered {}.", job->faults.error_status), true,
         &req);
   }
 
   // Output: greedy decoding is a function of the prompt; sampling of the seed.
-  const std::uint64_t prompt_hash = hash_tokens(g.prompt_ids);
-  const std::uint64_t seed = g.temperature == 0.0 ? prompt_hash
-                             : g.seed             ? *g.seed ^ prompt_hash
-                                                  : rng_();
+  const std::uint64_t prompt_hash = hash_tokens(gen_request.prompt_ids);
+  const std::uint64_t seed = gen_request.temperature == 0.0 ? prompt_hash
+                             : gen_request.seed             ? *gen_request.seed ^ prompt_hash
+                                                            : rng_();
   const std::int64_t natural = cfg_.output_len.draw(seed | 1);
   std::int64_t n_out = max_tokens;
   std::string finish = "length";
-  if (auto plan = plan_turn(g, seed)) {
+  if (auto plan = plan_turn(gen_request, seed)) {
     // A scripted or statistical turn: its tokens, cut by max_tokens.
     const auto len = static_cast<std::int64_t>(plan->pieces.size());
     n_out = std::min(len, max_tokens);
     if (n_out == len) finish = "stop";
     job->plan = std::move(plan);
-  } else if (!g.ignore_eos && natural <= max_tokens) {
+  } else if (!gen_request.ignore_eos && natural <= max_tokens) {
     n_out = natural;
     finish = "stop";
   }
   if (!job->plan) job->words = generate_words(seed, static_cast<std::size_t>(n_out));
   job->seq = driver_.next_seq();
   job->meta.endpoint = ep;
-  job->meta.model = g.model;
+  job->meta.model = gen_request.model;
   job->meta.created = unix_time();
   job->meta.finish_reason = finish;
   job->meta.id = ep == Endpoint::Completions ? random_id("cmpl-")
                  : ep == Endpoint::Chat      ? random_id("chatcmpl-")
                                              : random_id("resp_");
   job->meta.item_id = random_id("msg_");
-  job->usage.prompt_tokens = static_cast<std::int64_t>(g.prompt_ids.size());
+  job->usage.prompt_tokens = static_cast<std::int64_t>(gen_request.prompt_ids.size());
   job->usage.prompt_tokens_details = cfg_.enable_prompt_tokens_details;
-  job->req = std::move(g);
+  job->req = std::move(gen_request);
   auto& tm = *(job->timing = std::make_shared<Timing>());
   tm.id = job->meta.id;
   tm.request_id = std::string(req["x-request-id"]);
@@ -240,15 +247,15 @@ awaitable<void> Dispatcher::handle_generate(Conn& c, Request& req, Endpoint ep) 
   for (auto w : job->words) sr.output.push_back(vocab_id(w));
   if (job->plan) {
     for (std::int64_t i = 0; i < n_out; ++i) {
-      const TurnPiece& p = job->plan->pieces[static_cast<std::size_t>(i)];
+      const TurnPiece& piece = job->plan->pieces[static_cast<std::size_t>(i)];
       sr.output.push_back(Tokenizer::piece_id(
-          p.seg == Seg::CallHeader ? job->plan->full.calls[p.call].name : p.text));
+          piece.seg == Seg::CallHeader ? job->plan->full.calls[piece.call].name : piece.text));
     }
   }
   if (!driver_.submit(job, std::move(sr))) {
     tm.outcome = "rejected";
     co_return co_await write_error(
-        c, 400,
+        connection, 400,
         fmt::format("The request needs {} tokens of KV cache but the cache holds only {}.",
                     job->usage.prompt_tokens + n_out,
                     cfg_.engine.num_kv_blocks * cfg_.engine.block_size),
@@ -258,11 +265,11 @@ awaitable<void> Dispatcher::handle_generate(Conn& c, Request& req, Endpoint ep) 
   if (ep == Endpoint::Responses && job->req.background) {
     store_.add_running(job->meta.id, job);
     co_return co_await write_json(
-        c, 200, json::serialize(response_object(job->meta, job->req, "queued", "", std::nullopt)),
-        &req);
+        connection, 200,
+        json::serialize(response_object(job->meta, job->req, "queued", "", std::nullopt)), &req);
   }
-  if (job->req.stream) co_return co_await stream_response(c, req, job, driver_);
-  co_await plain_response(c, req, job, driver_);
+  if (job->req.stream) co_return co_await stream_response(connection, req, job, driver_);
+  co_await plain_response(connection, req, job, driver_);
 }
 
 }  // namespace llmux::sim

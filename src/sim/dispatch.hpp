@@ -32,16 +32,16 @@ class Dispatcher {
   Dispatcher(const SimConfig& cfg, boost::asio::io_context& ioc, EngineDriver& driver,
              SimMetrics& metrics, ResponseStore& store, TimingLog& timings, FaultControl& control);
 
-  /// Answers one request read in full on `c`.
-  boost::asio::awaitable<void> dispatch(Conn& c, Request& req);
+  /// Answers one request read in full on `connection`.
+  boost::asio::awaitable<void> dispatch(Conn& connection, Request& req);
 
  private:
-  boost::asio::awaitable<void> handle_generate(Conn& c, Request& req, Endpoint ep);
-  boost::asio::awaitable<void> get_response(Conn& c, Request& req, std::string_view id);
-  boost::asio::awaitable<void> cancel_response(Conn& c, Request& req, std::string_view id);
+  boost::asio::awaitable<void> handle_generate(Conn& connection, Request& req, Endpoint ep);
+  boost::asio::awaitable<void> get_response(Conn& connection, Request& req, std::string_view id);
+  boost::asio::awaitable<void> cancel_response(Conn& connection, Request& req, std::string_view id);
   std::string models_json() const;
   /// The scripted or statistical turn for a request, or null (generated words).
-  std::shared_ptr<const TurnPlan> plan_turn(const GenRequest& g, std::uint64_t seed);
+  std::shared_ptr<const TurnPlan> plan_turn(const GenRequest& gen_request, std::uint64_t seed);
 
   const SimConfig& cfg_;
   boost::asio::io_context& ioc_;

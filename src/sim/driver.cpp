@@ -79,27 +79,27 @@ void EngineDriver::on_step() {
     return;
   }
   metrics_.engine_lag(static_cast<double>(now - due) * 1e-9);
-  StepResult r = engine_.complete_step();
-  for (auto id : r.scheduled) {
+  StepResult step = engine_.complete_step();
+  for (auto id : step.scheduled) {
     auto it = jobs_.find(id);
     if (it != jobs_.end() && it->second->timing->scheduled_ns == 0)
-      it->second->timing->scheduled_ns = wall_ns(r.start);
+      it->second->timing->scheduled_ns = wall_ns(step.start);
   }
-  for (const TokenOut& t : r.tokens) {
-    auto it = jobs_.find(t.id);
+  for (const TokenOut& token : step.tokens) {
+    auto it = jobs_.find(token.id);
     if (it == jobs_.end()) continue;
     auto job = it->second;  // keep alive across erase
-    on_token(*job, t, due, now);
+    on_token(*job, token, due, now);
   }
   metrics_.sync(engine_.stats());
   arm();
 }
 
-void EngineDriver::on_token(Job& job, const TokenOut& t, std::int64_t due, std::int64_t now) {
+void EngineDriver::on_token(Job& job, const TokenOut& token, std::int64_t due, std::int64_t now) {
   Timing& tm = *job.timing;
-  if (t.index == 0) {
-    job.usage.cached_tokens = t.cached_tokens;
-    tm.cached_tokens = t.cached_tokens;
+  if (token.index == 0) {
+    job.usage.cached_tokens = token.cached_tokens;
+    tm.cached_tokens = token.cached_tokens;
     if (tm.scheduled_ns == 0) tm.scheduled_ns = due;
     if (!job.req.stream) tm.first_token_ns = now;
     metrics_.ttft(static_cast<double>(now - tm.arrival_ns) * 1e-9);
@@ -107,11 +107,11 @@ void EngineDriver::on_token(Job& job, const TokenOut& t, std::int64_t due, std::
     metrics_.itl(static_cast<double>(now - job.last_emit_ns) * 1e-9);
   }
   job.last_emit_ns = now;
-  job.emitted = t.index + 1;
+  job.emitted = token.index + 1;
   job.usage.completion_tokens = job.emitted;
   tm.token_sched_ns.push_back(due);
-  if (job.req.stream) append_token_frame(job, t.index, t.last);
-  if (t.last) {
+  if (job.req.stream) append_token_frame(job, token.index, token.last);
+  if (token.last) {
     finish(job, now);
   } else if (job.faults.close_after >= 0 && job.emitted >= job.faults.close_after) {
     job.fault_close = true;

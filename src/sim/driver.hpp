@@ -45,7 +45,7 @@ class EngineDriver {
   std::int64_t wall_ns(double model_s) const;
   void arm();
   void on_step();
-  void on_token(Job& job, const TokenOut& t, std::int64_t due, std::int64_t now);
+  void on_token(Job& job, const TokenOut& token, std::int64_t due, std::int64_t now);
   void finish(Job& job, std::int64_t now);
 
   const SimConfig& cfg_;

@@ -51,11 +51,11 @@ bool Engine::submit(SeqRequest req, double now) {
   if (blocks_for(ctx) > p_.num_kv_blocks) return false;
   const auto id = req.id;
   if (seqs_.count(id)) return false;
-  Seq s;
-  s.tokens = req.prompt;
-  s.target = static_cast<std::int32_t>(s.tokens.size());
-  s.req = std::move(req);
-  seqs_.emplace(id, std::move(s));
+  Seq sequence;
+  sequence.tokens = req.prompt;
+  sequence.target = static_cast<std::int32_t>(sequence.tokens.size());
+  sequence.req = std::move(req);
+  seqs_.emplace(id, std::move(sequence));
   waiting_.push_back(id);
   if (!busy_) plan(now);
   return true;
@@ -64,9 +64,9 @@ bool Engine::submit(SeqRequest req, double now) {
 bool Engine::abort(std::uint64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return false;
-  Seq& s = it->second;
-  if (s.running) {
-    release_blocks(s);
+  Seq& sequence = it->second;
+  if (sequence.running) {
+    release_blocks(sequence);
     running_.erase(std::remove(running_.begin(), running_.end(), id), running_.end());
   } else {
     waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), id), waiting_.end());
@@ -83,21 +83,21 @@ std::optional<double> Engine::deadline() const {
 std::optional<SeqInfo> Engine::info(std::uint64_t id) const {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return std::nullopt;
-  const Seq& s = it->second;
-  SeqInfo i;
-  i.prompt_tokens = static_cast<std::int32_t>(s.req.prompt.size());
-  i.cached_tokens = std::max(s.cached_tokens, 0);
-  i.generated = s.generated;
-  i.running = s.running;
-  i.preemptions = s.preemptions;
-  return i;
+  const Seq& sequence = it->second;
+  SeqInfo sequence_info;
+  sequence_info.prompt_tokens = static_cast<std::int32_t>(sequence.req.prompt.size());
+  sequence_info.cached_tokens = std::max(sequence.cached_tokens, 0);
+  sequence_info.generated = sequence.generated;
+  sequence_info.running = sequence.running;
+  sequence_info.preemptions = sequence.preemptions;
+  return sequence_info;
 }
 
-std::uint64_t Engine::block_hash(const Seq& s, std::int32_t block_index) const {
+std::uint64_t Engine::block_hash(const Seq& sequence, std::int32_t block_index) const {
   // Chained hash: a block's identity includes every token before it, as in vLLM.
   std::uint64_t h = 0x9e3779b97f4a7c15ull;
   for (std::int32_t i = 0; i <= block_index; ++i) {
-    h = XXH3_64bits_withSeed(s.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
+    h = XXH3_64bits_withSeed(sequence.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
                              sizeof(std::uint32_t) * p_.block_size, h);
   }
   return h;
@@ -123,9 +123,9 @@ std::optional<std::int64_t> Engine::alloc_block() {
   return b;
 }
 
-void Engine::release_blocks(Seq& s) {
+void Engine::release_blocks(Seq& sequence) {
   // Last blocks first, so a prompt's tail is evicted before its head.
-  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) {
+  for (auto it = sequence.blocks.rbegin(); it != sequence.blocks.rend(); ++it) {
     Block& blk = blocks_[*it];
     if (--blk.ref == 0) {
       --used_blocks_;
@@ -136,48 +136,48 @@ void Engine::release_blocks(Seq& s) {
       }
     }
   }
-  s.blocks.clear();
-  s.hashed_blocks = 0;
+  sequence.blocks.clear();
+  sequence.hashed_blocks = 0;
 }
 
-bool Engine::ensure_blocks(Seq& s, std::int32_t upto_tokens) {
+bool Engine::ensure_blocks(Seq& sequence, std::int32_t upto_tokens) {
   const auto need = blocks_for(upto_tokens);
-  while (static_cast<std::int64_t>(s.blocks.size()) < need) {
-    auto b = alloc_block();
-    if (!b) return false;
-    s.blocks.push_back(*b);
+  while (static_cast<std::int64_t>(sequence.blocks.size()) < need) {
+    auto block = alloc_block();
+    if (!block) return false;
+    sequence.blocks.push_back(*block);
   }
   return true;
 }
 
-void Engine::register_full_blocks(Seq& s) {
+void Engine::register_full_blocks(Seq& sequence) {
   if (!p_.enable_prefix_caching) return;
-  const std::int32_t full = s.computed / p_.block_size;
-  if (full <= s.hashed_blocks) return;
-  std::uint64_t h =
-      s.hashed_blocks > 0 ? block_hash(s, s.hashed_blocks - 1) : 0x9e3779b97f4a7c15ull;
-  for (std::int32_t i = s.hashed_blocks; i < full; ++i) {
-    h = XXH3_64bits_withSeed(s.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
+  const std::int32_t full = sequence.computed / p_.block_size;
+  if (full <= sequence.hashed_blocks) return;
+  std::uint64_t h = sequence.hashed_blocks > 0 ? block_hash(sequence, sequence.hashed_blocks - 1)
+                                               : 0x9e3779b97f4a7c15ull;
+  for (std::int32_t i = sequence.hashed_blocks; i < full; ++i) {
+    h = XXH3_64bits_withSeed(sequence.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
                              sizeof(std::uint32_t) * p_.block_size, h);
-    Block& blk = blocks_[s.blocks[i]];
+    Block& blk = blocks_[sequence.blocks[i]];
     if (!blk.has_hash && !cached_.count(h)) {
       blk.hash = h;
       blk.has_hash = true;
-      cached_.emplace(h, s.blocks[i]);
+      cached_.emplace(h, sequence.blocks[i]);
     }
   }
-  s.hashed_blocks = full;
+  sequence.hashed_blocks = full;
 }
 
-bool Engine::try_admit(Seq& s, std::int32_t budget) {
-  const auto len = static_cast<std::int32_t>(s.tokens.size());
+bool Engine::try_admit(Seq& sequence, std::int32_t budget) {
+  const auto len = static_cast<std::int32_t>(sequence.tokens.size());
   // Longest cached prefix, in whole blocks; at least one token is always computed.
   std::vector<std::int64_t> hits;
   if (p_.enable_prefix_caching) {
     const std::int32_t max_hit = (len - 1) / p_.block_size;
     std::uint64_t h = 0x9e3779b97f4a7c15ull;
     for (std::int32_t i = 0; i < max_hit; ++i) {
-      h = XXH3_64bits_withSeed(s.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
+      h = XXH3_64bits_withSeed(sequence.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
                                sizeof(std::uint32_t) * p_.block_size, h);
       auto it = cached_.find(h);
       if (it == cached_.end()) break;
@@ -195,36 +195,36 @@ bool Engine::try_admit(Seq& s, std::int32_t budget) {
       lru_.erase(blk.lru);
       ++used_blocks_;
     }
-    s.blocks.push_back(b);
+    sequence.blocks.push_back(b);
   }
   const auto hit_tokens = static_cast<std::int32_t>(hits.size()) * p_.block_size;
-  s.computed = hit_tokens;
-  s.hashed_blocks = static_cast<std::int32_t>(hits.size());
-  [[maybe_unused]] bool ok = ensure_blocks(s, len);
+  sequence.computed = hit_tokens;
+  sequence.hashed_blocks = static_cast<std::int32_t>(hits.size());
+  [[maybe_unused]] bool ok = ensure_blocks(sequence, len);
   assert(ok);
   if (p_.enable_prefix_caching) {
     stats_.prefix_queries += static_cast<std::uint64_t>(len);
     stats_.prefix_hits += static_cast<std::uint64_t>(hit_tokens);
   }
-  if (s.cached_tokens < 0) s.cached_tokens = hit_tokens;
-  s.running = true;
-  s.admit_order = ++admit_counter_;
+  if (sequence.cached_tokens < 0) sequence.cached_tokens = hit_tokens;
+  sequence.running = true;
+  sequence.admit_order = ++admit_counter_;
   (void)budget;
   return true;
 }
 
-void Engine::preempt(Seq& s) {
+void Engine::preempt(Seq& sequence) {
   // Recompute mode (vLLM's default): drop the KV, keep the tokens generated so far, go back
   // to the head of the queue. Blocks already hashed stay in the prefix cache until evicted.
-  release_blocks(s);
-  s.computed = 0;
-  s.target = static_cast<std::int32_t>(s.tokens.size());
-  s.running = false;
-  ++s.preemptions;
+  release_blocks(sequence);
+  sequence.computed = 0;
+  sequence.target = static_cast<std::int32_t>(sequence.tokens.size());
+  sequence.running = false;
+  ++sequence.preemptions;
   ++stats_.preemptions;
-  running_.erase(std::remove(running_.begin(), running_.end(), s.req.id), running_.end());
-  waiting_.push_front(s.req.id);
-  pending_.preempted.push_back(s.req.id);
+  running_.erase(std::remove(running_.begin(), running_.end(), sequence.req.id), running_.end());
+  waiting_.push_front(sequence.req.id);
+  pending_.preempted.push_back(sequence.req.id);
 }
 
 void Engine::plan(double start) {
@@ -236,41 +236,41 @@ void Engine::plan(double start) {
 
   // 1. Running sequences first (decode one token, or the next chunk of their prefill).
   for (std::size_t k = 0; k < running_.size() && budget > 0;) {
-    Seq& s = seqs_.at(running_[k]);
-    const std::int32_t chunk = std::min(s.target - s.computed, budget);
+    Seq& sequence = seqs_.at(running_[k]);
+    const std::int32_t chunk = std::min(sequence.target - sequence.computed, budget);
     bool preempted_self = false;
-    while (!ensure_blocks(s, s.computed + chunk)) {
+    while (!ensure_blocks(sequence, sequence.computed + chunk)) {
       // Out of KV: preempt the newest running sequence (possibly this one).
       Seq& victim = seqs_.at(running_.back());
-      if (&victim == &s) {
-        preempt(s);
+      if (&victim == &sequence) {
+        preempt(sequence);
         preempted_self = true;
         break;
       }
       preempt(victim);
     }
     if (preempted_self) continue;  // running_[k] is now the next sequence
-    const bool decoding = s.generated > 0 && s.target - s.computed == 1;
+    const bool decoding = sequence.generated > 0 && sequence.target - sequence.computed == 1;
     if (decoding) {
-      decode_ctx += s.computed + 1;
+      decode_ctx += sequence.computed + 1;
     } else {
       prefill_tokens += chunk;
     }
-    planned_.push_back({s.req.id, chunk});
+    planned_.push_back({sequence.req.id, chunk});
     budget -= chunk;
     ++k;
   }
 
   // 2. Waiting sequences, first come first served, while there is room.
   while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < p_.max_num_seqs) {
-    Seq& s = seqs_.at(waiting_.front());
-    if (!try_admit(s, budget)) break;
+    Seq& sequence = seqs_.at(waiting_.front());
+    if (!try_admit(sequence, budget)) break;
     waiting_.pop_front();
-    running_.push_back(s.req.id);
-    const std::int32_t chunk = std::min(s.target - s.computed, budget);
+    running_.push_back(sequence.req.id);
+    const std::int32_t chunk = std::min(sequence.target - sequence.computed, budget);
     prefill_tokens += chunk;
-    planned_.push_back({s.req.id, chunk});
-    pending_.scheduled.push_back(s.req.id);
+    planned_.push_back({sequence.req.id, chunk});
+    pending_.scheduled.push_back(sequence.req.id);
     budget -= chunk;
   }
 
@@ -293,24 +293,24 @@ StepResult Engine::complete_step() {
   for (const Planned& pl : planned_) {
     auto it = seqs_.find(pl.id);
     if (it == seqs_.end()) continue;  // aborted during the step
-    Seq& s = it->second;
-    if (!s.running) continue;
-    s.computed += pl.tokens;
-    register_full_blocks(s);
-    if (s.computed < s.target) continue;  // prefill not finished yet
-    const std::int32_t idx = s.generated;
-    if (idx == 0) stats_.prompt_tokens += s.req.prompt.size();
-    ++s.generated;
+    Seq& sequence = it->second;
+    if (!sequence.running) continue;
+    sequence.computed += pl.tokens;
+    register_full_blocks(sequence);
+    if (sequence.computed < sequence.target) continue;  // prefill not finished yet
+    const std::int32_t idx = sequence.generated;
+    if (idx == 0) stats_.prompt_tokens += sequence.req.prompt.size();
+    ++sequence.generated;
     ++stats_.generation_tokens;
-    const bool last = s.generated >= static_cast<std::int32_t>(s.req.output.size());
-    result.tokens.push_back({pl.id, idx, last, idx == 0 ? std::max(s.cached_tokens, 0) : 0});
+    const bool last = sequence.generated >= static_cast<std::int32_t>(sequence.req.output.size());
+    result.tokens.push_back({pl.id, idx, last, idx == 0 ? std::max(sequence.cached_tokens, 0) : 0});
     if (last) {
-      release_blocks(s);
+      release_blocks(sequence);
       running_.erase(std::remove(running_.begin(), running_.end(), pl.id), running_.end());
       seqs_.erase(it);
     } else {
-      s.tokens.push_back(s.req.output[idx]);
-      s.target = static_cast<std::int32_t>(s.tokens.size());
+      sequence.tokens.push_back(sequence.req.output[idx]);
+      sequence.target = static_cast<std::int32_t>(sequence.tokens.size());
     }
   }
   busy_ = false;
@@ -321,12 +321,12 @@ StepResult Engine::complete_step() {
 }
 
 EngineStats Engine::stats() const {
-  EngineStats s = stats_;
-  s.running = static_cast<int>(running_.size());
-  s.waiting = static_cast<int>(waiting_.size());
-  s.kv_blocks_used = used_blocks_;
-  s.kv_blocks_cached = static_cast<std::int64_t>(cached_.size());
-  return s;
+  EngineStats snapshot = stats_;
+  snapshot.running = static_cast<int>(running_.size());
+  snapshot.waiting = static_cast<int>(waiting_.size());
+  snapshot.kv_blocks_used = used_blocks_;
+  snapshot.kv_blocks_cached = static_cast<std::int64_t>(cached_.size());
+  return snapshot;
 }
 
 }  // namespace llmux::sim

@@ -153,13 +153,13 @@ class Engine {
   };
 
   void plan(double start);
-  bool try_admit(Seq& s, std::int32_t budget);
-  bool ensure_blocks(Seq& s, std::int32_t upto_tokens);
+  bool try_admit(Seq& sequence, std::int32_t budget);
+  bool ensure_blocks(Seq& sequence, std::int32_t upto_tokens);
   std::optional<std::int64_t> alloc_block();
-  void release_blocks(Seq& s);
-  void register_full_blocks(Seq& s);
-  void preempt(Seq& s);
-  std::uint64_t block_hash(const Seq& s, std::int32_t block_index) const;
+  void release_blocks(Seq& sequence);
+  void register_full_blocks(Seq& sequence);
+  void preempt(Seq& sequence);
+  std::uint64_t block_hash(const Seq& sequence, std::int32_t block_index) const;
   std::int64_t free_blocks() const;
 
   EngineParams p_;

@@ -7,34 +7,34 @@
 namespace llmux::sim {
 
 RequestFaults draw_faults(const FaultConfig& fc, std::mt19937_64& rng) {
-  RequestFaults f;
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  if (fc.error_rate > 0 && u(rng) < fc.error_rate && !fc.error_statuses.empty())
-    f.error_status = fc.error_statuses[rng() % fc.error_statuses.size()];
-  if (fc.close_after >= 0 && u(rng) < fc.close_rate) f.close_after = fc.close_after;
-  if (fc.stall_after >= 0 && u(rng) < fc.stall_rate) f.stall_after = fc.stall_after;
-  f.latency_ms = fc.added_latency_ms;
-  return f;
+  RequestFaults faults;
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  if (fc.error_rate > 0 && uniform(rng) < fc.error_rate && !fc.error_statuses.empty())
+    faults.error_status = fc.error_statuses[rng() % fc.error_statuses.size()];
+  if (fc.close_after >= 0 && uniform(rng) < fc.close_rate) faults.close_after = fc.close_after;
+  if (fc.stall_after >= 0 && uniform(rng) < fc.stall_rate) faults.stall_after = fc.stall_after;
+  faults.latency_ms = fc.added_latency_ms;
+  return faults;
 }
 
-void apply_fault_header(RequestFaults& f, std::string_view h) {
-  while (!h.empty()) {
-    auto comma = h.find(',');
-    std::string_view item = h.substr(0, comma);
-    h = comma == std::string_view::npos ? std::string_view() : h.substr(comma + 1);
+void apply_fault_header(RequestFaults& faults, std::string_view header) {
+  while (!header.empty()) {
+    auto comma = header.find(',');
+    std::string_view item = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
     auto eq = item.find('=');
     if (eq == std::string_view::npos) continue;
-    std::string_view k = item.substr(0, eq);
+    std::string_view key = item.substr(0, eq);
     double v = std::strtod(std::string(item.substr(eq + 1)).c_str(), nullptr);
-    if (k == "error")
-      f.error_status = static_cast<int>(v);
-    else if (k == "close-after")
-      f.close_after = static_cast<std::int64_t>(v);
-    else if (k == "stall-after")
-      f.stall_after = static_cast<std::int64_t>(v);
-    else if (k == "latency-ms")
-      f.latency_ms = v;
+    if (key == "error")
+      faults.error_status = static_cast<int>(v);
+    else if (key == "close-after")
+      faults.close_after = static_cast<std::int64_t>(v);
+    else if (key == "stall-after")
+      faults.stall_after = static_cast<std::int64_t>(v);
+    else if (key == "latency-ms")
+      faults.latency_ms = v;
   }
 }
 

@@ -33,11 +33,11 @@ struct RequestFaults {
 /// The faults the flags give one request; each rate is a draw from `rng`.
 RequestFaults draw_faults(const FaultConfig& fc, std::mt19937_64& rng);
 
-/// Applies an `X-Llmux-Fault` header value on top of `f`. The value is a comma-separated list of
-/// `key=value` items: `error=503, close-after=5, stall-after=2, latency-ms=50`. Spaces before a
+/// Applies an `X-Llmux-Fault` header value on top of `faults`. The value is a comma-separated list
+/// of `key=value` items: `error=503, close-after=5, stall-after=2, latency-ms=50`. Spaces before a
 /// key are skipped; the value is read as strtod() reads it (a non-number reads as 0). Items
 /// without `=` and unknown keys are ignored.
-void apply_fault_header(RequestFaults& f, std::string_view header);
+void apply_fault_header(RequestFaults& faults, std::string_view header);
 
 /// The line `malform_frame` puts after an event that lost its blank line (Malformed::sse).
 inline constexpr std::string_view kGarbageLine = "garbage}{ from llmux-sim\n";

@@ -25,7 +25,7 @@ struct Conn {
   bool keep_alive = true;
   bool idle = false;   // waiting for the next request's header (refusing closes it then)
   bool admin = false;  // has carried an /admin/faults request (refusing keeps it open)
-  explicit Conn(boost::asio::ip::tcp::socket s) : stream(std::move(s)) {}
+  explicit Conn(boost::asio::ip::tcp::socket socket) : stream(std::move(socket)) {}
   boost::asio::ip::tcp::socket& sock() { return stream.socket(); }
 };
 
@@ -40,20 +40,23 @@ void common_headers(boost::beast::http::response<Body>& res, const Request* req)
 }
 
 /// Writes a whole answer; a write error ends keep-alive.
-boost::asio::awaitable<void> write_body(Conn& c, int status, std::string body,
+boost::asio::awaitable<void> write_body(Conn& connection, int status, std::string body,
                                         std::string_view content_type, const Request* req);
-boost::asio::awaitable<void> write_json(Conn& c, int status, std::string body, const Request* req);
+boost::asio::awaitable<void> write_json(Conn& connection, int status, std::string body,
+                                        const Request* req);
 /// An OpenAI error body; `keep` false closes the connection after it.
-boost::asio::awaitable<void> write_error(Conn& c, int status, std::string_view message, bool keep,
-                                         const Request* req = nullptr, std::string_view type = {},
+boost::asio::awaitable<void> write_error(Conn& connection, int status, std::string_view message,
+                                         bool keep, const Request* req = nullptr,
+                                         std::string_view type = {},
                                          std::optional<std::string_view> param = std::nullopt);
-boost::asio::awaitable<void> write_api_error(Conn& c, const ApiError& e, const Request& req);
+boost::asio::awaitable<void> write_api_error(Conn& connection, const ApiError& error,
+                                             const Request& req);
 /// What vLLM's FastAPI app answers for a path it has no route for (404 `{"detail":"Not Found"}`)
 /// or a route called with a method it lacks (405 `{"detail":"Method Not Allowed"}` with
 /// `Allow`): Starlette's own answers, not the OpenAI shape (vLLM's HTTPException handler is
 /// registered for FastAPI's subclass, which routing does not raise).
-boost::asio::awaitable<void> write_not_found(Conn& c, const Request& req);
-boost::asio::awaitable<void> write_method_not_allowed(Conn& c, const Request& req,
+boost::asio::awaitable<void> write_not_found(Conn& connection, const Request& req);
+boost::asio::awaitable<void> write_method_not_allowed(Conn& connection, const Request& req,
                                                       std::string_view allow);
 
 }  // namespace llmux::sim

@@ -12,8 +12,8 @@ ApiError bad_request(std::string message, std::optional<std::string> param) {
   return ApiError{400, std::move(message), "Bad Request", std::move(param)};
 }
 
-std::string_view json_kind_name(const json::value& v) {
-  switch (v.kind()) {
+std::string_view json_kind_name(const json::value& value) {
+  switch (value.kind()) {
     case json::kind::null:
       return "null";
     case json::kind::bool_:
@@ -33,11 +33,11 @@ std::string_view json_kind_name(const json::value& v) {
   return "a value";
 }
 
-std::string python_json(const json::value& v) {
-  if (v.is_object()) {
+std::string python_json(const json::value& value) {
+  if (value.is_object()) {
     std::string out = "{";
     bool first = true;
-    for (const auto& kv : v.get_object()) {
+    for (const auto& kv : value.get_object()) {
       if (!first) out += ", ";
       first = false;
       out += json::serialize(json::string_view(kv.key()));
@@ -46,17 +46,17 @@ std::string python_json(const json::value& v) {
     }
     return out + "}";
   }
-  if (v.is_array()) {
+  if (value.is_array()) {
     std::string out = "[";
     bool first = true;
-    for (const auto& x : v.get_array()) {
+    for (const auto& element : value.get_array()) {
       if (!first) out += ", ";
       first = false;
-      out += python_json(x);
+      out += python_json(element);
     }
     return out + "]";
   }
-  return json::serialize(v);
+  return json::serialize(value);
 }
 
 std::string render_tool_call(std::string_view name, std::string_view arguments) {
@@ -69,15 +69,15 @@ namespace {
 constexpr std::string_view kToolResponseOpen = "<tool_response>\n";
 constexpr std::string_view kToolResponseClose = "\n</tool_response>";
 
-const json::value* field(const json::object& o, std::string_view k) {
-  auto it = o.find(k);
-  if (it == o.end() || it->value().is_null()) return nullptr;
+const json::value* field(const json::object& object, std::string_view key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->value().is_null()) return nullptr;
   return &it->value();
 }
-std::optional<std::string_view> str_field(const json::object& o, std::string_view k) {
-  auto* v = field(o, k);
-  if (!v || !v->is_string()) return std::nullopt;
-  return std::string_view(v->get_string());
+std::optional<std::string_view> str_field(const json::object& object, std::string_view key) {
+  auto* value = field(object, key);
+  if (!value || !value->is_string()) return std::nullopt;
+  return std::string_view(value->get_string());
 }
 
 Message tool_result(std::string_view output) {
@@ -99,12 +99,12 @@ std::optional<std::string> parts_text(const json::array& parts, bool responses, 
     if (responses && (type == "input_image" || type == "input_file" || type == "input_audio"))
       continue;
     if (responses && type == "refusal") {
-      auto r = str_field(po, "refusal");
-      if (!r) {
+      auto refusal = str_field(po, "refusal");
+      if (!refusal) {
         why = "a refusal content part needs a string 'refusal'";
         return std::nullopt;
       }
-      out += *r;
+      out += *refusal;
       continue;
     }
     if (type != "text" && type != "input_text" && type != "output_text") {
@@ -121,26 +121,29 @@ std::optional<std::string> parts_text(const json::array& parts, bool responses, 
   return out;
 }
 
-std::optional<std::string> content_text(const json::value& c, bool responses, std::string& why) {
-  if (c.is_null()) return std::string();
-  if (c.is_string()) return std::string(c.get_string());
-  if (c.is_array()) return parts_text(c.get_array(), responses, why);
-  why = fmt::format("'content' must be a string or an array of parts, got {}", json_kind_name(c));
+std::optional<std::string> content_text(const json::value& content, bool responses,
+                                        std::string& why) {
+  if (content.is_null()) return std::string();
+  if (content.is_string()) return std::string(content.get_string());
+  if (content.is_array()) return parts_text(content.get_array(), responses, why);
+  why = fmt::format("'content' must be a string or an array of parts, got {}",
+                    json_kind_name(content));
   return std::nullopt;
 }
 
 // Chat assistant `tool_calls`: [{id, type: "function", function: {name, arguments}}].
-std::optional<std::string> chat_tool_calls(const json::value& v, std::string& why) {
-  if (!v.is_array()) {
-    why = fmt::format("'tool_calls' must be an array, got {}", json_kind_name(v));
+std::optional<std::string> chat_tool_calls(const json::value& tool_calls, std::string& why) {
+  if (!tool_calls.is_array()) {
+    why = fmt::format("'tool_calls' must be an array, got {}", json_kind_name(tool_calls));
     return std::nullopt;
   }
   std::string out;
   std::size_t k = 0;
-  for (const auto& tc : v.get_array()) {
+  for (const auto& tc : tool_calls.get_array()) {
     const json::object* fo = nullptr;
     if (tc.is_object()) {
-      if (auto* f = field(tc.get_object(), "function"); f && f->is_object()) fo = &f->get_object();
+      if (auto* function = field(tc.get_object(), "function"); function && function->is_object())
+        fo = &function->get_object();
     }
     auto name = fo ? str_field(*fo, "name") : std::nullopt;
     auto args = fo ? str_field(*fo, "arguments") : std::nullopt;
@@ -159,23 +162,24 @@ std::optional<std::string> chat_tool_calls(const json::value& v, std::string& wh
 
 }  // namespace
 
-std::optional<ApiError> parse_chat_messages(const json::value& v, std::vector<Message>& out) {
+std::optional<ApiError> parse_chat_messages(const json::value& messages,
+                                            std::vector<Message>& out) {
   const std::string field_name = "messages";
-  if (!v.is_array())
-    return bad_request(fmt::format("'messages' must be an array, got {}", json_kind_name(v)),
+  if (!messages.is_array())
+    return bad_request(fmt::format("'messages' must be an array, got {}", json_kind_name(messages)),
                        field_name);
   std::size_t i = 0;
-  for (const auto& m : v.get_array()) {
-    if (!m.is_object())
+  for (const auto& message : messages.get_array()) {
+    if (!message.is_object())
       return bad_request(fmt::format("messages[{}] must be an object", i), field_name);
-    const auto& mo = m.get_object();
+    const auto& mo = message.get_object();
     auto role = str_field(mo, "role");
     if (!role)
       return bad_request(fmt::format("messages[{}].role is required and must be a string", i),
                          field_name);
     std::string why;
-    auto c = mo.find("content");
-    auto text = content_text(c == mo.end() ? json::value() : c->value(), false, why);
+    auto content = mo.find("content");
+    auto text = content_text(content == mo.end() ? json::value() : content->value(), false, why);
     if (!text) return bad_request(fmt::format("messages[{}]: {}", i, why), field_name);
     if (*role == "tool") {
       auto id = mo.find("tool_call_id");
@@ -201,9 +205,9 @@ std::optional<ApiError> parse_chat_messages(const json::value& v, std::vector<Me
 namespace {
 
 // A tool output: a string, or a list of parts (input_text, input_image, input_file).
-std::optional<std::string> tool_output(const json::object& o, std::string& why) {
-  auto it = o.find("output");
-  if (it == o.end() || !(it->value().is_string() || it->value().is_array())) {
+std::optional<std::string> tool_output(const json::object& item_object, std::string& why) {
+  auto it = item_object.find("output");
+  if (it == item_object.end() || !(it->value().is_string() || it->value().is_array())) {
     why = "needs an 'output' that is a string or an array of parts";
     return std::nullopt;
   }
@@ -213,22 +217,22 @@ std::optional<std::string> tool_output(const json::object& o, std::string& why) 
 
 // A reasoning item's text: its `content` (reasoning_text parts), else its `summary`
 // (summary_text parts). `encrypted_content` (which this server never issued) is ignored.
-std::optional<std::string> reasoning_text(const json::object& o, std::string& why) {
+std::optional<std::string> reasoning_text(const json::object& item_object, std::string& why) {
   auto parts = [&](std::string_view key, std::string_view part_type) -> std::optional<std::string> {
-    auto* v = field(o, key);
-    if (!v) return std::string();
-    if (!v->is_array()) {
-      why = fmt::format("'{}' must be an array, got {}", key, json_kind_name(*v));
+    auto* value = field(item_object, key);
+    if (!value) return std::string();
+    if (!value->is_array()) {
+      why = fmt::format("'{}' must be an array, got {}", key, json_kind_name(*value));
       return std::nullopt;
     }
     std::string out;
-    for (const auto& p : v->get_array()) {
-      auto t = p.is_object() ? str_field(p.get_object(), "text") : std::nullopt;
-      if (!t) {
+    for (const auto& part : value->get_array()) {
+      auto text = part.is_object() ? str_field(part.get_object(), "text") : std::nullopt;
+      if (!text) {
         why = fmt::format("every '{}' part needs a string 'text' ({})", key, part_type);
         return std::nullopt;
       }
-      out += *t;
+      out += *text;
     }
     return out;
   };
@@ -236,7 +240,8 @@ std::optional<std::string> reasoning_text(const json::object& o, std::string& wh
   if (!summary) return std::nullopt;
   auto content = parts("content", "reasoning_text");
   if (!content) return std::nullopt;
-  if (auto* e = field(o, "encrypted_content"); e && !e->is_string()) {
+  if (auto* encrypted = field(item_object, "encrypted_content");
+      encrypted && !encrypted->is_string()) {
     why = "'encrypted_content' must be a string";
     return std::nullopt;
   }
@@ -245,17 +250,18 @@ std::optional<std::string> reasoning_text(const json::object& o, std::string& wh
 
 }  // namespace
 
-std::optional<ApiError> parse_response_input(const json::value& v, std::vector<Message>& out) {
+std::optional<ApiError> parse_response_input(const json::value& input, std::vector<Message>& out) {
   const std::string field_name = "input";
-  if (!v.is_array())
+  if (!input.is_array())
     return bad_request(
-        fmt::format("'input' must be a string or an array, got {}", json_kind_name(v)), field_name);
+        fmt::format("'input' must be a string or an array, got {}", json_kind_name(input)),
+        field_name);
   std::size_t i = 0;
-  for (const auto& item : v.get_array()) {
+  for (const auto& item : input.get_array()) {
     if (!item.is_object())
       return bad_request(fmt::format("input[{}] must be an object", i), field_name);
-    const auto& o = item.get_object();
-    auto type_v = field(o, "type");
+    const auto& item_object = item.get_object();
+    auto type_v = field(item_object, "type");
     if (type_v && !type_v->is_string())
       return bad_request(fmt::format("input[{}].type must be a string", i), field_name);
     const std::string_view type = type_v ? std::string_view(type_v->get_string()) : "message";
@@ -264,18 +270,18 @@ std::optional<ApiError> parse_response_input(const json::value& v, std::vector<M
     };
     std::string why;
     if (type == "message") {
-      auto role = str_field(o, "role");
+      auto role = str_field(item_object, "role");
       if (!role) return fail("needs a string 'role'");
-      auto c = o.find("content");
-      if (c == o.end()) return fail("needs 'content'");
-      auto text = content_text(c->value(), true, why);
+      auto content = item_object.find("content");
+      if (content == item_object.end()) return fail("needs 'content'");
+      auto text = content_text(content->value(), true, why);
       if (!text) return fail(why);
       out.push_back(Message{std::string(*role), std::move(*text)});
     } else if (type == "function_call" || type == "custom_tool_call") {
       const std::string_view args_key = type == "function_call" ? "arguments" : "input";
-      auto call_id = str_field(o, "call_id");
-      auto name = str_field(o, "name");
-      auto args = str_field(o, args_key);
+      auto call_id = str_field(item_object, "call_id");
+      auto name = str_field(item_object, "name");
+      auto args = str_field(item_object, args_key);
       if (!call_id || !name || !args)
         return fail(fmt::format("needs string 'call_id', 'name' and '{}'", args_key));
       out.push_back(Message{
@@ -283,16 +289,16 @@ std::optional<ApiError> parse_response_input(const json::value& v, std::vector<M
                                                    ? std::string(*args)
                                                    : json::serialize(json::string_view(*args)))});
     } else if (type == "function_call_output" || type == "custom_tool_call_output") {
-      if (!str_field(o, "call_id")) return fail("needs a string 'call_id'");
-      auto text = tool_output(o, why);
+      if (!str_field(item_object, "call_id")) return fail("needs a string 'call_id'");
+      auto text = tool_output(item_object, why);
       if (!text) return fail(why);
       out.push_back(tool_result(*text));
     } else if (type == "reasoning") {
-      auto text = reasoning_text(o, why);
+      auto text = reasoning_text(item_object, why);
       if (!text) return fail(why);
       if (!text->empty()) out.push_back(Message{"assistant", "<think>\n" + *text + "\n</think>"});
     } else if (type == "item_reference") {
-      if (!str_field(o, "id")) return fail("needs a string 'id'");
+      if (!str_field(item_object, "id")) return fail("needs a string 'id'");
       // A reference to an item of a stored response: nothing to render here.
     } else {
       return bad_request(fmt::format("input[{}]: item type '{}' is not supported", i, type),
@@ -303,54 +309,54 @@ std::optional<ApiError> parse_response_input(const json::value& v, std::vector<M
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_tools(Endpoint ep, const json::object& o, GenRequest& r,
+std::optional<ApiError> parse_tools(Endpoint ep, const json::object& object, GenRequest& request,
                                     std::string& rendered) {
-  if (auto* ptc = field(o, "parallel_tool_calls")) {
+  if (auto* ptc = field(object, "parallel_tool_calls")) {
     if (!ptc->is_bool())
       return bad_request(
           fmt::format("'parallel_tool_calls' must be a boolean, got {}", json_kind_name(*ptc)),
           "parallel_tool_calls");
-    r.parallel_tool_calls = ptc->get_bool();
+    request.parallel_tool_calls = ptc->get_bool();
   }
-  if (auto* tc = field(o, "tool_choice")) {
+  if (auto* tc = field(object, "tool_choice")) {
     if (!tc->is_string() && !tc->is_object())
       return bad_request(
           fmt::format("'tool_choice' must be a string or an object, got {}", json_kind_name(*tc)),
           "tool_choice");
-    r.tool_choice = *tc;
+    request.tool_choice = *tc;
   }
   if (ep == Endpoint::Responses) {
-    if (auto* re = field(o, "reasoning")) {
+    if (auto* re = field(object, "reasoning")) {
       if (!re->is_object())
         return bad_request(
             fmt::format("'reasoning' must be an object, got {}", json_kind_name(*re)), "reasoning");
       // vLLM echoes the parsed Reasoning model: every field, null when not given.
       json::object echo;
       for (const char* k : {"effort", "generate_summary", "summary"}) {
-        auto* x = field(re->get_object(), k);
-        echo[k] = x ? *x : json::value();
+        auto* value = field(re->get_object(), k);
+        echo[k] = value ? *value : json::value();
       }
-      r.reasoning = std::move(echo);
+      request.reasoning = std::move(echo);
     }
   }
-  auto* tools = field(o, "tools");
+  auto* tools = field(object, "tools");
   if (!tools) return std::nullopt;
   if (!tools->is_array())
     return bad_request(fmt::format("'tools' must be an array, got {}", json_kind_name(*tools)),
                        "tools");
   std::size_t i = 0;
-  for (const auto& t : tools->get_array()) {
-    auto type = t.is_object() ? str_field(t.get_object(), "type") : std::nullopt;
+  for (const auto& tool : tools->get_array()) {
+    auto type = tool.is_object() ? str_field(tool.get_object(), "type") : std::nullopt;
     if (!type)
       return bad_request(fmt::format("tools[{}] must be an object with a string 'type'", i),
                          "tools");
-    const auto& to = t.get_object();
+    const auto& to = tool.get_object();
     if (*type == "function") {
       // Chat nests the definition in `function`; the Responses API does not.
       const json::object* def = &to;
       if (ep == Endpoint::Chat) {
-        auto* f = field(to, "function");
-        def = f && f->is_object() ? &f->get_object() : nullptr;
+        auto* function = field(to, "function");
+        def = function && function->is_object() ? &function->get_object() : nullptr;
       }
       auto name = def ? str_field(*def, "name") : std::nullopt;
       if (!name)
@@ -358,15 +364,15 @@ std::optional<ApiError> parse_tools(Endpoint ep, const json::object& o, GenReque
                                        ep == Endpoint::Chat ? " in 'function'" : ""),
                            "tools");
       auto* params = field(*def, "parameters");
-      r.function_tools.push_back(
+      request.function_tools.push_back(
           FunctionTool{std::string(*name), params ? *params : json::value(json::object{})});
     }  // other types (namespace, custom, web_search, mcp, …): accepted as they come
     rendered += rendered.empty() ? "# Tools\n\n<tools>\n" : "\n";
-    rendered += json::serialize(t);
+    rendered += json::serialize(tool);
     ++i;
   }
   if (!rendered.empty()) rendered += "\n</tools>";
-  r.tools = *tools;
+  request.tools = *tools;
   return std::nullopt;
 }
 
@@ -382,12 +388,12 @@ void add_tools_to_prompt(std::vector<Message>& msgs, const std::string& rendered
 std::string last_input_text(const std::vector<Message>& msgs) {
   for (auto it = msgs.rbegin(); it != msgs.rend(); ++it) {
     if (it->role != "user") continue;
-    std::string_view c = it->content;
-    if (c.starts_with(kToolResponseOpen) && c.ends_with(kToolResponseClose)) {
-      c.remove_prefix(kToolResponseOpen.size());
-      c.remove_suffix(kToolResponseClose.size());
+    std::string_view content = it->content;
+    if (content.starts_with(kToolResponseOpen) && content.ends_with(kToolResponseClose)) {
+      content.remove_prefix(kToolResponseOpen.size());
+      content.remove_suffix(kToolResponseClose.size());
     }
-    return std::string(c);
+    return std::string(content);
   }
   return {};
 }

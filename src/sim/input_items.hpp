@@ -20,22 +20,23 @@ namespace llmux::sim {
 /// A schema error as vLLM's RequestValidationError handler answers it (400, "Bad Request").
 ApiError bad_request(std::string message, std::optional<std::string> param = std::nullopt);
 /// "a string", "an array", … for error messages.
-std::string_view json_kind_name(const boost::json::value& v);
+std::string_view json_kind_name(const boost::json::value& value);
 
 /// Chat `messages`. Assistant `tool_calls` and `reasoning`/`reasoning_content` are accepted;
 /// tool calls are rendered as Qwen's `<tool_call>` blocks, `tool` messages as a user turn's
 /// `<tool_response>` (as Qwen3's template does).
-std::optional<ApiError> parse_chat_messages(const boost::json::value& v, std::vector<Message>& out);
+std::optional<ApiError> parse_chat_messages(const boost::json::value& messages,
+                                            std::vector<Message>& out);
 
 /// Responses `input` when it is an array of items.
-std::optional<ApiError> parse_response_input(const boost::json::value& v,
+std::optional<ApiError> parse_response_input(const boost::json::value& input,
                                              std::vector<Message>& out);
 
 /// `tools`, `tool_choice`, `parallel_tool_calls` and (Responses) `reasoning` of a request into
-/// `r`; `rendered` receives the tool definitions as the template puts them in the system prompt
-/// (empty without tools).
-std::optional<ApiError> parse_tools(Endpoint ep, const boost::json::object& o, GenRequest& r,
-                                    std::string& rendered);
+/// `request`; `rendered` receives the tool definitions as the template puts them in the system
+/// prompt (empty without tools).
+std::optional<ApiError> parse_tools(Endpoint ep, const boost::json::object& object,
+                                    GenRequest& request, std::string& rendered);
 
 /// Puts the rendered tool definitions into the system message (first one, or a new one).
 void add_tools_to_prompt(std::vector<Message>& msgs, const std::string& rendered);
@@ -49,6 +50,6 @@ std::string render_tool_call(std::string_view name, std::string_view arguments);
 
 /// JSON text as Python's json.dumps writes it (`{"a": 1, "b": [1, 2]}`), as vLLM's tool parsers
 /// write tool-call arguments.
-std::string python_json(const boost::json::value& v);
+std::string python_json(const boost::json::value& value);
 
 }  // namespace llmux::sim

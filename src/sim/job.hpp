@@ -41,10 +41,10 @@ struct Job {
 
   void notify() { wake.cancel(); }
   std::string text() const {
-    std::string t;
-    t.reserve(words.size() * 4);
-    for (auto w : words) t += vocab_piece(w);
-    return t;
+    std::string result;
+    result.reserve(words.size() * 4);
+    for (auto w : words) result += vocab_piece(w);
+    return result;
   }
 };
 

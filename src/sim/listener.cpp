@@ -63,9 +63,9 @@ void Listener::refuse() {
   if (acceptor_) acceptor_->close(ec);
   acceptor_.reset();
   std::size_t closed = 0;
-  for (Conn* c : *conns_) {
-    if (c->idle && !c->admin) {
-      c->stream.cancel();  // the session's header read ends: it closes the connection
+  for (Conn* connection : *conns_) {
+    if (connection->idle && !connection->admin) {
+      connection->stream.cancel();  // the session's header read ends: it closes the connection
       ++closed;
     }
   }
@@ -81,9 +81,9 @@ boost::system::error_code Listener::resume() {
   return {};
 }
 
-Listener::Tracked Listener::track(Conn& c) {
-  conns_->insert(&c);
-  return Tracked(conns_, &c);
+Listener::Tracked Listener::track(Conn& connection) {
+  conns_->insert(&connection);
+  return Tracked(conns_, &connection);
 }
 
 Listener::Tracked::~Tracked() {

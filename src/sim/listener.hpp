@@ -50,11 +50,12 @@ class Listener {
 
    private:
     friend class Listener;
-    Tracked(std::weak_ptr<std::unordered_set<Conn*>> set, Conn* c) : set_(std::move(set)), c_(c) {}
+    Tracked(std::weak_ptr<std::unordered_set<Conn*>> set, Conn* connection)
+        : set_(std::move(set)), c_(connection) {}
     std::weak_ptr<std::unordered_set<Conn*>> set_;
     Conn* c_;
   };
-  [[nodiscard]] Tracked track(Conn& c);
+  [[nodiscard]] Tracked track(Conn& connection);
 
  private:
   boost::system::error_code open(const boost::asio::ip::tcp::endpoint& ep);

@@ -98,16 +98,16 @@ SimMetrics::SimMetrics(const std::string& model_name, std::int64_t max_model_len
                   .Add({});
 }
 
-void SimMetrics::sync(const EngineStats& s) {
-  running_->Set(s.running);
-  waiting_->Set(s.waiting);
-  kv_usage_->Set(s.kv_usage());
-  prompt_tokens_->Increment(static_cast<double>(s.prompt_tokens - last_.prompt_tokens));
-  gen_tokens_->Increment(static_cast<double>(s.generation_tokens - last_.generation_tokens));
-  preemptions_->Increment(static_cast<double>(s.preemptions - last_.preemptions));
-  prefix_queries_->Increment(static_cast<double>(s.prefix_queries - last_.prefix_queries));
-  prefix_hits_->Increment(static_cast<double>(s.prefix_hits - last_.prefix_hits));
-  last_ = s;
+void SimMetrics::sync(const EngineStats& stats) {
+  running_->Set(stats.running);
+  waiting_->Set(stats.waiting);
+  kv_usage_->Set(stats.kv_usage());
+  prompt_tokens_->Increment(static_cast<double>(stats.prompt_tokens - last_.prompt_tokens));
+  gen_tokens_->Increment(static_cast<double>(stats.generation_tokens - last_.generation_tokens));
+  preemptions_->Increment(static_cast<double>(stats.preemptions - last_.preemptions));
+  prefix_queries_->Increment(static_cast<double>(stats.prefix_queries - last_.prefix_queries));
+  prefix_hits_->Increment(static_cast<double>(stats.prefix_hits - last_.prefix_hits));
+  last_ = stats;
 }
 
 void SimMetrics::request_done(const std::string& finished_reason, double e2e, double queue,

@@ -20,7 +20,7 @@ class SimMetrics {
   SimMetrics(const std::string& model_name, std::int64_t max_model_len);
 
   /// Mirrors the engine's gauges and counters (counters advance by their deltas).
-  void sync(const EngineStats& s);
+  void sync(const EngineStats& stats);
   /// One finished request (times in wall-clock seconds).
   void request_done(const std::string& finished_reason, double e2e, double queue, double prefill,
                     double decode, std::int64_t prompt_tokens, std::int64_t generation_tokens);

@@ -55,13 +55,13 @@ struct FaultsError {
 std::variant<RuntimeFaults, FaultsError> parse_runtime_faults(std::string_view body);
 
 /// The set as JSON: only the fields that are set (hang and refuse_new only when true), so that
-/// parse_runtime_faults(serialize(runtime_faults_json(f))) gives `f` back.
-boost::json::object runtime_faults_json(const RuntimeFaults& f);
+/// parse_runtime_faults(serialize(runtime_faults_json(faults))) gives `faults` back.
+boost::json::object runtime_faults_json(const RuntimeFaults& faults);
 
 /// Applies the runtime set on top of the faults the flags drew, kind by kind: a kind the set
 /// names (errors, close, stall, latency, malformed) replaces the flags' draw of that kind (so
 /// `"error_rate": 0` turns the flags' errors off); a kind it leaves out keeps the flags'. Each
 /// rate is a draw from `rng`.
-void apply_runtime_faults(RequestFaults& f, const RuntimeFaults& rt, std::mt19937_64& rng);
+void apply_runtime_faults(RequestFaults& faults, const RuntimeFaults& rt, std::mt19937_64& rng);
 
 }  // namespace llmux::sim

@@ -21,91 +21,92 @@ namespace json = boost::json;
 namespace {
 
 // A YAML node as JSON: quoted scalars are strings, plain ones typed as YAML 1.2's core schema.
-json::value to_json(const YAML::Node& n) {
-  switch (n.Type()) {
+json::value to_json(const YAML::Node& node) {
+  switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
       return nullptr;
     case YAML::NodeType::Sequence: {
-      json::array a;
-      for (const auto& x : n) a.push_back(to_json(x));
-      return a;
+      json::array items;
+      for (const auto& item : node) items.push_back(to_json(item));
+      return items;
     }
     case YAML::NodeType::Map: {
-      json::object o;
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = to_json(kv.second);
-      return o;
+      json::object mapping;
+      for (const auto& kv : node) mapping[kv.first.as<std::string>()] = to_json(kv.second);
+      return mapping;
     }
     case YAML::NodeType::Scalar:
       break;
   }
-  const std::string s = n.Scalar();
-  if (n.Tag() == "!") return json::string(s);  // quoted
-  if (s == "null" || s == "~" || s.empty()) return nullptr;
-  if (s == "true") return true;
-  if (s == "false") return false;
+  const std::string scalar = node.Scalar();
+  if (node.Tag() == "!") return json::string(scalar);  // quoted
+  if (scalar == "null" || scalar == "~" || scalar.empty()) return nullptr;
+  if (scalar == "true") return true;
+  if (scalar == "false") return false;
   std::int64_t i = 0;
-  if (auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
-      ec == std::errc() && p == s.data() + s.size())
+  if (auto [p, ec] = std::from_chars(scalar.data(), scalar.data() + scalar.size(), i);
+      ec == std::errc() && p == scalar.data() + scalar.size())
     return i;
   double d = 0;
-  if (auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
-      ec == std::errc() && p == s.data() + s.size())
+  if (auto [p, ec] = std::from_chars(scalar.data(), scalar.data() + scalar.size(), d);
+      ec == std::errc() && p == scalar.data() + scalar.size())
     return d;
-  return json::string(s);
+  return json::string(scalar);
 }
 
-std::string text_field(const json::object& o, std::string_view key, std::size_t turn) {
-  auto it = o.find(key);
-  if (it == o.end() || it->value().is_null()) return {};
+std::string text_field(const json::object& fields, std::string_view key, std::size_t turn) {
+  auto it = fields.find(key);
+  if (it == fields.end() || it->value().is_null()) return {};
   if (!it->value().is_string())
     throw std::invalid_argument(fmt::format("turn {}: '{}' must be a string", turn + 1, key));
   return std::string(it->value().get_string());
 }
 
-ScriptTurn parse_turn(const json::value& v, std::size_t i) {
-  if (!v.is_object()) throw std::invalid_argument(fmt::format("turn {}: not a mapping", i + 1));
-  const auto& o = v.get_object();
-  for (const auto& kv : o) {
-    const std::string_view k = kv.key();
-    if (k != "match" && k != "reasoning" && k != "text" && k != "tool_calls")
+ScriptTurn parse_turn(const json::value& entry, std::size_t i) {
+  if (!entry.is_object()) throw std::invalid_argument(fmt::format("turn {}: not a mapping", i + 1));
+  const auto& fields = entry.get_object();
+  for (const auto& kv : fields) {
+    const std::string_view key = kv.key();
+    if (key != "match" && key != "reasoning" && key != "text" && key != "tool_calls")
       throw std::invalid_argument(fmt::format(
-          "turn {}: unknown field '{}' (expected match, reasoning, text, tool_calls)", i + 1, k));
+          "turn {}: unknown field '{}' (expected match, reasoning, text, tool_calls)", i + 1, key));
   }
-  ScriptTurn t;
-  if (o.contains("match")) t.match = text_field(o, "match", i);
-  t.reasoning = text_field(o, "reasoning", i);
-  t.text = text_field(o, "text", i);
-  if (auto it = o.find("tool_calls"); it != o.end() && !it->value().is_null()) {
+  ScriptTurn turn;
+  if (fields.contains("match")) turn.match = text_field(fields, "match", i);
+  turn.reasoning = text_field(fields, "reasoning", i);
+  turn.text = text_field(fields, "text", i);
+  if (auto it = fields.find("tool_calls"); it != fields.end() && !it->value().is_null()) {
     if (!it->value().is_array())
       throw std::invalid_argument(fmt::format("turn {}: 'tool_calls' must be a list", i + 1));
     std::size_t k = 0;
-    for (const auto& c : it->value().get_array()) {
-      const json::object* co = c.is_object() ? &c.get_object() : nullptr;
+    for (const auto& call : it->value().get_array()) {
+      const json::object* co = call.is_object() ? &call.get_object() : nullptr;
       auto name = co ? co->find("name") : nullptr;
       if (!co || name == co->end() || !name->value().is_string() ||
           name->value().get_string().empty())
         throw std::invalid_argument(
             fmt::format("turn {}: tool_calls[{}] needs a 'name'", i + 1, k));
       std::string args = "{}";
-      if (auto a = co->find("arguments"); a != co->end() && !a->value().is_null()) {
-        if (a->value().is_string()) {
-          args = std::string(a->value().get_string());
-        } else if (a->value().is_object()) {
-          args = python_json(a->value());
+      if (auto arguments = co->find("arguments");
+          arguments != co->end() && !arguments->value().is_null()) {
+        if (arguments->value().is_string()) {
+          args = std::string(arguments->value().get_string());
+        } else if (arguments->value().is_object()) {
+          args = python_json(arguments->value());
         } else {
           throw std::invalid_argument(fmt::format(
               "turn {}: tool_calls[{}].arguments must be a mapping or a string", i + 1, k));
         }
       }
-      t.calls.emplace_back(std::string(name->value().get_string()), std::move(args));
+      turn.calls.emplace_back(std::string(name->value().get_string()), std::move(args));
       ++k;
     }
   }
-  if (t.reasoning.empty() && t.text.empty() && t.calls.empty())
+  if (turn.reasoning.empty() && turn.text.empty() && turn.calls.empty())
     throw std::invalid_argument(
         fmt::format("turn {}: says nothing (give reasoning, text or tool_calls)", i + 1));
-  return t;
+  return turn;
 }
 
 }  // namespace
@@ -114,17 +115,17 @@ Script parse_script(std::string_view text) {
   json::value doc;
   try {
     doc = to_json(YAML::Load(std::string(text)));
-  } catch (const YAML::Exception& e) {
-    throw std::invalid_argument(fmt::format("not JSON or YAML: {}", e.what()));
+  } catch (const YAML::Exception& error) {
+    throw std::invalid_argument(fmt::format("not JSON or YAML: {}", error.what()));
   }
   if (doc.is_object() && doc.get_object().contains("turns")) doc = doc.get_object().at("turns");
   if (!doc.is_array())
     throw std::invalid_argument("a script is a list of turns (or a mapping with 'turns')");
-  Script s;
+  Script script;
   for (std::size_t i = 0; i < doc.get_array().size(); ++i)
-    s.turns.push_back(parse_turn(doc.get_array()[i], i));
-  if (s.turns.empty()) throw std::invalid_argument("the script has no turns");
-  return s;
+    script.turns.push_back(parse_turn(doc.get_array()[i], i));
+  if (script.turns.empty()) throw std::invalid_argument("the script has no turns");
+  return script;
 }
 
 Script load_script(const std::string& path) {
@@ -137,61 +138,61 @@ Script load_script(const std::string& path) {
 
 const ScriptTurn* ScriptPlayer::pick(std::string_view last_input) {
   const auto& turns = script_->turns;
-  for (const auto& t : turns) {
-    if (t.match && last_input.find(*t.match) != std::string_view::npos) return &t;
+  for (const auto& turn : turns) {
+    if (turn.match && last_input.find(*turn.match) != std::string_view::npos) return &turn;
   }
   for (std::size_t k = 0; k < turns.size(); ++k) {
-    const ScriptTurn& t = turns[(next_ + k) % turns.size()];
-    if (t.match) continue;
+    const ScriptTurn& turn = turns[(next_ + k) % turns.size()];
+    if (turn.match) continue;
     next_ = (next_ + k + 1) % turns.size();
-    return &t;
+    return &turn;
   }
   return nullptr;
 }
 
 json::value schema_example(const json::value& schema, int depth) {
   if (!schema.is_object() || depth > 16) return nullptr;
-  const auto& s = schema.get_object();
-  if (auto it = s.find("const"); it != s.end()) return it->value();
-  if (auto it = s.find("enum");
-      it != s.end() && it->value().is_array() && !it->value().get_array().empty())
+  const auto& fields = schema.get_object();
+  if (auto it = fields.find("const"); it != fields.end()) return it->value();
+  if (auto it = fields.find("enum");
+      it != fields.end() && it->value().is_array() && !it->value().get_array().empty())
     return it->value().get_array()[0];
   for (const char* alt : {"anyOf", "oneOf", "allOf"}) {
-    if (auto it = s.find(alt);
-        it != s.end() && it->value().is_array() && !it->value().get_array().empty())
+    if (auto it = fields.find(alt);
+        it != fields.end() && it->value().is_array() && !it->value().get_array().empty())
       return schema_example(it->value().get_array()[0], depth + 1);
   }
   std::string type;
-  if (auto it = s.find("type"); it != s.end()) {
+  if (auto it = fields.find("type"); it != fields.end()) {
     if (it->value().is_string()) {
       type = it->value().get_string();
     } else if (it->value().is_array()) {
-      for (const auto& t : it->value().get_array())
-        if (t.is_string() && t.get_string() != "null") {
-          type = t.get_string();
+      for (const auto& entry : it->value().get_array())
+        if (entry.is_string() && entry.get_string() != "null") {
+          type = entry.get_string();
           break;
         }
     }
   }
-  if (type.empty()) type = s.contains("properties") ? "object" : "string";
-  auto num = [&](std::string_view k) -> std::optional<double> {
-    auto it = s.find(k);
-    if (it == s.end() || !it->value().is_number()) return std::nullopt;
+  if (type.empty()) type = fields.contains("properties") ? "object" : "string";
+  auto num = [&](std::string_view key) -> std::optional<double> {
+    auto it = fields.find(key);
+    if (it == fields.end() || !it->value().is_number()) return std::nullopt;
     return it->value().to_number<double>();
   };
   if (type == "object") {
     json::object out;
-    auto props = s.find("properties");
-    auto req = s.find("required");
-    if (req != s.end() && req->value().is_array()) {
-      for (const auto& r : req->value().get_array()) {
-        if (!r.is_string()) continue;
+    auto props = fields.find("properties");
+    auto req = fields.find("required");
+    if (req != fields.end() && req->value().is_array()) {
+      for (const auto& required : req->value().get_array()) {
+        if (!required.is_string()) continue;
         const json::value* ps = nullptr;
-        if (props != s.end() && props->value().is_object()) {
-          auto p = props->value().get_object().find(r.get_string());
-          if (p != props->value().get_object().end()) ps = &p->value();
+        if (props != fields.end() && props->value().is_object()) {
+          auto property = props->value().get_object().find(required.get_string());
+          if (property != props->value().get_object().end()) ps = &property->value();
         }
-        out[r.get_string()] = ps ? schema_example(*ps, depth + 1) : json::value("value");
+        out[required.get_string()] = ps ? schema_example(*ps, depth + 1) : json::value("value");
       }
     }
     return out;
@@ -199,10 +200,10 @@ json::value schema_example(const json::value& schema, int depth) {
   if (type == "array") {
     json::array out;
     const auto n = static_cast<std::size_t>(num("minItems").value_or(0));
-    auto items = s.find("items");
+    auto items = fields.find("items");
     for (std::size_t i = 0; i < n && i < 64; ++i)
-      out.push_back(items != s.end() ? schema_example(items->value(), depth + 1)
-                                     : json::value("value"));
+      out.push_back(items != fields.end() ? schema_example(items->value(), depth + 1)
+                                          : json::value("value"));
     return out;
   }
   if (type == "integer" || type == "number") {
@@ -215,11 +216,12 @@ json::value schema_example(const json::value& schema, int depth) {
   }
   if (type == "boolean") return true;
   if (type == "null") return nullptr;
-  std::string v = "value";
-  if (auto lo = num("minLength"); lo && v.size() < *lo)
-    v.append(static_cast<std::size_t>(*lo) - v.size(), 'x');
-  if (auto hi = num("maxLength"); hi && v.size() > *hi) v.resize(static_cast<std::size_t>(*hi));
-  return json::string(v);
+  std::string text = "value";
+  if (auto lo = num("minLength"); lo && text.size() < *lo)
+    text.append(static_cast<std::size_t>(*lo) - text.size(), 'x');
+  if (auto hi = num("maxLength"); hi && text.size() > *hi)
+    text.resize(static_cast<std::size_t>(*hi));
+  return json::string(text);
 }
 
 std::optional<std::pair<std::string, std::string>> statistical_call(const GenRequest& req,
@@ -232,15 +234,16 @@ std::optional<std::pair<std::string, std::string>> statistical_call(const GenReq
   if (req.tool_choice.is_object()) {
     const auto& tc = req.tool_choice.get_object();
     std::string_view want;
-    if (auto n = tc.find("name"); n != tc.end() && n->value().is_string())
-      want = n->value().get_string();
-    if (auto f = tc.find("function"); f != tc.end() && f->value().is_object()) {
-      auto n = f->value().get_object().find("name");
-      if (n != f->value().get_object().end() && n->value().is_string())
-        want = n->value().get_string();
+    if (auto name = tc.find("name"); name != tc.end() && name->value().is_string())
+      want = name->value().get_string();
+    if (auto function = tc.find("function");
+        function != tc.end() && function->value().is_object()) {
+      auto name = function->value().get_object().find("name");
+      if (name != function->value().get_object().end() && name->value().is_string())
+        want = name->value().get_string();
     }
-    for (const auto& t : req.function_tools)
-      if (t.name == want) tool = &t;
+    for (const auto& candidate : req.function_tools)
+      if (candidate.name == want) tool = &candidate;
   }
   json::value schema = tool->parameters;
   if (schema.is_object() && !schema.get_object().contains("type"))

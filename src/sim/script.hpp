@@ -40,7 +40,7 @@ Script load_script(const std::string& path);
 /// next turn without `match` in file order (after the last, the first again); null when none.
 class ScriptPlayer {
  public:
-  explicit ScriptPlayer(std::shared_ptr<const Script> s) : script_(std::move(s)) {}
+  explicit ScriptPlayer(std::shared_ptr<const Script> script) : script_(std::move(script)) {}
   const ScriptTurn* pick(std::string_view last_input);
 
  private:

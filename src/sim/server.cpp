@@ -98,8 +98,8 @@ class Server {
 
  private:
   awaitable<void> session(tcp::socket sock) {
-    Conn c(std::move(sock));
-    const auto tracked = listener_.track(c);
+    Conn connection(std::move(sock));
+    const auto tracked = listener_.track(connection);
     for (bool answered = false;; answered = true) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(64 * 1024);
@@ -108,28 +108,33 @@ class Server {
       } else {
         parser.body_limit(boost::none);  // vLLM's server has no limit
       }
-      c.idle = true;  // refusing new connections closes it now (unless an admin one)
-      if (answered && c.buf.size() == 0 && cfg_.keep_alive_timeout_s > 0) {
+      connection.idle = true;  // refusing new connections closes it now (unless an admin one)
+      if (answered && connection.buf.size() == 0 && cfg_.keep_alive_timeout_s > 0) {
         // uvicorn's keep-alive timeout: after a response, the next request's first bytes must
         // come within it, or the connection is closed (silently, as uvicorn does).
-        c.stream.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            std::chrono::duration<double>(cfg_.keep_alive_timeout_s)));
-        auto [ec, n] = co_await c.stream.async_read_some(c.buf.prepare(4096), use_tuple);
+        connection.stream.expires_after(
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                std::chrono::duration<double>(cfg_.keep_alive_timeout_s)));
+        auto [ec, n] =
+            co_await connection.stream.async_read_some(connection.buf.prepare(4096), use_tuple);
         if (ec) break;
-        c.buf.commit(n);
+        connection.buf.commit(n);
       }
-      c.stream.expires_after(std::chrono::seconds(600));
-      auto [ec, n] = co_await http::async_read_header(c.stream, c.buf, parser, use_tuple);
-      c.idle = false;
+      connection.stream.expires_after(std::chrono::seconds(600));
+      auto [ec, n] =
+          co_await http::async_read_header(connection.stream, connection.buf, parser, use_tuple);
+      connection.idle = false;
       // Only an HTTP/1.1 client waits for `100 Continue` (RFC 9110 §10.1.1), and only while the
       // body is still to come.
       if (!ec && parser.get().version() >= 11 && !parser.is_done() &&
           beast::iequals(parser.get()[http::field::expect], "100-continue")) {
-        co_await net::async_write(
-            c.sock(), net::buffer(std::string_view("HTTP/1.1 100 Continue\r\n\r\n")), use_tuple);
+        co_await net::async_write(connection.sock(),
+                                  net::buffer(std::string_view("HTTP/1.1 100 Continue\r\n\r\n")),
+                                  use_tuple);
       }
       if (!ec && !parser.is_done()) {
-        std::tie(ec, n) = co_await http::async_read(c.stream, c.buf, parser, use_tuple);
+        std::tie(ec, n) =
+            co_await http::async_read(connection.stream, connection.buf, parser, use_tuple);
       }
       if (ec) {
         if (ec == http::error::end_of_stream || ec == net::error::eof ||
@@ -139,30 +144,30 @@ class Server {
         int status = 400;
         if (ec == http::error::body_limit) status = 413;
         if (ec == http::error::header_limit) status = 431;
-        c.stream.expires_after(std::chrono::seconds(5));
-        co_await write_error(c, status, fmt::format("malformed HTTP request: {}", ec.message()),
-                             false);
+        connection.stream.expires_after(std::chrono::seconds(5));
+        co_await write_error(connection, status,
+                             fmt::format("malformed HTTP request: {}", ec.message()), false);
         // The request was not read to its end: closing now, with the client's bytes unread,
         // would reset the connection and the client would never read this answer.
-        c.stream.expires_never();
-        co_await ::llmux::http::lingering_close(c.sock());
+        connection.stream.expires_never();
+        co_await ::llmux::http::lingering_close(connection.sock());
         co_return;
       }
-      c.stream.expires_never();
+      connection.stream.expires_never();
       Request req = parser.release();
-      c.keep_alive = req.keep_alive();
+      connection.keep_alive = req.keep_alive();
       const std::string_view target = req.target();
       if (target.substr(0, target.find('?')) != kAdminFaultsPath) {
         // A hung simulator reads requests but answers none (but /admin/faults, to undo it).
-        if (control_.hung() && !co_await control_.hold_while_hung(c)) break;
-        if (listener_.refusing() && !c.admin) c.keep_alive = false;
+        if (control_.hung() && !co_await control_.hold_while_hung(connection)) break;
+        if (listener_.refusing() && !connection.admin) connection.keep_alive = false;
       }
-      co_await dispatcher_.dispatch(c, req);
-      if (!c.keep_alive || (listener_.refusing() && !c.admin)) break;
+      co_await dispatcher_.dispatch(connection, req);
+      if (!connection.keep_alive || (listener_.refusing() && !connection.admin)) break;
     }
     boost::system::error_code ignored;
-    c.sock().shutdown(tcp::socket::shutdown_send, ignored);
-    c.sock().close(ignored);
+    connection.sock().shutdown(tcp::socket::shutdown_send, ignored);
+    connection.sock().close(ignored);
   }
 
   SimConfig cfg_;
@@ -179,8 +184,8 @@ class Server {
 }  // namespace
 
 int run_server(SimConfig cfg) {
-  Server s(std::move(cfg));
-  return s.run();
+  Server server(std::move(cfg));
+  return server.run();
 }
 
 }  // namespace llmux::sim

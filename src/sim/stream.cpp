@@ -28,7 +28,7 @@ std::string chunk_frame(std::string_view data) {
   return fmt::format("{:x}\r\n{}\r\n", data.size(), data);
 }
 
-/// The most a watch reads at once: bytes of a pipelined next request, kept in c.buf.
+/// The most a watch reads at once: bytes of a pipelined next request, kept in connection.buf.
 constexpr std::size_t kStreamWatchRead = 4096;
 
 awaitable<void> wait_finished(std::shared_ptr<Job> job) {
@@ -38,7 +38,7 @@ awaitable<void> wait_finished(std::shared_ptr<Job> job) {
   }
 }
 
-awaitable<void> stream_writer(Conn& c, std::shared_ptr<Job> job, bool chunked) {
+awaitable<void> stream_writer(Conn& connection, std::shared_ptr<Job> job, bool chunked) {
   Timing& tm = *job->timing;
   std::string wire;
   for (;;) {
@@ -55,14 +55,14 @@ awaitable<void> stream_writer(Conn& c, std::shared_ptr<Job> job, bool chunked) {
         tm.token_ns.push_back(now);
         if (job->stamped == 0) tm.first_token_ns = now;
       }
-      auto [ec, n] = co_await net::async_write(c.sock(), net::buffer(wire), use_tuple);
+      auto [ec, n] = co_await net::async_write(connection.sock(), net::buffer(wire), use_tuple);
       if (ec) co_return;
       continue;
     }
     if (job->finished) {
       if (chunked) {
         auto [ec, n] = co_await net::async_write(
-            c.sock(), net::buffer(std::string_view("0\r\n\r\n")), use_tuple);
+            connection.sock(), net::buffer(std::string_view("0\r\n\r\n")), use_tuple);
         if (ec) co_return;
       }
       tm.end_ns = mono_ns();
@@ -70,7 +70,8 @@ awaitable<void> stream_writer(Conn& c, std::shared_ptr<Job> job, bool chunked) {
     }
     if (job->fault_close || job->aborted) co_return;
     if (job->stalled) {
-      net::steady_timer forever(c.sock().get_executor(), net::steady_timer::time_point::max());
+      net::steady_timer forever(connection.sock().get_executor(),
+                                net::steady_timer::time_point::max());
       co_await forever.async_wait(use_tuple);
       co_return;
     }
@@ -81,32 +82,33 @@ awaitable<void> stream_writer(Conn& c, std::shared_ptr<Job> job, bool chunked) {
 
 }  // namespace
 
-awaitable<void> plain_response(Conn& c, Request& req, std::shared_ptr<Job> job,
+awaitable<void> plain_response(Conn& connection, Request& req, std::shared_ptr<Job> job,
                                EngineDriver& driver) {
   // Watch the client while the job runs: when it leaves, vLLM aborts the request. Bytes of a
-  // pipelined next request stay in c.buf and end the watch, not the wait.
+  // pipelined next request stay in connection.buf and end the watch, not the wait.
   ::llmux::http::PeerWatch watch;
-  watch.start(c.sock(), c.buf, kStreamWatchRead);
+  watch.start(connection.sock(), connection.buf, kStreamWatchRead);
   auto which = co_await (wait_finished(job) || watch.until_gone());
   if (which.index() == 0 && !job->fault_close && job->stalled) {
     // Never answered: the connection is held until the client leaves (reading on after
     // pipelined bytes), and the job is not dropped.
-    c.keep_alive = false;
-    if (!watch.active() && !watch.gone()) watch.start(c.sock(), c.buf, kStreamWatchRead);
+    connection.keep_alive = false;
+    if (!watch.active() && !watch.gone())
+      watch.start(connection.sock(), connection.buf, kStreamWatchRead);
     co_await watch.until_gone();
   }
-  co_await watch.stop(c.sock());
+  co_await watch.stop(connection.sock());
   if (which.index() == 1) {  // the client left: vLLM aborts the request
     driver.drop(*job, "client_gone");
-    c.keep_alive = false;
+    connection.keep_alive = false;
     co_return;
   }
   if (job->fault_close || job->stalled) {
-    c.keep_alive = false;
+    connection.keep_alive = false;
     co_return;
   }
   if (job->aborted) {
-    co_return co_await write_error(c, 500, "The request was cancelled.", true, &req);
+    co_return co_await write_error(connection, 500, "The request was cancelled.", true, &req);
   }
   std::optional<TurnOutput> turn;
   if (job->plan) turn = job->plan->emitted(static_cast<std::size_t>(job->emitted));
@@ -126,11 +128,11 @@ awaitable<void> plain_response(Conn& c, Request& req, std::shared_ptr<Job> job,
       break;
   }
   malform_body(body, job->faults.malformed);
-  co_await write_json(c, 200, std::move(body), &req);
+  co_await write_json(connection, 200, std::move(body), &req);
   job->timing->end_ns = mono_ns();
 }
 
-awaitable<void> stream_response(Conn& c, Request& req, std::shared_ptr<Job> job,
+awaitable<void> stream_response(Conn& connection, Request& req, std::shared_ptr<Job> job,
                                 EngineDriver& driver) {
   const bool chunked = req.version() >= 11;
   http::response<http::empty_body> res{http::status::ok, req.version()};
@@ -140,26 +142,26 @@ awaitable<void> stream_response(Conn& c, Request& req, std::shared_ptr<Job> job,
   if (chunked) {
     res.chunked(true);
   } else {
-    c.keep_alive = false;
+    connection.keep_alive = false;
   }
-  res.keep_alive(c.keep_alive);
+  res.keep_alive(connection.keep_alive);
   http::response_serializer<http::empty_body> sr{res};
   append_opening_frames(*job);
-  auto [ec, n] = co_await http::async_write_header(c.stream, sr, use_tuple);
+  auto [ec, n] = co_await http::async_write_header(connection.stream, sr, use_tuple);
   if (ec) {
     driver.drop(*job, "client_gone");
-    c.keep_alive = false;
+    connection.keep_alive = false;
     co_return;
   }
   ::llmux::http::PeerWatch watch;
-  watch.start(c.sock(), c.buf, kStreamWatchRead);
-  auto which = co_await (stream_writer(c, job, chunked) || watch.until_gone());
-  co_await watch.stop(c.sock());
+  watch.start(connection.sock(), connection.buf, kStreamWatchRead);
+  auto which = co_await (stream_writer(connection, job, chunked) || watch.until_gone());
+  co_await watch.stop(connection.sock());
   if (!job->finished) {
     // Client gone, write error, or a fault: stop generating now.
     if (job->in_engine || driver.tracks(job->seq))
       driver.drop(*job, which.index() == 1 ? "client_gone" : job->timing->outcome);
-    c.keep_alive = false;
+    connection.keep_alive = false;
   }
 }
 

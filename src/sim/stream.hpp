@@ -15,13 +15,13 @@ namespace llmux::sim {
 
 /// Waits for the job to finish, then writes its JSON body. Handles faults and a client that
 /// leaves first.
-boost::asio::awaitable<void> plain_response(Conn& c, Request& req, std::shared_ptr<Job> job,
-                                            EngineDriver& driver);
+boost::asio::awaitable<void> plain_response(Conn& connection, Request& req,
+                                            std::shared_ptr<Job> job, EngineDriver& driver);
 
 /// Writes the SSE header and opening frames, then each frame as it comes (chunked on HTTP/1.1,
 /// until close on HTTP/1.0). Stops generating when the client leaves, a write fails or a fault
 /// ends the stream.
-boost::asio::awaitable<void> stream_response(Conn& c, Request& req, std::shared_ptr<Job> job,
-                                             EngineDriver& driver);
+boost::asio::awaitable<void> stream_response(Conn& connection, Request& req,
+                                             std::shared_ptr<Job> job, EngineDriver& driver);
 
 }  // namespace llmux::sim

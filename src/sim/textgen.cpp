@@ -83,38 +83,38 @@ OutputLenDist OutputLenDist::parse(std::string_view text) {
     if (pos == std::string_view::npos) break;
     start = pos + 1;
   }
-  auto num = [&](const std::string& s) {
+  auto num = [&](const std::string& part) {
     try {
       std::size_t used = 0;
-      double v = std::stod(s, &used);
-      if (used != s.size() || !std::isfinite(v)) fail("'" + s + "' is not a number");
+      double v = std::stod(part, &used);
+      if (used != part.size() || !std::isfinite(v)) fail("'" + part + "' is not a number");
       return v;
     } catch (const std::logic_error&) {
-      fail("'" + s + "' is not a number");
+      fail("'" + part + "' is not a number");
     }
     return 0.0;
   };
-  OutputLenDist d;
+  OutputLenDist distribution;
   if (parts[0] == "lognormal" && parts.size() == 3) {
-    d.kind = Kind::LogNormal;
-    d.a = num(parts[1]);
-    d.b = num(parts[2]);
-    if (d.a < 1 || d.b < 0) fail("median must be >= 1 and sigma >= 0");
+    distribution.kind = Kind::LogNormal;
+    distribution.a = num(parts[1]);
+    distribution.b = num(parts[2]);
+    if (distribution.a < 1 || distribution.b < 0) fail("median must be >= 1 and sigma >= 0");
   } else if (parts[0] == "uniform" && parts.size() == 3) {
-    d.kind = Kind::Uniform;
-    d.a = num(parts[1]);
-    d.b = num(parts[2]);
-    if (d.a < 1 || d.b < d.a) fail("need 1 <= MIN <= MAX");
+    distribution.kind = Kind::Uniform;
+    distribution.a = num(parts[1]);
+    distribution.b = num(parts[2]);
+    if (distribution.a < 1 || distribution.b < distribution.a) fail("need 1 <= MIN <= MAX");
   } else if (parts[0] == "fixed" && parts.size() == 2) {
-    d.kind = Kind::Fixed;
-    d.a = num(parts[1]);
-    if (d.a < 1) fail("N must be >= 1");
+    distribution.kind = Kind::Fixed;
+    distribution.a = num(parts[1]);
+    if (distribution.a < 1) fail("N must be >= 1");
   } else {
     fail("unknown form");
   }
-  d.floor = 1;
-  if (d.kind == Kind::LogNormal) d.floor = 16;
-  return d;
+  distribution.floor = 1;
+  if (distribution.kind == Kind::LogNormal) distribution.floor = 16;
+  return distribution;
 }
 
 std::string OutputLenDist::to_string() const {

@@ -7,31 +7,31 @@ namespace llmux::sim {
 
 namespace json = boost::json;
 
-json::object timing_json(const Timing& t) {
-  json::object o;
-  o["id"] = t.id;
-  o["request_id"] = t.request_id;
-  o["endpoint"] = t.endpoint;
-  o["stream"] = t.stream;
-  o["clock"] = "CLOCK_MONOTONIC_ns";
-  o["arrival_ns"] = t.arrival_ns;
-  o["scheduled_ns"] = t.scheduled_ns;
-  o["first_token_ns"] = t.first_token_ns;
-  o["end_ns"] = t.end_ns;
-  o["prompt_tokens"] = t.prompt_tokens;
-  o["cached_tokens"] = t.cached_tokens;
-  o["completion_tokens"] = t.completion_tokens;
-  o["finish_reason"] = t.finish_reason;
-  o["outcome"] = t.outcome;
-  o["token_ns"] = json::value_from(t.token_ns);
-  o["token_sched_ns"] = json::value_from(t.token_sched_ns);
-  return o;
+json::object timing_json(const Timing& timing) {
+  json::object object;
+  object["id"] = timing.id;
+  object["request_id"] = timing.request_id;
+  object["endpoint"] = timing.endpoint;
+  object["stream"] = timing.stream;
+  object["clock"] = "CLOCK_MONOTONIC_ns";
+  object["arrival_ns"] = timing.arrival_ns;
+  object["scheduled_ns"] = timing.scheduled_ns;
+  object["first_token_ns"] = timing.first_token_ns;
+  object["end_ns"] = timing.end_ns;
+  object["prompt_tokens"] = timing.prompt_tokens;
+  object["cached_tokens"] = timing.cached_tokens;
+  object["completion_tokens"] = timing.completion_tokens;
+  object["finish_reason"] = timing.finish_reason;
+  object["outcome"] = timing.outcome;
+  object["token_ns"] = json::value_from(timing.token_ns);
+  object["token_sched_ns"] = json::value_from(timing.token_sched_ns);
+  return object;
 }
 
-void TimingLog::remember(std::shared_ptr<Timing> t) {
-  timings_.push_back(t);
-  by_id_[t->id] = t;
-  if (!t->request_id.empty()) by_id_[t->request_id] = t;
+void TimingLog::remember(std::shared_ptr<Timing> timing) {
+  timings_.push_back(timing);
+  by_id_[timing->id] = timing;
+  if (!timing->request_id.empty()) by_id_[timing->request_id] = timing;
   while (timings_.size() > max_) {
     auto old = timings_.front();
     timings_.pop_front();

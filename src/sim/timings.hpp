@@ -28,7 +28,7 @@ struct Timing {
 };
 
 /// A record as /debug/requests serves it.
-boost::json::object timing_json(const Timing& t);
+boost::json::object timing_json(const Timing& timing);
 
 /// The last `max_records` records, by arrival, findable by response id or X-Request-Id.
 class TimingLog {
@@ -36,7 +36,7 @@ class TimingLog {
   explicit TimingLog(std::size_t max_records) : max_(max_records) {}
 
   /// Keeps a record (still filled in by its request); evicts the oldest past the cap.
-  void remember(std::shared_ptr<Timing> t);
+  void remember(std::shared_ptr<Timing> timing);
   /// The record of a response id or an X-Request-Id, or null.
   const Timing* find(std::string_view id) const;
   /// `{"object":"list","data":[...]}` with the newest `limit` records, oldest first.

@@ -16,7 +16,7 @@ namespace {
 void cut(std::string_view text, Seg seg, int call, std::vector<TurnPiece>& out) {
   std::vector<std::string_view> pieces;
   Tokenizer::pieces(text, pieces);
-  for (auto p : pieces) out.push_back(TurnPiece{seg, call, std::string(p)});
+  for (auto piece : pieces) out.push_back(TurnPiece{seg, call, std::string(piece)});
 }
 }  // namespace
 
@@ -29,7 +29,7 @@ void TurnPlan::build() {
     cut(full.calls[k].arguments, Seg::CallArgs, static_cast<int>(k), pieces);
   }
   full.reasoning_tokens = 0;
-  for (const auto& p : pieces) full.reasoning_tokens += p.seg == Seg::Reasoning;
+  for (const auto& piece : pieces) full.reasoning_tokens += piece.seg == Seg::Reasoning;
 }
 
 TurnOutput TurnPlan::emitted(std::size_t n) const {
@@ -37,23 +37,23 @@ TurnOutput TurnPlan::emitted(std::size_t n) const {
   out.reasoning_id = full.reasoning_id;
   n = std::min(n, pieces.size());
   for (std::size_t i = 0; i < n; ++i) {
-    const TurnPiece& p = pieces[i];
-    switch (p.seg) {
+    const TurnPiece& piece = pieces[i];
+    switch (piece.seg) {
       case Seg::Reasoning:
-        out.reasoning += p.text;
+        out.reasoning += piece.text;
         ++out.reasoning_tokens;
         break;
       case Seg::Text:
-        out.text += p.text;
+        out.text += piece.text;
         break;
       case Seg::CallHeader: {
-        OutputCall c = full.calls[static_cast<std::size_t>(p.call)];
-        c.arguments.clear();
-        out.calls.push_back(std::move(c));
+        OutputCall call = full.calls[static_cast<std::size_t>(piece.call)];
+        call.arguments.clear();
+        out.calls.push_back(std::move(call));
         break;
       }
       case Seg::CallArgs:
-        out.calls.back().arguments += p.text;
+        out.calls.back().arguments += piece.text;
         break;
     }
   }
@@ -61,39 +61,40 @@ TurnOutput TurnPlan::emitted(std::size_t n) const {
 }
 
 bool TurnPlan::same_item(std::size_t a, std::size_t b) const {
-  const TurnPiece& x = pieces[a];
-  const TurnPiece& y = pieces[b];
+  const TurnPiece& first = pieces[a];
+  const TurnPiece& second = pieces[b];
   auto group = [](Seg s) { return s == Seg::CallArgs ? Seg::CallHeader : s; };
-  return group(x.seg) == group(y.seg) && x.call == y.call;
+  return group(first.seg) == group(second.seg) && first.call == second.call;
 }
 
 TurnPlan make_plan(std::string reasoning, std::string text,
                    std::vector<std::pair<std::string, std::string>> calls,
                    std::string_view call_prefix, int call_hex) {
-  TurnPlan p;
-  p.full.reasoning = std::move(reasoning);
-  p.full.text = std::move(text);
-  p.full.reasoning_id = random_id("rs_");
+  TurnPlan plan;
+  plan.full.reasoning = std::move(reasoning);
+  plan.full.text = std::move(text);
+  plan.full.reasoning_id = random_id("rs_");
   for (auto& [name, args] : calls) {
-    p.full.calls.push_back(OutputCall{std::move(name), std::move(args),
-                                      random_id(call_prefix, call_hex), random_id("fc_")});
+    plan.full.calls.push_back(OutputCall{std::move(name), std::move(args),
+                                         random_id(call_prefix, call_hex), random_id("fc_")});
   }
-  p.build();
-  return p;
+  plan.build();
+  return plan;
 }
 
-json::array turn_output_items(const TurnOutput& t, std::string_view msg_id) {
+json::array turn_output_items(const TurnOutput& turn, std::string_view msg_id) {
   json::array out;
-  if (!t.reasoning.empty()) {
+  if (!turn.reasoning.empty()) {
     // serving_responses.py: summary [], content [reasoning_text], status None.
-    json::object item{{"id", t.reasoning_id}, {"summary", json::array{}}, {"type", "reasoning"}};
-    item["content"] = json::array{json::object{{"text", t.reasoning}, {"type", "reasoning_text"}}};
+    json::object item{{"id", turn.reasoning_id}, {"summary", json::array{}}, {"type", "reasoning"}};
+    item["content"] =
+        json::array{json::object{{"text", turn.reasoning}, {"type", "reasoning_text"}}};
     item["encrypted_content"] = nullptr;
     item["status"] = nullptr;
     out.push_back(std::move(item));
   }
-  if (!t.text.empty()) {
-    json::object part{{"type", "output_text"}, {"text", t.text}, {"annotations", json::array{}}};
+  if (!turn.text.empty()) {
+    json::object part{{"type", "output_text"}, {"text", turn.text}, {"annotations", json::array{}}};
     part["logprobs"] = nullptr;
     out.push_back(json::object{{"id", msg_id},
                                {"type", "message"},
@@ -101,44 +102,45 @@ json::array turn_output_items(const TurnOutput& t, std::string_view msg_id) {
                                {"status", "completed"},
                                {"content", json::array{part}}});
   }
-  for (const auto& c : t.calls) {
-    out.push_back(json::object{{"arguments", c.arguments},
-                               {"call_id", c.call_id},
-                               {"name", c.name},
+  for (const auto& call : turn.calls) {
+    out.push_back(json::object{{"arguments", call.arguments},
+                               {"call_id", call.call_id},
+                               {"name", call.name},
                                {"type", "function_call"},
-                               {"id", c.item_id},
+                               {"id", call.item_id},
                                {"status", "completed"}});
   }
   return out;
 }
 
-std::string assistant_history(const TurnOutput& t) {
-  std::string out = t.text;
-  for (const auto& c : t.calls) {
+std::string assistant_history(const TurnOutput& turn) {
+  std::string out = turn.text;
+  for (const auto& call : turn.calls) {
     if (!out.empty()) out += "\n";
-    out += render_tool_call(c.name, c.arguments);
+    out += render_tool_call(call.name, call.arguments);
   }
   return out;
 }
 
-std::string_view chat_finish_reason(const TurnOutput& t, std::string_view finish) {
-  return finish == "stop" && !t.calls.empty() ? std::string_view("tool_calls") : finish;
+std::string_view chat_finish_reason(const TurnOutput& turn, std::string_view finish) {
+  return finish == "stop" && !turn.calls.empty() ? std::string_view("tool_calls") : finish;
 }
 
-std::string chat_turn_body(const ResponseMeta& m, const TurnOutput& out, const Usage& u) {
+std::string chat_turn_body(const ResponseMeta& meta, const TurnOutput& out, const Usage& usage) {
   json::array calls;
-  for (const auto& c : out.calls) {
-    calls.push_back(
-        json::object{{"id", c.call_id},
-                     {"type", "function"},
-                     {"function", json::object{{"name", c.name}, {"arguments", c.arguments}}}});
+  for (const auto& call : out.calls) {
+    calls.push_back(json::object{
+        {"id", call.call_id},
+        {"type", "function"},
+        {"function", json::object{{"name", call.name}, {"arguments", call.arguments}}}});
   }
-  const std::string_view fr = chat_finish_reason(out, m.finish_reason);
+  const std::string_view fr = chat_finish_reason(out, meta.finish_reason);
   return fmt::format(
       R"({{"id":"{}","object":"chat.completion","created":{},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":{},"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":{},"reasoning":{}}},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}})",
-      m.id, m.created, json_quote(m.model), out.text.empty() ? "null" : json_quote(out.text),
-      json::serialize(calls), out.reasoning.empty() ? "null" : json_quote(out.reasoning),
-      fr.empty() ? "null" : fmt::format("\"{}\"", fr), usage_json(u));
+      meta.id, meta.created, json_quote(meta.model),
+      out.text.empty() ? "null" : json_quote(out.text), json::serialize(calls),
+      out.reasoning.empty() ? "null" : json_quote(out.reasoning),
+      fr.empty() ? "null" : fmt::format("\"{}\"", fr), usage_json(usage));
 }
 
 }  // namespace llmux::sim

@@ -47,12 +47,12 @@ TurnPlan make_plan(std::string reasoning, std::string text,
 
 /// The Responses output items of a turn: a reasoning item (content `reasoning_text`), a message
 /// (when there is text, with id `msg_id`) and one function_call item per call.
-boost::json::array turn_output_items(const TurnOutput& t, std::string_view msg_id);
+boost::json::array turn_output_items(const TurnOutput& turn, std::string_view msg_id);
 
 /// The turn as the next request's history holds it (text, then each call as `<tool_call>`).
-std::string assistant_history(const TurnOutput& t);
+std::string assistant_history(const TurnOutput& turn);
 
 /// Chat's finish reason for a turn: `tool_calls` when it stopped after calling tools.
-std::string_view chat_finish_reason(const TurnOutput& t, std::string_view finish);
+std::string_view chat_finish_reason(const TurnOutput& turn, std::string_view finish);
 
 }  // namespace llmux::sim

@@ -15,25 +15,25 @@ namespace json = boost::json;
 // ({index, function: {arguments}}); the qwen3 reasoning parser puts thinking in `reasoning`.
 void chat_token(Job& job, int index, bool last) {
   const TurnPlan& plan = *job.plan;
-  const TurnPiece& p = plan.pieces[static_cast<std::size_t>(index)];
+  const TurnPiece& piece = plan.pieces[static_cast<std::size_t>(index)];
   std::string delta;
-  switch (p.seg) {
+  switch (piece.seg) {
     case Seg::Reasoning:
-      delta = fmt::format(R"({{"reasoning":{}}})", json_quote(p.text));
+      delta = fmt::format(R"({{"reasoning":{}}})", json_quote(piece.text));
       break;
     case Seg::Text:
-      delta = fmt::format(R"({{"content":{}}})", json_quote(p.text));
+      delta = fmt::format(R"({{"content":{}}})", json_quote(piece.text));
       break;
     case Seg::CallHeader: {
-      const OutputCall& c = plan.full.calls[static_cast<std::size_t>(p.call)];
+      const OutputCall& call = plan.full.calls[static_cast<std::size_t>(piece.call)];
       delta = fmt::format(
           R"({{"tool_calls":[{{"id":"{}","type":"function","index":{},"function":{{"name":{},"arguments":""}}}}]}})",
-          c.call_id, p.call, json_quote(c.name));
+          call.call_id, piece.call, json_quote(call.name));
       break;
     }
     case Seg::CallArgs:
       delta = fmt::format(R"({{"tool_calls":[{{"index":{},"function":{{"arguments":{}}}}}]}})",
-                          p.call, json_quote(p.text));
+                          piece.call, json_quote(piece.text));
       break;
   }
   std::string_view fr;
@@ -59,17 +59,17 @@ json::object reasoning_item(const std::string& id, const std::string* text) {
   return item;
 }
 
-json::object call_item(const OutputCall& c, std::string_view status) {
-  return json::object{{"arguments", c.arguments}, {"call_id", c.call_id}, {"name", c.name},
-                      {"type", "function_call"},  {"id", c.item_id},      {"status", status}};
+json::object call_item(const OutputCall& call, std::string_view status) {
+  return json::object{{"arguments", call.arguments}, {"call_id", call.call_id}, {"name", call.name},
+                      {"type", "function_call"},     {"id", call.item_id},      {"status", status}};
 }
 
 // Responses (vLLM's simple_streaming_events.py): output_item.added when an item starts, its
 // deltas, and its done events when the next item starts or the turn ends.
-void open_item(Job& job, const TurnPiece& p) {
+void open_item(Job& job, const TurnPiece& piece) {
   const TurnPlan& plan = *job.plan;
   const int oi = ++job.turn_output_index;
-  switch (p.seg) {
+  switch (piece.seg) {
     case Seg::Reasoning:
       event(job, "response.output_item.added",
             {{"item", reasoning_item(plan.full.reasoning_id, nullptr)}, {"output_index", oi}});
@@ -99,20 +99,20 @@ void open_item(Job& job, const TurnPiece& p) {
     }
     case Seg::CallHeader:
     case Seg::CallArgs: {
-      OutputCall c = plan.full.calls[static_cast<std::size_t>(p.call)];
-      c.arguments.clear();
+      OutputCall call = plan.full.calls[static_cast<std::size_t>(piece.call)];
+      call.arguments.clear();
       event(job, "response.output_item.added",
-            {{"item", call_item(c, "in_progress")}, {"output_index", oi}});
+            {{"item", call_item(call, "in_progress")}, {"output_index", oi}});
       break;
     }
   }
 }
 
-void close_item(Job& job, std::size_t emitted, const TurnPiece& p) {
+void close_item(Job& job, std::size_t emitted, const TurnPiece& piece) {
   const TurnPlan& plan = *job.plan;
   const TurnOutput out = plan.emitted(emitted);
   const int oi = job.turn_output_index;
-  switch (p.seg) {
+  switch (piece.seg) {
     case Seg::Reasoning: {
       const std::string& id = plan.full.reasoning_id;
       event(job, "response.reasoning_text.done",
@@ -149,14 +149,14 @@ void close_item(Job& job, std::size_t emitted, const TurnPiece& p) {
     }
     case Seg::CallHeader:
     case Seg::CallArgs: {
-      const OutputCall& c = out.calls.back();
+      const OutputCall& call = out.calls.back();
       event(job, "response.function_call_arguments.done",
-            {{"arguments", c.arguments},
-             {"item_id", c.item_id},
-             {"name", c.name},
+            {{"arguments", call.arguments},
+             {"item_id", call.item_id},
+             {"name", call.name},
              {"output_index", oi}});
       event(job, "response.output_item.done",
-            {{"item", call_item(c, "completed")}, {"output_index", oi}});
+            {{"item", call_item(call, "completed")}, {"output_index", oi}});
       break;
     }
   }
@@ -165,22 +165,22 @@ void close_item(Job& job, std::size_t emitted, const TurnPiece& p) {
 void responses_token(Job& job, int index, bool last) {
   const TurnPlan& plan = *job.plan;
   const auto i = static_cast<std::size_t>(index);
-  const TurnPiece& p = plan.pieces[i];
+  const TurnPiece& piece = plan.pieces[i];
   if (i > 0 && !plan.same_item(i - 1, i)) close_item(job, i, plan.pieces[i - 1]);
-  if (i == 0 || !plan.same_item(i - 1, i)) open_item(job, p);
+  if (i == 0 || !plan.same_item(i - 1, i)) open_item(job, piece);
   const int oi = job.turn_output_index;
-  switch (p.seg) {
+  switch (piece.seg) {
     case Seg::Reasoning:
       event(job, "response.reasoning_text.delta",
             {{"content_index", 0},
-             {"delta", p.text},
+             {"delta", piece.text},
              {"item_id", plan.full.reasoning_id},
              {"output_index", oi}});
       break;
     case Seg::Text:
       event(job, "response.output_text.delta",
             {{"content_index", 0},
-             {"delta", p.text},
+             {"delta", piece.text},
              {"item_id", job.meta.item_id},
              {"logprobs", json::array{}},
              {"output_index", oi}});
@@ -189,24 +189,24 @@ void responses_token(Job& job, int index, bool last) {
       break;  // the header names the call (output_item.added); its arguments follow
     case Seg::CallArgs:
       event(job, "response.function_call_arguments.delta",
-            {{"delta", p.text},
-             {"item_id", plan.full.calls[static_cast<std::size_t>(p.call)].item_id},
+            {{"delta", piece.text},
+             {"item_id", plan.full.calls[static_cast<std::size_t>(piece.call)].item_id},
              {"output_index", oi}});
       break;
   }
-  if (last) close_item(job, i + 1, p);
+  if (last) close_item(job, i + 1, piece);
 }
 
 }  // namespace
 
-std::string chat_delta_frame(const ResponseMeta& m, std::string_view delta,
+std::string chat_delta_frame(const ResponseMeta& meta, std::string_view delta,
                              std::string_view finish_reason,
                              const std::optional<Usage>& continuous) {
   return fmt::format(
       "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":{},\"model\":{},"
       "\"choices\":[{{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":{}{},"
       "\"token_ids\":null}}]{}}}\n\n",
-      m.id, m.created, json_quote(m.model), delta,
+      meta.id, meta.created, json_quote(meta.model), delta,
       finish_reason.empty() ? std::string("null") : fmt::format("\"{}\"", finish_reason),
       finish_reason.empty() ? "" : ",\"stop_reason\":null",
       continuous ? fmt::format(",\"usage\":{}", usage_json(*continuous, false)) : std::string());
@@ -222,9 +222,9 @@ void append_turn_token_frame(Job& job, int index, bool last) {
 
 std::optional<Usage> continuous_usage(const Job& job) {
   if (!job.req.continuous_usage) return std::nullopt;
-  Usage u = job.usage;
-  u.prompt_tokens_details = false;
-  return u;
+  Usage usage = job.usage;
+  usage.prompt_tokens_details = false;
+  return usage;
 }
 
 }  // namespace llmux::sim

@@ -20,7 +20,7 @@ void append_turn_token_frame(Job& job, int index, bool last);
 std::optional<Usage> continuous_usage(const Job& job);
 
 /// A chat chunk with the given `delta` object (JSON text), as vLLM writes chunks.
-std::string chat_delta_frame(const ResponseMeta& m, std::string_view delta,
+std::string chat_delta_frame(const ResponseMeta& meta, std::string_view delta,
                              std::string_view finish_reason,
                              const std::optional<Usage>& continuous);
 
