@@ -89,11 +89,11 @@ int bench_report(const std::string& a_path, const std::string& b_path, double th
                  bool show_all, std::ostream& md);
 
 /// Spread of values as the seed judges agreement: (max - min) / max; 0 for fewer than 2.
-double spread(const std::vector<double>& v);
+double spread(const std::vector<double>& values);
 
 /// "4,8,16" -> {4, 8, 16}; throws std::invalid_argument on a bad or non-positive item.
-std::vector<std::size_t> parse_levels(const std::string& s);
+std::vector<std::size_t> parse_levels(const std::string& list);
 /// "1,2,4..64": powers of two from 1 to 64 are also accepted as "1..64".
-std::vector<double> parse_percentiles(const std::string& s);
+std::vector<double> parse_percentiles(const std::string& list);
 
 }  // namespace llmux::bench

@@ -37,14 +37,14 @@ inline constexpr std::string_view kVersion = "0.1.0";
 
 /// Seconds as milliseconds with `d` decimals.
 std::string ms(double s, int d = 2);
-/// Writes `text` to `p`; throws std::runtime_error when it cannot.
-void write_file(const std::filesystem::path& p, const std::string& text);
+/// Writes `text` to `path`; throws std::runtime_error when it cannot.
+void write_file(const std::filesystem::path& path, const std::string& text);
 /// "0", or the failed count by kind: "3 (2 timeout, 1 http_status)".
-std::string error_summary(const Aggregate& a);
+std::string error_summary(const Aggregate& aggregate);
 /// "kind: message" of the first failed request; "" when none failed.
 std::string first_error(std::span<const RequestTiming> ts);
 /// One request's record (its level, ids and timings) as a JSON object.
-boost::json::object record_json(const Record& r, const std::string& level);
+boost::json::object record_json(const Record& record, const std::string& level);
 boost::json::array records_json(const std::vector<Record>& rs, const std::string& level);
 /// A CSV cell: the number with `d` decimals, or empty when it is not finite (no figure).
 std::string csv_num(double v, int d = 3);
@@ -62,7 +62,7 @@ struct Outcome {
 Outcome outcome(std::size_t requests, std::size_t failed, std::size_t rejected,
                 const std::string& kinds, const OutputOptions& out);
 /// Writes the outcome's sentence to `md`, and to stderr as an error when the run failed.
-void report_outcome(const Outcome& o, std::ostream& md, const std::string& command);
+void report_outcome(const Outcome& outcome, std::ostream& md, const std::string& command);
 
 /// Requests measured together (a level, a path, a target) and shown as one series.
 struct TimingGroup {
@@ -104,23 +104,24 @@ struct LevelResult {
   ConversationStats conv;  // with --conversation-turns
 };
 
-/// The conversations of `r`, whose users were to send `turns` turns each.
-ConversationStats conversation_stats(const RunResult& r, std::size_t turns);
-boost::json::object to_json(const ConversationStats& s);
+/// The conversations of `run`, whose users were to send `turns` turns each.
+ConversationStats conversation_stats(const RunResult& run, std::size_t turns);
+boost::json::object to_json(const ConversationStats& stats);
 /// Per level: users, turns sent and completed, conversations completed, not found.
 Table conversation_table(const std::vector<LevelResult>& levels);
 
-Table summary_table(const RunCommand& c, const std::vector<LevelResult>& levels);
+Table summary_table(const RunCommand& command, const std::vector<LevelResult>& levels);
 /// Where a gateway sent the measured requests of each level (X-Llmux-Backend): requests, ok,
 /// output tokens, tok/s, share, prompt tokens and the share served from the prefix cache, and
 /// (conversations) the not-found answers; nullopt when no response named a backend.
-std::optional<Table> backend_table(const RunCommand& c, const std::vector<LevelResult>& levels);
+std::optional<Table> backend_table(const RunCommand& command,
+                                   const std::vector<LevelResult>& levels);
 /// Latency distribution of one level: mean, p50, p90, p99, the extra percentiles and max.
-Table detail_table(const Aggregate& a, const std::vector<double>& extra);
+Table detail_table(const Aggregate& aggregate, const std::vector<double>& extra);
 /// With an output directory: run.json, requests.csv, summary.csv, summary.md, the charts and
 /// index.html (`html` completed with the files and charts; `where` names the target in the
 /// charts' titles); adds notes on what was written.
-void write_run_files(const RunCommand& c, const std::vector<LevelResult>& levels,
+void write_run_files(const RunCommand& command, const std::vector<LevelResult>& levels,
                      const KneeResult& knee, const boost::json::object& ground_truth,
                      HtmlReport html, const std::string& where, std::vector<std::string>& notes);
 
@@ -139,14 +140,14 @@ struct Measured {
   std::uint64_t tokens = 0;
 };
 
-/// Non-streaming, temperature 0 requests of `max_tokens` to target `t`, as the seed sends them.
-RunOptions seed_options(const NamedUrl& t, const std::string& model, std::uint32_t max_tokens,
+/// Non-streaming, temperature 0 requests of `max_tokens` to `target`, as the seed sends them.
+RunOptions seed_options(const NamedUrl& target, const std::string& model, std::uint32_t max_tokens,
                         const http::ClientOptions& client, const std::string& id);
 /// Sums the requests, failures and rejections of measurements, with the errors by kind.
 struct Tally {
   std::size_t requests = 0, failed = 0, rejected = 0;
   std::map<ErrorKind, std::size_t> errors;
-  void add(const Measured& m);
+  void add(const Measured& measured);
   std::string kinds() const;  ///< "2 timeout, 1 http_status"
 };
 /// The progress label of step `step` of `steps`: "[3/10] server1 serial long".
@@ -184,7 +185,7 @@ struct GatewayRow {
 GatewayRow gateway_row(const std::string& path, const std::string& baseline,
                        const PathMeasured& gateway, const PathMeasured& direct, std::size_t level);
 /// "server1 4, server2 4"; "unknown" when no response named a backend.
-std::string backends_cell(const std::map<std::string, std::size_t>& b);
+std::string backends_cell(const std::map<std::string, std::size_t>& backends);
 
 /// `given`, or else the first model of the URL's /v1/models; throws std::runtime_error.
 std::string resolve_model(const std::string& given, const http::Url& url,

@@ -22,51 +22,51 @@ std::string ms(double s, int d) {
   return fmt_num(s * 1e3, d);
 }
 
-void write_file(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary);
-  if (!f) throw std::runtime_error(fmt::format("cannot write {}", p.string()));
-  f << text;
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary);
+  if (!file) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+  file << text;
 }
 
-std::string error_summary(const Aggregate& a) {
-  if (a.errors.empty()) return "0";
-  std::string s = std::to_string(a.failed) + " (";
+std::string error_summary(const Aggregate& aggregate) {
+  if (aggregate.errors.empty()) return "0";
+  std::string summary = std::to_string(aggregate.failed) + " (";
   bool first = true;
-  for (const auto& [k, n] : a.errors) {
-    s += fmt::format("{}{} {}", first ? "" : ", ", n, to_string(k));
+  for (const auto& [kind, count] : aggregate.errors) {
+    summary += fmt::format("{}{} {}", first ? "" : ", ", count, to_string(kind));
     first = false;
   }
-  return s + ")";
+  return summary + ")";
 }
 
 std::string first_error(std::span<const RequestTiming> ts) {
-  for (const auto& t : ts)
-    if (!t.ok()) return fmt::format("{}: {}", to_string(t.error), t.error_message);
+  for (const auto& timing : ts)
+    if (!timing.ok()) return fmt::format("{}: {}", to_string(timing.error), timing.error_message);
   return {};
 }
 
-json::object record_json(const Record& r, const std::string& level) {
-  json::object o;
-  o["level"] = level;
-  o["index"] = r.index;
-  o["request_id"] = r.request_id;
-  o["response_id"] = r.response_id;
-  o["warmup"] = r.warmup;
-  o["prompt"] = r.prompt;
-  if (r.turn) {
-    o["user"] = r.user;
-    o["turn"] = r.turn;
-    o["session"] = r.session;
+json::object record_json(const Record& record, const std::string& level) {
+  json::object object;
+  object["level"] = level;
+  object["index"] = record.index;
+  object["request_id"] = record.request_id;
+  object["response_id"] = record.response_id;
+  object["warmup"] = record.warmup;
+  object["prompt"] = record.prompt;
+  if (record.turn) {
+    object["user"] = record.user;
+    object["turn"] = record.turn;
+    object["session"] = record.session;
   }
-  json::object t = to_json(r.t);
-  for (auto& kv : t) o[kv.key()] = kv.value();
-  return o;
+  json::object timing = to_json(record.t);
+  for (auto& kv : timing) object[kv.key()] = kv.value();
+  return object;
 }
 
 json::array records_json(const std::vector<Record>& rs, const std::string& level) {
-  json::array a;
-  for (const auto& r : rs) a.push_back(record_json(r, level));
-  return a;
+  json::array array;
+  for (const auto& record : rs) array.push_back(record_json(record, level));
+  return array;
 }
 
 std::string csv_num(double v, int d) {
@@ -81,10 +81,10 @@ std::string figure_cell(double v, std::size_t failed, std::size_t requests, int 
 
 Outcome outcome(std::size_t requests, std::size_t failed, std::size_t rejected,
                 const std::string& kinds, const OutputOptions& out) {
-  Outcome o;
+  Outcome result;
   const std::size_t errors = failed - std::min(failed, rejected);
   const bool fail = errors > 0 || (rejected > 0 && out.fail_on_reject);
-  o.status = fail ? 1 : 0;
+  result.status = fail ? 1 : 0;
   std::string what;
   if (errors)
     what = fmt::format("{} of {} requests failed{}", errors, requests,
@@ -96,13 +96,14 @@ Outcome outcome(std::size_t requests, std::size_t failed, std::size_t rejected,
                                            : ", not a failure without "
                                              "--fail-on-reject");
   if (what.empty()) what = fmt::format("all {} requests succeeded", requests);
-  o.line = fmt::format("Result: {}: {}.", fail ? "FAILED" : "OK", what);
-  return o;
+  result.line = fmt::format("Result: {}: {}.", fail ? "FAILED" : "OK", what);
+  return result;
 }
 
-void report_outcome(const Outcome& o, std::ostream& md, const std::string& command) {
-  md << (o.status ? "**" + o.line + "**" : o.line) << "\n\n";
-  if (o.status) std::fprintf(stderr, "llmux %s: error: %s\n", command.c_str(), o.line.c_str());
+void report_outcome(const Outcome& outcome, std::ostream& md, const std::string& command) {
+  md << (outcome.status ? "**" + outcome.line + "**" : outcome.line) << "\n\n";
+  if (outcome.status)
+    std::fprintf(stderr, "llmux %s: error: %s\n", command.c_str(), outcome.line.c_str());
 }
 
 std::vector<Chart> distribution_charts(std::span<const TimingGroup> groups, const std::string& stem,
@@ -128,25 +129,25 @@ std::vector<Chart> distribution_charts(std::span<const TimingGroup> groups, cons
             .kind = ChartKind::cdf,
             .logx = false,
             .series = {}};
-  for (const TimingGroup& g : groups) {
-    std::vector<double> t, i, e;
-    for (const RequestTiming& r : g.ts) {
-      if (!r.ok()) continue;
-      const RequestMetrics m = derive(r);
-      e.push_back(m.e2e_s * 1e3);
-      if (m.ttft_s) t.push_back(*m.ttft_s * 1e3);
-      for (double x : m.itl_s) i.push_back(x * 1e3);
+  for (const TimingGroup& group : groups) {
+    std::vector<double> ttft_ms, itl_ms, e2e_ms;
+    for (const RequestTiming& timing : group.ts) {
+      if (!timing.ok()) continue;
+      const RequestMetrics metrics = derive(timing);
+      e2e_ms.push_back(metrics.e2e_s * 1e3);
+      if (metrics.ttft_s) ttft_ms.push_back(*metrics.ttft_s * 1e3);
+      for (double x : metrics.itl_s) itl_ms.push_back(x * 1e3);
     }
-    ttft.series.push_back({g.name, cdf_points(std::move(t))});
-    itl.series.push_back({g.name, cdf_points(std::move(i))});
-    e2e.series.push_back({g.name, cdf_points(std::move(e))});
+    ttft.series.push_back({group.name, cdf_points(std::move(ttft_ms))});
+    itl.series.push_back({group.name, cdf_points(std::move(itl_ms))});
+    e2e.series.push_back({group.name, cdf_points(std::move(e2e_ms))});
   }
   return {std::move(ttft), std::move(itl), std::move(e2e)};
 }
 
 Chart tok_s_time_chart(std::span<const TimingGroup> groups, std::int64_t t0_ns,
                        const std::string& title) {
-  Chart c{
+  Chart chart{
       .name = "tok_s_over_time",
       .title = title,
       .xlabel = t0_ns ? "seconds since the benchmark started" : "seconds since the level started",
@@ -155,33 +156,33 @@ Chart tok_s_time_chart(std::span<const TimingGroup> groups, std::int64_t t0_ns,
       .logx = false,
       .series = {}};
   std::int64_t first = 0, last = 0;
-  for (const TimingGroup& g : groups)
-    for (const RequestTiming& r : g.ts) {
-      if (!first || r.start_ns < first) first = r.start_ns;
-      last = std::max(last, r.end_ns);
+  for (const TimingGroup& group : groups)
+    for (const RequestTiming& timing : group.ts) {
+      if (!first || timing.start_ns < first) first = timing.start_ns;
+      last = std::max(last, timing.end_ns);
     }
   double span = 0;
   if (t0_ns) {
     span = static_cast<double>(last - t0_ns) * 1e-9;
   } else {
-    for (const TimingGroup& g : groups) {
+    for (const TimingGroup& group : groups) {
       std::int64_t a = 0, b = 0;
-      for (const RequestTiming& r : g.ts) {
-        if (!a || r.start_ns < a) a = r.start_ns;
-        b = std::max(b, r.end_ns);
+      for (const RequestTiming& timing : group.ts) {
+        if (!a || timing.start_ns < a) a = timing.start_ns;
+        b = std::max(b, timing.end_ns);
       }
       span = std::max(span, static_cast<double>(b - a) * 1e-9);
     }
   }
   const double bucket = bucket_for(span);
-  for (const TimingGroup& g : groups) {
+  for (const TimingGroup& group : groups) {
     std::int64_t start = t0_ns;
     if (!start)
-      for (const RequestTiming& r : g.ts)
-        if (!start || r.start_ns < start) start = r.start_ns;
-    c.series.push_back({g.name, tok_s_over_time(g.ts, start, bucket)});
+      for (const RequestTiming& timing : group.ts)
+        if (!start || timing.start_ns < start) start = timing.start_ns;
+    chart.series.push_back({group.name, tok_s_over_time(group.ts, start, bucket)});
   }
-  return c;
+  return chart;
 }
 
 void write_outputs(const OutputOptions& out, const std::string& stem, json::object doc,
@@ -193,11 +194,11 @@ void write_outputs(const OutputOptions& out, const std::string& stem, json::obje
   write_file(dir / (stem + ".json"), pretty_json(doc));
   html.files.emplace_back(stem + ".json", "the settings, the summary and every request's timings");
   std::string files = (dir / (stem + ".json")).string();
-  for (const auto& [name, t] : csv_tables) {
-    const std::string f = stem + "_" + name + ".csv";
-    write_file(dir / f, to_csv(t));
-    files += ", " + (dir / f).string();
-    html.files.emplace_back(f, "CSV, units in the headers");
+  for (const auto& [name, table] : csv_tables) {
+    const std::string file_name = stem + "_" + name + ".csv";
+    write_file(dir / file_name, to_csv(table));
+    files += ", " + (dir / file_name).string();
+    html.files.emplace_back(file_name, "CSV, units in the headers");
   }
   const ReportFiles rf = write_report(dir.string(), std::move(html), charts, out.plots);
   notes.push_back(fmt::format("Written: {}, {}.", files, (dir / "index.html").string()));

@@ -44,20 +44,20 @@ std::vector<NamedUrl> seed_paths(const http::Url& direct, const http::Url& gatew
 namespace {
 
 /// The targets, one per line: each URL with the paths that went to it.
-std::string paths_desc(const CompareCommand& c) {
+std::string paths_desc(const CompareCommand& command) {
   std::vector<std::pair<std::string, std::string>> urls;
-  for (const auto& p : c.paths) {
+  for (const auto& path : command.paths) {
     auto it = std::find_if(urls.begin(), urls.end(),
-                           [&](const auto& u) { return u.first == p.url.str(); });
+                           [&](const auto& u) { return u.first == path.url.str(); });
     if (it == urls.end())
-      urls.emplace_back(p.url.str(), p.name);
+      urls.emplace_back(path.url.str(), path.name);
     else
-      it->second += ", " + p.name;
+      it->second += ", " + path.name;
   }
-  std::string s;
+  std::string text;
   for (const auto& [url, names] : urls)
-    s += fmt::format("{}{}: {}", s.empty() ? "" : "\n", url, names);
-  return s;
+    text += fmt::format("{}{}: {}", text.empty() ? "" : "\n", url, names);
+  return text;
 }
 
 std::string ms_cell(double v) {
@@ -65,90 +65,98 @@ std::string ms_cell(double v) {
 }
 
 /// Each gateway path against the direct path of its endpoint, per level.
-std::vector<GatewayRow> gateway_rows(const CompareCommand& c,
+std::vector<GatewayRow> gateway_rows(const CompareCommand& command,
                                      const std::vector<PathMeasured>& res) {
   std::vector<GatewayRow> rows;
-  for (std::size_t i = 0; i < c.paths.size(); ++i) {
-    if (c.paths[i].name.starts_with("direct")) continue;
-    std::optional<std::size_t> d;
-    for (std::size_t j = 0; j < c.paths.size(); ++j)
-      if (c.paths[j].name.starts_with("direct") && c.paths[j].dialect == c.paths[i].dialect) d = j;
-    if (!d) continue;
-    rows.push_back(detail::gateway_row(c.paths[i].name, c.paths[*d].name, res[i], res[*d], 0));
-    for (std::size_t n : c.levels)
-      rows.push_back(detail::gateway_row(c.paths[i].name, c.paths[*d].name, res[i], res[*d], n));
+  for (std::size_t i = 0; i < command.paths.size(); ++i) {
+    if (command.paths[i].name.starts_with("direct")) continue;
+    std::optional<std::size_t> direct_index;
+    for (std::size_t j = 0; j < command.paths.size(); ++j)
+      if (command.paths[j].name.starts_with("direct") &&
+          command.paths[j].dialect == command.paths[i].dialect)
+        direct_index = j;
+    if (!direct_index) continue;
+    rows.push_back(detail::gateway_row(command.paths[i].name, command.paths[*direct_index].name,
+                                       res[i], res[*direct_index], 0));
+    for (std::size_t n : command.levels)
+      rows.push_back(detail::gateway_row(command.paths[i].name, command.paths[*direct_index].name,
+                                         res[i], res[*direct_index], n));
   }
   return rows;
 }
 
 }  // namespace
 
-int bench_compare(const CompareCommand& c, std::ostream& md) {
+int bench_compare(const CompareCommand& command, std::ostream& md) {
   std::vector<PathMeasured> res;
   std::string model;
-  const std::size_t steps = c.paths.size() * (1 + c.levels.size());
+  const std::size_t steps = command.paths.size() * (1 + command.levels.size());
   std::size_t step = 0;
   const std::int64_t t0 = mono_ns();
-  for (const auto& p : c.paths) {
+  for (const auto& path : command.paths) {
     PathMeasured pr;
-    model = resolve_model(c.model, p.url, c.client);
+    model = resolve_model(command.model, path.url, command.client);
     const std::string slug = [&] {
-      std::string s = p.name;
-      for (char& ch : s)
+      std::string name = path.name;
+      for (char& ch : name)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      return s;
+      return name;
     }();
-    auto ro = seed_options(p, model, c.max_tokens, c.client, "cmp-" + slug + "-serial");
-    ro.progress = c.out.progress;
-    ro.label = step_label("compare", ++step, steps, p.name + " serial");
-    pr.serial = serial(ro, seed_prompt(c.prompt), c.repeat);
-    for (std::size_t n : c.levels) {
-      ro = seed_options(p, model, c.max_tokens, c.client, fmt::format("cmp-{}-n{}", slug, n));
-      ro.progress = c.out.progress;
-      ro.label = step_label("compare", ++step, steps, fmt::format("{} N={}", p.name, n));
-      pr.levels[n] = burst(ro, seed_prompt(c.prompt), n);
+    auto ro =
+        seed_options(path, model, command.max_tokens, command.client, "cmp-" + slug + "-serial");
+    ro.progress = command.out.progress;
+    ro.label = step_label("compare", ++step, steps, path.name + " serial");
+    pr.serial = serial(ro, seed_prompt(command.prompt), command.repeat);
+    for (std::size_t n : command.levels) {
+      ro = seed_options(path, model, command.max_tokens, command.client,
+                        fmt::format("cmp-{}-n{}", slug, n));
+      ro.progress = command.out.progress;
+      ro.label = step_label("compare", ++step, steps, fmt::format("{} N={}", path.name, n));
+      pr.levels[n] = burst(ro, seed_prompt(command.prompt), n);
     }
     res.push_back(std::move(pr));
   }
   Tally tally;
-  for (const auto& r : res) {
-    tally.add(r.serial);
-    for (const auto& [n, m] : r.levels) tally.add(m);
+  for (const auto& path_measured : res) {
+    tally.add(path_measured.serial);
+    for (const auto& [level, measured] : path_measured.levels) tally.add(measured);
   }
   md << fmt::format(
       "### llmux bench compare ({} prompt, max_tokens {}, temperature 0, "
       "non-streaming)\n\n",
-      c.prompt, c.max_tokens);
-  std::vector<std::string> h{"Path", "Endpoint", "URL",
-                             fmt::format("Serial tok/s (mean of {})", c.repeat)};
-  for (std::size_t n : c.levels) h.push_back(fmt::format("N={} tok/s", n));
-  std::vector<Align> al(h.size(), Align::right);
+      command.prompt, command.max_tokens);
+  std::vector<std::string> header{"Path", "Endpoint", "URL",
+                                  fmt::format("Serial tok/s (mean of {})", command.repeat)};
+  for (std::size_t n : command.levels) header.push_back(fmt::format("N={} tok/s", n));
+  std::vector<Align> al(header.size(), Align::right);
   al[0] = al[1] = al[2] = Align::left;
-  Table t(h, al);
+  Table table(header, al);
   Table pcsv({"path", "endpoint", "url", "serial", "concurrency", "requests", "failed", "rejected",
               "tok_s", "e2e_p50_ms", "e2e_p99_ms"});
-  for (std::size_t i = 0; i < c.paths.size(); ++i) {
-    const auto& p = c.paths[i];
-    const Measured& s = res[i].serial;
-    std::vector<std::string> row{p.name, std::string(endpoint_path(p.dialect)), p.url.str(),
-                                 figure_cell(s.mean, s.failed, s.requests)};
-    auto csv_row = [&](const Measured& m, bool ser, std::size_t n) {
-      pcsv.add_row({p.name, std::string(endpoint_path(p.dialect)), p.url.str(), ser ? "1" : "0",
-                    std::to_string(n), std::to_string(m.requests), std::to_string(m.failed),
-                    std::to_string(m.rejected), csv_num(m.mean), csv_num(m.agg.e2e.p50 * 1e3),
-                    csv_num(m.agg.e2e.p99 * 1e3)});
+  for (std::size_t i = 0; i < command.paths.size(); ++i) {
+    const auto& path = command.paths[i];
+    const Measured& serial_measured = res[i].serial;
+    std::vector<std::string> row{
+        path.name, std::string(endpoint_path(path.dialect)), path.url.str(),
+        figure_cell(serial_measured.mean, serial_measured.failed, serial_measured.requests)};
+    auto csv_row = [&](const Measured& measured, bool ser, std::size_t n) {
+      pcsv.add_row({path.name, std::string(endpoint_path(path.dialect)), path.url.str(),
+                    ser ? "1" : "0", std::to_string(n), std::to_string(measured.requests),
+                    std::to_string(measured.failed), std::to_string(measured.rejected),
+                    csv_num(measured.mean), csv_num(measured.agg.e2e.p50 * 1e3),
+                    csv_num(measured.agg.e2e.p99 * 1e3)});
     };
-    csv_row(s, true, 1);
-    for (std::size_t n : c.levels) {
-      const Measured& m = res[i].levels[n];
-      row.push_back(figure_cell(m.mean, m.failed, m.requests));
-      csv_row(m, false, n);
+    csv_row(serial_measured, true, 1);
+    for (std::size_t n : command.levels) {
+      const Measured& measured = res[i].levels[n];
+      row.push_back(figure_cell(measured.mean, measured.failed, measured.requests));
+      csv_row(measured, false, n);
     }
-    t.add_row(row);
+    table.add_row(row);
   }
-  md << to_markdown(t);
+  md << to_markdown(table);
 
-  const std::vector<GatewayRow> rows = gateway_rows(c, res);
+  const std::vector<GatewayRow> rows = gateway_rows(command, res);
   Table gt({"Path", "Level", "Backends", "tok/s ratio", "Added latency p50 ms",
             "Added latency p99 ms", "Reading"},
            {Align::left, Align::left, Align::left, Align::right, Align::right, Align::right,
@@ -156,16 +164,17 @@ int bench_compare(const CompareCommand& c, std::ostream& md) {
   Table gcsv({"path", "baseline", "serial", "concurrency", "backends_used", "scale_out",
               "tok_s_ratio", "per_machine_ratio", "added_latency_p50_ms", "added_latency_p99_ms",
               "latency_baseline_concurrency"});
-  for (const GatewayRow& r : rows) {
-    gt.add_row({r.path, r.level ? fmt::format("N={}", r.level) : "serial",
-                detail::backends_cell(r.backends),
-                std::isfinite(r.tok_s_ratio) ? fmt::format("{:.3f}x", r.tok_s_ratio) : "-",
-                ms_cell(r.added_p50_ms), ms_cell(r.added_p99_ms), r.reading});
-    gcsv.add_row({r.path, r.baseline, r.level ? "0" : "1", std::to_string(r.level ? r.level : 1),
-                  std::to_string(r.backends.size()), r.scale_out ? "1" : "0",
-                  csv_num(r.tok_s_ratio, 4), csv_num(r.per_machine, 4), csv_num(r.added_p50_ms),
-                  csv_num(r.added_p99_ms),
-                  r.latency_level ? std::to_string(*r.latency_level ? *r.latency_level : 1) : ""});
+  for (const GatewayRow& row : rows) {
+    gt.add_row({row.path, row.level ? fmt::format("N={}", row.level) : "serial",
+                detail::backends_cell(row.backends),
+                std::isfinite(row.tok_s_ratio) ? fmt::format("{:.3f}x", row.tok_s_ratio) : "-",
+                ms_cell(row.added_p50_ms), ms_cell(row.added_p99_ms), row.reading});
+    gcsv.add_row(
+        {row.path, row.baseline, row.level ? "0" : "1", std::to_string(row.level ? row.level : 1),
+         std::to_string(row.backends.size()), row.scale_out ? "1" : "0",
+         csv_num(row.tok_s_ratio, 4), csv_num(row.per_machine, 4), csv_num(row.added_p50_ms),
+         csv_num(row.added_p99_ms),
+         row.latency_level ? std::to_string(*row.latency_level ? *row.latency_level : 1) : ""});
   }
   const std::string gt_title =
       "Gateway vs direct: tok/s ratio and the latency the gateway adds per request";
@@ -177,7 +186,7 @@ int bench_compare(const CompareCommand& c, std::ostream& md) {
       "Method (the seed's qwen36-gateway-vs-direct.py): serial = {} requests one after the other, "
       "tok/s = completion tokens / request time (mean); N=k = k requests started together, tok/s = "
       "all tokens / wall time until the last ends; {} connections.",
-      c.repeat, to_string(c.client.mode)));
+      command.repeat, to_string(command.client.mode)));
   if (!rows.empty())
     notes.push_back(
         "tok/s ratio = the gateway path's tok/s / the direct path's at the same level. Added "
@@ -188,81 +197,82 @@ int bench_compare(const CompareCommand& c, std::ostream& md) {
         "direct path at that share (e.g. N=16 as 8 + 8 against direct N=8).");
   for (std::size_t i = 0; i < res.size(); ++i) {
     if (res[i].serial.failed)
-      notes.push_back(fmt::format("{} serial: {} failed ({})", c.paths[i].name,
+      notes.push_back(fmt::format("{} serial: {} failed ({})", command.paths[i].name,
                                   res[i].serial.failed, res[i].serial.first_error));
-    for (auto& [n, m] : res[i].levels)
-      if (m.failed)
-        notes.push_back(
-            fmt::format("{} N={}: {} failed ({})", c.paths[i].name, n, m.failed, m.first_error));
+    for (auto& [level, measured] : res[i].levels)
+      if (measured.failed)
+        notes.push_back(fmt::format("{} N={}: {} failed ({})", command.paths[i].name, level,
+                                    measured.failed, measured.first_error));
   }
   const detail::Outcome oc =
-      detail::outcome(tally.requests, tally.failed, tally.rejected, tally.kinds(), c.out);
+      detail::outcome(tally.requests, tally.failed, tally.rejected, tally.kinds(), command.out);
 
   json::object doc;
   doc["tool"] = "llmux bench compare";
   doc["version"] = kVersion;
   doc["created_unix"] = unix_seconds();
   json::array paths;
-  for (const auto& p : c.paths)
+  for (const auto& path : command.paths)
     paths.push_back(json::object{
-        {"name", p.name}, {"url", p.url.str()}, {"endpoint", endpoint_path(p.dialect)}});
+        {"name", path.name}, {"url", path.url.str()}, {"endpoint", endpoint_path(path.dialect)}});
   doc["settings"] =
-      json::object{{"paths", std::move(paths)}, {"max_tokens", c.max_tokens},
-                   {"repeat", c.repeat},        {"levels", json::value_from(c.levels)},
-                   {"prompt", c.prompt},        {"connection", to_string(c.client.mode)}};
+      json::object{{"paths", std::move(paths)}, {"max_tokens", command.max_tokens},
+                   {"repeat", command.repeat},  {"levels", json::value_from(command.levels)},
+                   {"prompt", command.prompt},  {"connection", to_string(command.client.mode)}};
   doc["outcome"] = json::object{{"requests", tally.requests},
                                 {"failed", tally.failed},
                                 {"rejected", tally.rejected},
                                 {"exit_status", oc.status}};
   json::object summary, raw;
   for (std::size_t i = 0; i < res.size(); ++i) {
-    json::object s{{"serial_tok_s", json_number(res[i].serial.mean)}};
-    json::object r{{"serial", records_json(res[i].serial.records, "serial")}};
+    json::object path_summary{{"serial_tok_s", json_number(res[i].serial.mean)}};
+    json::object path_records{{"serial", records_json(res[i].serial.records, "serial")}};
     std::size_t failed = res[i].serial.failed, rejected = res[i].serial.rejected;
-    for (auto& [n, m] : res[i].levels) {
-      s[fmt::format("n{}_tok_s", n)] = json_number(m.mean);
-      r[fmt::format("n{}", n)] = records_json(m.records, fmt::format("n{}", n));
-      failed += m.failed;
-      rejected += m.rejected;
+    for (auto& [level, measured] : res[i].levels) {
+      path_summary[fmt::format("n{}_tok_s", level)] = json_number(measured.mean);
+      path_records[fmt::format("n{}", level)] =
+          records_json(measured.records, fmt::format("n{}", level));
+      failed += measured.failed;
+      rejected += measured.rejected;
     }
-    s["failed"] = failed;
-    s["rejected"] = rejected;
+    path_summary["failed"] = failed;
+    path_summary["rejected"] = rejected;
     json::object vs;
-    for (const GatewayRow& g : rows) {
-      if (g.path != c.paths[i].name) continue;
-      json::object b;
-      for (const auto& [name, n] : g.backends) b[name] = n;
-      vs[g.level ? fmt::format("n{}", g.level) : "serial"] =
-          json::object{{"tok_s_ratio", json_number(g.tok_s_ratio)},
-                       {"added_latency_p50_ms", json_number(g.added_p50_ms)},
-                       {"added_latency_p99_ms", json_number(g.added_p99_ms)},
-                       {"scale_out", g.scale_out},
-                       {"per_machine_ratio", json_number(g.per_machine)},
-                       {"backends", std::move(b)}};
+    for (const GatewayRow& row : rows) {
+      if (row.path != command.paths[i].name) continue;
+      json::object backends;
+      for (const auto& [name, count] : row.backends) backends[name] = count;
+      vs[row.level ? fmt::format("n{}", row.level) : "serial"] =
+          json::object{{"tok_s_ratio", json_number(row.tok_s_ratio)},
+                       {"added_latency_p50_ms", json_number(row.added_p50_ms)},
+                       {"added_latency_p99_ms", json_number(row.added_p99_ms)},
+                       {"scale_out", row.scale_out},
+                       {"per_machine_ratio", json_number(row.per_machine)},
+                       {"backends", std::move(backends)}};
     }
-    if (!vs.empty()) s["vs_direct"] = std::move(vs);
-    summary[c.paths[i].name] = std::move(s);
-    raw[c.paths[i].name] = std::move(r);
+    if (!vs.empty()) path_summary["vs_direct"] = std::move(vs);
+    summary[command.paths[i].name] = std::move(path_summary);
+    raw[command.paths[i].name] = std::move(path_records);
   }
   doc["summary"] = std::move(summary);
   doc["requests"] = std::move(raw);
-  if (!c.out.out_dir.empty()) {
+  if (!command.out.out_dir.empty()) {
     HtmlReport html;
-    std::string title_desc = paths_desc(c);
+    std::string title_desc = paths_desc(command);
     std::replace(title_desc.begin(), title_desc.end(), '\n', ';');
     html.title = "llmux bench compare: " + title_desc;
     html.intro = fmt::format(
         "Model {}, {} prompt, max_tokens {}, temperature 0, non-streaming (no TTFT or ITL: the "
         "distributions are of whole requests).",
-        model, c.prompt, c.max_tokens);
+        model, command.prompt, command.max_tokens);
     html.status.push_back(oc.line);
     html.failed = oc.status != 0;
-    html.sections.push_back({"Output tok/s per path", t, {}});
+    html.sections.push_back({"Output tok/s per path", table, {}});
     if (!rows.empty()) html.sections.push_back({gt_title, gt, {}});
     html.notes = notes;
     std::vector<Chart> charts;
     Chart scale{.name = "tok_s_vs_concurrency",
-                .title = "Output tok/s vs concurrency (1 = serial)\n" + paths_desc(c),
+                .title = "Output tok/s vs concurrency (1 = serial)\n" + paths_desc(command),
                 .xlabel = "concurrent requests",
                 .ylabel = "output tok/s",
                 .kind = ChartKind::lines,
@@ -270,42 +280,43 @@ int bench_compare(const CompareCommand& c, std::ostream& md) {
                 .series = {}};
     std::vector<TimingGroup> all;
     for (std::size_t i = 0; i < res.size(); ++i) {
-      ChartSeries cs{c.paths[i].name, {}};
-      TimingGroup g{c.paths[i].name, {}};
+      ChartSeries cs{command.paths[i].name, {}};
+      TimingGroup group{command.paths[i].name, {}};
       if (std::isfinite(res[i].serial.mean)) cs.points.emplace_back(1, res[i].serial.mean);
-      for (const auto& rec : res[i].serial.records) g.ts.push_back(rec.t);
-      for (const auto& [n, m] : res[i].levels) {
-        if (std::isfinite(m.mean)) cs.points.emplace_back(static_cast<double>(n), m.mean);
-        for (const auto& rec : m.records) g.ts.push_back(rec.t);
+      for (const auto& rec : res[i].serial.records) group.ts.push_back(rec.t);
+      for (const auto& [level, measured] : res[i].levels) {
+        if (std::isfinite(measured.mean))
+          cs.points.emplace_back(static_cast<double>(level), measured.mean);
+        for (const auto& rec : measured.records) group.ts.push_back(rec.t);
       }
       scale.series.push_back(std::move(cs));
-      all.push_back(std::move(g));
+      all.push_back(std::move(group));
     }
     charts.push_back(std::move(scale));
-    for (std::size_t k = 0; k <= c.levels.size(); ++k) {
+    for (std::size_t k = 0; k <= command.levels.size(); ++k) {
       std::vector<TimingGroup> groups;
       for (std::size_t i = 0; i < res.size(); ++i) {
-        const Measured& m = k ? res[i].levels[c.levels[k - 1]] : res[i].serial;
-        TimingGroup g{c.paths[i].name, {}};
-        for (const auto& rec : m.records) g.ts.push_back(rec.t);
-        groups.push_back(std::move(g));
+        const Measured& measured = k ? res[i].levels[command.levels[k - 1]] : res[i].serial;
+        TimingGroup group{command.paths[i].name, {}};
+        for (const auto& rec : measured.records) group.ts.push_back(rec.t);
+        groups.push_back(std::move(group));
       }
       const std::string lv =
-          k ? fmt::format("at N={}", c.levels[k - 1]) : std::string("of the serial requests");
-      for (auto& ch :
-           detail::distribution_charts(groups, k ? fmt::format("n{}", c.levels[k - 1]) : "serial",
-                                       fmt::format("{}\n{}", lv, paths_desc(c))))
+          k ? fmt::format("at N={}", command.levels[k - 1]) : std::string("of the serial requests");
+      for (auto& ch : detail::distribution_charts(
+               groups, k ? fmt::format("n{}", command.levels[k - 1]) : "serial",
+               fmt::format("{}\n{}", lv, paths_desc(command))))
         charts.push_back(std::move(ch));
     }
     charts.push_back(detail::tok_s_time_chart(
-        all, t0, "Output tok/s over time (each path serial, then each N)\n" + paths_desc(c)));
-    detail::write_outputs(c.out, "compare", std::move(doc),
+        all, t0, "Output tok/s over time (each path serial, then each N)\n" + paths_desc(command)));
+    detail::write_outputs(command.out, "compare", std::move(doc),
                           {{"paths", std::move(pcsv)}, {"gateway", std::move(gcsv)}},
                           std::move(html), charts, notes);
   }
   md << "\n";
   detail::report_outcome(oc, md, "bench compare");
-  for (const auto& n : notes) md << n << "\n\n";
+  for (const auto& note : notes) md << note << "\n\n";
   return oc.status;
 }
 

@@ -10,18 +10,19 @@
 
 namespace llmux::bench::detail {
 
-std::string backends_cell(const std::map<std::string, std::size_t>& b) {
-  std::string s;
-  for (const auto& [name, n] : b) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", name, n);
-  return s.empty() ? "unknown" : s;
+std::string backends_cell(const std::map<std::string, std::size_t>& backends) {
+  std::string cell;
+  for (const auto& [name, count] : backends)
+    cell += fmt::format("{}{} {}", cell.empty() ? "" : ", ", name, count);
+  return cell.empty() ? "unknown" : cell;
 }
 
 namespace {
 
-const Measured* at(const PathMeasured& p, std::size_t level) {
-  if (level == 0) return &p.serial;
-  const auto it = p.levels.find(level);
-  return it == p.levels.end() ? nullptr : &it->second;
+const Measured* at(const PathMeasured& path_measured, std::size_t level) {
+  if (level == 0) return &path_measured.serial;
+  const auto it = path_measured.levels.find(level);
+  return it == path_measured.levels.end() ? nullptr : &it->second;
 }
 
 }  // namespace
@@ -33,21 +34,21 @@ GatewayRow gateway_row(const std::string& path, const std::string& baseline,
   row.baseline = baseline;
   row.level = level;
   row.tok_s_ratio = row.added_p50_ms = row.added_p99_ms = row.per_machine = NAN;
-  const Measured* g = at(gateway, level);
-  const Measured* d = at(direct, level);
-  if (!g) return row;
+  const Measured* gateway_measured = at(gateway, level);
+  const Measured* direct_measured = at(direct, level);
+  if (!gateway_measured) return row;
   std::size_t share = 0;
-  for (const Record& r : g->records) {
-    if (r.warmup || r.t.backend.empty()) continue;
-    share = std::max(share, ++row.backends[r.t.backend]);
+  for (const Record& record : gateway_measured->records) {
+    if (record.warmup || record.t.backend.empty()) continue;
+    share = std::max(share, ++row.backends[record.t.backend]);
   }
-  if (d) row.tok_s_ratio = g->mean / d->mean;
+  if (direct_measured) row.tok_s_ratio = gateway_measured->mean / direct_measured->mean;
   row.scale_out = level > 0 && row.backends.size() > 1;
-  const Measured* lat = d;
+  const Measured* lat = direct_measured;
   if (row.scale_out) {
     lat = at(direct, share);
     const double machines = static_cast<double>(row.backends.size());
-    if (lat) row.per_machine = g->mean / (machines * lat->mean);
+    if (lat) row.per_machine = gateway_measured->mean / (machines * lat->mean);
     row.reading = fmt::format(
         "scale-out, not overhead: the gateway spread the {} requests over {} machines ({}) while "
         "direct sends all to one",
@@ -69,10 +70,10 @@ GatewayRow gateway_row(const std::string& path, const std::string& baseline,
         "overhead if the gateway used one machine (its responses name no backend: no "
         "X-Llmux-Backend)";
   }
-  if (lat && lat->agg.e2e.count && g->agg.e2e.count) {
-    row.latency_level = lat == d ? level : share;
-    row.added_p50_ms = (g->agg.e2e.p50 - lat->agg.e2e.p50) * 1e3;
-    row.added_p99_ms = (g->agg.e2e.p99 - lat->agg.e2e.p99) * 1e3;
+  if (lat && lat->agg.e2e.count && gateway_measured->agg.e2e.count) {
+    row.latency_level = lat == direct_measured ? level : share;
+    row.added_p50_ms = (gateway_measured->agg.e2e.p50 - lat->agg.e2e.p50) * 1e3;
+    row.added_p99_ms = (gateway_measured->agg.e2e.p99 - lat->agg.e2e.p99) * 1e3;
   }
   return row;
 }

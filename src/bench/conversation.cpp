@@ -8,13 +8,13 @@
 namespace llmux::bench {
 namespace json = boost::json;
 
-std::string_view to_string(ConversationMode m) {
-  return m == ConversationMode::replay ? "replay" : "previous";
+std::string_view to_string(ConversationMode mode) {
+  return mode == ConversationMode::replay ? "replay" : "previous";
 }
 
-std::optional<ConversationMode> parse_conversation_mode(std::string_view s) {
-  if (s == "previous") return ConversationMode::previous;
-  if (s == "replay") return ConversationMode::replay;
+std::optional<ConversationMode> parse_conversation_mode(std::string_view text) {
+  if (text == "previous") return ConversationMode::previous;
+  if (text == "replay") return ConversationMode::replay;
   return std::nullopt;
 }
 
@@ -37,42 +37,43 @@ json::object assistant_item(std::string_view text) {
 
 }  // namespace
 
-std::string build_turn_body(const Conversation& c, const PromptItem& user, ConversationMode mode,
-                            const BodyOptions& opt) {
-  json::object o;
-  o["model"] = opt.model;
+std::string build_turn_body(const Conversation& conversation, const PromptItem& user,
+                            ConversationMode mode, const BodyOptions& opt) {
+  json::object body;
+  body["model"] = opt.model;
   json::array input;
   if (mode == ConversationMode::replay) {
-    for (const ConversationTurn& t : c.history) {
-      input.push_back(user_item(t.user));
-      input.push_back(assistant_item(t.assistant));
+    for (const ConversationTurn& turn : conversation.history) {
+      input.push_back(user_item(turn.user));
+      input.push_back(assistant_item(turn.assistant));
     }
   }
   input.push_back(user_item(user.text));
-  const bool chained = mode == ConversationMode::previous && !c.previous_response_id.empty();
-  if (!c.system.empty() && !chained) o["instructions"] = c.system;
-  o["input"] = std::move(input);
+  const bool chained =
+      mode == ConversationMode::previous && !conversation.previous_response_id.empty();
+  if (!conversation.system.empty() && !chained) body["instructions"] = conversation.system;
+  body["input"] = std::move(input);
   const std::optional<std::uint32_t> max_tokens =
       user.max_tokens ? user.max_tokens : opt.max_tokens;
-  if (max_tokens) o["max_output_tokens"] = *max_tokens;
+  if (max_tokens) body["max_output_tokens"] = *max_tokens;
   if (mode == ConversationMode::previous) {
-    o["store"] = true;
-    if (chained) o["previous_response_id"] = c.previous_response_id;
+    body["store"] = true;
+    if (chained) body["previous_response_id"] = conversation.previous_response_id;
   } else {
-    o["store"] = false;
-    o["prompt_cache_key"] = c.key;
+    body["store"] = false;
+    body["prompt_cache_key"] = conversation.key;
   }
-  if (opt.temperature) o["temperature"] = *opt.temperature;
-  if (opt.ignore_eos) o["ignore_eos"] = true;
-  if (opt.stream) o["stream"] = true;
-  return json::serialize(o);
+  if (opt.temperature) body["temperature"] = *opt.temperature;
+  if (opt.ignore_eos) body["ignore_eos"] = true;
+  if (opt.stream) body["stream"] = true;
+  return json::serialize(body);
 }
 
-void finish_turn(Conversation& c, const PromptItem& user, bool ok, std::string_view response_id,
-                 std::string reply) {
+void finish_turn(Conversation& conversation, const PromptItem& user, bool ok,
+                 std::string_view response_id, std::string reply) {
   if (!ok) return;
-  c.history.push_back(ConversationTurn{user.text, std::move(reply)});
-  c.previous_response_id = std::string(response_id);
+  conversation.history.push_back(ConversationTurn{user.text, std::move(reply)});
+  conversation.previous_response_id = std::string(response_id);
 }
 
 std::string stand_in_reply(std::size_t tokens, std::uint64_t seed) {

@@ -27,9 +27,9 @@
 namespace llmux::bench {
 
 enum class ConversationMode { previous, replay };
-std::string_view to_string(ConversationMode m);
+std::string_view to_string(ConversationMode mode);
 /// "previous" or "replay"; nullopt otherwise.
-std::optional<ConversationMode> parse_conversation_mode(std::string_view s);
+std::optional<ConversationMode> parse_conversation_mode(std::string_view text);
 
 struct ConversationSpec {
   std::size_t turns = 0;  ///< turns per user; 0 = no conversations (one request per prompt)
@@ -54,18 +54,18 @@ struct Conversation {
   std::string previous_response_id;       ///< response id of the last turn that succeeded
 };
 
-/// The `/v1/responses` body of the next turn of `c` with the new user message `user` (its text;
-/// its max_tokens, else opt.max_tokens, as max_output_tokens). `instructions` is sent when
-/// `c.system` is set — in previous mode only on a turn without previous_response_id, since the
-/// server keeps the first turn's.
-std::string build_turn_body(const Conversation& c, const PromptItem& user, ConversationMode mode,
-                            const BodyOptions& opt);
+/// The `/v1/responses` body of the next turn of `conversation` with the new user message `user`
+/// (its text; its max_tokens, else opt.max_tokens, as max_output_tokens). `instructions` is sent
+/// when `conversation.system` is set — in previous mode only on a turn without
+/// previous_response_id, since the server keeps the first turn's.
+std::string build_turn_body(const Conversation& conversation, const PromptItem& user,
+                            ConversationMode mode, const BodyOptions& opt);
 
 /// After a turn: one that succeeded joins the history (with `reply`, the assistant's text) and
 /// its response id is the next turn's previous_response_id; one that failed changes nothing
 /// (the next turn builds on the last success).
-void finish_turn(Conversation& c, const PromptItem& user, bool ok, std::string_view response_id,
-                 std::string reply);
+void finish_turn(Conversation& conversation, const PromptItem& user, bool ok,
+                 std::string_view response_id, std::string reply);
 
 /// A deterministic stand-in for a reply of `tokens` tokens whose text was not received (a
 /// server that streams no text): the history keeps its length.

@@ -45,8 +45,8 @@ struct Slot {
         if (body.size() < kMaxErrorBody * 64) body.append(bytes);
         return;
       }
-      sse.feed(bytes, [&](const SseEvent& e) {
-        const EventInfo info = interp.on_event(e);
+      sse.feed(bytes, [&](const SseEvent& event) {
+        const EventInfo info = interp.on_event(event);
         if (info.content && !cur->first_token_ns) cur->first_token_ns = t_ns;
         if (info.tokens > 0) cur->events.push_back(TokenEvent{t_ns, info.tokens});
       });
@@ -70,7 +70,7 @@ class Runner {
       : opt_(opt), spec_(spec), prompts_(prompts), slot_free_(ioc_), progress_timer_(ioc_) {
     if (!opt.conversation.enabled()) {
       bodies_.reserve(prompts.size());
-      for (const auto& p : prompts) bodies_.push_back(build_body(p, opt.body));
+      for (const auto& prompt : prompts) bodies_.push_back(build_body(prompt, opt.body));
     }
     target_ = std::string(endpoint_path(opt.body.dialect));
     limit_ = spec.num_requests ? spec.num_requests + spec.warmup_requests : 0;
@@ -109,14 +109,14 @@ class Runner {
     std::sort(res.records.begin(), res.records.end(),
               [](const Record& a, const Record& b) { return a.index < b.index; });
     std::int64_t first = 0, last = 0;
-    for (const Record& r : res.records) {
-      if (r.warmup) continue;
-      if (!first || r.t.start_ns < first) first = r.t.start_ns;
-      last = std::max(last, r.t.end_ns);
+    for (const Record& record : res.records) {
+      if (record.warmup) continue;
+      if (!first || record.t.start_ns < first) first = record.t.start_ns;
+      last = std::max(last, record.t.end_ns);
     }
     res.wall_s = first ? static_cast<double>(last - first) * 1e-9 : 0;
-    for (const auto& s : slots_) res.connections += s->conn.connects();
-    for (const auto& s : free_) res.connections += s->conn.connects();
+    for (const auto& slot : slots_) res.connections += slot->conn.connects();
+    for (const auto& slot : free_) res.connections += slot->conn.connects();
     res.max_in_flight = max_in_flight_;
     return res;
   }
@@ -132,83 +132,85 @@ class Runner {
   }
 
   /// Sends `body` (prompt `prompt`'s) as request `idx` and records it.
-  net::awaitable<Record*> one(Slot& s, std::size_t idx, std::size_t prompt,
+  net::awaitable<Record*> one(Slot& slot, std::size_t idx, std::size_t prompt,
                               const std::string& body) {
     Record& rec = records_.emplace_back();
     rec.index = idx;
     rec.prompt = prompt;
     rec.request_id = fmt::format("{}-{}", opt_.request_id_prefix, idx);
-    s.headers.back().value = rec.request_id;
-    s.sse.reset();
-    s.interp.reset();
-    s.body.clear();
-    s.sse_mode = false;
-    s.cur = &rec.t;
+    slot.headers.back().value = rec.request_id;
+    slot.sse.reset();
+    slot.interp.reset();
+    slot.body.clear();
+    slot.sse_mode = false;
+    slot.cur = &rec.t;
     http::RequestSpec req;
     req.method = "POST";
     req.target = target_;
     req.body = body;
-    req.headers = s.headers;
+    req.headers = slot.headers;
     req.capture_header = "X-Llmux-Backend";
     ++in_flight_;
     max_in_flight_ = std::max(max_in_flight_, in_flight_);
-    http::Response r = co_await s.conn.request(req, s.on_head, s.on_body);
+    http::Response response = co_await slot.conn.request(req, slot.on_head, slot.on_body);
     --in_flight_;
-    RequestTiming& t = rec.t;
-    t.start_ns = r.start_ns;
-    if (r.first_byte_ns) t.first_byte_ns = r.first_byte_ns;
-    t.end_ns = r.end_ns;
-    t.backend = std::move(r.captured);
-    if (!s.sse_mode && !s.body.empty()) {
-      const EventInfo info = s.interp.on_body(s.body);
-      if (r.status >= 200 && r.status < 300 && !s.interp.usage().completion_tokens && info.tokens)
-        t.events.push_back(TokenEvent{t.end_ns, info.tokens});
+    RequestTiming& timing = rec.t;
+    timing.start_ns = response.start_ns;
+    if (response.first_byte_ns) timing.first_byte_ns = response.first_byte_ns;
+    timing.end_ns = response.end_ns;
+    timing.backend = std::move(response.captured);
+    if (!slot.sse_mode && !slot.body.empty()) {
+      const EventInfo info = slot.interp.on_body(slot.body);
+      if (response.status >= 200 && response.status < 300 &&
+          !slot.interp.usage().completion_tokens && info.tokens)
+        timing.events.push_back(TokenEvent{timing.end_ns, info.tokens});
     }
-    classify(r, s.sse_mode, s.interp, s.sse.failed(), t);
-    rec.response_id = s.interp.id();
-    rec.warmup = idx < spec_.warmup_requests || (warmup_end_ns_ && t.start_ns < warmup_end_ns_);
-    if (t.ok()) {
+    classify(response, slot.sse_mode, slot.interp, slot.sse.failed(), timing);
+    rec.response_id = slot.interp.id();
+    rec.warmup =
+        idx < spec_.warmup_requests || (warmup_end_ns_ && timing.start_ns < warmup_end_ns_);
+    if (timing.ok()) {
       ++ok_;
-      tokens_ += t.output_tokens.value_or(0);
+      tokens_ += timing.output_tokens.value_or(0);
     } else {
       ++failed_;
     }
-    s.cur = nullptr;
+    slot.cur = nullptr;
     co_return &rec;
   }
 
-  net::awaitable<void> one_of_prompts(Slot& s, std::size_t idx) {
+  net::awaitable<void> one_of_prompts(Slot& slot, std::size_t idx) {
     const std::size_t p = idx % prompts_.size();
-    co_await one(s, idx, p, bodies_[p]);
+    co_await one(slot, idx, p, bodies_[p]);
   }
 
-  net::awaitable<void> worker(Slot& s) {
-    while (may_start()) co_await one_of_prompts(s, started_++);
+  net::awaitable<void> worker(Slot& slot) {
+    while (may_start()) co_await one_of_prompts(slot, started_++);
     if (--workers_ == 0) finish();
   }
 
   /// User `user`'s conversation: its turns one after the other.
-  net::awaitable<void> conversation(Slot& s, std::size_t user) {
+  net::awaitable<void> conversation(Slot& slot, std::size_t user) {
     const ConversationSpec& cs = opt_.conversation;
-    Conversation c;
-    c.key = fmt::format("{}-{}", cs.key_prefix, user);
-    s.headers[s.session_header].value = c.key;
+    Conversation user_conversation;
+    user_conversation.key = fmt::format("{}-{}", cs.key_prefix, user);
+    slot.headers[slot.session_header].value = user_conversation.key;
     for (std::size_t k = 0; k < cs.turns && may_start(); ++k) {
       const std::size_t p = (user * cs.turns + k) % prompts_.size();
       const PromptItem& item = prompts_[p];
-      if (k == 0) c.system = item.system;
-      const std::string body = build_turn_body(c, item, cs.mode, opt_.body);
-      Record& rec = *co_await one(s, started_++, p, body);
+      if (k == 0) user_conversation.system = item.system;
+      const std::string body = build_turn_body(user_conversation, item, cs.mode, opt_.body);
+      Record& rec = *co_await one(slot, started_++, p, body);
       rec.user = user;
       rec.turn = k + 1;
-      rec.session = c.key;
+      rec.session = user_conversation.key;
       std::string reply;
       if (rec.t.ok() && cs.mode == ConversationMode::replay) {
-        reply = s.interp.text();
+        reply = slot.interp.text();
         if (reply.empty()) reply = stand_in_reply(derive(rec.t).output_tokens, user * cs.turns + k);
       }
       const bool ok = rec.t.ok();
-      finish_turn(c, item, ok, rec.response_id, std::move(reply));
+      finish_turn(user_conversation, item, ok, rec.response_id, std::move(reply));
       if (!ok && cs.error_pause_s > 0) {
         net::steady_timer pause(ioc_, std::chrono::duration_cast<std::chrono::nanoseconds>(
                                           std::chrono::duration<double>(cs.error_pause_s)));
@@ -218,9 +220,9 @@ class Runner {
     if (--workers_ == 0) finish();
   }
 
-  net::awaitable<void> open_one(std::unique_ptr<Slot> s, std::size_t idx) {
-    co_await one_of_prompts(*s, idx);
-    free_.push_back(std::move(s));
+  net::awaitable<void> open_one(std::unique_ptr<Slot> slot, std::size_t idx) {
+    co_await one_of_prompts(*slot, idx);
+    free_.push_back(std::move(slot));
     slot_free_.cancel();
     if (generator_done_ && in_flight_ == 0) finish();
   }
@@ -241,14 +243,14 @@ class Runner {
         co_await slot_free_.async_wait(net::as_tuple(net::use_awaitable));
       }
       if (!may_start()) break;
-      std::unique_ptr<Slot> s;
+      std::unique_ptr<Slot> slot;
       if (!free_.empty()) {
-        s = std::move(free_.back());
+        slot = std::move(free_.back());
         free_.pop_back();
       } else {
-        s = std::make_unique<Slot>(ioc_.get_executor(), opt_);
+        slot = std::make_unique<Slot>(ioc_.get_executor(), opt_);
       }
-      net::co_spawn(ioc_, open_one(std::move(s), started_++), net::detached);
+      net::co_spawn(ioc_, open_one(std::move(slot), started_++), net::detached);
     }
     generator_done_ = true;
     if (in_flight_ == 0) finish();
@@ -297,71 +299,71 @@ class Runner {
 std::vector<RequestTiming> RunResult::measured() const {
   std::vector<RequestTiming> out;
   out.reserve(records.size());
-  for (const Record& r : records)
-    if (!r.warmup) out.push_back(r.t);
+  for (const Record& record : records)
+    if (!record.warmup) out.push_back(record.t);
   return out;
 }
 
 RunResult run_load(const RunOptions& opt, const LoadSpec& spec,
                    std::span<const PromptItem> prompts) {
   if (prompts.empty()) return {};
-  Runner r(opt, spec, prompts);
-  return r.run();
+  Runner runner(opt, spec, prompts);
+  return runner.run();
 }
 
-void classify(const http::Response& r, bool stream, const StreamInterpreter& interp,
-              bool sse_failed, RequestTiming& t) {
-  t.http_status = r.status;
-  const StreamUsage& u = interp.usage();
-  if (u.completion_tokens) t.output_tokens = u.completion_tokens;
-  if (u.prompt_tokens) t.prompt_tokens = u.prompt_tokens;
-  if (u.cached_tokens) t.cached_tokens = u.cached_tokens;
+void classify(const http::Response& response, bool stream, const StreamInterpreter& interp,
+              bool sse_failed, RequestTiming& timing) {
+  timing.http_status = response.status;
+  const StreamUsage& usage = interp.usage();
+  if (usage.completion_tokens) timing.output_tokens = usage.completion_tokens;
+  if (usage.prompt_tokens) timing.prompt_tokens = usage.prompt_tokens;
+  if (usage.cached_tokens) timing.cached_tokens = usage.cached_tokens;
   const auto& err = interp.error();
-  if (r.status != 0 && (r.status < 200 || r.status >= 300)) {
-    t.error = ErrorKind::http_status;
-    t.error_message =
-        err ? fmt::format("HTTP {}: {}", r.status, err->message) : fmt::format("HTTP {}", r.status);
+  if (response.status != 0 && (response.status < 200 || response.status >= 300)) {
+    timing.error = ErrorKind::http_status;
+    timing.error_message = err ? fmt::format("HTTP {}: {}", response.status, err->message)
+                               : fmt::format("HTTP {}", response.status);
     return;
   }
   if (err && stream) {
-    t.error = ErrorKind::error_event;
-    t.error_message = err->message;
+    timing.error = ErrorKind::error_event;
+    timing.error_message = err->message;
     return;
   }
-  switch (r.failure) {
+  switch (response.failure) {
     case http::Failure::none:
       break;
     case http::Failure::connect:
     case http::Failure::send:
-      t.error = ErrorKind::connect;
-      t.error_message = r.message;
+      timing.error = ErrorKind::connect;
+      timing.error_message = response.message;
       return;
     case http::Failure::timeout:
-      t.error = ErrorKind::timeout;
-      t.error_message = r.message;
+      timing.error = ErrorKind::timeout;
+      timing.error_message = response.message;
       return;
     case http::Failure::closed:
-      t.error = r.status ? ErrorKind::broken_stream : ErrorKind::connect;
-      t.error_message = r.message;
+      timing.error = response.status ? ErrorKind::broken_stream : ErrorKind::connect;
+      timing.error_message = response.message;
       return;
     case http::Failure::protocol:
-      t.error = ErrorKind::malformed;
-      t.error_message = r.message;
+      timing.error = ErrorKind::malformed;
+      timing.error_message = response.message;
       return;
   }
   if (sse_failed) {
-    t.error = ErrorKind::malformed;
-    t.error_message = "SSE line or event over the size limit";
+    timing.error = ErrorKind::malformed;
+    timing.error_message = "SSE line or event over the size limit";
     return;
   }
   if (stream && !interp.done()) {
-    t.error = ErrorKind::broken_stream;
-    t.error_message = "the stream ended without its end marker";
+    timing.error = ErrorKind::broken_stream;
+    timing.error_message = "the stream ended without its end marker";
     return;
   }
   if (!stream && err) {
-    t.error = ErrorKind::error_event;
-    t.error_message = err->message;
+    timing.error = ErrorKind::error_event;
+    timing.error_message = err->message;
   }
 }
 
@@ -381,15 +383,16 @@ std::string discover_model(const http::Url& url, std::string* error,
   if (res.r.failure != http::Failure::none) return fail(res.r.message);
   if (res.r.status != 200) return fail(fmt::format("GET /v1/models answered {}", res.r.status));
   boost::system::error_code ec;
-  json::value v = json::parse(res.body, ec);
-  if (ec || !v.is_object()) return fail("GET /v1/models: not JSON");
-  const json::value* data = v.get_object().if_contains("data");
+  json::value document = json::parse(res.body, ec);
+  if (ec || !document.is_object()) return fail("GET /v1/models: not JSON");
+  const json::value* data = document.get_object().if_contains("data");
   if (!data || !data->is_array() || data->get_array().empty())
     return fail("GET /v1/models: no models");
-  const json::value& m = data->get_array().front();
-  if (!m.is_object() || !m.get_object().contains("id") || !m.get_object().at("id").is_string())
+  const json::value& model = data->get_array().front();
+  if (!model.is_object() || !model.get_object().contains("id") ||
+      !model.get_object().at("id").is_string())
     return fail("GET /v1/models: no model id");
-  return std::string(m.get_object().at("id").get_string());
+  return std::string(model.get_object().at("id").get_string());
 }
 
 GroundTruthCheck check_against_sim(const http::Url& url, std::span<const Record> records,
@@ -406,8 +409,9 @@ GroundTruthCheck check_against_sim(const http::Url& url, std::span<const Record>
       [&]() -> net::awaitable<void> {
         for (const Record& rec : records) {
           if (out.requests >= max_requests) break;
-          const RequestTiming& t = rec.t;
-          if (rec.warmup || !t.ok() || !t.first_token_ns || t.events.empty()) continue;
+          const RequestTiming& timing = rec.t;
+          if (rec.warmup || !timing.ok() || !timing.first_token_ns || timing.events.empty())
+            continue;
           const std::string target = "/debug/requests/" + rec.request_id;
           http::RequestSpec req;
           req.method = "GET";
@@ -418,29 +422,31 @@ GroundTruthCheck check_against_sim(const http::Url& url, std::span<const Record>
             continue;
           }
           boost::system::error_code ec;
-          json::value v = json::parse(res.body, ec);
-          if (ec || !v.is_object()) {
+          json::value document = json::parse(res.body, ec);
+          if (ec || !document.is_object()) {
             ++out.missing;
             continue;
           }
-          const auto& o = v.get_object();
-          const auto* tok = o.if_contains("token_ns");
-          const auto* arr = o.if_contains("arrival_ns");
+          const auto& sim_record = document.get_object();
+          const auto* tok = sim_record.if_contains("token_ns");
+          const auto* arr = sim_record.if_contains("arrival_ns");
           if (!tok || !tok->is_array() || tok->get_array().empty() || !arr) {
             ++out.missing;
             continue;
           }
           ++out.requests;
           std::vector<std::int64_t> sim;
-          for (const auto& x : tok->get_array()) sim.push_back(json::value_to<std::int64_t>(x));
+          for (const auto& token_ns : tok->get_array())
+            sim.push_back(json::value_to<std::int64_t>(token_ns));
           const std::int64_t arrival = json::value_to<std::int64_t>(*arr);
-          const double client_ttft = static_cast<double>(*t.first_token_ns - t.start_ns) * 1e-9;
+          const double client_ttft =
+              static_cast<double>(*timing.first_token_ns - timing.start_ns) * 1e-9;
           const double sim_ttft = static_cast<double>(sim.front() - arrival) * 1e-9;
           out.ttft_err_s.push_back(client_ttft - sim_ttft);
-          out.request_delay_s.push_back(static_cast<double>(arrival - t.start_ns) * 1e-9);
+          out.request_delay_s.push_back(static_cast<double>(arrival - timing.start_ns) * 1e-9);
           std::vector<std::int64_t> client;
-          for (const TokenEvent& e : t.events)
-            for (std::uint32_t k = 0; k < e.tokens; ++k) client.push_back(e.time_ns);
+          for (const TokenEvent& event : timing.events)
+            for (std::uint32_t k = 0; k < event.tokens; ++k) client.push_back(event.time_ns);
           const std::size_t n = std::min(client.size(), sim.size());
           for (std::size_t j = 0; j < n; ++j) {
             out.token_err_s.push_back(static_cast<double>(client[j] - sim[j]) * 1e-9);

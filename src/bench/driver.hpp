@@ -86,8 +86,8 @@ RunResult run_load(const RunOptions& opt, const LoadSpec& spec,
 /// Turns what the transport saw into a RequestTiming (exposed for tests): the error kind from
 /// the transport failure, the HTTP status, an error event, or a stream that ended before its
 /// end marker; output tokens from usage.
-void classify(const http::Response& r, bool stream, const StreamInterpreter& interp,
-              bool sse_failed, RequestTiming& t);
+void classify(const http::Response& response, bool stream, const StreamInterpreter& interp,
+              bool sse_failed, RequestTiming& timing);
 
 /// GET /v1/models and return the first model id ("" when it cannot be found; `error` says why).
 /// `client`: an https:// URL's TLS context; `headers`: sent too (an API key).

@@ -38,16 +38,16 @@ ChartPoints tok_s_over_time(std::span<const RequestTiming> ts, std::int64_t t0_n
   ChartPoints out;
   if (!(bucket_s > 0)) return out;
   std::map<std::int64_t, std::uint64_t> buckets;
-  for (const RequestTiming& t : ts) {
-    if (!t.ok()) continue;
+  for (const RequestTiming& timing : ts) {
+    if (!timing.ok()) continue;
     auto add = [&](std::int64_t at_ns, std::uint64_t tokens) {
       const double s = static_cast<double>(at_ns - t0_ns) * 1e-9;
       buckets[static_cast<std::int64_t>(std::floor(s / bucket_s))] += tokens;
     };
-    if (!t.events.empty()) {
-      for (const TokenEvent& e : t.events) add(e.time_ns, e.tokens);
-    } else if (t.output_tokens) {
-      add(t.end_ns, *t.output_tokens);
+    if (!timing.events.empty()) {
+      for (const TokenEvent& event : timing.events) add(event.time_ns, event.tokens);
+    } else if (timing.output_tokens) {
+      add(timing.end_ns, *timing.output_tokens);
     }
   }
   if (buckets.empty()) return out;
@@ -65,15 +65,15 @@ double bucket_for(double span_s, std::size_t buckets) {
   return std::max(0.25, std::isfinite(b) ? b : 0.25);
 }
 
-std::string chart_data(const Chart& c) {
-  std::string out = fmt::format("# {}\n# x: {}; y: {}\n", c.title, c.xlabel, c.ylabel);
+std::string chart_data(const Chart& chart) {
+  std::string out = fmt::format("# {}\n# x: {}; y: {}\n", chart.title, chart.xlabel, chart.ylabel);
   bool first = true;
-  for (const ChartSeries& s : c.series) {
-    if (s.points.empty()) continue;
+  for (const ChartSeries& series : chart.series) {
+    if (series.points.empty()) continue;
     if (!first) out += "\n\n";
     first = false;
-    out += fmt::format("# {}\n", s.name);
-    for (const auto& [x, y] : s.points) out += fmt::format("{:.6g} {:.6g}\n", x, y);
+    out += fmt::format("# {}\n", series.name);
+    for (const auto& [x, y] : series.points) out += fmt::format("{:.6g} {:.6g}\n", x, y);
   }
   return out;
 }
@@ -81,9 +81,9 @@ std::string chart_data(const Chart& c) {
 namespace {
 
 /// A gnuplot double-quoted string.
-std::string gp_quote(std::string_view s) {
+std::string gp_quote(std::string_view text) {
   std::string out = "\"";
-  for (char ch : s) {
+  for (char ch : text) {
     if (ch == '\n') {
       out += "\\n";  // a line break in a double-quoted gnuplot string
       continue;
@@ -95,9 +95,9 @@ std::string gp_quote(std::string_view s) {
   return out + "\"";
 }
 
-std::string shell_quote(std::string_view s) {
+std::string shell_quote(std::string_view text) {
   std::string out = "'";
-  for (char ch : s) {
+  for (char ch : text) {
     if (ch == '\'')
       out += "'\\''";
     else
@@ -115,10 +115,10 @@ std::string png_terminal() {
                                                                                 : "png";
 }
 
-void write(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary);
-  if (!f) throw std::runtime_error(fmt::format("cannot write {}", p.string()));
-  f << text;
+void write(const fs::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary);
+  if (!file) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+  file << text;
 }
 
 }  // namespace
@@ -126,39 +126,40 @@ void write(const fs::path& p, const std::string& text) {
 std::string gnuplot_script(std::span<const Chart> charts, std::string_view png_terminal) {
   std::string out =
       "# Redraw the charts: gnuplot plots.gp (in this directory). Written by llmux bench.\n";
-  for (const Chart& c : charts) {
-    if (c.empty()) continue;
+  for (const Chart& chart : charts) {
+    if (chart.empty()) continue;
     out += fmt::format(
         "\nreset\nset grid\nset key outside right top noenhanced\nset title {} noenhanced\n"
         "set xlabel {} noenhanced\nset ylabel {} noenhanced\n",
-        gp_quote(c.title), gp_quote(c.xlabel), gp_quote(c.ylabel));
-    if (c.logx) out += "set logscale x 2\n";
-    if (c.kind == ChartKind::cdf) out += "set yrange [0:1]\n";
-    if (c.kind != ChartKind::cdf) out += "set yrange [0:*]\n";
-    const char* style = c.kind == ChartKind::lines ? "linespoints lw 2 pt 7"
-                        : c.kind == ChartKind::cdf ? "steps lw 2"
-                                                   : "lines lw 2";
+        gp_quote(chart.title), gp_quote(chart.xlabel), gp_quote(chart.ylabel));
+    if (chart.logx) out += "set logscale x 2\n";
+    if (chart.kind == ChartKind::cdf) out += "set yrange [0:1]\n";
+    if (chart.kind != ChartKind::cdf) out += "set yrange [0:*]\n";
+    const char* style = chart.kind == ChartKind::lines ? "linespoints lw 2 pt 7"
+                        : chart.kind == ChartKind::cdf ? "steps lw 2"
+                                                       : "lines lw 2";
     std::string plot = "plot ";
     std::size_t index = 0;
-    for (const ChartSeries& s : c.series) {
-      if (s.points.empty()) continue;
+    for (const ChartSeries& series : chart.series) {
+      if (series.points.empty()) continue;
       plot += fmt::format("{}{} index {} using 1:2 with {} title {}", index ? ", " : "",
-                          index ? "''" : gp_quote(c.name + ".dat"), index, style, gp_quote(s.name));
+                          index ? "''" : gp_quote(chart.name + ".dat"), index, style,
+                          gp_quote(series.name));
       ++index;
     }
     out += fmt::format(
         "set terminal svg size 1100,620 dynamic noenhanced background rgb 'white'\n"
         "set output {}\n{}\n"
         "set terminal {} size 1100,620 noenhanced\nset output {}\nreplot\nunset output\n",
-        gp_quote(c.name + ".svg"), plot, png_terminal, gp_quote(c.name + ".png"));
+        gp_quote(chart.name + ".svg"), plot, png_terminal, gp_quote(chart.name + ".png"));
   }
   return out;
 }
 
-std::string html_escape(std::string_view s) {
+std::string html_escape(std::string_view text) {
   std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
+  out.reserve(text.size());
+  for (char ch : text) {
     switch (ch) {
       case '&':
         out += "&amp;";
@@ -182,23 +183,23 @@ std::string html_escape(std::string_view s) {
   return out;
 }
 
-std::string to_html(const Table& t) {
+std::string to_html(const Table& table) {
   std::string out = "<table>\n<thead><tr>";
-  for (std::size_t c = 0; c < t.columns(); ++c)
-    out += fmt::format("<th{}>{}</th>", t.align()[c] == Align::right ? " class=\"num\"" : "",
-                       html_escape(t.headers()[c]));
+  for (std::size_t c = 0; c < table.columns(); ++c)
+    out += fmt::format("<th{}>{}</th>", table.align()[c] == Align::right ? " class=\"num\"" : "",
+                       html_escape(table.headers()[c]));
   out += "</tr></thead>\n<tbody>\n";
-  for (const auto& row : t.rows()) {
+  for (const auto& row : table.rows()) {
     out += "<tr>";
-    for (std::size_t c = 0; c < t.columns(); ++c)
-      out += fmt::format("<td{}>{}</td>", t.align()[c] == Align::right ? " class=\"num\"" : "",
+    for (std::size_t c = 0; c < table.columns(); ++c)
+      out += fmt::format("<td{}>{}</td>", table.align()[c] == Align::right ? " class=\"num\"" : "",
                          html_escape(row[c]));
     out += "</tr>\n";
   }
   return out + "</tbody>\n</table>\n";
 }
 
-std::string to_html(const HtmlReport& r) {
+std::string to_html(const HtmlReport& report) {
   std::string out = fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<title>{0}</title>\n<style>\n"
@@ -211,21 +212,21 @@ std::string to_html(const HtmlReport& r) {
       ".status.failed{{background:#ffebee;border-color:#e57373}}\n"
       "figure{{margin:1.5em 0}} img{{max-width:100%;border:1px solid #ddd}}\n"
       "</style>\n</head>\n<body>\n<h1>{0}</h1>\n",
-      html_escape(r.title));
-  if (!r.intro.empty()) out += fmt::format("<p>{}</p>\n", html_escape(r.intro));
-  if (!r.status.empty()) {
-    out += fmt::format("<div class=\"status{}\">\n", r.failed ? " failed" : "");
-    for (const auto& s : r.status) out += fmt::format("<p>{}</p>\n", html_escape(s));
+      html_escape(report.title));
+  if (!report.intro.empty()) out += fmt::format("<p>{}</p>\n", html_escape(report.intro));
+  if (!report.status.empty()) {
+    out += fmt::format("<div class=\"status{}\">\n", report.failed ? " failed" : "");
+    for (const auto& status : report.status) out += fmt::format("<p>{}</p>\n", html_escape(status));
     out += "</div>\n";
   }
-  for (const HtmlSection& s : r.sections) {
-    if (!s.title.empty()) out += fmt::format("<h2>{}</h2>\n", html_escape(s.title));
-    out += to_html(s.table);
-    for (const auto& n : s.notes) out += fmt::format("<p>{}</p>\n", html_escape(n));
+  for (const HtmlSection& section : report.sections) {
+    if (!section.title.empty()) out += fmt::format("<h2>{}</h2>\n", html_escape(section.title));
+    out += to_html(section.table);
+    for (const auto& note : section.notes) out += fmt::format("<p>{}</p>\n", html_escape(note));
   }
-  if (!r.charts.empty()) {
+  if (!report.charts.empty()) {
     out += "<h2>Charts</h2>\n";
-    for (const auto& svg : r.charts) {
+    for (const auto& svg : report.charts) {
       std::string png = svg;
       if (png.size() > 4 && png.ends_with(".svg")) png.replace(png.size() - 4, 4, ".png");
       out += fmt::format(
@@ -234,10 +235,10 @@ std::string to_html(const HtmlReport& r) {
           html_escape(svg), html_escape(png));
     }
   }
-  for (const auto& n : r.notes) out += fmt::format("<p>{}</p>\n", html_escape(n));
-  if (!r.files.empty()) {
+  for (const auto& note : report.notes) out += fmt::format("<p>{}</p>\n", html_escape(note));
+  if (!report.files.empty()) {
     out += "<h2>Files</h2>\n<ul>\n";
-    for (const auto& [href, what] : r.files)
+    for (const auto& [href, what] : report.files)
       out += fmt::format("<li><a href=\"{0}\">{0}</a>: {1}</li>\n", html_escape(href),
                          html_escape(what));
     out += "</ul>\n";
@@ -251,10 +252,10 @@ ReportFiles write_report(const std::string& dir, HtmlReport report, std::span<co
   const fs::path root(dir), cdir = root / "charts";
   fs::create_directories(cdir);
   std::vector<std::string> names;
-  for (const Chart& c : charts) {
-    if (c.empty()) continue;
-    write(cdir / (c.name + ".dat"), chart_data(c));
-    names.push_back(c.name);
+  for (const Chart& chart : charts) {
+    if (chart.empty()) continue;
+    write(cdir / (chart.name + ".dat"), chart_data(chart));
+    names.push_back(chart.name);
   }
   const bool gp = draw && !names.empty() && have_gnuplot();
   write(cdir / "plots.gp", gnuplot_script(charts, gp ? png_terminal() : "pngcairo"));
@@ -272,8 +273,8 @@ ReportFiles write_report(const std::string& dir, HtmlReport report, std::span<co
     const std::string cmd =
         fmt::format("cd {} && gnuplot plots.gp >gnuplot.log 2>&1", shell_quote(cdir.string()));
     const int st = std::system(cmd.c_str());
-    for (const auto& n : names)
-      if (fs::exists(cdir / (n + ".svg"))) rf.charts.push_back("charts/" + n + ".svg");
+    for (const auto& name : names)
+      if (fs::exists(cdir / (name + ".svg"))) rf.charts.push_back("charts/" + name + ".svg");
     rf.gnuplot = st == 0 && rf.charts.size() == names.size();
     rf.note = rf.gnuplot
                   ? fmt::format("Charts: {} SVG and PNG in {}.", names.size(), cdir.string())

@@ -62,7 +62,7 @@ double bucket_for(double span_s, std::size_t buckets = 60);
 
 /// The data file of a chart: one block per series that has points (gnuplot `index i`, in the
 /// order of `series`), blocks two blank lines apart, each headed by "# <series name>".
-std::string chart_data(const Chart& c);
+std::string chart_data(const Chart& chart);
 
 /// The gnuplot script (run in the charts directory) that draws every non-empty chart from
 /// NAME.dat into NAME.svg and NAME.png; `png_terminal` is "pngcairo" or "png".
@@ -88,12 +88,12 @@ struct HtmlReport {
   std::vector<std::pair<std::string, std::string>> files;
 };
 
-/// `s` with &, <, >, " and ' escaped for HTML text and attribute values.
-std::string html_escape(std::string_view s);
+/// `text` with &, <, >, " and ' escaped for HTML text and attribute values.
+std::string html_escape(std::string_view text);
 /// The table as an HTML <table> (header cells <th>, right-aligned columns with class "num").
-std::string to_html(const Table& t);
+std::string to_html(const Table& table);
 /// The whole page (one self-contained file, inline CSS).
-std::string to_html(const HtmlReport& r);
+std::string to_html(const HtmlReport& report);
 
 struct ReportFiles {
   std::vector<std::string> charts;  ///< SVG files drawn, relative to DIR (charts/NAME.svg)

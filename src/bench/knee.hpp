@@ -42,9 +42,9 @@ struct KneeResult {
   std::vector<double> efficiency;
 };
 
-/// Efficiency of the step from `a` to `b` (see above). When `a` has no throughput, any gain
-/// counts as fully efficient (1) and none as flat (0).
-double step_efficiency(const SweepPoint& a, const SweepPoint& b);
+/// Efficiency of the step from `before` to `after` (see above). When `before` has no throughput,
+/// any gain counts as fully efficient (1) and none as flat (0).
+double step_efficiency(const SweepPoint& before, const SweepPoint& after);
 
 /// Analyses the whole curve. Points must be in increasing load order.
 KneeResult detect_knee(std::span<const SweepPoint> points, const KneeOptions& opt = {});

@@ -11,15 +11,15 @@
 
 namespace llmux::bench {
 
-double spread(const std::vector<double>& v) {
-  if (v.size() < 2) return 0;
-  const auto [mn, mx] = std::minmax_element(v.begin(), v.end());
+double spread(const std::vector<double>& values) {
+  if (values.size() < 2) return 0;
+  const auto [mn, mx] = std::minmax_element(values.begin(), values.end());
   return *mx > 0 ? (*mx - *mn) / *mx : 0;
 }
 
-std::vector<std::size_t> parse_levels(const std::string& s) {
+std::vector<std::size_t> parse_levels(const std::string& list) {
   std::vector<std::size_t> out;
-  std::stringstream ss(s);
+  std::stringstream ss(list);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
@@ -44,9 +44,9 @@ std::vector<std::size_t> parse_levels(const std::string& s) {
   return out;
 }
 
-std::vector<double> parse_percentiles(const std::string& s) {
+std::vector<double> parse_percentiles(const std::string& list) {
   std::vector<double> out;
-  std::stringstream ss(s);
+  std::stringstream ss(list);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;

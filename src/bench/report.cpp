@@ -36,9 +36,9 @@ Table& Table::add_row(std::vector<std::string> cells) {
   return *this;
 }
 
-std::size_t display_width(std::string_view s) {
+std::size_t display_width(std::string_view text) {
   std::size_t n = 0;
-  for (unsigned char c : s) {
+  for (unsigned char c : text) {
     if ((c & 0xC0) != 0x80) ++n;  // count every byte that is not a continuation byte
   }
   return n;
@@ -46,15 +46,15 @@ std::size_t display_width(std::string_view s) {
 
 namespace {
 
-std::string md_cell(std::string_view s) {
+std::string md_cell(std::string_view text) {
   std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (c == '|') {
       out += "\\|";
     } else if (c == '\r' || c == '\n') {
-      if (c == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
       out += ' ';
     } else {
       out += c;
@@ -63,29 +63,29 @@ std::string md_cell(std::string_view s) {
   return out;
 }
 
-void append_padded(std::string& out, const std::string& cell, std::size_t width, Align a) {
+void append_padded(std::string& out, const std::string& cell, std::size_t width, Align align) {
   const std::size_t pad = width - std::min(width, display_width(cell));
-  if (a == Align::right) out.append(pad, ' ');
+  if (align == Align::right) out.append(pad, ' ');
   out += cell;
-  if (a == Align::left) out.append(pad, ' ');
+  if (align == Align::left) out.append(pad, ' ');
 }
 
 }  // namespace
 
-std::string to_markdown(const Table& t, const MarkdownOptions& opt) {
-  const std::size_t cols = t.columns();
+std::string to_markdown(const Table& table, const MarkdownOptions& opt) {
+  const std::size_t cols = table.columns();
   std::vector<std::string> header(cols);
   std::vector<std::vector<std::string>> rows;
   std::vector<std::size_t> width(cols, 3);  // a separator needs at least "---"
   for (std::size_t c = 0; c < cols; ++c) {
-    header[c] = md_cell(t.headers()[c]);
+    header[c] = md_cell(table.headers()[c]);
     width[c] = std::max(width[c], display_width(header[c]));
   }
-  rows.reserve(t.rows().size());
-  for (const auto& r : t.rows()) {
+  rows.reserve(table.rows().size());
+  for (const auto& table_row : table.rows()) {
     auto& row = rows.emplace_back(cols);
     for (std::size_t c = 0; c < cols; ++c) {
-      row[c] = md_cell(r[c]);
+      row[c] = md_cell(table_row[c]);
       width[c] = std::max(width[c], display_width(row[c]));
     }
   }
@@ -100,7 +100,7 @@ std::string to_markdown(const Table& t, const MarkdownOptions& opt) {
     out += '|';
     for (std::size_t c = 0; c < cols; ++c) {
       out += ' ';
-      append_padded(out, cells[c], width[c], t.align()[c]);
+      append_padded(out, cells[c], width[c], table.align()[c]);
       out += " |";
     }
     out += '\n';
@@ -109,7 +109,7 @@ std::string to_markdown(const Table& t, const MarkdownOptions& opt) {
   out += '|';
   for (std::size_t c = 0; c < cols; ++c) {
     out += ' ';
-    if (t.align()[c] == Align::right) {
+    if (table.align()[c] == Align::right) {
       out.append(width[c] - 1, '-');
       out += ':';
     } else {
@@ -118,7 +118,7 @@ std::string to_markdown(const Table& t, const MarkdownOptions& opt) {
     out += " |";
   }
   out += '\n';
-  for (const auto& r : rows) line(r);
+  for (const auto& row : rows) line(row);
   for (const auto& note : opt.notes) {
     out += '\n';
     out += note;
@@ -127,12 +127,12 @@ std::string to_markdown(const Table& t, const MarkdownOptions& opt) {
   return out;
 }
 
-std::string csv_field(std::string_view s) {
-  if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
+std::string csv_field(std::string_view field) {
+  if (field.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(field);
   std::string out;
-  out.reserve(s.size() + 2);
+  out.reserve(field.size() + 2);
   out += '"';
-  for (char c : s) {
+  for (char c : field) {
     if (c == '"') out += '"';
     out += c;
   }
@@ -150,9 +150,9 @@ std::string csv_record(std::span<const std::string> fields) {
   return out;
 }
 
-std::string to_csv(const Table& t) {
-  std::string out = csv_record(t.headers());
-  for (const auto& r : t.rows()) out += csv_record(r);
+std::string to_csv(const Table& table) {
+  std::string out = csv_record(table.headers());
+  for (const auto& row : table.rows()) out += csv_record(row);
   return out;
 }
 
@@ -183,95 +183,95 @@ std::string percentile_key(double p) {
 
 }  // namespace
 
-json::object to_json(const Summary& s, double scale) {
-  json::object o;
-  o["count"] = s.count;
-  o["mean"] = json_number(s.mean * scale);
-  o["stddev"] = json_number(s.stddev * scale);
-  o["min"] = json_number(s.min * scale);
-  o["max"] = json_number(s.max * scale);
-  o["p50"] = json_number(s.p50 * scale);
-  o["p90"] = json_number(s.p90 * scale);
-  o["p95"] = json_number(s.p95 * scale);
-  o["p99"] = json_number(s.p99 * scale);
-  for (const auto& [p, v] : s.extra) o[percentile_key(p)] = json_number(v * scale);
-  return o;
+json::object to_json(const Summary& summary, double scale) {
+  json::object object;
+  object["count"] = summary.count;
+  object["mean"] = json_number(summary.mean * scale);
+  object["stddev"] = json_number(summary.stddev * scale);
+  object["min"] = json_number(summary.min * scale);
+  object["max"] = json_number(summary.max * scale);
+  object["p50"] = json_number(summary.p50 * scale);
+  object["p90"] = json_number(summary.p90 * scale);
+  object["p95"] = json_number(summary.p95 * scale);
+  object["p99"] = json_number(summary.p99 * scale);
+  for (const auto& [p, v] : summary.extra) object[percentile_key(p)] = json_number(v * scale);
+  return object;
 }
 
-json::object to_json(const RequestTiming& t) {
-  auto opt_i64 = [](const std::optional<std::int64_t>& v) -> json::value {
-    if (v) return *v;
+json::object to_json(const RequestTiming& timing) {
+  auto opt_i64 = [](const std::optional<std::int64_t>& value) -> json::value {
+    if (value) return *value;
     return nullptr;
   };
-  auto opt_u64 = [](const std::optional<std::uint64_t>& v) -> json::value {
-    if (v) return *v;
+  auto opt_u64 = [](const std::optional<std::uint64_t>& value) -> json::value {
+    if (value) return *value;
     return nullptr;
   };
-  json::object o;
-  o["start_ns"] = t.start_ns;
-  o["first_byte_ns"] = opt_i64(t.first_byte_ns);
-  o["first_token_ns"] = opt_i64(t.first_token_ns);
-  o["end_ns"] = t.end_ns;
-  o["output_tokens"] = opt_u64(t.output_tokens);
-  o["prompt_tokens"] = opt_u64(t.prompt_tokens);
-  o["cached_tokens"] = opt_u64(t.cached_tokens);
-  o["error"] = to_string(t.error);
-  if (t.http_status) o["http_status"] = t.http_status;
-  if (!t.error_message.empty()) o["error_message"] = t.error_message;
-  if (!t.backend.empty()) o["backend"] = t.backend;
+  json::object object;
+  object["start_ns"] = timing.start_ns;
+  object["first_byte_ns"] = opt_i64(timing.first_byte_ns);
+  object["first_token_ns"] = opt_i64(timing.first_token_ns);
+  object["end_ns"] = timing.end_ns;
+  object["output_tokens"] = opt_u64(timing.output_tokens);
+  object["prompt_tokens"] = opt_u64(timing.prompt_tokens);
+  object["cached_tokens"] = opt_u64(timing.cached_tokens);
+  object["error"] = to_string(timing.error);
+  if (timing.http_status) object["http_status"] = timing.http_status;
+  if (!timing.error_message.empty()) object["error_message"] = timing.error_message;
+  if (!timing.backend.empty()) object["backend"] = timing.backend;
   json::array events;
-  events.reserve(t.events.size());
-  for (const TokenEvent& e : t.events) {
-    events.push_back(json::array{e.time_ns - t.start_ns, e.tokens});
+  events.reserve(timing.events.size());
+  for (const TokenEvent& event : timing.events) {
+    events.push_back(json::array{event.time_ns - timing.start_ns, event.tokens});
   }
-  o["events"] = std::move(events);
-  return o;
+  object["events"] = std::move(events);
+  return object;
 }
 
-json::object to_json(const Aggregate& a) {
-  json::object o;
-  o["requests"] = a.requests;
-  o["ok"] = a.ok;
-  o["failed"] = a.failed;
-  o["rejected"] = a.rejected;
+json::object to_json(const Aggregate& aggregate) {
+  json::object object;
+  object["requests"] = aggregate.requests;
+  object["ok"] = aggregate.ok;
+  object["failed"] = aggregate.failed;
+  object["rejected"] = aggregate.rejected;
   json::object errors;
-  for (const auto& [kind, n] : a.errors) errors[to_string(kind)] = n;
-  o["errors"] = std::move(errors);
-  o["wall_s"] = json_number(a.wall_s);
-  o["output_tokens"] = a.output_tokens;
-  o["prompt_tokens"] = a.prompt_tokens;
-  o["estimated_requests"] = a.estimated_requests;
-  o["output_tok_s"] = json_number(a.output_tok_s);
-  o["requests_per_s"] = json_number(a.requests_per_s);
-  o["good"] = a.good;
-  o["goodput_req_s"] = json_number(a.goodput_req_s);
-  o["cached_prompt_tokens"] = a.cached_tokens;
-  o["cached_reported_requests"] = a.cached_reported;
-  o["cached_share"] = json_number(a.cached_share);
-  o["not_found"] = a.not_found;
-  o["ttfb_ms"] = to_json(a.ttfb, 1e3);
-  o["ttft_ms"] = to_json(a.ttft, 1e3);
-  o["tpot_ms"] = to_json(a.tpot, 1e3);
-  o["itl_ms"] = to_json(a.itl, 1e3);
-  o["e2e_ms"] = to_json(a.e2e, 1e3);
-  o["decode_tok_s"] = to_json(a.decode_tok_s);
-  return o;
+  for (const auto& [kind, n] : aggregate.errors) errors[to_string(kind)] = n;
+  object["errors"] = std::move(errors);
+  object["wall_s"] = json_number(aggregate.wall_s);
+  object["output_tokens"] = aggregate.output_tokens;
+  object["prompt_tokens"] = aggregate.prompt_tokens;
+  object["estimated_requests"] = aggregate.estimated_requests;
+  object["output_tok_s"] = json_number(aggregate.output_tok_s);
+  object["requests_per_s"] = json_number(aggregate.requests_per_s);
+  object["good"] = aggregate.good;
+  object["goodput_req_s"] = json_number(aggregate.goodput_req_s);
+  object["cached_prompt_tokens"] = aggregate.cached_tokens;
+  object["cached_reported_requests"] = aggregate.cached_reported;
+  object["cached_share"] = json_number(aggregate.cached_share);
+  object["not_found"] = aggregate.not_found;
+  object["ttfb_ms"] = to_json(aggregate.ttfb, 1e3);
+  object["ttft_ms"] = to_json(aggregate.ttft, 1e3);
+  object["tpot_ms"] = to_json(aggregate.tpot, 1e3);
+  object["itl_ms"] = to_json(aggregate.itl, 1e3);
+  object["e2e_ms"] = to_json(aggregate.e2e, 1e3);
+  object["decode_tok_s"] = to_json(aggregate.decode_tok_s);
+  return object;
 }
 
 namespace {
 
-void pretty(std::string& out, const json::value& v, int depth) {
+void pretty(std::string& out, const json::value& value, int depth) {
   auto indent = [&](int d) { out.append(static_cast<std::size_t>(d) * 2, ' '); };
-  switch (v.kind()) {
+  switch (value.kind()) {
     case json::kind::object: {
-      const auto& o = v.get_object();
-      if (o.empty()) {
+      const auto& object = value.get_object();
+      if (object.empty()) {
         out += "{}";
         return;
       }
       out += "{\n";
       bool first = true;
-      for (const auto& kv : o) {
+      for (const auto& kv : object) {
         if (!first) out += ",\n";
         first = false;
         indent(depth + 1);
@@ -285,28 +285,29 @@ void pretty(std::string& out, const json::value& v, int depth) {
       return;
     }
     case json::kind::array: {
-      const auto& a = v.get_array();
-      if (a.empty()) {
+      const auto& array = value.get_array();
+      if (array.empty()) {
         out += "[]";
         return;
       }
       // Arrays of scalars stay on one line (e.g. [offset_ns, tokens] pairs).
-      const bool flat = std::all_of(
-          a.begin(), a.end(), [](const json::value& e) { return !e.is_object() && !e.is_array(); });
+      const bool flat = std::all_of(array.begin(), array.end(), [](const json::value& e) {
+        return !e.is_object() && !e.is_array();
+      });
       if (flat) {
         out += '[';
-        for (std::size_t i = 0; i < a.size(); ++i) {
+        for (std::size_t i = 0; i < array.size(); ++i) {
           if (i) out += ", ";
-          pretty(out, a[i], depth + 1);
+          pretty(out, array[i], depth + 1);
         }
         out += ']';
         return;
       }
       out += "[\n";
-      for (std::size_t i = 0; i < a.size(); ++i) {
+      for (std::size_t i = 0; i < array.size(); ++i) {
         if (i) out += ",\n";
         indent(depth + 1);
-        pretty(out, a[i], depth + 1);
+        pretty(out, array[i], depth + 1);
       }
       out += '\n';
       indent(depth);
@@ -314,71 +315,73 @@ void pretty(std::string& out, const json::value& v, int depth) {
       return;
     }
     case json::kind::double_: {
-      const double d = v.get_double();
+      const double d = value.get_double();
       if (!std::isfinite(d)) {
         out += "null";
       } else {
-        std::string s = fmt::format("{}", d);
+        std::string text = fmt::format("{}", d);
         // Keep it a JSON number that reads back as a double.
-        if (s.find_first_of(".eE") == std::string::npos) s += ".0";
-        out += s;
+        if (text.find_first_of(".eE") == std::string::npos) text += ".0";
+        out += text;
       }
       return;
     }
     default:
-      out += json::serialize(v);
+      out += json::serialize(value);
       return;
   }
 }
 
-void flatten(const json::value& v, const std::string& prefix, std::map<std::string, double>& out) {
+void flatten(const json::value& value, const std::string& prefix,
+             std::map<std::string, double>& out) {
   auto join = [&](std::string_view key) {
     return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
   };
-  switch (v.kind()) {
+  switch (value.kind()) {
     case json::kind::object:
-      for (const auto& kv : v.get_object()) {
+      for (const auto& kv : value.get_object()) {
         flatten(kv.value(), join(std::string_view(kv.key().data(), kv.key().size())), out);
       }
       break;
     case json::kind::array: {
-      const auto& a = v.get_array();
-      for (std::size_t i = 0; i < a.size(); ++i) flatten(a[i], join(std::to_string(i)), out);
+      const auto& array = value.get_array();
+      for (std::size_t i = 0; i < array.size(); ++i)
+        flatten(array[i], join(std::to_string(i)), out);
       break;
     }
     case json::kind::int64:
-      out[prefix] = static_cast<double>(v.get_int64());
+      out[prefix] = static_cast<double>(value.get_int64());
       break;
     case json::kind::uint64:
-      out[prefix] = static_cast<double>(v.get_uint64());
+      out[prefix] = static_cast<double>(value.get_uint64());
       break;
     case json::kind::double_:
-      out[prefix] = v.get_double();
+      out[prefix] = value.get_double();
       break;
     default:
       break;
   }
 }
 
-bool contains_any(std::string_view s, std::initializer_list<std::string_view> needles) {
-  for (auto n : needles) {
-    if (s.find(n) != std::string_view::npos) return true;
+bool contains_any(std::string_view text, std::initializer_list<std::string_view> needles) {
+  for (auto needle : needles) {
+    if (text.find(needle) != std::string_view::npos) return true;
   }
   return false;
 }
 
 }  // namespace
 
-std::string pretty_json(const json::value& v) {
+std::string pretty_json(const json::value& value) {
   std::string out;
-  pretty(out, v, 0);
+  pretty(out, value, 0);
   out += '\n';
   return out;
 }
 
-std::map<std::string, double> flatten_numbers(const json::value& v) {
+std::map<std::string, double> flatten_numbers(const json::value& value) {
   std::map<std::string, double> out;
-  flatten(v, "", out);
+  flatten(value, "", out);
   return out;
 }
 
@@ -389,92 +392,95 @@ Direction guess_direction(std::string_view metric) {
   std::string lower(metric);
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  std::string_view m = lower;
-  const std::size_t dot = m.rfind('.');
-  const std::string_view leaf = dot == std::string_view::npos ? m : m.substr(dot + 1);
+  std::string_view name = lower;
+  const std::size_t dot = name.rfind('.');
+  const std::string_view leaf = dot == std::string_view::npos ? name : name.substr(dot + 1);
   if (leaf == "count") return Direction::neutral;
-  if (contains_any(m, {"error", "failed", "timeout", "not_found"}))
+  if (contains_any(name, {"error", "failed", "timeout", "not_found"}))
     return Direction::lower_is_better;
-  if (contains_any(m, {"tok_s", "tok/s", "per_s", "req_s", "goodput", "throughput", "ratio"})) {
+  if (contains_any(name, {"tok_s", "tok/s", "per_s", "req_s", "goodput", "throughput", "ratio"})) {
     return Direction::higher_is_better;
   }
-  if (contains_any(m, {"ttft", "tpot", "itl", "e2e", "ttfb", "latency", "_ms", "duration"})) {
+  if (contains_any(name, {"ttft", "tpot", "itl", "e2e", "ttfb", "latency", "_ms", "duration"})) {
     return Direction::lower_is_better;
   }
   return Direction::neutral;
 }
 
-Comparison compare(const std::map<std::string, double>& a, const std::map<std::string, double>& b,
+Comparison compare(const std::map<std::string, double>& before,
+                   const std::map<std::string, double>& after,
                    const std::map<std::string, Direction>& directions, double threshold) {
-  Comparison c;
-  c.threshold = threshold;
+  Comparison comparison;
+  comparison.threshold = threshold;
   std::set<std::string> names;
-  for (const auto& [k, v] : a) names.insert(k);
-  for (const auto& [k, v] : b) names.insert(k);
+  for (const auto& [metric, value] : before) names.insert(metric);
+  for (const auto& [metric, value] : after) names.insert(metric);
   for (const std::string& name : names) {
-    MetricChange m;
-    m.metric = name;
-    if (auto it = a.find(name); it != a.end()) m.a = it->second;
-    if (auto it = b.find(name); it != b.end()) m.b = it->second;
+    MetricChange metric_change;
+    metric_change.metric = name;
+    if (auto it = before.find(name); it != before.end()) metric_change.a = it->second;
+    if (auto it = after.find(name); it != after.end()) metric_change.b = it->second;
     if (auto it = directions.find(name); it != directions.end()) {
-      m.direction = it->second;
+      metric_change.direction = it->second;
     } else {
-      m.direction = guess_direction(name);
+      metric_change.direction = guess_direction(name);
     }
-    if (!m.a || !m.b) {
-      m.change = std::numeric_limits<double>::quiet_NaN();
-      m.flagged = true;
+    if (!metric_change.a || !metric_change.b) {
+      metric_change.change = std::numeric_limits<double>::quiet_NaN();
+      metric_change.flagged = true;
     } else {
-      const double x = *m.a, y = *m.b;
+      const double x = *metric_change.a, y = *metric_change.b;
       if (x == y) {
-        m.change = 0;
+        metric_change.change = 0;
       } else if (x == 0) {
-        m.change = y > 0 ? std::numeric_limits<double>::infinity()
-                         : -std::numeric_limits<double>::infinity();
+        metric_change.change = y > 0 ? std::numeric_limits<double>::infinity()
+                                     : -std::numeric_limits<double>::infinity();
       } else {
-        m.change = (y - x) / std::fabs(x);
+        metric_change.change = (y - x) / std::fabs(x);
       }
-      m.flagged = std::fabs(m.change) > threshold;  // false for NaN
-      if (m.flagged && m.direction != Direction::neutral) {
-        const bool up = m.change > 0;
-        const bool better = m.direction == Direction::higher_is_better ? up : !up;
-        m.improvement = better;
-        m.regression = !better;
+      metric_change.flagged = std::fabs(metric_change.change) > threshold;  // false for NaN
+      if (metric_change.flagged && metric_change.direction != Direction::neutral) {
+        const bool up = metric_change.change > 0;
+        const bool better = metric_change.direction == Direction::higher_is_better ? up : !up;
+        metric_change.improvement = better;
+        metric_change.regression = !better;
       }
     }
-    if (m.flagged) ++c.flagged;
-    if (m.regression) ++c.regressions;
-    if (m.improvement) ++c.improvements;
-    c.changes.push_back(std::move(m));
+    if (metric_change.flagged) ++comparison.flagged;
+    if (metric_change.regression) ++comparison.regressions;
+    if (metric_change.improvement) ++comparison.improvements;
+    comparison.changes.push_back(std::move(metric_change));
   }
-  return c;
+  return comparison;
 }
 
-Table comparison_table(const Comparison& c, bool only_flagged) {
-  Table t({"Metric", "A", "B", "Change", "Verdict"},
-          {Align::left, Align::right, Align::right, Align::right, Align::left});
-  auto num = [](const std::optional<double>& v) {
-    if (!v) return std::string("-");
+Table comparison_table(const Comparison& comparison, bool only_flagged) {
+  Table table({"Metric", "A", "B", "Change", "Verdict"},
+              {Align::left, Align::right, Align::right, Align::right, Align::left});
+  auto num = [](const std::optional<double>& value) {
+    if (!value) return std::string("-");
     // Enough precision for both token counts and millisecond latencies.
-    return fmt_num(*v, std::fabs(*v) >= 100 ? 1 : 3);
+    return fmt_num(*value, std::fabs(*value) >= 100 ? 1 : 3);
   };
-  for (const MetricChange& m : c.changes) {
-    if (only_flagged && !m.flagged) continue;
+  for (const MetricChange& metric_change : comparison.changes) {
+    if (only_flagged && !metric_change.flagged) continue;
     std::string verdict;
-    if (!m.a) {
+    if (!metric_change.a) {
       verdict = "only in B";
-    } else if (!m.b) {
+    } else if (!metric_change.b) {
       verdict = "only in A";
-    } else if (m.regression) {
+    } else if (metric_change.regression) {
       verdict = "regression";
-    } else if (m.improvement) {
+    } else if (metric_change.improvement) {
       verdict = "improvement";
-    } else if (m.flagged) {
+    } else if (metric_change.flagged) {
       verdict = "changed";
     }
-    t.add_row({m.metric, num(m.a), num(m.b), (m.a && m.b) ? fmt_pct(m.change) : "-", verdict});
+    table.add_row({metric_change.metric, num(metric_change.a), num(metric_change.b),
+                   (metric_change.a && metric_change.b) ? fmt_pct(metric_change.change) : "-",
+                   verdict});
   }
-  return t;
+  return table;
 }
 
 }  // namespace llmux::bench

@@ -57,18 +57,18 @@ struct MarkdownOptions {
 /// A GitHub-flavoured Markdown table with every column padded to its widest cell (width in
 /// UTF-8 code points), right-aligned columns marked `---:`. '|' in a cell is escaped and line
 /// breaks become spaces. Ends with a newline.
-std::string to_markdown(const Table& t, const MarkdownOptions& opt = {});
+std::string to_markdown(const Table& table, const MarkdownOptions& opt = {});
 
-/// Width of `s` as displayed: the number of UTF-8 code points.
-std::size_t display_width(std::string_view s);
+/// Width of `text` as displayed: the number of UTF-8 code points.
+std::size_t display_width(std::string_view text);
 
 /// One CSV field, quoted per RFC 4180 when it holds a comma, a double quote, CR or LF (quotes
 /// doubled inside).
-std::string csv_field(std::string_view s);
+std::string csv_field(std::string_view field);
 /// One CSV record: fields joined with ',' and terminated with CRLF.
 std::string csv_record(std::span<const std::string> fields);
 /// The table as CSV: a header record, then one record per row.
-std::string to_csv(const Table& t);
+std::string to_csv(const Table& table);
 
 /// A number with `decimals` places; NaN and infinities as "-".
 std::string fmt_num(double v, int decimals = 1);
@@ -82,20 +82,20 @@ std::string fmt_pct(double fraction, int decimals = 1);
 boost::json::value json_number(double v);
 /// {"count", "mean", "stddev", "min", "max", "p50", "p90", "p95", "p99", "p<extra>"...}; every
 /// figure multiplied by `scale` (1000 for seconds -> milliseconds).
-boost::json::object to_json(const Summary& s, double scale = 1.0);
+boost::json::object to_json(const Summary& summary, double scale = 1.0);
 /// One request's raw timings: timestamps in ns, `events` as [offset_ns from start, tokens].
-boost::json::object to_json(const RequestTiming& t);
+boost::json::object to_json(const RequestTiming& timing);
 /// A run's aggregate; latency summaries in milliseconds (`ttft_ms`, `tpot_ms`, `itl_ms`,
 /// `e2e_ms`, `ttfb_ms`), throughput in per-second units.
-boost::json::object to_json(const Aggregate& a);
+boost::json::object to_json(const Aggregate& aggregate);
 
 /// Pretty-printed JSON (two-space indent, keys in insertion order, doubles in shortest
 /// round-trip form). Ends with a newline.
-std::string pretty_json(const boost::json::value& v);
+std::string pretty_json(const boost::json::value& value);
 
-/// Every numeric leaf of `v` as "a.b.c" -> value (array elements as "a.0"); booleans, strings
+/// Every numeric leaf of `value` as "a.b.c" -> value (array elements as "a.0"); booleans, strings
 /// and nulls are left out.
-std::map<std::string, double> flatten_numbers(const boost::json::value& v);
+std::map<std::string, double> flatten_numbers(const boost::json::value& value);
 
 // ---------------------------------------------------------------------------------------------
 // Comparing two runs
@@ -125,11 +125,12 @@ struct Comparison {
 
 /// Compares run A (before) with run B (after). Directions come from `directions`, else from
 /// guess_direction(). A change is flagged when it is strictly beyond `threshold` (a fraction).
-Comparison compare(const std::map<std::string, double>& a, const std::map<std::string, double>& b,
+Comparison compare(const std::map<std::string, double>& before,
+                   const std::map<std::string, double>& after,
                    const std::map<std::string, Direction>& directions = {},
                    double threshold = 0.05);
 
 /// "| Metric | A | B | Change | Verdict |"; with only_flagged, just the flagged metrics.
-Table comparison_table(const Comparison& c, bool only_flagged = false);
+Table comparison_table(const Comparison& comparison, bool only_flagged = false);
 
 }  // namespace llmux::bench

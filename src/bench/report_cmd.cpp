@@ -16,23 +16,24 @@ namespace json = boost::json;
 
 int bench_report(const std::string& a_path, const std::string& b_path, double threshold,
                  bool show_all, std::ostream& md) {
-  auto load = [](const std::string& p) {
-    std::ifstream f(p, std::ios::binary);
-    if (!f) throw std::runtime_error(fmt::format("cannot open {}", p));
+  auto load = [](const std::string& path) {
+    std::ifstream file(path, std::ios::binary);
+    if (!file) throw std::runtime_error(fmt::format("cannot open {}", path));
     std::stringstream ss;
-    ss << f.rdbuf();
+    ss << file.rdbuf();
     boost::system::error_code ec;
-    json::value v = json::parse(ss.str(), ec);
-    if (ec || !v.is_object()) throw std::runtime_error(fmt::format("{}: not a JSON result", p));
-    return v;
+    json::value document = json::parse(ss.str(), ec);
+    if (ec || !document.is_object())
+      throw std::runtime_error(fmt::format("{}: not a JSON result", path));
+    return document;
   };
-  const json::value a = load(a_path), b = load(b_path);
+  const json::value result_a = load(a_path), result_b = load(b_path);
   // Results of different kinds share no figure: comparing them would flag everything.
-  auto kind = [](const json::value& v) -> std::string {
-    const json::value* t = v.get_object().if_contains("tool");
-    return t && t->is_string() ? std::string(t->get_string()) : std::string();
+  auto kind = [](const json::value& result) -> std::string {
+    const json::value* tool = result.get_object().if_contains("tool");
+    return tool && tool->is_string() ? std::string(tool->get_string()) : std::string();
   };
-  const std::string ka = kind(a), kb = kind(b);
+  const std::string ka = kind(result_a), kb = kind(result_b);
   if (ka != kb) {
     auto name = [](const std::string& k) {
       return k.empty() ? std::string("not a result of llmux bench") : "a `" + k + "` result";
@@ -42,12 +43,12 @@ int bench_report(const std::string& a_path, const std::string& b_path, double th
         "same kind (two run.json, two throughput.json or two compare.json)",
         a_path, name(ka), b_path, name(kb)));
   }
-  auto summary = [](const json::value& v) -> const json::value& {
-    const json::value* s = v.get_object().if_contains("summary");
-    return s ? *s : v;
+  auto summary = [](const json::value& result) -> const json::value& {
+    const json::value* summary_value = result.get_object().if_contains("summary");
+    return summary_value ? *summary_value : result;
   };
-  const Comparison cmp =
-      compare(flatten_numbers(summary(a)), flatten_numbers(summary(b)), {}, threshold);
+  const Comparison cmp = compare(flatten_numbers(summary(result_a)),
+                                 flatten_numbers(summary(result_b)), {}, threshold);
   md << fmt::format("### llmux bench report: {} (A) vs {} (B)\n\n", a_path, b_path);
   md << fmt::format(
       "{} metrics compared, {} changed by more than {:g}%: {} regressions, {} "

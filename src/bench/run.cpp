@@ -32,33 +32,34 @@ namespace {
 
 /// Compares the client's timings of every request with llmux sim's /debug/requests; prints the
 /// table on `md` and returns the "ground_truth" JSON of run.json.
-json::object ground_truth(const RunCommand& c, const std::vector<LevelResult>& levels,
+json::object ground_truth(const RunCommand& command, const std::vector<LevelResult>& levels,
                           std::ostream& md) {
   json::object gt_json;
   std::vector<Record> all;
-  for (const auto& l : levels) all.insert(all.end(), l.run.records.begin(), l.run.records.end());
-  GroundTruthCheck g = check_against_sim(c.run.url, all, 2000, c.run.client);
-  const Summary te = summarize(g.ttft_err_s), ie = summarize(g.itl_err_s),
-                ke = summarize(g.token_err_s), rd = summarize(g.request_delay_s);
-  auto abs_of = [](std::vector<double> v) {
-    for (auto& x : v) x = std::fabs(x);
-    return summarize(v);
+  for (const auto& level : levels)
+    all.insert(all.end(), level.run.records.begin(), level.run.records.end());
+  GroundTruthCheck check = check_against_sim(command.run.url, all, 2000, command.run.client);
+  const Summary te = summarize(check.ttft_err_s), ie = summarize(check.itl_err_s),
+                ke = summarize(check.token_err_s), rd = summarize(check.request_delay_s);
+  auto abs_of = [](std::vector<double> values) {
+    for (auto& x : values) x = std::fabs(x);
+    return summarize(values);
   };
-  const Summary tea = abs_of(g.ttft_err_s), iea = abs_of(g.itl_err_s);
+  const Summary tea = abs_of(check.ttft_err_s), iea = abs_of(check.itl_err_s);
   md << "\n";
-  Table t({"Timing error vs llmux sim ground truth", "samples", "p50 ms", "p99 ms", "|err| p50 ms",
-           "|err| p99 ms", "max |err| ms"});
-  t.add_row({"TTFT (client - sim)", std::to_string(te.count), ms(te.p50, 3), ms(te.p99, 3),
-             ms(tea.p50, 3), ms(tea.p99, 3), ms(tea.max, 3)});
-  t.add_row({"ITL per token (client gap - sim gap)", std::to_string(ie.count), ms(ie.p50, 3),
-             ms(ie.p99, 3), ms(iea.p50, 3), ms(iea.p99, 3), ms(iea.max, 3)});
-  t.add_row({"Token arrival (client read - sim send)", std::to_string(ke.count), ms(ke.p50, 3),
-             ms(ke.p99, 3), "", "", ""});
-  t.add_row({"Request delivery (sim arrival - client start)", std::to_string(rd.count),
-             ms(rd.p50, 3), ms(rd.p99, 3), "", "", ""});
-  md << to_markdown(t);
-  gt_json["requests"] = g.requests;
-  gt_json["missing"] = g.missing;
+  Table table({"Timing error vs llmux sim ground truth", "samples", "p50 ms", "p99 ms",
+               "|err| p50 ms", "|err| p99 ms", "max |err| ms"});
+  table.add_row({"TTFT (client - sim)", std::to_string(te.count), ms(te.p50, 3), ms(te.p99, 3),
+                 ms(tea.p50, 3), ms(tea.p99, 3), ms(tea.max, 3)});
+  table.add_row({"ITL per token (client gap - sim gap)", std::to_string(ie.count), ms(ie.p50, 3),
+                 ms(ie.p99, 3), ms(iea.p50, 3), ms(iea.p99, 3), ms(iea.max, 3)});
+  table.add_row({"Token arrival (client read - sim send)", std::to_string(ke.count), ms(ke.p50, 3),
+                 ms(ke.p99, 3), "", "", ""});
+  table.add_row({"Request delivery (sim arrival - client start)", std::to_string(rd.count),
+                 ms(rd.p50, 3), ms(rd.p99, 3), "", "", ""});
+  md << to_markdown(table);
+  gt_json["requests"] = check.requests;
+  gt_json["missing"] = check.missing;
   gt_json["ttft_err_ms"] = to_json(te, 1e3);
   gt_json["ttft_abs_err_ms"] = to_json(tea, 1e3);
   gt_json["itl_err_ms"] = to_json(ie, 1e3);
@@ -70,49 +71,51 @@ json::object ground_truth(const RunCommand& c, const std::vector<LevelResult>& l
 
 /// One level over a fixed split: a load per target, all at once (one thread each), merged in
 /// start order; a request no gateway named a backend for is named after its target.
-RunResult run_split(const RunCommand& c, const RunOptions& ro, const LoadSpec& spec) {
+RunResult run_split(const RunCommand& command, const RunOptions& ro, const LoadSpec& spec) {
   std::size_t clients = 0;
-  for (const auto& t : c.split) clients += t.clients;
-  std::vector<RunResult> parts(c.split.size());
+  for (const auto& target : command.split) clients += target.clients;
+  std::vector<RunResult> parts(command.split.size());
   std::vector<std::thread> threads;
-  for (std::size_t i = 0; i < c.split.size(); ++i) {
+  for (std::size_t i = 0; i < command.split.size(); ++i) {
     threads.emplace_back([&, i] {
-      RunOptions o = ro;
-      o.url = c.split[i].url;
+      RunOptions options = ro;
+      options.url = command.split[i].url;
       // One progress line: the first target's (threads would overwrite each other's).
-      o.progress = ro.progress && i == 0;
-      o.label = fmt::format("{} {} (1st of {} targets)", ro.label, c.split[i].name, c.split.size());
-      o.request_id_prefix = fmt::format("{}-t{}", ro.request_id_prefix, i);
-      o.conversation.key_prefix = fmt::format("{}-t{}", ro.conversation.key_prefix, i);
-      LoadSpec s = spec;
-      s.concurrency = c.split[i].clients;
+      options.progress = ro.progress && i == 0;
+      options.label = fmt::format("{} {} (1st of {} targets)", ro.label, command.split[i].name,
+                                  command.split.size());
+      options.request_id_prefix = fmt::format("{}-t{}", ro.request_id_prefix, i);
+      options.conversation.key_prefix = fmt::format("{}-t{}", ro.conversation.key_prefix, i);
+      LoadSpec target_spec = spec;
+      target_spec.concurrency = command.split[i].clients;
       // A request count is shared out in proportion to the clients (at least one each).
       if (spec.num_requests)
-        s.num_requests = std::max<std::size_t>(1, spec.num_requests * c.split[i].clients / clients);
+        target_spec.num_requests =
+            std::max<std::size_t>(1, spec.num_requests * command.split[i].clients / clients);
       if (spec.warmup_requests)
-        s.warmup_requests = spec.warmup_requests * c.split[i].clients / clients;
-      parts[i] = run_load(o, s, c.prompts);
+        target_spec.warmup_requests = spec.warmup_requests * command.split[i].clients / clients;
+      parts[i] = run_load(options, target_spec, command.prompts);
     });
   }
-  for (auto& t : threads) t.join();
+  for (auto& thread : threads) thread.join();
   RunResult out;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     out.connections += parts[i].connections;
     out.max_in_flight += parts[i].max_in_flight;
-    for (auto& r : parts[i].records) {
-      if (r.t.backend.empty()) r.t.backend = c.split[i].name;
-      out.records.push_back(std::move(r));
+    for (auto& record : parts[i].records) {
+      if (record.t.backend.empty()) record.t.backend = command.split[i].name;
+      out.records.push_back(std::move(record));
     }
   }
   std::stable_sort(out.records.begin(), out.records.end(),
                    [](const Record& a, const Record& b) { return a.t.start_ns < b.t.start_ns; });
   std::int64_t first = 0, last = 0;
   for (std::size_t i = 0; i < out.records.size(); ++i) {
-    auto& r = out.records[i];
-    r.index = i;
-    if (r.warmup) continue;
-    if (first == 0 || r.t.start_ns < first) first = r.t.start_ns;
-    last = std::max(last, r.t.end_ns);
+    auto& record = out.records[i];
+    record.index = i;
+    if (record.warmup) continue;
+    if (first == 0 || record.t.start_ns < first) first = record.t.start_ns;
+    last = std::max(last, record.t.end_ns);
   }
   out.wall_s = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;
   return out;
@@ -120,58 +123,63 @@ RunResult run_split(const RunCommand& c, const RunOptions& ro, const LoadSpec& s
 
 }  // namespace
 
-int bench_run(const RunCommand& c, std::ostream& md) {
+int bench_run(const RunCommand& command, std::ostream& md) {
   std::vector<LevelResult> levels;
   std::vector<SweepPoint> points;
-  std::vector<std::size_t> conc = c.sweep;
-  const bool open = c.load.mode == LoadSpec::Mode::open;
-  if (conc.empty()) conc.push_back(c.load.concurrency);
+  std::vector<std::size_t> conc = command.sweep;
+  const bool open = command.load.mode == LoadSpec::Mode::open;
+  if (conc.empty()) conc.push_back(command.load.concurrency);
   AggregateOptions aopt;
-  aopt.extra_percentiles = c.out.percentiles;
-  aopt.slo = c.slo;
+  aopt.extra_percentiles = command.out.percentiles;
+  aopt.slo = command.slo;
   for (std::size_t n : conc) {
-    LoadSpec spec = c.load;
-    if (!c.sweep.empty()) spec.concurrency = n;
-    RunOptions ro = c.run;
-    LevelResult l;
-    l.load = open ? spec.request_rate : static_cast<double>(spec.concurrency);
-    l.label = open ? fmt::format("r{:g}", spec.request_rate) : fmt::format("c{}", spec.concurrency);
-    ro.label = fmt::format("[{}]", l.label);
-    ro.progress = c.out.progress;
+    LoadSpec spec = command.load;
+    if (!command.sweep.empty()) spec.concurrency = n;
+    RunOptions ro = command.run;
+    LevelResult level;
+    level.load = open ? spec.request_rate : static_cast<double>(spec.concurrency);
+    level.label =
+        open ? fmt::format("r{:g}", spec.request_rate) : fmt::format("c{}", spec.concurrency);
+    ro.label = fmt::format("[{}]", level.label);
+    ro.progress = command.out.progress;
     ro.request_id_prefix =
-        fmt::format("{}-{}-{}", c.run.request_id_prefix, mono_ns() % 1000000, l.label);
+        fmt::format("{}-{}-{}", command.run.request_id_prefix, mono_ns() % 1000000, level.label);
     // Each level's users hold conversations of their own.
-    if (!c.sweep.empty()) ro.conversation.key_prefix += "-" + l.label;
-    l.run = c.split.empty() ? run_load(ro, spec, c.prompts) : run_split(c, ro, spec);
-    const auto measured = l.run.measured();
-    aopt.wall_s = l.run.wall_s;
-    l.agg = aggregate(measured, aopt);
-    if (ro.conversation.enabled()) l.conv = conversation_stats(l.run, ro.conversation.turns);
-    points.push_back(SweepPoint{l.load, l.agg.output_tok_s});
-    levels.push_back(std::move(l));
-    if (!c.sweep.empty() && sweep_should_stop(points, c.knee)) break;
+    if (!command.sweep.empty()) ro.conversation.key_prefix += "-" + level.label;
+    level.run =
+        command.split.empty() ? run_load(ro, spec, command.prompts) : run_split(command, ro, spec);
+    const auto measured = level.run.measured();
+    aopt.wall_s = level.run.wall_s;
+    level.agg = aggregate(measured, aopt);
+    if (ro.conversation.enabled())
+      level.conv = conversation_stats(level.run, ro.conversation.turns);
+    points.push_back(SweepPoint{level.load, level.agg.output_tok_s});
+    levels.push_back(std::move(level));
+    if (!command.sweep.empty() && sweep_should_stop(points, command.knee)) break;
   }
 
   // Markdown.
-  const auto& b = c.run.body;
-  std::string where = c.run.url.str();
-  if (!c.split.empty()) {
+  const auto& body = command.run.body;
+  std::string where = command.run.url.str();
+  if (!command.split.empty()) {
     std::vector<std::string> parts;
-    for (const auto& t : c.split) parts.push_back(fmt::format("{} ×{}", t.url.str(), t.clients));
+    for (const auto& target : command.split)
+      parts.push_back(fmt::format("{} ×{}", target.url.str(), target.clients));
     where = fmt::format("split {}", fmt::join(parts, ", "));
   }
-  md << fmt::format("### llmux bench run: {} {} ({})\n\n", where, endpoint_path(b.dialect),
-                    b.model);
+  md << fmt::format("### llmux bench run: {} {} ({})\n\n", where, endpoint_path(body.dialect),
+                    body.model);
   std::string load;
   if (open)
-    load = fmt::format(
-        "open loop, Poisson arrivals at {:g} req/s{}", c.load.request_rate,
-        c.load.concurrency ? fmt::format(" (at most {} in flight)", c.load.concurrency) : "");
-  else if (!c.sweep.empty())
+    load = fmt::format("open loop, Poisson arrivals at {:g} req/s{}", command.load.request_rate,
+                       command.load.concurrency
+                           ? fmt::format(" (at most {} in flight)", command.load.concurrency)
+                           : "");
+  else if (!command.sweep.empty())
     load = "closed loop, concurrency sweep";
   else
-    load = fmt::format("closed loop, concurrency {}", c.load.concurrency);
-  const ConversationSpec& cs = c.run.conversation;
+    load = fmt::format("closed loop, concurrency {}", command.load.concurrency);
+  const ConversationSpec& cs = command.run.conversation;
   if (cs.enabled())
     load += fmt::format(
         "; each client a user holding a conversation of {} turns ({}: {})", cs.turns,
@@ -180,34 +188,37 @@ int bench_run(const RunCommand& c, std::ostream& md) {
             ? "previous_response_id, store true"
             : "the whole history replayed, store false, prompt_cache_key per conversation");
   std::string bound;
-  if (c.load.num_requests) bound = fmt::format("{} requests", c.load.num_requests);
-  if (c.load.duration_s > 0)
-    bound += fmt::format("{}{:g} s", bound.empty() ? "" : ", at most ", c.load.duration_s);
+  if (command.load.num_requests) bound = fmt::format("{} requests", command.load.num_requests);
+  if (command.load.duration_s > 0)
+    bound += fmt::format("{}{:g} s", bound.empty() ? "" : ", at most ", command.load.duration_s);
   if (bound.empty()) bound = cs.enabled() ? "all turns" : "one round";
   std::string warm;
-  if (c.load.warmup_requests)
-    warm = fmt::format(", warm-up {} requests excluded", c.load.warmup_requests);
-  if (c.load.warmup_s > 0) warm = fmt::format(", warm-up {:g} s excluded", c.load.warmup_s);
+  if (command.load.warmup_requests)
+    warm = fmt::format(", warm-up {} requests excluded", command.load.warmup_requests);
+  if (command.load.warmup_s > 0)
+    warm = fmt::format(", warm-up {:g} s excluded", command.load.warmup_s);
   HtmlReport html;
-  html.title = fmt::format("llmux bench run: {} {} ({})", where, endpoint_path(b.dialect), b.model);
-  html.intro = fmt::format(
-      "Load: {} ({} per level{}). Workload: {}. {}; {} connections.", load, bound, warm,
-      c.workload_desc, b.stream ? "Streaming with stream_options.include_usage" : "Non-streaming",
-      to_string(c.run.client.mode));
+  html.title =
+      fmt::format("llmux bench run: {} {} ({})", where, endpoint_path(body.dialect), body.model);
+  html.intro =
+      fmt::format("Load: {} ({} per level{}). Workload: {}. {}; {} connections.", load, bound, warm,
+                  command.workload_desc,
+                  body.stream ? "Streaming with stream_options.include_usage" : "Non-streaming",
+                  to_string(command.run.client.mode));
   md << html.intro << "\n\n";
-  md << to_markdown(summary_table(c, levels));
-  html.sections.push_back({"Summary", summary_table(c, levels), {}});
+  md << to_markdown(summary_table(command, levels));
+  html.sections.push_back({"Summary", summary_table(command, levels), {}});
 
   std::vector<std::string> notes;
   KneeResult knee;
   if (levels.size() > 1) {
-    knee = detect_knee(points, c.knee);
+    knee = detect_knee(points, command.knee);
     if (knee.saturated)
       notes.push_back(fmt::format(
           "Saturation knee at {} {:g} ({} tok/s): the next level gained less than {:g}% of linear "
           "scaling; the sweep stopped there.",
           open ? "rate" : "concurrency", knee.knee_concurrency, fmt_num(knee.knee_tok_s),
-          c.knee.min_efficiency * 100));
+          command.knee.min_efficiency * 100));
     else
       notes.push_back("No saturation knee within the levels swept.");
     if (knee.peak_index)
@@ -221,7 +232,7 @@ int bench_run(const RunCommand& c, std::ostream& md) {
                       MarkdownOptions{.title = "Conversations", .heading_level = 4, .notes = {}});
     html.sections.push_back({"Conversations", conversation_table(levels), {}});
   }
-  if (auto bt = backend_table(c, levels)) {
+  if (auto bt = backend_table(command, levels)) {
     md << "\n";
     md << to_markdown(*bt, MarkdownOptions{.title = "Where the gateway sent them (X-Llmux-Backend)",
                                            .heading_level = 4,
@@ -232,10 +243,10 @@ int bench_run(const RunCommand& c, std::ostream& md) {
   if (levels.size() == 1) {
     md << "\n";
     md << to_markdown(
-        detail_table(last.agg, c.out.percentiles),
+        detail_table(last.agg, command.out.percentiles),
         MarkdownOptions{.title = "Latency distribution", .heading_level = 4, .notes = {}});
     html.sections.push_back(
-        {"Latency distribution", detail_table(last.agg, c.out.percentiles), {}});
+        {"Latency distribution", detail_table(last.agg, command.out.percentiles), {}});
   }
   notes.push_back(
       "TTFT = request start to the first content token (a chat stream's role-only first chunk "
@@ -243,16 +254,16 @@ int bench_run(const RunCommand& c, std::ostream& md) {
       "TTFT) / (output tokens - 1); per-stream tok/s = 1/TPOT; aggregate tok/s = all output "
       "tokens / wall time.");
   std::size_t est = 0, okn = 0;
-  for (const auto& l : levels) {
-    est += l.agg.estimated_requests;
-    okn += l.agg.ok;
+  for (const auto& level : levels) {
+    est += level.agg.estimated_requests;
+    okn += level.agg.ok;
   }
   notes.push_back(est ? fmt::format("Output tokens: estimated with llmux's tokenizer for {} of {} "
                                     "requests (the server sent no usage); the rest from usage.",
                                     est, okn)
                       : "Output tokens: from the server's usage.");
   std::size_t cached_reported = 0;
-  for (const auto& l : levels) cached_reported += l.agg.cached_reported;
+  for (const auto& level : levels) cached_reported += level.agg.cached_reported;
   notes.push_back(
       cached_reported
           ? "Cached prompt tokens: usage.prompt_tokens_details.cached_tokens (Responses: "
@@ -265,45 +276,46 @@ int bench_run(const RunCommand& c, std::ostream& md) {
     notes.push_back(
         "Not found: turns answered 404 \"not found\" (the server did not hold the "
         "previous_response_id: another backend, or a server without a response store).");
-  for (const auto& l : levels) {
-    if (l.agg.failed) {
-      auto ts = l.run.measured();
-      notes.push_back(fmt::format("Errors at {}: {}; first: {}", l.label, error_summary(l.agg),
-                                  first_error(ts)));
+  for (const auto& level : levels) {
+    if (level.agg.failed) {
+      auto ts = level.run.measured();
+      notes.push_back(fmt::format("Errors at {}: {}; first: {}", level.label,
+                                  error_summary(level.agg), first_error(ts)));
     }
   }
-  if (!c.slo.empty()) {
-    std::string s;
-    if (c.slo.ttft_s) s += fmt::format(" TTFT <= {:g} ms", *c.slo.ttft_s * 1e3);
-    if (c.slo.tpot_s) s += fmt::format(" TPOT <= {:g} ms", *c.slo.tpot_s * 1e3);
-    if (c.slo.e2e_s) s += fmt::format(" E2E <= {:g} ms", *c.slo.e2e_s * 1e3);
-    notes.push_back("Goodput: successful requests per second meeting every SLO:" + s + ".");
+  if (!command.slo.empty()) {
+    std::string slo_text;
+    if (command.slo.ttft_s) slo_text += fmt::format(" TTFT <= {:g} ms", *command.slo.ttft_s * 1e3);
+    if (command.slo.tpot_s) slo_text += fmt::format(" TPOT <= {:g} ms", *command.slo.tpot_s * 1e3);
+    if (command.slo.e2e_s) slo_text += fmt::format(" E2E <= {:g} ms", *command.slo.e2e_s * 1e3);
+    notes.push_back("Goodput: successful requests per second meeting every SLO:" + slo_text + ".");
   }
 
   json::object gt_json;
-  if (c.sim_ground_truth) gt_json = ground_truth(c, levels, md);
+  if (command.sim_ground_truth) gt_json = ground_truth(command, levels, md);
 
   std::size_t requests = 0, failed = 0, rejected = 0;
   std::map<ErrorKind, std::size_t> kinds;
-  for (const auto& l : levels) {
-    requests += l.agg.requests;
-    failed += l.agg.failed;
-    rejected += l.agg.rejected;
-    for (const auto& [k, n] : l.agg.errors) kinds[k] += n;
+  for (const auto& level : levels) {
+    requests += level.agg.requests;
+    failed += level.agg.failed;
+    rejected += level.agg.rejected;
+    for (const auto& [kind, count] : level.agg.errors) kinds[kind] += count;
   }
   std::string kinds_s;
-  for (auto [k, n] : kinds) {
-    if (k == ErrorKind::http_status) n -= std::min(n, rejected);  // the 429s are apart
-    if (n) kinds_s += fmt::format("{}{} {}", kinds_s.empty() ? "" : ", ", n, to_string(k));
+  for (auto [kind, count] : kinds) {
+    if (kind == ErrorKind::http_status) count -= std::min(count, rejected);  // the 429s are apart
+    if (count)
+      kinds_s += fmt::format("{}{} {}", kinds_s.empty() ? "" : ", ", count, to_string(kind));
   }
-  const detail::Outcome oc = detail::outcome(requests, failed, rejected, kinds_s, c.out);
+  const detail::Outcome oc = detail::outcome(requests, failed, rejected, kinds_s, command.out);
   html.status.push_back(oc.line);
   html.failed = oc.status != 0;
   html.notes = notes;
-  detail::write_run_files(c, levels, knee, gt_json, std::move(html), where, notes);
+  detail::write_run_files(command, levels, knee, gt_json, std::move(html), where, notes);
   md << "\n";
   detail::report_outcome(oc, md, "bench run");
-  for (const auto& n : notes) md << n << "\n\n";
+  for (const auto& note : notes) md << note << "\n\n";
   return oc.status;
 }
 

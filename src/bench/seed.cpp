@@ -12,11 +12,11 @@
 
 namespace llmux::bench::detail {
 
-RunOptions seed_options(const NamedUrl& t, const std::string& model, std::uint32_t max_tokens,
+RunOptions seed_options(const NamedUrl& target, const std::string& model, std::uint32_t max_tokens,
                         const http::ClientOptions& client, const std::string& id) {
   RunOptions ro;
-  ro.url = t.url;
-  ro.body.dialect = t.dialect;
+  ro.url = target.url;
+  ro.body.dialect = target.dialect;
   ro.body.model = model;
   ro.body.stream = false;
   ro.body.temperature = 0.0;
@@ -27,70 +27,70 @@ RunOptions seed_options(const NamedUrl& t, const std::string& model, std::uint32
 }
 
 Measured serial(const RunOptions& ro, std::string_view prompt, std::size_t repeat) {
-  PromptItem p;
-  p.text = std::string(prompt);
+  PromptItem item;
+  item.text = std::string(prompt);
   LoadSpec spec;
   spec.concurrency = 1;
   spec.num_requests = repeat;
-  Measured m;
-  RunResult r = run_load(ro, spec, std::span<const PromptItem>(&p, 1));
-  for (const auto& rec : r.records) {
+  Measured measured;
+  RunResult run = run_load(ro, spec, std::span<const PromptItem>(&item, 1));
+  for (const auto& rec : run.records) {
     const RequestMetrics rm = derive(rec.t);
     if (rec.t.ok() && rm.e2e_tok_s) {
-      m.tok_s.push_back(*rm.e2e_tok_s);
-      m.prompt_tokens = rec.t.prompt_tokens.value_or(0);
+      measured.tok_s.push_back(*rm.e2e_tok_s);
+      measured.prompt_tokens = rec.t.prompt_tokens.value_or(0);
     }
   }
-  const auto ts = r.measured();
-  m.agg = aggregate(ts);
-  m.requests = m.agg.requests;
-  m.failed = m.agg.failed;
-  m.rejected = m.agg.rejected;
-  m.first_error = first_error(ts);
+  const auto ts = run.measured();
+  measured.agg = aggregate(ts);
+  measured.requests = measured.agg.requests;
+  measured.failed = measured.agg.failed;
+  measured.rejected = measured.agg.rejected;
+  measured.first_error = first_error(ts);
   double sum = 0;
-  for (double v : m.tok_s) sum += v;
-  m.mean = m.tok_s.empty() ? NAN : sum / m.tok_s.size();
-  m.records = std::move(r.records);
-  return m;
+  for (double v : measured.tok_s) sum += v;
+  measured.mean = measured.tok_s.empty() ? NAN : sum / measured.tok_s.size();
+  measured.records = std::move(run.records);
+  return measured;
 }
 
 Measured burst(const RunOptions& ro, std::string_view prompt, std::size_t n) {
-  PromptItem p;
-  p.text = std::string(prompt);
+  PromptItem item;
+  item.text = std::string(prompt);
   LoadSpec spec;
   spec.concurrency = n;
   spec.burst = true;
-  RunResult r = run_load(ro, spec, std::span<const PromptItem>(&p, 1));
-  Measured m;
-  const auto ts = r.measured();
-  Aggregate a = aggregate(ts);
-  m.mean = a.ok ? a.output_tok_s : NAN;
-  m.tok_s.push_back(m.mean);
-  m.requests = a.requests;
-  m.failed = a.failed;
-  m.rejected = a.rejected;
-  m.first_error = first_error(ts);
-  m.wall_s = a.wall_s;
-  m.tokens = a.output_tokens;
-  m.records = std::move(r.records);
-  m.agg = std::move(a);
-  return m;
+  RunResult run = run_load(ro, spec, std::span<const PromptItem>(&item, 1));
+  Measured measured;
+  const auto ts = run.measured();
+  Aggregate totals = aggregate(ts);
+  measured.mean = totals.ok ? totals.output_tok_s : NAN;
+  measured.tok_s.push_back(measured.mean);
+  measured.requests = totals.requests;
+  measured.failed = totals.failed;
+  measured.rejected = totals.rejected;
+  measured.first_error = first_error(ts);
+  measured.wall_s = totals.wall_s;
+  measured.tokens = totals.output_tokens;
+  measured.records = std::move(run.records);
+  measured.agg = std::move(totals);
+  return measured;
 }
 
-void Tally::add(const Measured& m) {
-  requests += m.requests;
-  failed += m.failed;
-  rejected += m.rejected;
-  for (const auto& [k, n] : m.agg.errors) errors[k] += n;
+void Tally::add(const Measured& measured) {
+  requests += measured.requests;
+  failed += measured.failed;
+  rejected += measured.rejected;
+  for (const auto& [kind, count] : measured.agg.errors) errors[kind] += count;
 }
 
 std::string Tally::kinds() const {
-  std::string s;
-  for (auto [k, n] : errors) {
-    if (k == ErrorKind::http_status) n -= std::min(n, rejected);  // the 429s are apart
-    if (n) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", n, to_string(k));
+  std::string text;
+  for (auto [kind, count] : errors) {
+    if (kind == ErrorKind::http_status) count -= std::min(count, rejected);  // the 429s are apart
+    if (count) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", count, to_string(kind));
   }
-  return s;
+  return text;
 }
 
 std::string step_label(const std::string& command, std::size_t step, std::size_t steps,
@@ -102,11 +102,11 @@ std::string resolve_model(const std::string& given, const http::Url& url,
                           const http::ClientOptions& client) {
   if (!given.empty()) return given;
   std::string err;
-  std::string m = discover_model(url, &err, client);
-  if (m.empty())
+  std::string model = discover_model(url, &err, client);
+  if (model.empty())
     throw std::runtime_error(
         fmt::format("cannot find the model of {} ({}); pass --model", url.str(), err));
-  return m;
+  return model;
 }
 
 }  // namespace llmux::bench::detail

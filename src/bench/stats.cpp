@@ -48,29 +48,30 @@ std::optional<double> Summary::at(double p) const {
 }
 
 Summary summarize(std::span<const double> values, std::span<const double> extra) {
-  Summary s;
-  s.count = values.size();
+  Summary summary;
+  summary.count = values.size();
   if (values.empty()) {
-    s.mean = s.stddev = s.min = s.max = s.p50 = s.p90 = s.p95 = s.p99 = kNaN;
-    for (double p : extra) s.extra.emplace_back(p, kNaN);
-    return s;
+    summary.mean = summary.stddev = summary.min = summary.max = summary.p50 = summary.p90 =
+        summary.p95 = summary.p99 = kNaN;
+    for (double p : extra) summary.extra.emplace_back(p, kNaN);
+    return summary;
   }
   std::vector<double> sorted(values.begin(), values.end());
   std::sort(sorted.begin(), sorted.end());
   const double n = static_cast<double>(sorted.size());
-  s.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
+  summary.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
   double sq = 0;
-  for (double v : sorted) sq += (v - s.mean) * (v - s.mean);
-  s.stddev = std::sqrt(sq / n);
-  s.min = sorted.front();
-  s.max = sorted.back();
-  s.p50 = percentile_sorted(sorted, 50);
-  s.p90 = percentile_sorted(sorted, 90);
-  s.p95 = percentile_sorted(sorted, 95);
-  s.p99 = percentile_sorted(sorted, 99);
-  s.extra.reserve(extra.size());
-  for (double p : extra) s.extra.emplace_back(p, percentile_sorted(sorted, p));
-  return s;
+  for (double v : sorted) sq += (v - summary.mean) * (v - summary.mean);
+  summary.stddev = std::sqrt(sq / n);
+  summary.min = sorted.front();
+  summary.max = sorted.back();
+  summary.p50 = percentile_sorted(sorted, 50);
+  summary.p90 = percentile_sorted(sorted, 90);
+  summary.p95 = percentile_sorted(sorted, 95);
+  summary.p99 = percentile_sorted(sorted, 99);
+  summary.extra.reserve(extra.size());
+  for (double p : extra) summary.extra.emplace_back(p, percentile_sorted(sorted, p));
+  return summary;
 }
 
 std::string_view to_string(ErrorKind kind) {
@@ -95,120 +96,122 @@ std::string_view to_string(ErrorKind kind) {
   return "other";
 }
 
-void append_itl(const RequestTiming& t, std::vector<double>& out) {
+void append_itl(const RequestTiming& timing, std::vector<double>& out) {
   std::optional<std::int64_t> prev;
-  for (const TokenEvent& e : t.events) {
-    if (e.tokens == 0) continue;
+  for (const TokenEvent& event : timing.events) {
+    if (event.tokens == 0) continue;
     if (prev) {
-      const double gap = ns_to_s(e.time_ns - *prev) / static_cast<double>(e.tokens);
-      out.insert(out.end(), e.tokens, gap);
+      const double gap = ns_to_s(event.time_ns - *prev) / static_cast<double>(event.tokens);
+      out.insert(out.end(), event.tokens, gap);
     }
-    prev = e.time_ns;
+    prev = event.time_ns;
   }
 }
 
-RequestMetrics derive(const RequestTiming& t) {
-  RequestMetrics m;
-  m.ok = t.ok();
-  m.e2e_s = ns_to_s(t.end_ns - t.start_ns);
-  if (t.first_byte_ns) m.ttfb_s = ns_to_s(*t.first_byte_ns - t.start_ns);
-  if (t.first_token_ns) m.ttft_s = ns_to_s(*t.first_token_ns - t.start_ns);
+RequestMetrics derive(const RequestTiming& timing) {
+  RequestMetrics metrics;
+  metrics.ok = timing.ok();
+  metrics.e2e_s = ns_to_s(timing.end_ns - timing.start_ns);
+  if (timing.first_byte_ns) metrics.ttfb_s = ns_to_s(*timing.first_byte_ns - timing.start_ns);
+  if (timing.first_token_ns) metrics.ttft_s = ns_to_s(*timing.first_token_ns - timing.start_ns);
 
-  if (t.output_tokens) {
-    m.output_tokens = *t.output_tokens;
+  if (timing.output_tokens) {
+    metrics.output_tokens = *timing.output_tokens;
   } else {
     std::uint64_t sum = 0;
-    for (const TokenEvent& e : t.events) sum += e.tokens;
-    m.output_tokens = sum;
-    m.output_tokens_estimated = true;
+    for (const TokenEvent& event : timing.events) sum += event.tokens;
+    metrics.output_tokens = sum;
+    metrics.output_tokens_estimated = true;
   }
 
-  append_itl(t, m.itl_s);
+  append_itl(timing, metrics.itl_s);
 
-  if (m.ttft_s && m.output_tokens > 1) {
-    const double decode_s = m.e2e_s - *m.ttft_s;
-    m.tpot_s = decode_s / static_cast<double>(m.output_tokens - 1);
-    if (decode_s > 0) m.decode_tok_s = static_cast<double>(m.output_tokens - 1) / decode_s;
+  if (metrics.ttft_s && metrics.output_tokens > 1) {
+    const double decode_s = metrics.e2e_s - *metrics.ttft_s;
+    metrics.tpot_s = decode_s / static_cast<double>(metrics.output_tokens - 1);
+    if (decode_s > 0)
+      metrics.decode_tok_s = static_cast<double>(metrics.output_tokens - 1) / decode_s;
   }
-  if (m.e2e_s > 0 && m.output_tokens > 0) {
-    m.e2e_tok_s = static_cast<double>(m.output_tokens) / m.e2e_s;
+  if (metrics.e2e_s > 0 && metrics.output_tokens > 0) {
+    metrics.e2e_tok_s = static_cast<double>(metrics.output_tokens) / metrics.e2e_s;
   }
-  return m;
+  return metrics;
 }
 
-bool is_not_found(const RequestTiming& t) {
-  if (t.http_status != 404) return false;
-  std::string lower(t.error_message);
+bool is_not_found(const RequestTiming& timing) {
+  if (timing.http_status != 404) return false;
+  std::string lower(timing.error_message);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return lower.find("not found") != std::string::npos;
 }
 
-bool is_rejected(const RequestTiming& t) {
-  return t.error == ErrorKind::http_status && t.http_status == 429;
+bool is_rejected(const RequestTiming& timing) {
+  return timing.error == ErrorKind::http_status && timing.http_status == 429;
 }
 
-bool meets(const RequestMetrics& m, const Slo& slo) {
-  if (!m.ok) return false;
-  if (slo.ttft_s && !(m.ttft_s && *m.ttft_s <= *slo.ttft_s)) return false;
-  if (slo.tpot_s && m.tpot_s && *m.tpot_s > *slo.tpot_s) return false;
-  if (slo.e2e_s && m.e2e_s > *slo.e2e_s) return false;
+bool meets(const RequestMetrics& metrics, const Slo& slo) {
+  if (!metrics.ok) return false;
+  if (slo.ttft_s && !(metrics.ttft_s && *metrics.ttft_s <= *slo.ttft_s)) return false;
+  if (slo.tpot_s && metrics.tpot_s && *metrics.tpot_s > *slo.tpot_s) return false;
+  if (slo.e2e_s && metrics.e2e_s > *slo.e2e_s) return false;
   return true;
 }
 
 Aggregate aggregate(std::span<const RequestTiming> requests, const AggregateOptions& opt) {
-  Aggregate a;
-  a.requests = requests.size();
+  Aggregate result;
+  result.requests = requests.size();
   std::vector<double> ttfb, ttft, tpot, itl, e2e, decode;
   std::int64_t first_start = std::numeric_limits<std::int64_t>::max();
   std::int64_t last_end = std::numeric_limits<std::int64_t>::min();
-  for (const RequestTiming& t : requests) {
-    first_start = std::min(first_start, t.start_ns);
-    last_end = std::max(last_end, t.end_ns);
-    if (!t.ok()) {
-      ++a.failed;
-      ++a.errors[t.error];
-      if (is_not_found(t)) ++a.not_found;
-      if (is_rejected(t)) ++a.rejected;
+  for (const RequestTiming& timing : requests) {
+    first_start = std::min(first_start, timing.start_ns);
+    last_end = std::max(last_end, timing.end_ns);
+    if (!timing.ok()) {
+      ++result.failed;
+      ++result.errors[timing.error];
+      if (is_not_found(timing)) ++result.not_found;
+      if (is_rejected(timing)) ++result.rejected;
       continue;
     }
-    ++a.ok;
-    RequestMetrics m = derive(t);
-    a.output_tokens += m.output_tokens;
-    if (t.prompt_tokens) a.prompt_tokens += *t.prompt_tokens;
-    if (t.cached_tokens) {
-      a.cached_tokens += *t.cached_tokens;
-      ++a.cached_reported;
+    ++result.ok;
+    RequestMetrics metrics = derive(timing);
+    result.output_tokens += metrics.output_tokens;
+    if (timing.prompt_tokens) result.prompt_tokens += *timing.prompt_tokens;
+    if (timing.cached_tokens) {
+      result.cached_tokens += *timing.cached_tokens;
+      ++result.cached_reported;
     }
-    if (m.output_tokens_estimated) ++a.estimated_requests;
-    if (meets(m, opt.slo)) ++a.good;
-    e2e.push_back(m.e2e_s);
-    if (m.ttfb_s) ttfb.push_back(*m.ttfb_s);
-    if (m.ttft_s) ttft.push_back(*m.ttft_s);
-    if (m.tpot_s) tpot.push_back(*m.tpot_s);
-    if (m.decode_tok_s) decode.push_back(*m.decode_tok_s);
-    itl.insert(itl.end(), m.itl_s.begin(), m.itl_s.end());
+    if (metrics.output_tokens_estimated) ++result.estimated_requests;
+    if (meets(metrics, opt.slo)) ++result.good;
+    e2e.push_back(metrics.e2e_s);
+    if (metrics.ttfb_s) ttfb.push_back(*metrics.ttfb_s);
+    if (metrics.ttft_s) ttft.push_back(*metrics.ttft_s);
+    if (metrics.tpot_s) tpot.push_back(*metrics.tpot_s);
+    if (metrics.decode_tok_s) decode.push_back(*metrics.decode_tok_s);
+    itl.insert(itl.end(), metrics.itl_s.begin(), metrics.itl_s.end());
   }
   if (opt.wall_s) {
-    a.wall_s = *opt.wall_s;
+    result.wall_s = *opt.wall_s;
   } else if (!requests.empty()) {
-    a.wall_s = ns_to_s(last_end - first_start);
+    result.wall_s = ns_to_s(last_end - first_start);
   }
-  if (a.wall_s > 0) {
-    a.output_tok_s = static_cast<double>(a.output_tokens) / a.wall_s;
-    a.requests_per_s = static_cast<double>(a.ok) / a.wall_s;
-    a.goodput_req_s = static_cast<double>(a.good) / a.wall_s;
+  if (result.wall_s > 0) {
+    result.output_tok_s = static_cast<double>(result.output_tokens) / result.wall_s;
+    result.requests_per_s = static_cast<double>(result.ok) / result.wall_s;
+    result.goodput_req_s = static_cast<double>(result.good) / result.wall_s;
   }
-  a.cached_share = a.cached_reported && a.prompt_tokens
-                       ? static_cast<double>(a.cached_tokens) / static_cast<double>(a.prompt_tokens)
-                       : kNaN;
+  result.cached_share =
+      result.cached_reported && result.prompt_tokens
+          ? static_cast<double>(result.cached_tokens) / static_cast<double>(result.prompt_tokens)
+          : kNaN;
   const auto& ex = opt.extra_percentiles;
-  a.ttfb = summarize(ttfb, ex);
-  a.ttft = summarize(ttft, ex);
-  a.tpot = summarize(tpot, ex);
-  a.itl = summarize(itl, ex);
-  a.e2e = summarize(e2e, ex);
-  a.decode_tok_s = summarize(decode, ex);
-  return a;
+  result.ttfb = summarize(ttfb, ex);
+  result.ttft = summarize(ttft, ex);
+  result.tpot = summarize(tpot, ex);
+  result.itl = summarize(itl, ex);
+  result.e2e = summarize(e2e, ex);
+  result.decode_tok_s = summarize(decode, ex);
+  return result;
 }
 
 }  // namespace llmux::bench

@@ -114,18 +114,18 @@ struct RequestMetrics {
   std::optional<double> e2e_tok_s;
 };
 
-RequestMetrics derive(const RequestTiming& t);
+RequestMetrics derive(const RequestTiming& timing);
 
 /// A request the server answered 404 with an error saying "not found" (any case): a
 /// previous_response_id it does not hold (vLLM: "Response with id '…' not found.").
-bool is_not_found(const RequestTiming& t);
+bool is_not_found(const RequestTiming& timing);
 
 /// A request the server turned away with 429 Too Many Requests (admission control, a full
 /// queue): a rejection, counted apart from the failures (see Aggregate::rejected).
-bool is_rejected(const RequestTiming& t);
+bool is_rejected(const RequestTiming& timing);
 
-/// Appends `t`'s per-token inter-token latencies (seconds) to `out`.
-void append_itl(const RequestTiming& t, std::vector<double>& out);
+/// Appends `timing`'s per-token inter-token latencies (seconds) to `out`.
+void append_itl(const RequestTiming& timing, std::vector<double>& out);
 
 // ---------------------------------------------------------------------------------------------
 // Service-level objectives and run aggregates
@@ -141,7 +141,7 @@ struct Slo {
 /// Whether a request meets every set limit. A failed request never does. A TTFT limit on a
 /// request without a measured TTFT (non-streaming) is not met — goodput must not pass silently.
 /// A TPOT limit on a request with a single output token (no TPOT) is met: nothing to violate.
-bool meets(const RequestMetrics& m, const Slo& slo);
+bool meets(const RequestMetrics& metrics, const Slo& slo);
 
 struct AggregateOptions {
   /// Measurement window in seconds. Unset: from the earliest start to the latest end.

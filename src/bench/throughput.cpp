@@ -46,25 +46,26 @@ struct ReportParts {
 };
 
 /// The targets, "server1 (URL)", separated by `sep`.
-std::string targets_desc(const ThroughputCommand& c, const char* sep = ", ") {
-  std::string s;
-  for (const auto& t : c.targets)
-    s += fmt::format("{}{} ({})", s.empty() ? "" : sep, t.name, t.url.str());
-  return s;
+std::string targets_desc(const ThroughputCommand& command, const char* sep = ", ") {
+  std::string text;
+  for (const auto& target : command.targets)
+    text += fmt::format("{}{} ({})", text.empty() ? "" : sep, target.name, target.url.str());
+  return text;
 }
 
 /// The CSV tables (numbers only, units in the headers), the charts and the HTML page.
-ReportParts throughput_report(const ThroughputCommand& c, const std::vector<TargetResult>& res,
-                              const Table& serial_t, const Table& conc_t,
-                              const std::vector<std::string>& verdicts, std::int64_t t0) {
-  ReportParts p;
+ReportParts throughput_report(const ThroughputCommand& command,
+                              const std::vector<TargetResult>& res, const Table& serial_t,
+                              const Table& conc_t, const std::vector<std::string>& verdicts,
+                              std::int64_t t0) {
+  ReportParts parts;
   Table st({"target", "url", "prompt", "prompt_tokens", "requests", "failed", "rejected",
             "mean_tok_s", "min_tok_s", "max_tok_s"});
   Table ct({"target", "url", "concurrency", "requests", "failed", "rejected", "output_tokens",
             "wall_s", "aggregate_tok_s", "per_stream_tok_s", "speedup_vs_single_stream"});
   Chart scale{.name = "tok_s_vs_concurrency",
               .title = "Output tok/s vs concurrency (1 = one stream, medium prompt)\n" +
-                       targets_desc(c, "\n"),
+                       targets_desc(command, "\n"),
               .xlabel = "concurrent requests",
               .ylabel = "output tok/s",
               .kind = ChartKind::lines,
@@ -72,128 +73,133 @@ ReportParts throughput_report(const ThroughputCommand& c, const std::vector<Targ
               .series = {}};
   std::vector<TimingGroup> all;
   for (std::size_t i = 0; i < res.size(); ++i) {
-    const auto& t = c.targets[i];
-    const TargetResult& r = res[i];
-    ChartSeries cs{t.name, {}};
-    TimingGroup g{t.name, {}};
+    const auto& target = command.targets[i];
+    const TargetResult& result = res[i];
+    ChartSeries cs{target.name, {}};
+    TimingGroup group{target.name, {}};
     for (const char* size : kSizes) {
-      const Measured& m = r.serial.at(size);
+      const Measured& measured = result.serial.at(size);
       double mn = NAN, mx = NAN;
-      if (!m.tok_s.empty()) {
-        mn = *std::min_element(m.tok_s.begin(), m.tok_s.end());
-        mx = *std::max_element(m.tok_s.begin(), m.tok_s.end());
+      if (!measured.tok_s.empty()) {
+        mn = *std::min_element(measured.tok_s.begin(), measured.tok_s.end());
+        mx = *std::max_element(measured.tok_s.begin(), measured.tok_s.end());
       }
-      st.add_row({t.name, t.url.str(), size, std::to_string(m.prompt_tokens),
-                  std::to_string(m.requests), std::to_string(m.failed), std::to_string(m.rejected),
-                  detail::csv_num(m.mean), detail::csv_num(mn), detail::csv_num(mx)});
-      for (const auto& rec : m.records) g.ts.push_back(rec.t);
+      st.add_row({target.name, target.url.str(), size, std::to_string(measured.prompt_tokens),
+                  std::to_string(measured.requests), std::to_string(measured.failed),
+                  std::to_string(measured.rejected), detail::csv_num(measured.mean),
+                  detail::csv_num(mn), detail::csv_num(mx)});
+      for (const auto& rec : measured.records) group.ts.push_back(rec.t);
     }
-    const double single = r.serial.at("medium").mean;
+    const double single = result.serial.at("medium").mean;
     if (std::isfinite(single)) cs.points.emplace_back(1, single);
-    for (const auto& [n, m] : r.levels) {
-      const double nn = static_cast<double>(n);
-      ct.add_row({t.name, t.url.str(), std::to_string(n), std::to_string(m.requests),
-                  std::to_string(m.failed), std::to_string(m.rejected), std::to_string(m.tokens),
-                  detail::csv_num(m.wall_s), detail::csv_num(m.mean), detail::csv_num(m.mean / nn),
-                  detail::csv_num(m.mean / single)});
-      if (std::isfinite(m.mean)) cs.points.emplace_back(nn, m.mean);
-      for (const auto& rec : m.records) g.ts.push_back(rec.t);
+    for (const auto& [level, measured] : result.levels) {
+      const double nn = static_cast<double>(level);
+      ct.add_row({target.name, target.url.str(), std::to_string(level),
+                  std::to_string(measured.requests), std::to_string(measured.failed),
+                  std::to_string(measured.rejected), std::to_string(measured.tokens),
+                  detail::csv_num(measured.wall_s), detail::csv_num(measured.mean),
+                  detail::csv_num(measured.mean / nn), detail::csv_num(measured.mean / single)});
+      if (std::isfinite(measured.mean)) cs.points.emplace_back(nn, measured.mean);
+      for (const auto& rec : measured.records) group.ts.push_back(rec.t);
     }
     scale.series.push_back(std::move(cs));
-    all.push_back(std::move(g));
+    all.push_back(std::move(group));
   }
-  p.csv = {{"serial", std::move(st)}, {"concurrent", std::move(ct)}};
-  p.charts.push_back(std::move(scale));
-  for (std::size_t n : c.levels) {
+  parts.csv = {{"serial", std::move(st)}, {"concurrent", std::move(ct)}};
+  parts.charts.push_back(std::move(scale));
+  for (std::size_t n : command.levels) {
     std::vector<TimingGroup> groups;
     for (std::size_t i = 0; i < res.size(); ++i) {
-      TimingGroup g{c.targets[i].name, {}};
-      for (const auto& rec : res[i].levels.at(n).records) g.ts.push_back(rec.t);
-      groups.push_back(std::move(g));
+      TimingGroup group{command.targets[i].name, {}};
+      for (const auto& rec : res[i].levels.at(n).records) group.ts.push_back(rec.t);
+      groups.push_back(std::move(group));
     }
-    for (auto& ch : detail::distribution_charts(
-             groups, fmt::format("n{}", n), fmt::format("at N={}\n{}", n, targets_desc(c, "\n"))))
-      p.charts.push_back(std::move(ch));
+    for (auto& ch :
+         detail::distribution_charts(groups, fmt::format("n{}", n),
+                                     fmt::format("at N={}\n{}", n, targets_desc(command, "\n"))))
+      parts.charts.push_back(std::move(ch));
   }
-  p.charts.push_back(detail::tok_s_time_chart(
-      all, t0, "Output tok/s over time (serial prompts, then each N)\n" + targets_desc(c, "\n")));
-  p.html.title = "llmux bench throughput: " + targets_desc(c);
-  p.html.intro = fmt::format(
+  parts.charts.push_back(detail::tok_s_time_chart(
+      all, t0,
+      "Output tok/s over time (serial prompts, then each N)\n" + targets_desc(command, "\n")));
+  parts.html.title = "llmux bench throughput: " + targets_desc(command);
+  parts.html.intro = fmt::format(
       "Model {}, max_tokens {}, temperature 0, non-streaming /v1/completions (no TTFT or ITL: "
       "the distributions are of whole requests).",
-      res.empty() ? "" : res.front().model, c.max_tokens);
-  p.html.sections.push_back({"Single-stream decode (tok/s)", serial_t, {}});
-  p.html.sections.push_back({"Concurrent aggregate (tok/s)", conc_t, verdicts});
-  return p;
+      res.empty() ? "" : res.front().model, command.max_tokens);
+  parts.html.sections.push_back({"Single-stream decode (tok/s)", serial_t, {}});
+  parts.html.sections.push_back({"Concurrent aggregate (tok/s)", conc_t, verdicts});
+  return parts;
 }
 
 }  // namespace
 
-int bench_throughput(const ThroughputCommand& c, std::ostream& md) {
+int bench_throughput(const ThroughputCommand& command, std::ostream& md) {
   std::vector<TargetResult> res;
-  const std::size_t steps = c.targets.size() * (3 + c.levels.size());
+  const std::size_t steps = command.targets.size() * (3 + command.levels.size());
   std::size_t step = 0;
   const std::int64_t t0 = mono_ns();
-  for (const auto& t : c.targets) {
+  for (const auto& target : command.targets) {
     TargetResult tr;
-    tr.model = resolve_model(c.model, t.url, c.client);
+    tr.model = resolve_model(command.model, target.url, command.client);
     for (const char* size : kSizes) {
-      auto ro =
-          seed_options(t, tr.model, c.max_tokens, c.client, fmt::format("tp-{}-{}", t.name, size));
-      ro.progress = c.out.progress;
-      ro.label = step_label("throughput", ++step, steps, fmt::format("{} serial {}", t.name, size));
-      tr.serial[size] = serial(ro, seed_prompt(size), c.repeat);
+      auto ro = seed_options(target, tr.model, command.max_tokens, command.client,
+                             fmt::format("tp-{}-{}", target.name, size));
+      ro.progress = command.out.progress;
+      ro.label =
+          step_label("throughput", ++step, steps, fmt::format("{} serial {}", target.name, size));
+      tr.serial[size] = serial(ro, seed_prompt(size), command.repeat);
     }
-    for (std::size_t n : c.levels) {
-      auto ro =
-          seed_options(t, tr.model, c.max_tokens, c.client, fmt::format("tp-{}-n{}", t.name, n));
-      ro.progress = c.out.progress;
-      ro.label = step_label("throughput", ++step, steps, fmt::format("{} N={}", t.name, n));
+    for (std::size_t n : command.levels) {
+      auto ro = seed_options(target, tr.model, command.max_tokens, command.client,
+                             fmt::format("tp-{}-n{}", target.name, n));
+      ro.progress = command.out.progress;
+      ro.label = step_label("throughput", ++step, steps, fmt::format("{} N={}", target.name, n));
       tr.levels[n] = burst(ro, seed_prompt("medium"), n);
     }
     res.push_back(std::move(tr));
   }
   Tally tally;
-  for (const auto& r : res) {
-    for (const auto& [k, m] : r.serial) tally.add(m);
-    for (const auto& [k, m] : r.levels) tally.add(m);
+  for (const auto& result : res) {
+    for (const auto& [size, measured] : result.serial) tally.add(measured);
+    for (const auto& [level, measured] : result.levels) tally.add(measured);
   }
 
   md << fmt::format(
       "### llmux bench throughput ({}, max_tokens {}, temperature 0, non-streaming "
       "/v1/completions)\n\n",
-      res.empty() ? "" : res.front().model, c.max_tokens);
-  std::vector<std::string> h{"Prompt", "prompt tokens"};
-  for (const auto& t : c.targets) h.push_back(t.name);
-  Table serial_t(h);
+      res.empty() ? "" : res.front().model, command.max_tokens);
+  std::vector<std::string> header{"Prompt", "prompt tokens"};
+  for (const auto& target : command.targets) header.push_back(target.name);
+  Table serial_t(header);
   for (const char* size : kSizes) {
     std::vector<std::string> row{size, std::to_string(res.front().serial[size].prompt_tokens)};
-    for (auto& r : res) {
-      const Measured& m = r.serial[size];
-      row.push_back(figure_cell(m.mean, m.failed, m.requests));
+    for (auto& result : res) {
+      const Measured& measured = result.serial[size];
+      row.push_back(figure_cell(measured.mean, measured.failed, measured.requests));
     }
     serial_t.add_row(row);
   }
   md << to_markdown(serial_t,
                     MarkdownOptions{.title = fmt::format("Single-stream decode (tok/s = completion "
                                                          "tokens / request time, mean of {} runs)",
-                                                         c.repeat),
+                                                         command.repeat),
                                     .heading_level = 4,
                                     .notes = {}});
   std::vector<std::string> h2{"Concurrency"};
-  for (const auto& t : c.targets) h2.push_back(t.name);
-  h2.push_back(fmt::format("per stream ({})", c.targets.front().name));
-  h2.push_back(fmt::format("x single stream ({})", c.targets.front().name));
+  for (const auto& target : command.targets) h2.push_back(target.name);
+  h2.push_back(fmt::format("per stream ({})", command.targets.front().name));
+  h2.push_back(fmt::format("x single stream ({})", command.targets.front().name));
   Table conc_t(h2);
-  for (std::size_t n : c.levels) {
+  for (std::size_t n : command.levels) {
     std::vector<std::string> row{fmt::format("N={}", n)};
-    for (auto& r : res) {
-      const Measured& m = r.levels[n];
-      row.push_back(figure_cell(m.mean, m.failed, m.requests));
+    for (auto& result : res) {
+      const Measured& measured = result.levels[n];
+      row.push_back(figure_cell(measured.mean, measured.failed, measured.requests));
     }
-    const Measured& m = res.front().levels[n];
-    const double agg = m.mean, single = res.front().serial["medium"].mean;
-    row.push_back(figure_cell(agg / static_cast<double>(n), m.failed, m.requests));
+    const Measured& measured = res.front().levels[n];
+    const double agg = measured.mean, single = res.front().serial["medium"].mean;
+    row.push_back(figure_cell(agg / static_cast<double>(n), measured.failed, measured.requests));
     const double x = agg / single;
     row.push_back(std::isfinite(x) ? fmt::format("{:.1f}x", x) : "-");
     conc_t.add_row(row);
@@ -203,110 +209,116 @@ int bench_throughput(const ThroughputCommand& c, std::ostream& md) {
                                                 "Concurrent aggregate (medium prompt, max_tokens "
                                                 "{}; tok/s = all tokens / wall time until the "
                                                 "last request ends)",
-                                                c.max_tokens),
+                                                command.max_tokens),
                                             .heading_level = 4,
                                             .notes = {}});
   std::vector<std::string> notes, verdicts;
-  if (c.targets.size() > 1) {
+  if (command.targets.size() > 1) {
     md << "\n";
-    auto verdict = [&](const std::string& what, const std::vector<double>& v) {
-      const bool incomplete =
-          std::any_of(v.begin(), v.end(), [](double x) { return !std::isfinite(x) || x <= 0; });
-      const double s = spread(v);
+    auto verdict = [&](const std::string& what, const std::vector<double>& values) {
+      const bool incomplete = std::any_of(values.begin(), values.end(),
+                                          [](double x) { return !std::isfinite(x) || x <= 0; });
+      const double s = spread(values);
       std::string vals;
-      for (std::size_t i = 0; i < v.size(); ++i)
-        vals += fmt::format("{}{} {}", i ? ", " : "", c.targets[i].name, fmt_num(v[i]));
+      for (std::size_t i = 0; i < values.size(); ++i)
+        vals += fmt::format("{}{} {}", i ? ", " : "", command.targets[i].name, fmt_num(values[i]));
       std::string line =
           incomplete
               ? fmt::format("{}: {} tok/s: INCOMPLETE (a target has no figure: see the errors)",
                             what, vals)
               : fmt::format("{}: {} tok/s: {} (spread {:.1f}%, threshold {:g}%)", what, vals,
-                            s <= c.agree ? "AGREE" : "DIFFER", s * 100, c.agree * 100);
+                            s <= command.agree ? "AGREE" : "DIFFER", s * 100, command.agree * 100);
       md << "- " << line << "\n";
       verdicts.push_back(std::move(line));
     };
     {
-      std::vector<double> v;
-      for (auto& r : res) v.push_back(r.serial["medium"].mean);
-      verdict("serial (medium)", v);
+      std::vector<double> values;
+      for (auto& result : res) values.push_back(result.serial["medium"].mean);
+      verdict("serial (medium)", values);
     }
-    for (std::size_t n : c.levels) {
-      std::vector<double> v;
-      for (auto& r : res) v.push_back(r.levels[n].mean);
-      verdict(fmt::format("N={}", n), v);
+    for (std::size_t n : command.levels) {
+      std::vector<double> values;
+      for (auto& result : res) values.push_back(result.levels[n].mean);
+      verdict(fmt::format("N={}", n), values);
     }
   }
   for (std::size_t i = 0; i < res.size(); ++i) {
-    for (auto& [k, m] : res[i].serial)
-      if (m.failed) {
-        notes.push_back(fmt::format("{} serial {}: {} failed ({})", c.targets[i].name, k, m.failed,
-                                    m.first_error));
+    for (auto& [size, measured] : res[i].serial)
+      if (measured.failed) {
+        notes.push_back(fmt::format("{} serial {}: {} failed ({})", command.targets[i].name, size,
+                                    measured.failed, measured.first_error));
       }
-    for (auto& [k, m] : res[i].levels)
-      if (m.failed) {
-        notes.push_back(
-            fmt::format("{} N={}: {} failed ({})", c.targets[i].name, k, m.failed, m.first_error));
+    for (auto& [level, measured] : res[i].levels)
+      if (measured.failed) {
+        notes.push_back(fmt::format("{} N={}: {} failed ({})", command.targets[i].name, level,
+                                    measured.failed, measured.first_error));
       }
   }
   notes.insert(notes.begin(),
                fmt::format("Method (the seed's qwen36-throughput.py): each prompt {} times one "
                            "after the other, then N requests started together; {} connections; "
                            "output tokens from usage.completion_tokens.",
-                           c.repeat, to_string(c.client.mode)));
+                           command.repeat, to_string(command.client.mode)));
 
   json::object doc;
   doc["tool"] = "llmux bench throughput";
   doc["version"] = kVersion;
   doc["created_unix"] = unix_seconds();
-  json::object settings{{"model", res.front().model}, {"max_tokens", c.max_tokens},
-                        {"repeat", c.repeat},         {"levels", json::value_from(c.levels)},
-                        {"agree", c.agree},           {"connection", to_string(c.client.mode)}};
+  json::object settings{
+      {"model", res.front().model}, {"max_tokens", command.max_tokens},
+      {"repeat", command.repeat},   {"levels", json::value_from(command.levels)},
+      {"agree", command.agree},     {"connection", to_string(command.client.mode)}};
   json::array targets;
-  for (const auto& t : c.targets)
-    targets.push_back(json::object{{"name", t.name}, {"url", t.url.str()}});
+  for (const auto& target : command.targets)
+    targets.push_back(json::object{{"name", target.name}, {"url", target.url.str()}});
   settings["targets"] = std::move(targets);
   doc["settings"] = std::move(settings);
   json::object summary, raw;
   for (std::size_t i = 0; i < res.size(); ++i) {
-    json::object s, r;
+    json::object target_summary, target_records;
     json::object ser;
-    for (auto& [k, m] : res[i].serial) {
-      ser[k] = json::object{{"tok_s", json_number(m.mean)},
-                            {"runs_tok_s", json::value_from(m.tok_s)},
-                            {"prompt_tokens", m.prompt_tokens},
-                            {"requests", m.requests},
-                            {"failed", m.failed},
-                            {"rejected", m.rejected}};
-      r["serial_" + k] = records_json(m.records, "serial_" + k);
+    for (auto& [size, measured] : res[i].serial) {
+      ser[size] = json::object{{"tok_s", json_number(measured.mean)},
+                               {"runs_tok_s", json::value_from(measured.tok_s)},
+                               {"prompt_tokens", measured.prompt_tokens},
+                               {"requests", measured.requests},
+                               {"failed", measured.failed},
+                               {"rejected", measured.rejected}};
+      target_records["serial_" + size] = records_json(measured.records, "serial_" + size);
     }
-    s["serial"] = std::move(ser);
-    for (auto& [n, m] : res[i].levels) {
-      s[fmt::format("n{}", n)] = json::object{
-          {"tok_s", json_number(m.mean)}, {"tokens", m.tokens}, {"wall_s", json_number(m.wall_s)},
-          {"requests", m.requests},       {"failed", m.failed}, {"rejected", m.rejected}};
-      r[fmt::format("n{}", n)] = records_json(m.records, fmt::format("n{}", n));
+    target_summary["serial"] = std::move(ser);
+    for (auto& [level, measured] : res[i].levels) {
+      target_summary[fmt::format("n{}", level)] =
+          json::object{{"tok_s", json_number(measured.mean)},
+                       {"tokens", measured.tokens},
+                       {"wall_s", json_number(measured.wall_s)},
+                       {"requests", measured.requests},
+                       {"failed", measured.failed},
+                       {"rejected", measured.rejected}};
+      target_records[fmt::format("n{}", level)] =
+          records_json(measured.records, fmt::format("n{}", level));
     }
-    summary[c.targets[i].name] = std::move(s);
-    raw[c.targets[i].name] = std::move(r);
+    summary[command.targets[i].name] = std::move(target_summary);
+    raw[command.targets[i].name] = std::move(target_records);
   }
   const detail::Outcome oc =
-      detail::outcome(tally.requests, tally.failed, tally.rejected, tally.kinds(), c.out);
+      detail::outcome(tally.requests, tally.failed, tally.rejected, tally.kinds(), command.out);
   doc["outcome"] = json::object{{"requests", tally.requests},
                                 {"failed", tally.failed},
                                 {"rejected", tally.rejected},
                                 {"exit_status", oc.status}};
   doc["summary"] = std::move(summary);
   doc["requests"] = std::move(raw);
-  if (!c.out.out_dir.empty()) {
-    auto [csv, html, charts] = throughput_report(c, res, serial_t, conc_t, verdicts, t0);
+  if (!command.out.out_dir.empty()) {
+    auto [csv, html, charts] = throughput_report(command, res, serial_t, conc_t, verdicts, t0);
     html.status.push_back(oc.line);
     html.failed = oc.status != 0;
     html.notes = notes;
-    write_outputs(c.out, "throughput", std::move(doc), csv, std::move(html), charts, notes);
+    write_outputs(command.out, "throughput", std::move(doc), csv, std::move(html), charts, notes);
   }
   md << "\n";
   report_outcome(oc, md, "bench throughput");
-  for (const auto& n : notes) md << n << "\n\n";
+  for (const auto& note : notes) md << note << "\n\n";
   return oc.status;
 }
 

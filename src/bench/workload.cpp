@@ -19,16 +19,16 @@ namespace json = boost::json;
 
 std::string synthetic_prompt(std::size_t tokens, std::uint64_t seed) {
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull);
-  std::string s;
-  s.reserve(tokens * 4);
+  std::string text;
+  text.reserve(tokens * 4);
   static constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyz";
   for (std::size_t i = 0; i < tokens; ++i) {
     // A word of 1-4 letters after one space is exactly one token (see core/tokenizer.hpp).
     const std::size_t len = 1 + rng() % 4;
-    s += ' ';
-    for (std::size_t k = 0; k < len; ++k) s += kLetters[rng() % 26];
+    text += ' ';
+    for (std::size_t k = 0; k < len; ++k) text += kLetters[rng() % 26];
   }
-  return s;
+  return text;
 }
 
 std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_t n) {
@@ -49,13 +49,13 @@ std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_
   std::uniform_int_distribution<std::size_t> in_len(static_cast<std::size_t>(in_lo),
                                                     static_cast<std::size_t>(in_hi));
   for (std::size_t i = 0; i < n; ++i) {
-    PromptItem p;
+    PromptItem item;
     const std::size_t tokens = spec.input_spread > 0 ? in_len(in_rng) : spec.input_tokens;
-    p.text = synthetic_prompt(tokens, spec.seed * 1'000'003ull + i);
-    p.prompt_tokens = tokens;
-    p.max_tokens =
+    item.text = synthetic_prompt(tokens, spec.seed * 1'000'003ull + i);
+    item.prompt_tokens = tokens;
+    item.max_tokens =
         spec.output_spread > 0 ? out_len(rng) : static_cast<std::uint32_t>(spec.output_tokens);
-    out.push_back(std::move(p));
+    out.push_back(std::move(item));
   }
   return out;
 }
@@ -86,19 +86,20 @@ void apply_shared_prefixes(std::vector<PromptItem>& items, std::span<const std::
 
 namespace {
 
-std::string_view str_field(const json::object& o, std::initializer_list<std::string_view> keys) {
-  for (auto k : keys) {
-    auto it = o.find(k);
-    if (it != o.end() && it->value().is_string()) return it->value().get_string();
+std::string_view str_field(const json::object& object,
+                           std::initializer_list<std::string_view> keys) {
+  for (auto key : keys) {
+    auto it = object.find(key);
+    if (it != object.end() && it->value().is_string()) return it->value().get_string();
   }
   return {};
 }
 
-std::optional<std::uint32_t> uint_field(const json::object& o,
+std::optional<std::uint32_t> uint_field(const json::object& object,
                                         std::initializer_list<std::string_view> keys) {
-  for (auto k : keys) {
-    auto it = o.find(k);
-    if (it == o.end()) continue;
+  for (auto key : keys) {
+    auto it = object.find(key);
+    if (it == object.end()) continue;
     if (it->value().is_int64() && it->value().get_int64() > 0)
       return static_cast<std::uint32_t>(it->value().get_int64());
     if (it->value().is_uint64()) return static_cast<std::uint32_t>(it->value().get_uint64());
@@ -106,11 +107,12 @@ std::optional<std::uint32_t> uint_field(const json::object& o,
   return std::nullopt;
 }
 
-std::string normalize_role(std::string_view r) {
-  if (r == "human" || r == "user") return "user";
-  if (r == "gpt" || r == "assistant" || r == "bard" || r == "chatgpt") return "assistant";
-  if (r == "system") return "system";
-  return std::string(r);
+std::string normalize_role(std::string_view role) {
+  if (role == "human" || role == "user") return "user";
+  if (role == "gpt" || role == "assistant" || role == "bard" || role == "chatgpt")
+    return "assistant";
+  if (role == "system") return "system";
+  return std::string(role);
 }
 
 }  // namespace
@@ -126,74 +128,76 @@ std::vector<PromptItem> parse_dataset(std::string_view text, std::size_t max_ite
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     boost::system::error_code ec;
-    json::value v = json::parse(line, ec);
+    json::value entry = json::parse(line, ec);
     if (ec)
       throw std::runtime_error(
           fmt::format("dataset line {}: not JSON ({})", line_no, ec.message()));
-    PromptItem p;
-    if (v.is_string()) {
-      p.text = std::string(v.get_string());
-    } else if (v.is_object()) {
-      const auto& o = v.get_object();
-      const json::value* conv = o.if_contains("conversations");
-      if (!conv) conv = o.if_contains("messages");
+    PromptItem item;
+    if (entry.is_string()) {
+      item.text = std::string(entry.get_string());
+    } else if (entry.is_object()) {
+      const auto& fields = entry.get_object();
+      const json::value* conv = fields.if_contains("conversations");
+      if (!conv) conv = fields.if_contains("messages");
       if (conv && conv->is_array()) {
         bool have_user = false;
         for (const auto& turn : conv->get_array()) {
           if (!turn.is_object()) continue;
-          const auto& t = turn.get_object();
-          std::string role = normalize_role(str_field(t, {"from", "role"}));
-          std::string content(str_field(t, {"value", "content"}));
+          const auto& turn_fields = turn.get_object();
+          std::string role = normalize_role(str_field(turn_fields, {"from", "role"}));
+          std::string content(str_field(turn_fields, {"value", "content"}));
           if (have_user && role == "assistant") {
-            p.max_tokens =
+            item.max_tokens =
                 static_cast<std::uint32_t>(std::max<std::size_t>(1, Tokenizer::count(content)));
             break;
           }
           if (role == "user") {
             have_user = true;
-            p.text = content;
+            item.text = content;
           }
-          p.messages.push_back(ChatMessage{std::move(role), std::move(content)});
+          item.messages.push_back(ChatMessage{std::move(role), std::move(content)});
         }
         if (!have_user)
           throw std::runtime_error(fmt::format("dataset line {}: no human/user turn", line_no));
-        if (auto m = uint_field(o, {"max_tokens", "output_tokens"})) p.max_tokens = m;
+        if (auto max_tokens = uint_field(fields, {"max_tokens", "output_tokens"}))
+          item.max_tokens = max_tokens;
       } else {
-        p.text = std::string(str_field(o, {"prompt", "text", "input"}));
-        if (p.text.empty())
+        item.text = std::string(str_field(fields, {"prompt", "text", "input"}));
+        if (item.text.empty())
           throw std::runtime_error(fmt::format(
               "dataset line {}: expected \"prompt\", \"text\", \"conversations\" or \"messages\"",
               line_no));
-        p.max_tokens = uint_field(o, {"max_tokens", "output_tokens", "output_len"});
+        item.max_tokens = uint_field(fields, {"max_tokens", "output_tokens", "output_len"});
       }
     } else {
       throw std::runtime_error(
           fmt::format("dataset line {}: expected an object or a string", line_no));
     }
-    p.prompt_tokens = 0;
-    if (p.messages.empty()) {
-      p.prompt_tokens = Tokenizer::count(p.text);
+    item.prompt_tokens = 0;
+    if (item.messages.empty()) {
+      item.prompt_tokens = Tokenizer::count(item.text);
     } else {
-      for (const auto& m : p.messages) p.prompt_tokens += Tokenizer::count(m.content);
+      for (const auto& message : item.messages)
+        item.prompt_tokens += Tokenizer::count(message.content);
     }
-    out.push_back(std::move(p));
+    out.push_back(std::move(item));
   }
   return out;
 }
 
 std::vector<PromptItem> load_dataset(const std::string& path, std::size_t max_items) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(fmt::format("cannot open dataset '{}'", path));
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw std::runtime_error(fmt::format("cannot open dataset '{}'", path));
   std::stringstream ss;
-  ss << f.rdbuf();
+  ss << file.rdbuf();
   auto items = parse_dataset(ss.str(), max_items);
   if (items.empty()) throw std::runtime_error(fmt::format("dataset '{}' has no prompts", path));
   return items;
 }
 
 std::string build_body(const PromptItem& item, const BodyOptions& opt) {
-  json::object o;
-  o["model"] = opt.model;
+  json::object body;
+  body["model"] = opt.model;
   const std::optional<std::uint32_t> max_tokens =
       item.max_tokens ? item.max_tokens : opt.max_tokens;
   auto messages = [&] {
@@ -203,8 +207,8 @@ std::string build_body(const PromptItem& item, const BodyOptions& opt) {
     if (item.messages.empty()) {
       msgs.push_back(json::object{{"role", "user"}, {"content", item.text}});
     } else {
-      for (const auto& m : item.messages)
-        msgs.push_back(json::object{{"role", m.role}, {"content", m.content}});
+      for (const auto& message : item.messages)
+        msgs.push_back(json::object{{"role", message.role}, {"content", message.content}});
     }
     return msgs;
   };
@@ -213,37 +217,37 @@ std::string build_body(const PromptItem& item, const BodyOptions& opt) {
       // A synthetic text starts with a space and follows the system prompt directly.
       if (item.system.empty() || item.text.empty() || item.text.front() == ' ' ||
           item.text.front() == '\n')
-        o["prompt"] = item.system + item.text;
+        body["prompt"] = item.system + item.text;
       else
-        o["prompt"] = item.system + "\n\n" + item.text;
-      if (max_tokens) o["max_tokens"] = *max_tokens;
+        body["prompt"] = item.system + "\n\n" + item.text;
+      if (max_tokens) body["max_tokens"] = *max_tokens;
       break;
     case Dialect::chat:
-      o["messages"] = messages();
-      if (max_tokens) o["max_tokens"] = *max_tokens;
+      body["messages"] = messages();
+      if (max_tokens) body["max_tokens"] = *max_tokens;
       break;
     case Dialect::responses:
-      if (!item.system.empty()) o["instructions"] = item.system;
+      if (!item.system.empty()) body["instructions"] = item.system;
       if (item.messages.empty()) {
-        o["input"] = item.text;
+        body["input"] = item.text;
       } else {
         json::array msgs;
-        for (const auto& m : item.messages)
-          msgs.push_back(json::object{{"role", m.role}, {"content", m.content}});
-        o["input"] = std::move(msgs);
+        for (const auto& message : item.messages)
+          msgs.push_back(json::object{{"role", message.role}, {"content", message.content}});
+        body["input"] = std::move(msgs);
       }
-      if (max_tokens) o["max_output_tokens"] = *max_tokens;
-      o["store"] = false;
+      if (max_tokens) body["max_output_tokens"] = *max_tokens;
+      body["store"] = false;
       break;
   }
-  if (opt.temperature) o["temperature"] = *opt.temperature;
-  if (opt.ignore_eos) o["ignore_eos"] = true;
+  if (opt.temperature) body["temperature"] = *opt.temperature;
+  if (opt.ignore_eos) body["ignore_eos"] = true;
   if (opt.stream) {
-    o["stream"] = true;
+    body["stream"] = true;
     if (opt.include_usage && opt.dialect != Dialect::responses)
-      o["stream_options"] = json::object{{"include_usage", true}};
+      body["stream_options"] = json::object{{"include_usage", true}};
   }
-  return json::serialize(o);
+  return json::serialize(body);
 }
 
 std::string_view seed_prompt(std::string_view size) {
@@ -255,9 +259,9 @@ std::string_view seed_prompt(std::string_view size) {
       "different lengths, and why the throughput of each stream drops a little as the batch "
       "grows while the total keeps rising until the machine saturates.";
   static const std::string kLong = [] {
-    std::string s;
-    for (int i = 0; i < 10; ++i) s += (i ? " " : "") + kMedium;
-    return s;
+    std::string text;
+    for (int i = 0; i < 10; ++i) text += (i ? " " : "") + kMedium;
+    return text;
   }();
   if (size == "short") return kShort;
   if (size == "long") return kLong;
