@@ -22,11 +22,11 @@ using namespace llmux::bench;
 
 namespace bench_cli {
 
-http::Url parse_url_or_throw(const std::string& s, const std::string& flag) {
+http::Url parse_url_or_throw(const std::string& text, const std::string& flag) {
   std::string err;
-  auto u = http::Url::parse(s, &err, {.scheme_optional = true, .https = true});
-  if (!u) throw std::invalid_argument(fmt::format("{} '{}': {}", flag, s, err));
-  return *u;
+  auto url = http::Url::parse(text, &err, {.scheme_optional = true, .https = true});
+  if (!url) throw std::invalid_argument(fmt::format("{} '{}': {}", flag, text, err));
+  return *url;
 }
 
 void TlsFlags::add(CLI::App* sub) {
@@ -37,7 +37,7 @@ void TlsFlags::add(CLI::App* sub) {
                 "https:// URLs: do not check the servers' certificates (names nor signers)");
 }
 
-void TlsFlags::apply(http::ClientOptions& c, bool any_https) const {
+void TlsFlags::apply(http::ClientOptions& client, bool any_https) const {
   if (!any_https) {
     if (!ca_file.empty() || insecure)
       throw std::invalid_argument("--ca-file and --insecure are for https:// URLs");
@@ -46,20 +46,20 @@ void TlsFlags::apply(http::ClientOptions& c, bool any_https) const {
   if (!ca_file.empty() && insecure)
     throw std::invalid_argument("--ca-file and --insecure: one or the other");
   std::string err;
-  c.tls = http::make_client_context(ca_file, !insecure, err);
-  if (!c.tls) throw std::invalid_argument(fmt::format("--ca-file '{}': {}", ca_file, err));
-  c.tls_verify = !insecure;
+  client.tls = http::make_client_context(ca_file, !insecure, err);
+  if (!client.tls) throw std::invalid_argument(fmt::format("--ca-file '{}': {}", ca_file, err));
+  client.tls_verify = !insecure;
 }
 
 std::chrono::milliseconds secs(double s) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
 }
 
-int guarded(const std::function<int()>& f) {
+int guarded(const std::function<int()>& command) {
   try {
-    return f();
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
+    return command();
+  } catch (const std::exception& error) {
+    spdlog::error("{}", error.what());
     return 2;
   }
 }
@@ -74,17 +74,17 @@ using bench_cli::secs;
 using bench_cli::TlsFlags;
 
 /// "2", "2%" or "0.02"? Percent: "2" and "2%" both mean 2%.
-double parse_percent(const std::string& s, const std::string& flag) {
-  std::string t = s;
-  if (!t.empty() && t.back() == '%') t.pop_back();
+double parse_percent(const std::string& text, const std::string& flag) {
+  std::string number_text = text;
+  if (!number_text.empty() && number_text.back() == '%') number_text.pop_back();
   std::size_t pos = 0;
   double v = -1;
   try {
-    v = std::stod(t, &pos);
+    v = std::stod(number_text, &pos);
   } catch (const std::logic_error&) {
   }
-  if (pos != t.size() || v < 0)
-    throw std::invalid_argument(fmt::format("{} '{}': expected a percentage", flag, s));
+  if (pos != number_text.size() || v < 0)
+    throw std::invalid_argument(fmt::format("{} '{}': expected a percentage", flag, text));
   return v / 100.0;
 }
 
@@ -131,19 +131,19 @@ struct SeedFlags {
                   "failures do: transport errors, timeouts, other error statuses)");
   }
   OutputOptions output() const {
-    OutputOptions o;
-    o.out_dir = out;
-    o.progress = !no_progress && ::isatty(2);
-    o.plots = !no_plots;
-    o.fail_on_reject = fail_on_reject;
-    return o;
+    OutputOptions options;
+    options.out_dir = out;
+    options.progress = !no_progress && ::isatty(2);
+    options.plots = !no_plots;
+    options.fail_on_reject = fail_on_reject;
+    return options;
   }
   http::ClientOptions client() const {
-    http::ClientOptions c;
-    c.mode = *http::parse_connection_mode(connection);
-    c.timeouts.total = secs(timeout);
-    c.timeouts.idle = secs(timeout);
-    return c;
+    http::ClientOptions options;
+    options.mode = *http::parse_connection_mode(connection);
+    options.timeouts.total = secs(timeout);
+    options.timeouts.idle = secs(timeout);
+    return options;
   }
 };
 
@@ -159,38 +159,39 @@ Runner add_throughput(CLI::App* bench) {
     std::string agree = "2";
     SeedFlags seed;
   };
-  auto f = std::make_shared<F>();
-  sub->add_option("--target", f->targets,
+  auto flags = std::make_shared<F>();
+  sub->add_option("--target", flags->targets,
                   "A server to measure as NAME=URL, e.g. server1=http://10.0.0.1:30000 "
                   "(repeatable; a bare URL is named serverN)")
       ->required();
-  sub->add_option("--agree", f->agree,
+  sub->add_option("--agree", flags->agree,
                   "Targets agree when their tok/s spread, (max-min)/max, is within this percentage")
       ->capture_default_str();
-  f->seed.add(sub, "4,8");
-  return [f]() -> int {
+  flags->seed.add(sub, "4,8");
+  return [flags]() -> int {
     return guarded([&]() -> int {
-      ThroughputCommand c;
+      ThroughputCommand command;
       int i = 0;
-      for (const auto& t : f->targets) {
+      for (const auto& target : flags->targets) {
         ++i;
-        const auto eq = t.find('=');
-        const bool named = eq != std::string::npos && t.find("://") > eq;
-        NamedUrl n;
-        n.name = named ? t.substr(0, eq) : fmt::format("server{}", i);
-        n.url = parse_url_or_throw(named ? t.substr(eq + 1) : t, "--target");
-        c.targets.push_back(std::move(n));
+        const auto eq = target.find('=');
+        const bool named = eq != std::string::npos && target.find("://") > eq;
+        NamedUrl named_url;
+        named_url.name = named ? target.substr(0, eq) : fmt::format("server{}", i);
+        named_url.url = parse_url_or_throw(named ? target.substr(eq + 1) : target, "--target");
+        command.targets.push_back(std::move(named_url));
       }
-      c.model = f->seed.model;
-      c.repeat = f->seed.repeat;
-      c.levels = parse_levels(f->seed.levels);
-      c.max_tokens = f->seed.max_tokens;
-      c.agree = parse_percent(f->agree, "--agree");
-      c.client = f->seed.client();
-      f->seed.tls.apply(c.client, std::any_of(c.targets.begin(), c.targets.end(),
-                                              [](const NamedUrl& t) { return t.url.tls; }));
-      c.out = f->seed.output();
-      return bench_throughput(c, std::cout);
+      command.model = flags->seed.model;
+      command.repeat = flags->seed.repeat;
+      command.levels = parse_levels(flags->seed.levels);
+      command.max_tokens = flags->seed.max_tokens;
+      command.agree = parse_percent(flags->agree, "--agree");
+      command.client = flags->seed.client();
+      flags->seed.tls.apply(command.client,
+                            std::any_of(command.targets.begin(), command.targets.end(),
+                                        [](const NamedUrl& t) { return t.url.tls; }));
+      command.out = flags->seed.output();
+      return bench_throughput(command, std::cout);
     });
   };
 }
@@ -206,52 +207,55 @@ Runner add_compare(CLI::App* bench) {
     std::vector<std::string> paths;
     SeedFlags seed;
   };
-  auto f = std::make_shared<F>();
-  sub->add_option("--direct", f->direct,
+  auto flags = std::make_shared<F>();
+  sub->add_option("--direct", flags->direct,
                   "Direct URL of one backend (with --gateway: the seed's four paths)");
-  sub->add_option("--gateway", f->gateway, "Gateway URL (with --direct: the seed's four paths)");
-  sub->add_option("--path", f->paths,
+  sub->add_option("--gateway", flags->gateway,
+                  "Gateway URL (with --direct: the seed's four paths)");
+  sub->add_option("--path", flags->paths,
                   "A path as NAME=URL,ENDPOINT with ENDPOINT completions or chat (repeatable); a "
                   "path named direct* is the baseline of the others with the same endpoint");
-  sub->add_option("--prompt", f->prompt, "Prompt size: short, medium or long")
+  sub->add_option("--prompt", flags->prompt, "Prompt size: short, medium or long")
       ->capture_default_str()
       ->check(CLI::IsMember({"short", "medium", "long"}));
-  f->seed.add(sub, "8,16");
-  return [f]() -> int {
+  flags->seed.add(sub, "8,16");
+  return [flags]() -> int {
     return guarded([&]() -> int {
-      CompareCommand c;
-      if (!f->direct.empty() || !f->gateway.empty()) {
-        if (f->direct.empty() || f->gateway.empty())
+      CompareCommand command;
+      if (!flags->direct.empty() || !flags->gateway.empty()) {
+        if (flags->direct.empty() || flags->gateway.empty())
           throw std::invalid_argument("--direct and --gateway go together");
-        c.paths = seed_paths(parse_url_or_throw(f->direct, "--direct"),
-                             parse_url_or_throw(f->gateway, "--gateway"));
+        command.paths = seed_paths(parse_url_or_throw(flags->direct, "--direct"),
+                                   parse_url_or_throw(flags->gateway, "--gateway"));
       }
-      for (const auto& p : f->paths) {
-        const auto eq = p.find('=');
-        const auto comma = p.rfind(',');
+      for (const auto& path : flags->paths) {
+        const auto eq = path.find('=');
+        const auto comma = path.rfind(',');
         if (eq == std::string::npos || comma == std::string::npos || comma < eq)
-          throw std::invalid_argument(fmt::format("--path '{}': expected NAME=URL,ENDPOINT", p));
-        NamedUrl n;
-        n.name = p.substr(0, eq);
-        n.url = parse_url_or_throw(p.substr(eq + 1, comma - eq - 1), "--path");
-        auto d = parse_dialect(p.substr(comma + 1));
-        if (!d)
+          throw std::invalid_argument(fmt::format("--path '{}': expected NAME=URL,ENDPOINT", path));
+        NamedUrl named_url;
+        named_url.name = path.substr(0, eq);
+        named_url.url = parse_url_or_throw(path.substr(eq + 1, comma - eq - 1), "--path");
+        auto dialect = parse_dialect(path.substr(comma + 1));
+        if (!dialect)
           throw std::invalid_argument(
-              fmt::format("--path '{}': endpoint must be completions, chat or responses", p));
-        n.dialect = *d;
-        c.paths.push_back(std::move(n));
+              fmt::format("--path '{}': endpoint must be completions, chat or responses", path));
+        named_url.dialect = *dialect;
+        command.paths.push_back(std::move(named_url));
       }
-      if (c.paths.empty()) throw std::invalid_argument("give --direct and --gateway, or --path");
-      c.model = f->seed.model;
-      c.repeat = f->seed.repeat;
-      c.levels = parse_levels(f->seed.levels);
-      c.max_tokens = f->seed.max_tokens;
-      c.prompt = f->prompt;
-      c.client = f->seed.client();
-      f->seed.tls.apply(c.client, std::any_of(c.paths.begin(), c.paths.end(),
-                                              [](const NamedUrl& p) { return p.url.tls; }));
-      c.out = f->seed.output();
-      return bench_compare(c, std::cout);
+      if (command.paths.empty())
+        throw std::invalid_argument("give --direct and --gateway, or --path");
+      command.model = flags->seed.model;
+      command.repeat = flags->seed.repeat;
+      command.levels = parse_levels(flags->seed.levels);
+      command.max_tokens = flags->seed.max_tokens;
+      command.prompt = flags->prompt;
+      command.client = flags->seed.client();
+      flags->seed.tls.apply(command.client,
+                            std::any_of(command.paths.begin(), command.paths.end(),
+                                        [](const NamedUrl& p) { return p.url.tls; }));
+      command.out = flags->seed.output();
+      return bench_compare(command, std::cout);
     });
   };
 }
@@ -264,20 +268,20 @@ Runner add_report(CLI::App* bench) {
       "something changed. Both files must be of the same kind (two run.json, two throughput.json "
       "or two compare.json); otherwise exit status 2.");
   struct F {
-    std::string a, b, threshold = "5";
+    std::string before, after, threshold = "5";
     bool all = false;
   };
-  auto f = std::make_shared<F>();
-  sub->add_option("A", f->a, "Result before (run.json, throughput.json or compare.json)")
+  auto flags = std::make_shared<F>();
+  sub->add_option("A", flags->before, "Result before (run.json, throughput.json or compare.json)")
       ->required();
-  sub->add_option("B", f->b, "Result after")->required();
-  sub->add_option("--threshold", f->threshold, "Flag changes beyond this percentage")
+  sub->add_option("B", flags->after, "Result after")->required();
+  sub->add_option("--threshold", flags->threshold, "Flag changes beyond this percentage")
       ->capture_default_str();
-  sub->add_flag("--all", f->all, "List every metric, not only the flagged ones");
-  return [f]() -> int {
+  sub->add_flag("--all", flags->all, "List every metric, not only the flagged ones");
+  return [flags]() -> int {
     return guarded([&]() -> int {
-      return bench_report(f->a, f->b, parse_percent(f->threshold, "--threshold"), f->all,
-                          std::cout);
+      return bench_report(flags->before, flags->after,
+                          parse_percent(flags->threshold, "--threshold"), flags->all, std::cout);
     });
   };
 }
@@ -294,12 +298,12 @@ Runner add_bench(CLI::App& app) {
   bench->require_subcommand(1);
   auto runners = std::make_shared<std::vector<std::pair<CLI::App*, Runner>>>();
   for (auto* add : {&bench_cli::add_run, &add_throughput, &add_compare, &add_report}) {
-    Runner r = (*add)(bench);
-    runners->emplace_back(bench->get_subcommands({}).back(), std::move(r));
+    Runner runner = (*add)(bench);
+    runners->emplace_back(bench->get_subcommands({}).back(), std::move(runner));
   }
   return [runners]() -> int {
-    for (auto& [sub, r] : *runners)
-      if (sub->parsed()) return r();
+    for (auto& [sub, runner] : *runners)
+      if (sub->parsed()) return runner();
     return 2;
   };
 }

@@ -62,112 +62,113 @@ Runner add_run(CLI::App* bench) {
       "The general load generator: closed loop at a fixed concurrency (a new request when one "
       "ends) or open loop at a Poisson request rate; per-request TTFB, TTFT, TPOT, ITL and E2E; "
       "aggregate and per-stream tok/s, percentiles, goodput and errors by kind.");
-  auto f = std::make_shared<RunFlags>();
+  auto flags = std::make_shared<RunFlags>();
   auto* tg = "Target";
-  sub->add_option("--url", f->url, "Base URL of the OpenAI-compatible server (http only)")
+  sub->add_option("--url", flags->url, "Base URL of the OpenAI-compatible server (http only)")
       ->capture_default_str()
       ->group(tg);
-  sub->add_option("--split", f->split,
+  sub->add_option("--split", flags->split,
                   "A fixed split instead of --url: URL=N sends N of the closed loop's clients "
                   "straight to URL (repeat for each target; the concurrency is their sum); each "
                   "request's backend is its target. The baseline a gateway is compared with")
       ->group(tg);
-  sub->add_option("--endpoint", f->endpoint,
+  sub->add_option("--endpoint", flags->endpoint,
                   "completions (/v1/completions), chat (/v1/chat/completions) or responses "
                   "(/v1/responses)")
       ->capture_default_str()
       ->check(CLI::IsMember({"completions", "chat", "responses"}))
       ->group(tg);
-  sub->add_option("--model", f->model,
+  sub->add_option("--model", flags->model,
                   "Model name to send (default: the first id of GET /v1/models)")
       ->group(tg);
-  f->tls.add(sub);
-  sub->add_option("--header", f->headers, "Extra request header 'Name: value' (repeatable)")
+  flags->tls.add(sub);
+  sub->add_option("--header", flags->headers, "Extra request header 'Name: value' (repeatable)")
       ->group(tg);
 
   auto* ld = "Load";
-  sub->add_option("--concurrency", f->concurrency,
+  sub->add_option("--concurrency", flags->concurrency,
                   "Closed loop: requests in flight. With --request-rate: the most in flight (0 = "
                   "no cap)")
       ->capture_default_str()
       ->group(ld);
-  sub->add_option("--request-rate", f->rate,
+  sub->add_option("--request-rate", flags->rate,
                   "Open loop: mean request arrivals per second (Poisson); 0 = closed loop")
       ->capture_default_str()
       ->group(ld);
-  sub->add_option("--num-requests", f->num_requests,
+  sub->add_option("--num-requests", flags->num_requests,
                   "Measured requests per level (default 100 when no --duration is given)")
       ->group(ld);
-  sub->add_option("--duration", f->duration,
+  sub->add_option("--duration", flags->duration,
                   "Seconds per level to keep starting requests (with --num-requests, whichever "
                   "comes first)")
       ->group(ld);
-  sub->add_option("--warmup", f->warmup,
+  sub->add_option("--warmup", flags->warmup,
                   "Warm-up excluded from the figures: N requests, or a duration such as 5s")
       ->capture_default_str()
       ->group(ld);
-  sub->add_option("--sweep", f->sweep,
+  sub->add_option("--sweep", flags->sweep,
                   "Concurrency levels to sweep, e.g. 1,2,4,8,16 or 1..256 (powers of two); stops "
                   "once past the saturation knee and reports it")
       ->group(ld);
-  sub->add_option("--knee-efficiency", f->knee_efficiency,
+  sub->add_option("--knee-efficiency", flags->knee_efficiency,
                   "A step whose tok/s gain is below this fraction of linear scaling is flat")
       ->capture_default_str()
       ->group(ld);
-  sub->add_option("--knee-patience", f->knee_patience,
+  sub->add_option("--knee-patience", flags->knee_patience,
                   "Flat steps in a row that mean saturation (the sweep stops)")
       ->capture_default_str()
       ->group(ld);
-  sub->add_option("--seed", f->seed, "Seed of the synthetic prompts and of the Poisson arrivals")
+  sub->add_option("--seed", flags->seed,
+                  "Seed of the synthetic prompts and of the Poisson arrivals")
       ->capture_default_str()
       ->group(ld);
 
   auto* wl = "Workload";
-  sub->add_option("--input-len", f->input_len,
+  sub->add_option("--input-len", flags->input_len,
                   "Synthetic prompt length, tokens (llmux's tokenizer)")
       ->capture_default_str()
       ->group(wl);
-  sub->add_option("--output-len", f->output_len, "max_tokens of synthetic requests")
+  sub->add_option("--output-len", flags->output_len, "max_tokens of synthetic requests")
       ->capture_default_str()
       ->group(wl);
-  sub->add_option("--input-spread", f->input_spread,
+  sub->add_option("--input-spread", flags->input_spread,
                   "Spread of prompt lengths: drawn uniformly in input-len*(1±spread)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0))
       ->group(wl);
-  sub->add_option("--output-spread", f->output_spread,
+  sub->add_option("--output-spread", flags->output_spread,
                   "Spread of output lengths: max_tokens drawn uniformly in len*(1±spread)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0))
       ->group(wl);
-  sub->add_option("--dataset", f->dataset,
+  sub->add_option("--dataset", flags->dataset,
                   "JSONL of prompts ({\"prompt\": ...}, optional max_tokens) or ShareGPT "
                   "conversations; used round-robin instead of synthetic prompts")
       ->group(wl);
-  sub->add_option("--max-prompts", f->max_prompts,
+  sub->add_option("--max-prompts", flags->max_prompts,
                   "Read at most this many dataset records (0 = all)")
       ->group(wl);
-  sub->add_flag("--no-stream", f->no_stream,
+  sub->add_flag("--no-stream", flags->no_stream,
                 "Non-streaming requests (no TTFT/ITL; tok/s from usage and E2E)")
       ->group(wl);
-  sub->add_flag("--ignore-eos", f->ignore_eos,
+  sub->add_flag("--ignore-eos", flags->ignore_eos,
                 "Send ignore_eos: generate exactly max_tokens (vLLM)")
       ->group(wl);
-  sub->add_option("--temperature", f->temperature, "Sampling temperature sent")
+  sub->add_option("--temperature", flags->temperature, "Sampling temperature sent")
       ->capture_default_str()
       ->group(wl);
 
   auto* cv = "Conversations and shared prefixes";
   auto* turns_opt =
       sub->add_option(
-             "--conversation-turns", f->conversation_turns,
+             "--conversation-turns", flags->conversation_turns,
              "With --endpoint responses: each closed-loop client is a user holding one "
              "conversation of this many turns, each turn sent when the previous one ended (a new "
              "user message of --input-len tokens, distinct per user and turn); the run ends when "
              "every user has sent its turns (or earlier by --num-requests/--duration). Every "
              "turn carries X-Session-ID: conv-<seed>-<user>")
           ->group(cv);
-  sub->add_option("--conversation-mode", f->conversation_mode,
+  sub->add_option("--conversation-mode", flags->conversation_mode,
                   "previous: turn k>1 sends only the new message with previous_response_id (the "
                   "server keeps the history, store true); replay: every turn sends the whole "
                   "history as input items (store false, prompt_cache_key per conversation), as "
@@ -176,215 +177,226 @@ Runner add_run(CLI::App* bench) {
       ->check(CLI::IsMember({"previous", "replay"}))
       ->needs(turns_opt)
       ->group(cv);
-  sub->add_option("--error-pause", f->error_pause_ms,
+  sub->add_option("--error-pause", flags->error_pause_ms,
                   "Milliseconds a user waits after a failed turn before its next one (0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 600000.0))
       ->needs(turns_opt)
       ->group(cv);
-  sub->add_option("--shared-prefix", f->shared_prefix,
+  sub->add_option("--shared-prefix", flags->shared_prefix,
                   "N distinct synthetic system prompts of --prefix-len tokens, each request (each "
                   "conversation) drawing one at random by --seed: chat sends a system message, "
                   "completions prepends it to the prompt, responses sends it as instructions")
       ->group(cv);
-  sub->add_option("--prefix-len", f->prefix_len, "Tokens of each --shared-prefix system prompt")
+  sub->add_option("--prefix-len", flags->prefix_len, "Tokens of each --shared-prefix system prompt")
       ->capture_default_str()
       ->check(CLI::PositiveNumber)
       ->group(cv);
 
   auto* cn = "Connections and timeouts";
-  sub->add_option("--connection", f->connection,
+  sub->add_option("--connection", flags->connection,
                   "keep-alive: each stream reuses its connection; fresh: a new connection per "
                   "request (Connection: close), like Python's urllib in the seed's scripts")
       ->capture_default_str()
       ->check(CLI::IsMember({"fresh", "keep-alive"}))
       ->group(cn);
-  sub->add_option("--timeout", f->timeout, "Seconds a request may take in all (then: timeout)")
+  sub->add_option("--timeout", flags->timeout, "Seconds a request may take in all (then: timeout)")
       ->capture_default_str()
       ->group(cn);
-  sub->add_option("--idle-timeout", f->idle_timeout,
+  sub->add_option("--idle-timeout", flags->idle_timeout,
                   "Seconds of silence before a request counts as stalled (timeout)")
       ->capture_default_str()
       ->group(cn);
-  sub->add_option("--connect-timeout", f->connect_timeout, "Seconds to connect")
+  sub->add_option("--connect-timeout", flags->connect_timeout, "Seconds to connect")
       ->capture_default_str()
       ->group(cn);
 
   auto* rp = "Report";
-  sub->add_option("--slo-ttft", f->slo_ttft, "Goodput SLO: TTFT at most this many ms")->group(rp);
-  sub->add_option("--slo-tpot", f->slo_tpot, "Goodput SLO: TPOT at most this many ms")->group(rp);
-  sub->add_option("--slo-e2e", f->slo_e2e, "Goodput SLO: end-to-end latency at most this many ms")
+  sub->add_option("--slo-ttft", flags->slo_ttft, "Goodput SLO: TTFT at most this many ms")
       ->group(rp);
-  sub->add_option("--percentiles", f->percentiles,
+  sub->add_option("--slo-tpot", flags->slo_tpot, "Goodput SLO: TPOT at most this many ms")
+      ->group(rp);
+  sub->add_option("--slo-e2e", flags->slo_e2e,
+                  "Goodput SLO: end-to-end latency at most this many ms")
+      ->group(rp);
+  sub->add_option("--percentiles", flags->percentiles,
                   "Extra percentiles besides p50/p90/p95/p99, e.g. 99.9,75")
       ->group(rp);
-  sub->add_option("--out", f->out,
+  sub->add_option("--out", flags->out,
                   "Directory for run.json (settings + every request's timings), requests.csv, "
                   "summary.csv, index.html and SVG/PNG charts (with gnuplot): tok/s vs "
                   "concurrency, TTFT/ITL/E2E distributions, tok/s over time")
       ->group(rp);
-  sub->add_flag("--fail-on-reject", f->fail_on_reject,
+  sub->add_flag("--fail-on-reject", flags->fail_on_reject,
                 "Exit status 1 also when requests were rejected with 429 (otherwise only "
                 "failures do: transport errors, timeouts, other error statuses)")
       ->group(rp);
-  sub->add_flag("--no-progress", f->no_progress,
+  sub->add_flag("--no-progress", flags->no_progress,
                 "No progress line on stderr (shown only on a terminal)")
       ->group(rp);
-  sub->add_flag("--no-plots", f->no_plots, "With --out: do not run gnuplot")->group(rp);
-  sub->add_flag("--sim-ground-truth", f->sim_ground_truth,
+  sub->add_flag("--no-plots", flags->no_plots, "With --out: do not run gnuplot")->group(rp);
+  sub->add_flag("--sim-ground-truth", flags->sim_ground_truth,
                 "Target is `llmux sim`: compare TTFT/ITL with its /debug/requests ground truth")
       ->group(rp);
-  sub->add_option("--request-id-prefix", f->request_id_prefix,
+  sub->add_option("--request-id-prefix", flags->request_id_prefix,
                   "X-Request-Id prefix of the requests")
       ->capture_default_str()
       ->group(rp);
 
-  return [f]() -> int {
+  return [flags]() -> int {
     return guarded([&]() -> int {
-      RunCommand c;
-      c.run.url = parse_url_or_throw(f->url, "--url");
+      RunCommand command;
+      command.run.url = parse_url_or_throw(flags->url, "--url");
       std::size_t split_clients = 0;
-      for (const auto& s : f->split) {
-        const auto eq = s.rfind('=');
+      for (const auto& split : flags->split) {
+        const auto eq = split.rfind('=');
         std::size_t n = 0, pos = 0;
-        if (eq != std::string::npos && eq + 1 < s.size()) {
+        if (eq != std::string::npos && eq + 1 < split.size()) {
           try {
-            n = std::stoul(s.substr(eq + 1), &pos);
+            n = std::stoul(split.substr(eq + 1), &pos);
           } catch (const std::exception&) {
             pos = 0;
           }
         }
-        if (eq == std::string::npos || n == 0 || pos != s.size() - eq - 1)
+        if (eq == std::string::npos || n == 0 || pos != split.size() - eq - 1)
           throw std::invalid_argument(
-              fmt::format("--split '{}': expected URL=N with N ≥ 1 clients", s));
-        const std::string u = s.substr(0, eq);
-        c.split.push_back(SplitTarget{u, parse_url_or_throw(u, "--split"), n});
+              fmt::format("--split '{}': expected URL=N with N ≥ 1 clients", split));
+        const std::string url_text = split.substr(0, eq);
+        command.split.push_back(SplitTarget{url_text, parse_url_or_throw(url_text, "--split"), n});
         split_clients += n;
       }
-      if (!c.split.empty()) c.run.url = c.split.front().url;  // the model is asked there
-      for (const auto& h : f->headers) {
-        const auto colon = h.find(':');
+      if (!command.split.empty())
+        command.run.url = command.split.front().url;  // the model is asked there
+      for (const auto& header : flags->headers) {
+        const auto colon = header.find(':');
         if (colon == std::string::npos || colon == 0)
-          throw std::invalid_argument(fmt::format("--header '{}': expected 'Name: value'", h));
-        std::string v = h.substr(colon + 1);
-        while (!v.empty() && v.front() == ' ') v.erase(0, 1);
-        c.run.headers.push_back(http::Header{h.substr(0, colon), v});
+          throw std::invalid_argument(fmt::format("--header '{}': expected 'Name: value'", header));
+        std::string value = header.substr(colon + 1);
+        while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+        command.run.headers.push_back(http::Header{header.substr(0, colon), value});
       }
       // https:// (the URL, or any --split target): the TLS context, before GET /v1/models.
-      bool any_https = c.run.url.tls;
-      for (const auto& t : c.split) any_https = any_https || t.url.tls;
-      f->tls.apply(c.run.client, any_https);
-      c.run.body.dialect = *parse_dialect(f->endpoint);
-      c.run.body.model = f->model;
-      if (c.run.body.model.empty()) {
+      bool any_https = command.run.url.tls;
+      for (const auto& target : command.split) any_https = any_https || target.url.tls;
+      flags->tls.apply(command.run.client, any_https);
+      command.run.body.dialect = *parse_dialect(flags->endpoint);
+      command.run.body.model = flags->model;
+      if (command.run.body.model.empty()) {
         std::string err;
-        c.run.body.model = discover_model(c.run.url, &err, c.run.client, c.run.headers);
-        if (c.run.body.model.empty())
-          throw std::runtime_error(
-              fmt::format("cannot find the model at {} ({}); pass --model", c.run.url.str(), err));
+        command.run.body.model =
+            discover_model(command.run.url, &err, command.run.client, command.run.headers);
+        if (command.run.body.model.empty())
+          throw std::runtime_error(fmt::format("cannot find the model at {} ({}); pass --model",
+                                               command.run.url.str(), err));
       }
-      c.run.body.stream = !f->no_stream;
-      c.run.body.temperature = f->temperature;
-      c.run.body.ignore_eos = f->ignore_eos;
-      c.run.body.max_tokens = static_cast<std::uint32_t>(f->output_len);
-      c.run.client.mode = *http::parse_connection_mode(f->connection);
-      c.run.client.timeouts.total = secs(f->timeout);
-      c.run.client.timeouts.idle = secs(f->idle_timeout);
-      c.run.client.timeouts.connect = secs(f->connect_timeout);
-      c.run.request_id_prefix = f->request_id_prefix;
-      c.load.mode = f->rate > 0 ? LoadSpec::Mode::open : LoadSpec::Mode::closed;
-      c.load.request_rate = f->rate;
-      c.load.concurrency = f->concurrency;
-      if (!c.split.empty()) {
-        if (c.load.mode == LoadSpec::Mode::open || !f->sweep.empty() || f->sim_ground_truth)
+      command.run.body.stream = !flags->no_stream;
+      command.run.body.temperature = flags->temperature;
+      command.run.body.ignore_eos = flags->ignore_eos;
+      command.run.body.max_tokens = static_cast<std::uint32_t>(flags->output_len);
+      command.run.client.mode = *http::parse_connection_mode(flags->connection);
+      command.run.client.timeouts.total = secs(flags->timeout);
+      command.run.client.timeouts.idle = secs(flags->idle_timeout);
+      command.run.client.timeouts.connect = secs(flags->connect_timeout);
+      command.run.request_id_prefix = flags->request_id_prefix;
+      command.load.mode = flags->rate > 0 ? LoadSpec::Mode::open : LoadSpec::Mode::closed;
+      command.load.request_rate = flags->rate;
+      command.load.concurrency = flags->concurrency;
+      if (!command.split.empty()) {
+        if (command.load.mode == LoadSpec::Mode::open || !flags->sweep.empty() ||
+            flags->sim_ground_truth)
           throw std::invalid_argument(
               "--split is one closed-loop level: not with --request-rate, --sweep or "
               "--sim-ground-truth");
-        c.load.concurrency = split_clients;
+        command.load.concurrency = split_clients;
       }
-      if (c.load.mode == LoadSpec::Mode::closed && c.load.concurrency == 0)
+      if (command.load.mode == LoadSpec::Mode::closed && command.load.concurrency == 0)
         throw std::invalid_argument("--concurrency must be at least 1 in a closed loop");
-      ConversationSpec& conv = c.run.conversation;
-      conv.turns = f->conversation_turns;
-      conv.mode = *parse_conversation_mode(f->conversation_mode);
-      conv.error_pause_s = f->error_pause_ms / 1000.0;
-      conv.key_prefix = fmt::format("conv-{}", f->seed);
+      ConversationSpec& conv = command.run.conversation;
+      conv.turns = flags->conversation_turns;
+      conv.mode = *parse_conversation_mode(flags->conversation_mode);
+      conv.error_pause_s = flags->error_pause_ms / 1000.0;
+      conv.key_prefix = fmt::format("conv-{}", flags->seed);
       if (conv.enabled()) {
-        if (c.run.body.dialect != Dialect::responses)
+        if (command.run.body.dialect != Dialect::responses)
           throw std::invalid_argument("--conversation-turns needs --endpoint responses");
-        if (c.load.mode == LoadSpec::Mode::open)
+        if (command.load.mode == LoadSpec::Mode::open)
           throw std::invalid_argument(
               "--conversation-turns is a closed loop (one user per client): not with "
               "--request-rate");
       }
-      c.load.num_requests = f->num_requests;
-      c.load.duration_s = f->duration;
-      if (!c.load.num_requests && c.load.duration_s <= 0 && !conv.enabled())
-        c.load.num_requests = 100;
-      c.load.seed = f->seed;
-      if (!f->warmup.empty() && f->warmup.back() == 's') {
-        c.load.warmup_s = std::stod(f->warmup.substr(0, f->warmup.size() - 1));
+      command.load.num_requests = flags->num_requests;
+      command.load.duration_s = flags->duration;
+      if (!command.load.num_requests && command.load.duration_s <= 0 && !conv.enabled())
+        command.load.num_requests = 100;
+      command.load.seed = flags->seed;
+      if (!flags->warmup.empty() && flags->warmup.back() == 's') {
+        command.load.warmup_s = std::stod(flags->warmup.substr(0, flags->warmup.size() - 1));
       } else {
         std::size_t pos = 0;
-        const long w = std::stol(f->warmup, &pos);
-        if (pos != f->warmup.size() || w < 0)
+        const long w = std::stol(flags->warmup, &pos);
+        if (pos != flags->warmup.size() || w < 0)
           throw std::invalid_argument(
-              fmt::format("--warmup '{}': N requests or a duration like 5s", f->warmup));
-        c.load.warmup_requests = static_cast<std::size_t>(w);
+              fmt::format("--warmup '{}': N requests or a duration like 5s", flags->warmup));
+        command.load.warmup_requests = static_cast<std::size_t>(w);
       }
-      if (!f->sweep.empty()) {
-        if (c.load.mode == LoadSpec::Mode::open)
+      if (!flags->sweep.empty()) {
+        if (command.load.mode == LoadSpec::Mode::open)
           throw std::invalid_argument("--sweep sweeps concurrency: not with --request-rate");
-        c.sweep = parse_levels(f->sweep);
+        command.sweep = parse_levels(flags->sweep);
       }
-      c.knee.min_efficiency = f->knee_efficiency;
-      c.knee.patience = std::max<std::size_t>(1, f->knee_patience);
-      if (f->slo_ttft > 0) c.slo.ttft_s = f->slo_ttft / 1e3;
-      if (f->slo_tpot > 0) c.slo.tpot_s = f->slo_tpot / 1e3;
-      if (f->slo_e2e > 0) c.slo.e2e_s = f->slo_e2e / 1e3;
-      if (!f->percentiles.empty()) c.out.percentiles = parse_percentiles(f->percentiles);
-      c.out.out_dir = f->out;
-      c.out.progress = !f->no_progress && ::isatty(2);
-      c.out.plots = !f->no_plots;
-      c.out.fail_on_reject = f->fail_on_reject;
-      c.sim_ground_truth = f->sim_ground_truth;
-      if (!f->dataset.empty()) {
-        c.prompts = load_dataset(f->dataset, f->max_prompts);
-        c.workload_desc = fmt::format("dataset {} ({} prompts)", f->dataset, c.prompts.size());
+      command.knee.min_efficiency = flags->knee_efficiency;
+      command.knee.patience = std::max<std::size_t>(1, flags->knee_patience);
+      if (flags->slo_ttft > 0) command.slo.ttft_s = flags->slo_ttft / 1e3;
+      if (flags->slo_tpot > 0) command.slo.tpot_s = flags->slo_tpot / 1e3;
+      if (flags->slo_e2e > 0) command.slo.e2e_s = flags->slo_e2e / 1e3;
+      if (!flags->percentiles.empty())
+        command.out.percentiles = parse_percentiles(flags->percentiles);
+      command.out.out_dir = flags->out;
+      command.out.progress = !flags->no_progress && ::isatty(2);
+      command.out.plots = !flags->no_plots;
+      command.out.fail_on_reject = flags->fail_on_reject;
+      command.sim_ground_truth = flags->sim_ground_truth;
+      if (!flags->dataset.empty()) {
+        command.prompts = load_dataset(flags->dataset, flags->max_prompts);
+        command.workload_desc =
+            fmt::format("dataset {} ({} prompts)", flags->dataset, command.prompts.size());
       } else {
-        SyntheticSpec s;
-        s.input_tokens = f->input_len;
-        s.output_tokens = f->output_len;
-        s.output_spread = f->output_spread;
-        s.input_spread = f->input_spread;
-        s.seed = f->seed;
+        SyntheticSpec synthetic;
+        synthetic.input_tokens = flags->input_len;
+        synthetic.output_tokens = flags->output_len;
+        synthetic.output_spread = flags->output_spread;
+        synthetic.input_spread = flags->input_spread;
+        synthetic.seed = flags->seed;
         // Distinct prompts: one per request (up to 1024, then round robin); a conversation
         // workload one per user and turn (up to 65536).
-        std::size_t n = c.load.num_requests ? c.load.num_requests + c.load.warmup_requests : 1024;
+        std::size_t n = command.load.num_requests
+                            ? command.load.num_requests + command.load.warmup_requests
+                            : 1024;
         n = std::clamp<std::size_t>(n, 1, 1024);
         if (conv.enabled()) {
-          std::size_t users = c.load.concurrency;
-          for (std::size_t level : c.sweep) users = std::max(users, level);
+          std::size_t users = command.load.concurrency;
+          for (std::size_t level : command.sweep) users = std::max(users, level);
           n = std::clamp<std::size_t>(users * conv.turns, 1, 65536);
         }
-        c.prompts = synthetic_workload(s, n);
+        command.prompts = synthetic_workload(synthetic, n);
         const auto spread = [](double s) {
           return s > 0 ? fmt::format(" ±{:g}%", s * 100) : std::string();
         };
-        c.workload_desc =
-            fmt::format("synthetic, {} prompt tokens{}, max_tokens {}{}", f->input_len,
-                        spread(f->input_spread), f->output_len, spread(f->output_spread));
+        command.workload_desc = fmt::format("synthetic, {} prompt tokens{}, max_tokens {}{}",
+                                            flags->input_len, spread(flags->input_spread),
+                                            flags->output_len, spread(flags->output_spread));
       }
-      if (f->shared_prefix > 0) {
-        c.shared_prefixes = f->shared_prefix;
-        c.prefix_tokens = f->prefix_len;
-        apply_shared_prefixes(c.prompts, shared_prefixes(f->shared_prefix, f->prefix_len, f->seed),
-                              conv.enabled() ? conv.turns : 1, f->seed + 1);
-        c.workload_desc += fmt::format(
-            "; {} shared system prompts of {} tokens, drawn at random by the {}", f->shared_prefix,
-            f->prefix_len, conv.enabled() ? "conversations" : "requests");
+      if (flags->shared_prefix > 0) {
+        command.shared_prefixes = flags->shared_prefix;
+        command.prefix_tokens = flags->prefix_len;
+        apply_shared_prefixes(command.prompts,
+                              shared_prefixes(flags->shared_prefix, flags->prefix_len, flags->seed),
+                              conv.enabled() ? conv.turns : 1, flags->seed + 1);
+        command.workload_desc += fmt::format(
+            "; {} shared system prompts of {} tokens, drawn at random by the {}",
+            flags->shared_prefix, flags->prefix_len, conv.enabled() ? "conversations" : "requests");
       }
-      return bench_run(c, std::cout);
+      return bench_run(command, std::cout);
     });
   };
 }

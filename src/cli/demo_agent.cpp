@@ -41,13 +41,14 @@ Answer post(int port, const json::object& req, const char* step) {
   spec.body = body;
   spec.capture_header = "X-Llmux-Backend";
   const auto url = http::Url::parse(fmt::format("http://127.0.0.1:{}", port));
-  const http::SimpleResponse r = http::fetch_blocking(*url, spec, std::chrono::seconds(60));
-  if (r.r.failure != http::Failure::none || r.r.status != 200)
-    throw std::runtime_error(fmt::format("agent turn, {}: {} {} {}", step, r.r.status, r.r.message,
-                                         r.body.substr(0, 300)));
-  json::value v = json::parse(r.body);
-  if (!v.is_object()) throw std::runtime_error(fmt::format("agent turn, {}: not an object", step));
-  return {std::move(v.as_object()), r.r.captured};
+  const http::SimpleResponse response = http::fetch_blocking(*url, spec, std::chrono::seconds(60));
+  if (response.r.failure != http::Failure::none || response.r.status != 200)
+    throw std::runtime_error(fmt::format("agent turn, {}: {} {} {}", step, response.r.status,
+                                         response.r.message, response.body.substr(0, 300)));
+  json::value document = json::parse(response.body);
+  if (!document.is_object())
+    throw std::runtime_error(fmt::format("agent turn, {}: not an object", step));
+  return {std::move(document.as_object()), response.r.captured};
 }
 }  // namespace
 
@@ -74,10 +75,10 @@ std::string demo_agent_turn(int port, const std::filesystem::path& dir) {
   const json::object* call = nullptr;
   std::string reasoning;
   for (const auto& item : first.body.at("output").as_array()) {
-    const auto& o = item.as_object();
-    if (o.at("type") == "function_call") call = &o;
-    if (o.at("type") == "reasoning" && o.contains("content"))
-      for (const auto& part : o.at("content").as_array())
+    const auto& output_item = item.as_object();
+    if (output_item.at("type") == "function_call") call = &output_item;
+    if (output_item.at("type") == "reasoning" && output_item.contains("content"))
+      for (const auto& part : output_item.at("content").as_array())
         reasoning += json::value_to<std::string>(part.at("text"));
   }
   if (!call) throw std::runtime_error("agent turn: the first answer holds no function_call");
@@ -85,8 +86,8 @@ std::string demo_agent_turn(int port, const std::filesystem::path& dir) {
   const std::string args = json::value_to<std::string>(call->at("arguments"));
   // The tool, run by the demo: the directory's entries (read, not executed).
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    names.push_back(e.path().filename().string());
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
   const std::string listing = fmt::format("{} {}", kMarker, fmt::join(names, ", "));
   // The whole history back, with the call and its output, as Codex sends it (store: false).

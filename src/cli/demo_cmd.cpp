@@ -44,8 +44,8 @@ std::atomic<pid_t> g_children[kMaxChildren];
 char g_temp_dir[4096];
 
 void on_interrupt(int sig) {
-  for (auto& c : g_children) {
-    pid_t p = c.load();
+  for (auto& child : g_children) {
+    pid_t p = child.load();
     if (p > 0) ::kill(p, SIGTERM);
   }
   if (g_temp_dir[0]) {
@@ -91,9 +91,9 @@ class Child {
     ::close(out[1]);
     if (err >= 0) ::close(err);
     fd_ = out[0];
-    for (auto& c : g_children) {
+    for (auto& child : g_children) {
       pid_t expected = 0;
-      if (c.compare_exchange_strong(expected, pid_)) break;
+      if (child.compare_exchange_strong(expected, pid_)) break;
     }
   }
   Child(const Child&) = delete;
@@ -107,9 +107,9 @@ class Child {
     std::string buffer, line;
     while (proc::read_line(fd_, buffer, line, deadline) == proc::LineStatus::line) {
       boost::system::error_code ec;
-      auto v = json::parse(line, ec);
-      if (!ec && v.is_object() && v.as_object().contains("port")) {
-        return static_cast<int>(v.at("port").to_number<std::int64_t>());
+      auto document = json::parse(line, ec);
+      if (!ec && document.is_object() && document.as_object().contains("port")) {
+        return static_cast<int>(document.at("port").to_number<std::int64_t>());
       }
     }
     throw std::runtime_error(fmt::format("{} did not become ready", name_));
@@ -124,9 +124,9 @@ class Child {
 
  private:
   void forget() {
-    for (auto& c : g_children) {
+    for (auto& child : g_children) {
       pid_t expected = pid_;
-      c.compare_exchange_strong(expected, 0);
+      child.compare_exchange_strong(expected, 0);
     }
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -163,20 +163,20 @@ Runner add_demo(CLI::App& app) {
     std::size_t repeat = 3;
     std::string preset = "dgx-spark-qwen3.6-35b-a3b-fp8";
   };
-  auto o = std::make_shared<Opts>();
-  sub->add_flag("--quick", o->quick,
+  auto options = std::make_shared<Opts>();
+  sub->add_flag("--quick", options->quick,
                 "Run the simulated clock 10x faster (the whole experiment in well under a minute)");
-  sub->add_option("--time-scale", o->time_scale,
+  sub->add_option("--time-scale", options->time_scale,
                   "Simulated clock speed-up (figures are reported in simulated time)")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 100.0));
-  sub->add_option("--out", o->out,
+  sub->add_option("--out", options->out,
                   "Directory for the report (index.html), the benchmarks' JSON, CSV and charts "
                   "and the logs (default: a temporary directory, removed at the end)");
-  sub->add_option("--repeat", o->repeat, "Serial runs of each prompt (the seed: 3)")
+  sub->add_option("--repeat", options->repeat, "Serial runs of each prompt (the seed: 3)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--preset", o->preset,
+  sub->add_option("--preset", options->preset,
                   "The simulators' preset (see docs/sim.md): dgx-spark-qwen3.6-35b-a3b-fp8, "
                   "calibrated to the seed, or dgx-spark-qwen3.6-35b-a3b-fp8-atlas, fitted to "
                   "inference-atlas's published sweeps")
@@ -184,15 +184,15 @@ Runner add_demo(CLI::App& app) {
       ->check(
           CLI::IsMember({"dgx-spark-qwen3.6-35b-a3b-fp8", "dgx-spark-qwen3.6-35b-a3b-fp8-atlas"}));
 
-  return [o]() -> int {
-    double scale = o->time_scale;
-    std::size_t repeat = o->repeat;
-    if (o->quick) {
+  return [options]() -> int {
+    double scale = options->time_scale;
+    std::size_t repeat = options->repeat;
+    if (options->quick) {
       scale = std::max(scale, 10.0);
     }
-    const bool temp = o->out.empty();
+    const bool temp = options->out.empty();
     fs::path dir = temp ? fs::temp_directory_path() / fmt::format("llmux-demo-{}", ::getpid())
-                        : fs::path(o->out);
+                        : fs::path(options->out);
     fs::create_directories(dir);
     TempDirGuard guard;
     if (temp) {
@@ -218,13 +218,13 @@ Runner add_demo(CLI::App& app) {
     try {
       s1 = std::make_unique<Child>(
           "server1",
-          std::vector<std::string>{"sim", "--port", "0", "--preset", o->preset, "--time-scale", ts,
-                                   "--script", script.string()},
+          std::vector<std::string>{"sim", "--port", "0", "--preset", options->preset,
+                                   "--time-scale", ts, "--script", script.string()},
           dir / "server1.log");
       s2 = std::make_unique<Child>(
           "server2",
-          std::vector<std::string>{"sim", "--port", "0", "--preset", o->preset, "--time-scale", ts,
-                                   "--script", script.string()},
+          std::vector<std::string>{"sim", "--port", "0", "--preset", options->preset,
+                                   "--time-scale", ts, "--script", script.string()},
           dir / "server2.log");
       p1 = s1->wait_ready(std::chrono::seconds(15));
       p2 = s2->wait_ready(std::chrono::seconds(15));
@@ -255,9 +255,9 @@ Runner add_demo(CLI::App& app) {
           "llmux demo: the gateway's live dashboard: http://127.0.0.1:{}/dashboard/ (benchmark 1 "
           "shows there as each machine's running requests, benchmark 2 as tokens/s)\n",
           pg);
-    } catch (const std::exception& e) {
+    } catch (const std::exception& error) {
       guard.keep = true;
-      spdlog::error("llmux demo: {} (see the logs in {}, kept)", e.what(), dir.string());
+      spdlog::error("llmux demo: {} (see the logs in {}, kept)", error.what(), dir.string());
       return 1;
     }
     auto url = [](int port) { return *http::Url::parse(fmt::format("http://127.0.0.1:{}", port)); };
@@ -302,9 +302,9 @@ Runner add_demo(CLI::App& app) {
     std::string agent;
     try {
       agent = demo_agent_turn(pg, dir);
-    } catch (const std::exception& e) {
+    } catch (const std::exception& error) {
       guard.keep = true;
-      spdlog::error("llmux demo: {} (logs kept in {})", e.what(), dir.string());
+      spdlog::error("llmux demo: {} (logs kept in {})", error.what(), dir.string());
       return 1;
     }
     gw->stop();
@@ -316,7 +316,7 @@ Runner add_demo(CLI::App& app) {
     run.dir = dir;
     run.kept = !temp;
     run.time_scale = scale;
-    run.preset = o->preset;
+    run.preset = options->preset;
     run.server1_port = p1;
     run.server2_port = p2;
     run.gateway_port = pg;

@@ -22,18 +22,18 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-json::value read_json(const fs::path& p) {
-  std::ifstream in(p);
+json::value read_json(const fs::path& path) {
+  std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
   return json::parse(ss.str());
 }
 
-double num(const json::value& v, std::initializer_list<std::string_view> path) {
-  const json::value* cur = &v;
-  for (auto k : path) {
-    if (!cur->is_object() || !cur->as_object().contains(k)) return NAN;
-    cur = &cur->as_object().at(k);
+double num(const json::value& root, std::initializer_list<std::string_view> path) {
+  const json::value* cur = &root;
+  for (auto key : path) {
+    if (!cur->is_object() || !cur->as_object().contains(key)) return NAN;
+    cur = &cur->as_object().at(key);
   }
   return cur->is_number() ? cur->to_number<double>() : NAN;
 }
@@ -60,16 +60,16 @@ Reference reference_for(const std::string& preset) {
 }  // namespace
 
 bool write_demo_report(const DemoRun& run, std::ostream& out) {
-  json::value t, c;
+  json::value throughput_result, compare_result;
   try {
-    t = read_json(run.dir / "throughput" / "throughput.json");
-    c = read_json(run.dir / "compare" / "compare.json");
-  } catch (const std::exception& e) {
-    spdlog::error("llmux demo: cannot read the benchmark results: {}", e.what());
+    throughput_result = read_json(run.dir / "throughput" / "throughput.json");
+    compare_result = read_json(run.dir / "compare" / "compare.json");
+  } catch (const std::exception& error) {
+    spdlog::error("llmux demo: cannot read the benchmark results: {}", error.what());
     return false;
   }
-  const json::value& ts_ = t.at("summary");
-  const json::value& cs = c.at("summary");
+  const json::value& ts_ = throughput_result.at("summary");
+  const json::value& cs = compare_result.at("summary");
   auto tok = [&](double v) { return v / run.time_scale; };
   const double s1_single = tok(num(ts_, {"server1", "serial", "medium", "tok_s"}));
   const double s2_single = tok(num(ts_, {"server2", "serial", "medium", "tok_s"}));
@@ -191,7 +191,7 @@ bool write_demo_report(const DemoRun& run, std::ostream& out) {
       "robin splits a burst of 16 evenly (8 + 8).";
   out << "# llmux demo — the seed's experiment on one machine\n\n" << intro << "\n\n";
   out << bench::to_markdown(fig_md) << "\n";
-  for (const auto& w : whys) out << w << "\n\n";
+  for (const auto& why : whys) out << why << "\n\n";
   out << closing << "\n";
   out << "\n## One agent turn with a tool call, through the gateway\n\n"
       << "What the Codex CLI does on each tool call (docs/codex.md), played by the demo; the "

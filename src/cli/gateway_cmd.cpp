@@ -38,8 +38,9 @@ std::vector<config::ConfigWarning> warnings_for(const std::string& config_path,
         std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
   }
   std::vector<config::ConfigWarning> out;
-  for (const auto& b : cfg.backends)
-    if (auto w = config::lint_backend_url("--backend " + b.name, b.url)) out.push_back(*w);
+  for (const auto& backend : cfg.backends)
+    if (auto warning = config::lint_backend_url("--backend " + backend.name, backend.url))
+      out.push_back(*warning);
   return out;
 }
 
@@ -51,29 +52,30 @@ int run_check(const config::GatewayConfig& cfg, const std::vector<config::Config
   std::cout << config::describe(cfg, static_cast<unsigned>(usable_cpus().cpus));
   if (!warnings.empty()) {
     std::cout << "warnings:\n";
-    for (const auto& w : warnings) std::cout << "  " << w.to_string() << "\n";
+    for (const auto& warning : warnings) std::cout << "  " << warning.to_string() << "\n";
   }
   std::vector<std::string> problems;
-  auto print = [&](const config::CheckResult& r) {
-    std::cout << (r.ok ? "  ok    " : "  FAIL  ") << r.to_string() << "\n";
-    if (!r.ok) problems.push_back(r.to_string());
+  auto print = [&](const config::CheckResult& result) {
+    std::cout << (result.ok ? "  ok    " : "  FAIL  ") << result.to_string() << "\n";
+    if (!result.ok) problems.push_back(result.to_string());
   };
   std::cout << "start-up checks:\n";
   std::vector<const config::Backend*> resolved;
-  for (const auto& b : cfg.backends) {
-    const auto r = config::check_resolves(b);
-    if (r.ok) resolved.push_back(&b);
-    print(r);
+  for (const auto& backend : cfg.backends) {
+    const auto result = config::check_resolves(backend);
+    if (result.ok) resolved.push_back(&backend);
+    print(result);
   }
   print(config::check_access_log(cfg.access_log.target));
-  for (const auto& l : cfg.listeners) print(config::check_listener(l));
+  for (const auto& listener : cfg.listeners) print(config::check_listener(listener));
   if (probe) {
     std::cout << "probe (each request within " << config::format_duration(kProbeTimeout) << "):\n";
     std::cout.flush();
-    for (const auto& r : config::probe_backends(resolved, kProbeTimeout)) print(r);
-    for (const auto& b : cfg.backends)
-      if (std::find(resolved.begin(), resolved.end(), &b) == resolved.end())
-        std::cout << "  skip  backend " << b.name << ": not probed (its host does not resolve)\n";
+    for (const auto& result : config::probe_backends(resolved, kProbeTimeout)) print(result);
+    for (const auto& backend : cfg.backends)
+      if (std::find(resolved.begin(), resolved.end(), &backend) == resolved.end())
+        std::cout << "  skip  backend " << backend.name
+                  << ": not probed (its host does not resolve)\n";
   }
   if (problems.empty()) {
     std::cout << "check OK";
@@ -83,12 +85,12 @@ int run_check(const config::GatewayConfig& cfg, const std::vector<config::Config
     std::cout << "\n";
     return 0;
   }
-  const std::string n =
+  const std::string summary =
       std::to_string(problems.size()) + (problems.size() == 1 ? " problem" : " problems");
-  std::cout << "check FAILED: " << n << "\n";
+  std::cout << "check FAILED: " << summary << "\n";
   std::cout.flush();
-  std::cerr << "llmux gateway --check: " << n << ":\n";
-  for (const auto& p : problems) std::cerr << "  " << p << "\n";
+  std::cerr << "llmux gateway --check: " << summary << ":\n";
+  for (const auto& problem : problems) std::cerr << "  " << problem << "\n";
   return 1;
 }
 
@@ -138,82 +140,82 @@ Runner add_gateway(CLI::App& app) {
     std::string pid_file;
     std::string log_format;
   };
-  auto o = std::make_shared<Opts>();
-  sub->add_option("-c,--config", o->config_path,
+  auto options = std::make_shared<Opts>();
+  sub->add_option("-c,--config", options->config_path,
                   "YAML config file (docs/config.md; examples/seed.yaml is the seed's gateway)");
-  sub->add_option("--port", o->port, "Quick form: port to listen on (0 = a free port)")
+  sub->add_option("--port", options->port, "Quick form: port to listen on (0 = a free port)")
       ->capture_default_str();
-  sub->add_option("--backend", o->backends,
+  sub->add_option("--backend", options->backends,
                   "Quick form: NAME=URL of a backend (repeat); every path is round-robined over "
                   "them. Example: --backend server1=http://127.0.0.1:30001");
-  sub->add_option("--threads", o->threads,
+  sub->add_option("--threads", options->threads,
                   "Worker threads (default: from the config, else one per core)");
-  sub->add_option("--access-log", o->access_log,
+  sub->add_option("--access-log", options->access_log,
                   "stdout, off, or a file path (overrides the config)");
-  sub->add_flag("--check", o->check,
+  sub->add_flag("--check", options->check,
                 "Check the configuration and everything start-up would (backend hosts resolve, "
                 "the access log can be opened, the listen ports are free), print it all, and "
                 "exit: 0 all passed, 1 a check failed, 2 the configuration is invalid");
-  sub->add_flag("--probe", o->probe,
+  sub->add_flag("--probe", options->probe,
                 "With --check (implied): also ask each backend GET <health path> and GET "
                 "/v1/models (2 s each); one failing exits 1");
-  sub->add_option("--pid-file", o->pid_file,
+  sub->add_option("--pid-file", options->pid_file,
                   "Write the gateway's pid here at start (overrides the config's pid_file); with "
                   "--reload, the pid file of the gateway to reload");
-  sub->add_flag("--reload", o->reload,
+  sub->add_flag("--reload", options->reload,
                 "Tell the running gateway to load its configuration again: checks --config "
                 "first (an invalid one is reported here and not sent), then sends SIGHUP to the "
                 "pid in --pid-file or the config's pid_file. The gateway logs what changed");
 
-  sub->add_option("--log-format", o->log_format,
+  sub->add_option("--log-format", options->log_format,
                   "Log lines on stderr: json (one JSON object per line), text (readable), or "
                   "auto (text on a terminal, json otherwise; the default, or LLMUX_LOG_FORMAT)")
       ->check(CLI::IsMember({"auto", "text", "json"}));
 
-  return [o]() -> int {
-    if (!o->log_format.empty()) logging::apply(*logging::parse_format(o->log_format));
-    if (!o->config_path.empty() && !o->backends.empty()) {
+  return [options]() -> int {
+    if (!options->log_format.empty()) logging::apply(*logging::parse_format(options->log_format));
+    if (!options->config_path.empty() && !options->backends.empty()) {
       spdlog::error("give either --config or --backend, not both");
       return 2;
     }
-    if (o->config_path.empty() && o->backends.empty()) {
+    if (options->config_path.empty() && options->backends.empty()) {
       spdlog::error("nothing to serve: give --config FILE or at least one --backend NAME=URL");
       return 2;
     }
     // What start-up reads, and a reload reads again: the file (or the quick form) with the
     // command line's overrides, validated, and its warnings.
-    auto load = [o]() {
+    auto load = [options]() {
       gateway::LoadedConfig out;
-      if (!o->config_path.empty()) {
-        out.cfg = config::load_and_validate_file(o->config_path, out.errors);
+      if (!options->config_path.empty()) {
+        out.cfg = config::load_and_validate_file(options->config_path, out.errors);
       } else {
-        out.cfg =
-            config::quick_config(static_cast<std::uint16_t>(o->port), o->backends, out.errors);
+        out.cfg = config::quick_config(static_cast<std::uint16_t>(options->port), options->backends,
+                                       out.errors);
       }
-      if (o->threads >= 0) out.cfg.threads = o->threads;
-      if (!o->access_log.empty()) out.cfg.access_log.target = o->access_log;
-      if (!o->pid_file.empty()) out.cfg.pid_file = o->pid_file;
+      if (options->threads >= 0) out.cfg.threads = options->threads;
+      if (!options->access_log.empty()) out.cfg.access_log.target = options->access_log;
+      if (!options->pid_file.empty()) out.cfg.pid_file = options->pid_file;
       if (out.errors.empty()) out.errors = config::validate(out.cfg);
       if (out.errors.empty())
-        for (const auto& w : warnings_for(o->config_path, out.cfg))
-          out.warnings.push_back(w.to_string());
+        for (const auto& warning : warnings_for(options->config_path, out.cfg))
+          out.warnings.push_back(warning.to_string());
       return out;
     };
     gateway::LoadedConfig loaded = load();
     if (!loaded.errors.empty()) {
       std::cerr << "llmux gateway: invalid configuration (" << loaded.errors.size() << " error"
                 << (loaded.errors.size() == 1 ? "" : "s") << "):\n";
-      for (const auto& e : loaded.errors) std::cerr << "  " << e.to_string() << "\n";
+      for (const auto& error : loaded.errors) std::cerr << "  " << error.to_string() << "\n";
       return 2;
     }
-    if (o->reload) return send_reload(loaded.cfg, o->config_path);
-    if (o->check || o->probe) {
-      std::vector<config::ConfigWarning> warnings = warnings_for(o->config_path, loaded.cfg);
-      return run_check(loaded.cfg, warnings, o->probe);
+    if (options->reload) return send_reload(loaded.cfg, options->config_path);
+    if (options->check || options->probe) {
+      std::vector<config::ConfigWarning> warnings = warnings_for(options->config_path, loaded.cfg);
+      return run_check(loaded.cfg, warnings, options->probe);
     }
-    for (const auto& w : loaded.warnings) spdlog::warn("configuration: {}", w);
+    for (const auto& warning : loaded.warnings) spdlog::warn("configuration: {}", warning);
     gateway::ConfigLoader reload;
-    if (!o->config_path.empty()) reload = load;
+    if (!options->config_path.empty()) reload = load;
     return gateway::run_gateway(std::move(loaded.cfg), std::move(reload));
   };
 }
@@ -229,54 +231,57 @@ Runner add_client_config(CLI::App& app) {
       "into --codex-home (config.toml merged: the user's other settings kept).");
   sub->require_subcommand(1);
   struct Opts {
-    config::CodexOptions c;
+    config::CodexOptions codex;
     std::vector<std::string> headers;
     long long context_window = 0;
     std::string codex_home;
   };
-  auto o = std::make_shared<Opts>();
-  codex->add_option("--gateway", o->c.gateway, "Gateway base URL, e.g. http://192.168.200.1:8080")
+  auto options = std::make_shared<Opts>();
+  codex
+      ->add_option("--gateway", options->codex.gateway,
+                   "Gateway base URL, e.g. http://192.168.200.1:8080")
       ->required();
   codex
-      ->add_option("--direct", o->c.direct,
+      ->add_option("--direct", options->codex.direct,
                    "One vLLM server's base URL, e.g. http://192.168.200.1:30000")
       ->required();
-  codex->add_option("--model", o->c.model, "Model name")->capture_default_str();
-  codex->add_option("--name", o->c.name, "Profile name (NAME and NAME-direct)")
+  codex->add_option("--model", options->codex.model, "Model name")->capture_default_str();
+  codex->add_option("--name", options->codex.name, "Profile name (NAME and NAME-direct)")
       ->capture_default_str();
-  codex->add_option("--env-key", o->c.env_key,
+  codex->add_option("--env-key", options->codex.env_key,
                     "Environment variable holding the API key Codex sends (Authorization: "
                     "Bearer); none by default");
-  codex->add_option("--header", o->headers,
+  codex->add_option("--header", options->headers,
                     "Extra HTTP header for every request, NAME=VALUE (repeatable)");
   codex
-      ->add_option("--context-window", o->context_window,
+      ->add_option("--context-window", options->context_window,
                    "Also set model_context_window in config.toml's top level (it applies to "
                    "every model there; Codex ignores it in profile files)")
       ->check(CLI::PositiveNumber);
-  codex->add_option("--codex-home", o->codex_home,
+  codex->add_option("--codex-home", options->codex_home,
                     "Write the files into this directory (e.g. ~/.codex) instead of printing them");
-  return [o]() -> int {
+  return [options]() -> int {
     try {
-      for (const auto& h : o->headers) {
-        const auto eq = h.find('=');
+      for (const auto& header : options->headers) {
+        const auto eq = header.find('=');
         if (eq == std::string::npos || eq == 0)
-          throw std::invalid_argument(fmt::format("--header '{}': write it as NAME=VALUE", h));
-        o->c.headers.emplace_back(h.substr(0, eq), h.substr(eq + 1));
+          throw std::invalid_argument(fmt::format("--header '{}': write it as NAME=VALUE", header));
+        options->codex.headers.emplace_back(header.substr(0, eq), header.substr(eq + 1));
       }
-      if (o->context_window > 0) o->c.context_window = o->context_window;
-      const config::CodexFiles files = config::codex_files(o->c);
-      if (o->codex_home.empty()) {
+      if (options->context_window > 0) options->codex.context_window = options->context_window;
+      const config::CodexFiles files = config::codex_files(options->codex);
+      if (options->codex_home.empty()) {
         std::cout << config::print_codex_files(files);
         return 0;
       }
-      for (const auto& line : config::write_codex_home(o->codex_home, files))
+      for (const auto& line : config::write_codex_home(options->codex_home, files))
         std::cout << line << "\n";
-      std::cout << "codex --profile " << o->c.name << "          (through the gateway)\n"
-                << "codex --profile " << o->c.name << "-direct   (straight to one server)\n";
+      std::cout << "codex --profile " << options->codex.name << "          (through the gateway)\n"
+                << "codex --profile " << options->codex.name
+                << "-direct   (straight to one server)\n";
       return 0;
-    } catch (const std::exception& e) {
-      std::cerr << "llmux client-config codex: " << e.what() << "\n";
+    } catch (const std::exception& error) {
+      std::cerr << "llmux client-config codex: " << error.what() << "\n";
       return 2;
     }
   };

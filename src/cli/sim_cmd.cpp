@@ -43,69 +43,78 @@ Runner add_sim(CLI::App& app) {
       "sim",
       "Run a vLLM stand-in: an OpenAI-compatible server whose speed follows a continuous-batching "
       "model of a real machine (default: a DGX Spark serving Qwen3.6-35B-A3B-FP8).");
-  auto f = std::make_shared<SimFlags>();
-  f->cfg.apply_preset(f->cfg.preset);
+  auto flags = std::make_shared<SimFlags>();
+  flags->cfg.apply_preset(flags->cfg.preset);
   using C = sim::SimConfig;
 
-  sub->add_option("--preset", f->cfg.preset,
+  sub->add_option("--preset", flags->cfg.preset,
                   "Model/machine preset: dgx-spark-qwen3.6-35b-a3b-fp8 (the seed's machines), "
                   "dgx-spark-qwen3.6-35b-a3b-fp8-atlas (fitted to inference-atlas's published "
                   "sweeps) or none. Flags given explicitly override the preset.")
       ->capture_default_str()
       ->check(CLI::IsMember(sim::preset_names()));
-  f->add(
+  flags->add(
       sub, "--host", [](C & c) -> auto& { return c.host; }, "Address to listen on");
-  f->add(
+  flags->add(
       sub, "--port", [](C & c) -> auto& { return c.port; },
       "Port to listen on; 0 picks a free port (see the ready line on stdout)");
-  f->add(
+  flags->add(
       sub, "--served-model-name", [](C & c) -> auto& { return c.served_model_name; },
       "Model name clients must send (others get vLLM's 404)");
-  f->add(
+  flags->add(
       sub, "--max-model-len", [](C & c) -> auto& { return c.max_model_len; },
       "Context length limit (prompt + completion tokens)");
 
   auto* perf = "Performance model (seconds; see docs/sim.md)";
-  f->add(
-       sub, "--t0", [](C & c) -> auto& { return c.engine.t0; },
-       "Step time of a batch of one (memory-bound floor), seconds")
+  flags
+      ->add(
+          sub, "--t0", [](C & c) -> auto& { return c.engine.t0; },
+          "Step time of a batch of one (memory-bound floor), seconds")
       ->group(perf);
-  f->add(
-       sub, "--batch-exp", [](C & c) -> auto& { return c.engine.batch_exp; },
-       "The memory-bound floor grows as t0 x batch^batch-exp (0: constant)")
+  flags
+      ->add(
+          sub, "--batch-exp", [](C & c) -> auto& { return c.engine.batch_exp; },
+          "The memory-bound floor grows as t0 x batch^batch-exp (0: constant)")
       ->group(perf)
       ->check(CLI::Range(0.0, 1.0));
-  f->add(
-       sub, "--m", [](C & c) -> auto& { return c.engine.m; },
-       "Memory-bound step time added per further sequence in the batch, seconds")
+  flags
+      ->add(
+          sub, "--m", [](C & c) -> auto& { return c.engine.m; },
+          "Memory-bound step time added per further sequence in the batch, seconds")
       ->group(perf);
-  f->add(
-       sub, "--c", [](C & c) -> auto& { return c.engine.c; },
-       "Compute-bound step time per sequence in the batch, seconds")
+  flags
+      ->add(
+          sub, "--c", [](C & c) -> auto& { return c.engine.c; },
+          "Compute-bound step time per sequence in the batch, seconds")
       ->group(perf);
-  f->add(
-       sub, "--ctx-cost", [](C & c) -> auto& { return c.engine.ctx_cost; },
-       "Step time per context token of each decoding sequence (KV reads), seconds")
+  flags
+      ->add(
+          sub, "--ctx-cost", [](C & c) -> auto& { return c.engine.ctx_cost; },
+          "Step time per context token of each decoding sequence (KV reads), seconds")
       ->group(perf);
-  f->add(
-       sub, "--prefill-rate", [](C & c) -> auto& { return c.engine.prefill_rate; },
-       "Prefill speed, prompt tokens per second (0 = free)")
+  flags
+      ->add(
+          sub, "--prefill-rate", [](C & c) -> auto& { return c.engine.prefill_rate; },
+          "Prefill speed, prompt tokens per second (0 = free)")
       ->group(perf);
-  f->add(
-       sub, "--prefill-overhead", [](C & c) -> auto& { return c.engine.prefill_overhead; },
-       "Fixed time added to a step that carries prefill work, seconds")
+  flags
+      ->add(
+          sub, "--prefill-overhead", [](C & c) -> auto& { return c.engine.prefill_overhead; },
+          "Fixed time added to a step that carries prefill work, seconds")
       ->group(perf);
-  f->flag(
-       sub, "--zero-cost", [](C & c) -> auto& { return c.zero_cost; },
-       "Set every model cost to zero: tokens come as fast as the process can send them")
+  flags
+      ->flag(
+          sub, "--zero-cost", [](C & c) -> auto& { return c.zero_cost; },
+          "Set every model cost to zero: tokens come as fast as the process can send them")
       ->group(perf);
-  f->add(
-       sub, "--time-scale", [](C & c) -> auto& { return c.time_scale; },
-       "Run the model clock this many times faster than the wall clock (times clients see "
-       "shrink by the same factor)")
+  flags
+      ->add(
+          sub, "--time-scale", [](C & c) -> auto& { return c.time_scale; },
+          "Run the model clock this many times faster than the wall clock (times clients see "
+          "shrink by the same factor)")
       ->group(perf)
       ->check(CLI::PositiveNumber);
-  sub->add_option("--output-len", f->output_len,
+  sub->add_option("--output-len", flags->output_len,
                   "Natural output length (tokens until end of sequence), drawn per prompt: "
                   "lognormal:MEDIAN:SIGMA, uniform:MIN:MAX or fixed:N; capped by max_tokens "
                   "unless ignore_eos")
@@ -113,141 +122,164 @@ Runner add_sim(CLI::App& app) {
       ->group(perf);
 
   auto* sched = "Scheduler and KV cache";
-  f->add(
-       sub, "--max-num-seqs", [](C & c) -> auto& { return c.engine.max_num_seqs; },
-       "Most sequences in a batch")
+  flags
+      ->add(
+          sub, "--max-num-seqs", [](C & c) -> auto& { return c.engine.max_num_seqs; },
+          "Most sequences in a batch")
       ->group(sched);
-  f->add(
-       sub, "--max-num-batched-tokens",
-       [](C & c) -> auto& { return c.engine.max_num_batched_tokens; },
-       "Token budget of one step (chunked prefill)")
+  flags
+      ->add(
+          sub, "--max-num-batched-tokens",
+          [](C & c) -> auto& { return c.engine.max_num_batched_tokens; },
+          "Token budget of one step (chunked prefill)")
       ->group(sched);
-  f->add(
-       sub, "--block-size", [](C & c) -> auto& { return c.engine.block_size; },
-       "KV cache block size, tokens")
+  flags
+      ->add(
+          sub, "--block-size", [](C & c) -> auto& { return c.engine.block_size; },
+          "KV cache block size, tokens")
       ->group(sched);
-  f->add(
-       sub, "--num-kv-blocks", [](C & c) -> auto& { return c.kv_blocks_override; },
-       "KV cache blocks; -1 derives them from the memory budget below")
+  flags
+      ->add(
+          sub, "--num-kv-blocks", [](C & c) -> auto& { return c.kv_blocks_override; },
+          "KV cache blocks; -1 derives them from the memory budget below")
       ->group(sched);
-  f->flag(
-       sub, "--no-enable-prefix-caching", [](C & c) -> auto& { return c.no_prefix_caching; },
-       "Turn prefix caching off (vLLM has it on by default)")
+  flags
+      ->flag(
+          sub, "--no-enable-prefix-caching", [](C & c) -> auto& { return c.no_prefix_caching; },
+          "Turn prefix caching off (vLLM has it on by default)")
       ->group(sched);
-  f->flag(
-       sub, "--enable-prompt-tokens-details",
-       [](C & c) -> auto& { return c.enable_prompt_tokens_details; },
-       "Report prefix-cache hits in usage.prompt_tokens_details.cached_tokens of "
-       "/v1/completions and /v1/chat/completions, as vLLM does with this flag (without it: "
-       "null; /v1/responses always reports input_tokens_details)")
+  flags
+      ->flag(
+          sub, "--enable-prompt-tokens-details",
+          [](C & c) -> auto& { return c.enable_prompt_tokens_details; },
+          "Report prefix-cache hits in usage.prompt_tokens_details.cached_tokens of "
+          "/v1/completions and /v1/chat/completions, as vLLM does with this flag (without it: "
+          "null; /v1/responses always reports input_tokens_details)")
       ->group(sched);
 
   auto* mem = "Memory budget (derives the KV capacity)";
-  f->add(
-       sub, "--memory-gb", [](C & c) -> auto& { return c.memory.total_gb; },
-       "Memory of the machine, GB (a DGX Spark has 128 GB unified)")
+  flags
+      ->add(
+          sub, "--memory-gb", [](C & c) -> auto& { return c.memory.total_gb; },
+          "Memory of the machine, GB (a DGX Spark has 128 GB unified)")
       ->group(mem);
-  f->add(
-       sub, "--gpu-memory-utilization",
-       [](C & c) -> auto& { return c.memory.gpu_memory_utilization; },
-       "Fraction of memory vLLM may take (above 0.9 a Spark runs out of memory for the OS)")
+  flags
+      ->add(
+          sub, "--gpu-memory-utilization",
+          [](C & c) -> auto& { return c.memory.gpu_memory_utilization; },
+          "Fraction of memory vLLM may take (above 0.9 a Spark runs out of memory for the OS)")
       ->group(mem)
       ->check(CLI::Range(0.01, 1.0));
-  f->add(
-       sub, "--weights-gb", [](C & c) -> auto& { return c.memory.weights_gb; }, "Model weights, GB")
+  flags
+      ->add(
+          sub, "--weights-gb", [](C & c) -> auto& { return c.memory.weights_gb; },
+          "Model weights, GB")
       ->group(mem);
-  f->add(
-       sub, "--overhead-gb", [](C & c) -> auto& { return c.memory.overhead_gb; },
-       "Activations, CUDA graphs and runtime, GB")
+  flags
+      ->add(
+          sub, "--overhead-gb", [](C & c) -> auto& { return c.memory.overhead_gb; },
+          "Activations, CUDA graphs and runtime, GB")
       ->group(mem);
-  f->add(
-       sub, "--kv-bytes-per-token", [](C & c) -> auto& { return c.memory.kv_bytes_per_token; },
-       "KV cache bytes per token")
+  flags
+      ->add(
+          sub, "--kv-bytes-per-token", [](C & c) -> auto& { return c.memory.kv_bytes_per_token; },
+          "KV cache bytes per token")
       ->group(mem);
 
   auto* faults =
       "Faults (also per request: header X-Llmux-Fault: error=503, close-after=N, "
       "stall-after=N, latency-ms=X; and at run time: GET/POST /admin/faults)";
-  f->add(
-       sub, "--fault-error-rate", [](C & c) -> auto& { return c.faults.error_rate; },
-       "Fraction of requests answered with an error status")
+  flags
+      ->add(
+          sub, "--fault-error-rate", [](C & c) -> auto& { return c.faults.error_rate; },
+          "Fraction of requests answered with an error status")
       ->group(faults)
       ->check(CLI::Range(0.0, 1.0));
-  f->add(
-       sub, "--fault-error-status", [](C & c) -> auto& { return c.faults.error_statuses; },
-       "Statuses to answer with (picked at random), e.g. 429 500 503")
+  flags
+      ->add(
+          sub, "--fault-error-status", [](C & c) -> auto& { return c.faults.error_statuses; },
+          "Statuses to answer with (picked at random), e.g. 429 500 503")
       ->group(faults);
-  f->add(
-       sub, "--fault-close-after", [](C & c) -> auto& { return c.faults.close_after; },
-       "Close the connection after N output tokens (-1: never)")
+  flags
+      ->add(
+          sub, "--fault-close-after", [](C & c) -> auto& { return c.faults.close_after; },
+          "Close the connection after N output tokens (-1: never)")
       ->group(faults);
-  f->add(
-       sub, "--fault-close-rate", [](C & c) -> auto& { return c.faults.close_rate; },
-       "Fraction of requests --fault-close-after applies to")
+  flags
+      ->add(
+          sub, "--fault-close-rate", [](C & c) -> auto& { return c.faults.close_rate; },
+          "Fraction of requests --fault-close-after applies to")
       ->group(faults)
       ->check(CLI::Range(0.0, 1.0));
-  f->add(
-       sub, "--fault-stall-after", [](C & c) -> auto& { return c.faults.stall_after; },
-       "Stop sending after N output tokens, keeping the connection open (-1: never)")
+  flags
+      ->add(
+          sub, "--fault-stall-after", [](C & c) -> auto& { return c.faults.stall_after; },
+          "Stop sending after N output tokens, keeping the connection open (-1: never)")
       ->group(faults);
-  f->add(
-       sub, "--fault-stall-rate", [](C & c) -> auto& { return c.faults.stall_rate; },
-       "Fraction of requests --fault-stall-after applies to")
+  flags
+      ->add(
+          sub, "--fault-stall-rate", [](C & c) -> auto& { return c.faults.stall_rate; },
+          "Fraction of requests --fault-stall-after applies to")
       ->group(faults)
       ->check(CLI::Range(0.0, 1.0));
-  f->add(
-       sub, "--fault-latency-ms", [](C & c) -> auto& { return c.faults.added_latency_ms; },
-       "Latency added before each request reaches the engine, milliseconds")
+  flags
+      ->add(
+          sub, "--fault-latency-ms", [](C & c) -> auto& { return c.faults.added_latency_ms; },
+          "Latency added before each request reaches the engine, milliseconds")
       ->group(faults);
-  f->add(
-       sub, "--not-ready-for", [](C & c) -> auto& { return c.faults.not_ready_for_s; },
-       "GET /health answers 503 for this many seconds after start (vLLM loading its model); "
-       "other requests are served")
+  flags
+      ->add(
+          sub, "--not-ready-for", [](C & c) -> auto& { return c.faults.not_ready_for_s; },
+          "GET /health answers 503 for this many seconds after start (vLLM loading its model); "
+          "other requests are served")
       ->group(faults)
       ->check(CLI::Range(0.0, 1e7));
-  f->add(
-       sub, "--admin-token", [](C & c) -> auto& { return c.admin_token; },
-       "Require `Authorization: Bearer TOKEN` on /admin/faults (runtime faults: see docs/sim.md), "
-       "from any client; without it only loopback clients may use it")
+  flags
+      ->add(
+          sub, "--admin-token", [](C & c) -> auto& { return c.admin_token; },
+          "Require `Authorization: Bearer TOKEN` on /admin/faults (runtime faults: see "
+          "docs/sim.md), "
+          "from any client; without it only loopback clients may use it")
       ->group(faults);
 
   auto* says = "What the simulator says (see docs/sim.md, Tool calls and reasoning)";
-  sub->add_option("--script", f->script,
+  sub->add_option("--script", flags->script,
                   "A file of turns (JSON or YAML: reasoning, text, tool_calls, match) played to "
                   "chat and Responses requests instead of generated words")
       ->check(CLI::ExistingFile)
       ->group(says);
-  f->add(
-       sub, "--tool-call-share", [](C & c) -> auto& { return c.tool_call_share; },
-       "Share (0-1) of chat/Responses requests with function tools answered by a call to one of "
-       "them, with arguments valid for its JSON schema (load tests)")
+  flags
+      ->add(
+          sub, "--tool-call-share", [](C & c) -> auto& { return c.tool_call_share; },
+          "Share (0-1) of chat/Responses requests with function tools answered by a call to one of "
+          "them, with arguments valid for its JSON schema (load tests)")
       ->group(says)
       ->check(CLI::Range(0.0, 1.0));
 
-  f->add(
+  flags->add(
       sub, "--response-store-max", [](C & c) -> auto& { return c.response_store_max; },
       "Responses kept for previous_response_id (oldest evicted first)");
-  f->add(
+  flags->add(
       sub, "--max-body-bytes", [](C & c) -> auto& { return c.max_body_bytes; },
       "Largest request body accepted (413 above); 0: no limit (vLLM has none)");
-  f->add(
+  flags->add(
       sub, "--keep-alive-timeout", [](C & c) -> auto& { return c.keep_alive_timeout_s; },
       "Seconds an idle keep-alive connection stays open after its last response (uvicorn's "
       "--timeout-keep-alive, as vLLM runs it); 0: never closed");
 
-  return [f, sub]() -> int {
-    sim::SimConfig cfg = f->cfg;
+  return [flags, sub]() -> int {
+    sim::SimConfig cfg = flags->cfg;
     if (sub->get_option("--preset")->count() > 0) {
       sim::SimConfig fresh;
-      fresh.apply_preset(f->cfg.preset);
-      for (auto& [opt, copy] : f->copies)
-        if (opt->count() > 0) copy(fresh, f->cfg);
+      fresh.apply_preset(flags->cfg.preset);
+      for (auto& [opt, copy] : flags->copies)
+        if (opt->count() > 0) copy(fresh, flags->cfg);
       cfg = fresh;
     }
     try {
-      cfg.output_len = sim::OutputLenDist::parse(f->output_len);
-    } catch (const std::exception& e) {
-      spdlog::error("--output-len: {}", e.what());
+      cfg.output_len = sim::OutputLenDist::parse(flags->output_len);
+    } catch (const std::exception& error) {
+      spdlog::error("--output-len: {}", error.what());
       return 2;
     }
     if (cfg.memory.gpu_memory_utilization > 0.9) {
@@ -257,11 +289,11 @@ Runner add_sim(CLI::App& app) {
           "uses 0.70",
           cfg.memory.gpu_memory_utilization);
     }
-    if (!f->script.empty()) {
+    if (!flags->script.empty()) {
       try {
-        cfg.script = std::make_shared<const sim::Script>(sim::load_script(f->script));
-      } catch (const std::exception& e) {
-        spdlog::error("--script {}: {}", f->script, e.what());
+        cfg.script = std::make_shared<const sim::Script>(sim::load_script(flags->script));
+      } catch (const std::exception& error) {
+        spdlog::error("--script {}: {}", flags->script, error.what());
         return 2;
       }
     }
