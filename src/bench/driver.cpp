@@ -444,15 +444,16 @@ GroundTruthCheck check_against_sim(const http::Url& url, std::span<const Record>
           const double sim_ttft = static_cast<double>(sim.front() - arrival) * 1e-9;
           out.ttft_err_s.push_back(client_ttft - sim_ttft);
           out.request_delay_s.push_back(static_cast<double>(arrival - timing.start_ns) * 1e-9);
-          std::vector<std::int64_t> client;
+          std::vector<std::int64_t> client_ns;
           for (const TokenEvent& event : timing.events)
-            for (std::uint32_t k = 0; k < event.tokens; ++k) client.push_back(event.time_ns);
-          const std::size_t n = std::min(client.size(), sim.size());
+            for (std::uint32_t k = 0; k < event.tokens; ++k) client_ns.push_back(event.time_ns);
+          const std::size_t n = std::min(client_ns.size(), sim.size());
           for (std::size_t j = 0; j < n; ++j) {
-            out.token_err_s.push_back(static_cast<double>(client[j] - sim[j]) * 1e-9);
+            out.token_err_s.push_back(static_cast<double>(client_ns[j] - sim[j]) * 1e-9);
             if (j > 0)
               out.itl_err_s.push_back(
-                  static_cast<double>((client[j] - client[j - 1]) - (sim[j] - sim[j - 1])) * 1e-9);
+                  static_cast<double>((client_ns[j] - client_ns[j - 1]) - (sim[j] - sim[j - 1])) *
+                  1e-9);
           }
         }
       },
