@@ -12,10 +12,10 @@ constexpr char ascii_lower(char c) {
   return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c;
 }
 
-constexpr bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i] && ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+constexpr bool iequals(std::string_view left, std::string_view right) {
+  if (left.size() != right.size()) return false;
+  for (std::size_t i = 0; i < left.size(); ++i)
+    if (left[i] != right[i] && ascii_lower(left[i]) != ascii_lower(right[i])) return false;
   return true;
 }
 

@@ -12,9 +12,9 @@ struct ReleaseAtExit {
 template <typename Node>
 std::size_t free_all(Node*& head) noexcept {
   std::size_t n = 0;
-  while (Node* b = head) {
-    head = b->next;
-    std::free(b);
+  while (Node* block = head) {
+    head = block->next;
+    std::free(block);
     ++n;
   }
   return n;

@@ -59,13 +59,13 @@ class BlockCache {
   /// A kept block of class k (non-zero, from class_for_request), or nullptr.
   void* take(std::size_t k) noexcept {
     const std::size_t c = k / kGranule - 1;
-    Node* b = head_[c];
-    if (b == nullptr) return nullptr;
-    head_[c] = b->next;
+    Node* block = head_[c];
+    if (block == nullptr) return nullptr;
+    head_[c] = block->next;
     --count_[c];
     taken_[c] = true;
     bytes_ -= k;
-    return b;
+    return block;
   }
 
   /// Keeps `p`, a block of class k (non-zero, from class_of_block of its usable size); false when
@@ -134,12 +134,12 @@ struct SizedAllocator {
     static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
     return static_cast<T*>(::operator new(n * sizeof(T)));
   }
-  void deallocate(T* p, std::size_t n) noexcept {
+  void deallocate(T* objects, std::size_t n) noexcept {
 #if defined(__cpp_sized_deallocation)
-    ::operator delete(p, n * sizeof(T));
+    ::operator delete(objects, n * sizeof(T));
 #else  // clang before 19 declares the sized form only with -fsized-deallocation (the fuzz build)
     (void)n;
-    ::operator delete(p);
+    ::operator delete(objects);
 #endif
   }
 

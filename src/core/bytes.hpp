@@ -45,25 +45,26 @@ inline void copy_bytes(char* d, const char* s, std::size_t n) {
 class ByteBuilder {
  public:
   ByteBuilder() = default;
-  ByteBuilder(ByteBuilder&& o) noexcept : p_(std::move(o.p_)), size_(o.size_), cap_(o.cap_) {
-    o.size_ = o.cap_ = 0;
+  ByteBuilder(ByteBuilder&& other) noexcept
+      : storage_(std::move(other.storage_)), size_(other.size_), cap_(other.cap_) {
+    other.size_ = other.cap_ = 0;
   }
-  ByteBuilder& operator=(ByteBuilder&& o) noexcept {
-    p_ = std::move(o.p_);
-    size_ = o.size_;
-    cap_ = o.cap_;
-    o.size_ = o.cap_ = 0;
+  ByteBuilder& operator=(ByteBuilder&& other) noexcept {
+    storage_ = std::move(other.storage_);
+    size_ = other.size_;
+    cap_ = other.cap_;
+    other.size_ = other.cap_ = 0;
     return *this;
   }
   ByteBuilder(const ByteBuilder&) = delete;
   ByteBuilder& operator=(const ByteBuilder&) = delete;
 
-  const char* data() const { return p_.get(); }
-  char* data() { return p_.get(); }
+  const char* data() const { return storage_.get(); }
+  char* data() { return storage_.get(); }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   std::size_t capacity() const { return cap_; }
-  std::string_view view() const { return {p_.get(), size_}; }
+  std::string_view view() const { return {storage_.get(), size_}; }
   std::string str() const { return std::string(view()); }
 
   /// Empty; the storage is kept.
@@ -76,7 +77,7 @@ class ByteBuilder {
   /// `n` more bytes at the end, their content the caller's to write.
   char* extend(std::size_t n) {
     if (cap_ - size_ < n) grow_to(size_ + n);
-    char* d = p_.get() + size_;
+    char* d = storage_.get() + size_;
     size_ += n;
     return d;
   }
@@ -88,31 +89,32 @@ class ByteBuilder {
   }
 
  private:
-  static std::size_t piece_size(std::string_view s) { return s.size(); }
+  static std::size_t piece_size(std::string_view piece) { return piece.size(); }
   template <std::size_t N>
   static constexpr std::size_t piece_size(const char (&)[N]) {
     return N - 1;
   }
-  static char* put(char* d, std::string_view s) {
-    copy_bytes(d, s.data(), s.size());
-    return d + s.size();
+  static char* put(char* d, std::string_view piece) {
+    copy_bytes(d, piece.data(), piece.size());
+    return d + piece.size();
   }
   template <std::size_t N>
-  static char* put(char* d, const char (&s)[N]) {
-    if constexpr (N > 1) std::memcpy(d, s, N - 1);  // ("" into an empty builder: no memcpy(null))
+  static char* put(char* d, const char (&piece)[N]) {
+    if constexpr (N > 1)
+      std::memcpy(d, piece, N - 1);  // ("" into an empty builder: no memcpy(null))
     return d + N - 1;
   }
 
   void grow_to(std::size_t n) {
     std::size_t cap = cap_ < 256 ? 256 : cap_ * 2;
     if (cap < n) cap = n;
-    auto p = std::make_unique_for_overwrite<char[]>(cap);
-    if (size_ > 0) std::memcpy(p.get(), p_.get(), size_);
-    p_ = std::move(p);
+    auto storage = std::make_unique_for_overwrite<char[]>(cap);
+    if (size_ > 0) std::memcpy(storage.get(), storage_.get(), size_);
+    storage_ = std::move(storage);
     cap_ = cap;
   }
 
-  std::unique_ptr<char[]> p_;
+  std::unique_ptr<char[]> storage_;
   std::size_t size_ = 0, cap_ = 0;
 };
 

@@ -16,20 +16,20 @@ namespace llmux {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n'))
-    s.remove_prefix(1);
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\n'))
+    text.remove_prefix(1);
+  while (!text.empty() &&
+         (text.back() == ' ' || text.back() == '\t' || text.back() == '\n' || text.back() == '\r'))
+    text.remove_suffix(1);
+  return text;
 }
 
-std::optional<long long> number(std::string_view s) {
-  s = trim(s);
+std::optional<long long> number(std::string_view text) {
+  text = trim(text);
   long long v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
   return v;
 }
 
@@ -94,18 +94,20 @@ int cpus_for(int affinity, std::optional<double> quota) {
 }
 
 std::string CpuBudget::describe() const {
-  std::string s = fmt::format("{} (affinity mask: {} of {} cores", cpus, affinity, machine);
-  if (quota) s += fmt::format("; cgroup CPU quota: {:g} CPUs", *quota);
-  return s + ")";
+  std::string description =
+      fmt::format("{} (affinity mask: {} of {} cores", cpus, affinity, machine);
+  if (quota) description += fmt::format("; cgroup CPU quota: {:g} CPUs", *quota);
+  return description + ")";
 }
 
 CpuBudget usable_cpus() {
-  CpuBudget b;
-  b.machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  CpuBudget budget;
+  budget.machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   cpu_set_t set;
   CPU_ZERO(&set);
-  b.affinity = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : b.machine;
-  if (b.affinity <= 0) b.affinity = b.machine;
+  budget.affinity =
+      ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : budget.machine;
+  if (budget.affinity <= 0) budget.affinity = budget.machine;
   // cgroup v2 first, then v1's cpu controller: the process's own group, then the hierarchy's
   // root (where a container sees its own group mounted).
   const std::string groups = read_file("/proc/self/cgroup");
@@ -113,22 +115,22 @@ CpuBudget usable_cpus() {
     for (const std::string& dir : {"/sys/fs/cgroup" + *path, std::string("/sys/fs/cgroup")}) {
       const std::string text = read_file(dir + "/cpu.max");
       if (text.empty()) continue;
-      b.quota = cpu_max_quota(text);
+      budget.quota = cpu_max_quota(text);
       break;
     }
   }
-  if (!b.quota) {
+  if (!budget.quota) {
     const auto path = cgroup_path(groups, "cpu");
     for (const std::string& dir :
          {"/sys/fs/cgroup/cpu" + path.value_or("/"), std::string("/sys/fs/cgroup/cpu")}) {
       const std::string quota = read_file(dir + "/cpu.cfs_quota_us");
       if (quota.empty()) continue;
-      b.quota = cfs_quota(quota, read_file(dir + "/cpu.cfs_period_us"));
+      budget.quota = cfs_quota(quota, read_file(dir + "/cpu.cfs_period_us"));
       break;
     }
   }
-  b.cpus = cpus_for(b.affinity, b.quota);
-  return b;
+  budget.cpus = cpus_for(budget.affinity, budget.quota);
+  return budget;
 }
 
 }  // namespace llmux

@@ -16,13 +16,13 @@ class FunctionRef<R(Args...)> {
  public:
   template <typename F>
   requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> &&
-           std::is_invocable_r_v<R, F&, Args...>) FunctionRef(F&& f)
+           std::is_invocable_r_v<R, F&, Args...>) FunctionRef(F&& callable)
   noexcept  // NOLINT: implicit, like std::function
-      : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+      : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(callable)))),
         call_([](void* o, Args... a) -> R {
           return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...);
         }) {}
-  R operator()(Args... a) const { return call_(obj_, std::forward<Args>(a)...); }
+  R operator()(Args... args) const { return call_(obj_, std::forward<Args>(args)...); }
 
  private:
   void* obj_;

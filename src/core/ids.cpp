@@ -31,10 +31,10 @@ std::uint64_t seed() {
 
 /// Every byte's two hex digits, as one 16-bit store.
 constexpr std::array<std::array<char, 2>, 256> kHexPairs = [] {
-  std::array<std::array<char, 2>, 256> t{};
+  std::array<std::array<char, 2>, 256> table{};
   constexpr char kHex[] = "0123456789abcdef";
-  for (int i = 0; i < 256; ++i) t[static_cast<std::size_t>(i)] = {kHex[i >> 4], kHex[i & 0xf]};
-  return t;
+  for (int i = 0; i < 256; ++i) table[static_cast<std::size_t>(i)] = {kHex[i >> 4], kHex[i & 0xf]};
+  return table;
 }();
 
 }  // namespace

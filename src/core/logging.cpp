@@ -14,11 +14,11 @@
 namespace llmux::logging {
 namespace {
 
-/// The length of the valid UTF-8 sequence at the start of `s`, or 0 when it is not one
+/// The length of the valid UTF-8 sequence at the start of `text`, or 0 when it is not one
 /// (overlong forms, surrogates and code points past U+10FFFF are not).
-std::size_t utf8_sequence(std::string_view s) {
-  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char c = b(0);
+std::size_t utf8_sequence(std::string_view text) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char c = byte(0);
   std::size_t n = 0;
   unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
   if (c >= 0xC2 && c <= 0xDF) {
@@ -34,14 +34,14 @@ std::size_t utf8_sequence(std::string_view s) {
   } else {
     return 0;
   }
-  if (s.size() < n || b(1) < lo || b(1) > hi) return 0;
+  if (text.size() < n || byte(1) < lo || byte(1) > hi) return 0;
   for (std::size_t i = 2; i < n; ++i)
-    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
   return n;
 }
 
-std::string_view level_name(spdlog::level::level_enum l) {
-  switch (l) {
+std::string_view level_name(spdlog::level::level_enum level) {
+  switch (level) {
     case spdlog::level::trace:
       return "trace";
     case spdlog::level::debug:
@@ -59,30 +59,30 @@ std::string_view level_name(spdlog::level::level_enum l) {
   }
 }
 
-/// The word after `prefix` at the start of `s`, ended by one of the characters `ends` or by the
-/// end of `s`; empty when `s` does not start so.
-std::string_view word_after(std::string_view s, std::string_view prefix, std::string_view ends) {
-  if (!s.starts_with(prefix)) return {};
-  s.remove_prefix(prefix.size());
-  return s.substr(0, s.find_first_of(ends));
+/// The word after `prefix` at the start of `text`, ended by one of the characters `ends` or by the
+/// end of `text`; empty when `text` does not start so.
+std::string_view word_after(std::string_view text, std::string_view prefix, std::string_view ends) {
+  if (!text.starts_with(prefix)) return {};
+  text.remove_prefix(prefix.size());
+  return text.substr(0, text.find_first_of(ends));
 }
 
 }  // namespace
 
-std::optional<Format> parse_format(std::string_view s) {
-  if (s == "auto") return Format::automatic;
-  if (s == "text") return Format::text;
-  if (s == "json") return Format::json;
+std::optional<Format> parse_format(std::string_view name) {
+  if (name == "auto") return Format::automatic;
+  if (name == "text") return Format::text;
+  if (name == "json") return Format::json;
   return std::nullopt;
 }
 
-Format resolve(Format f, bool terminal) {
-  if (f != Format::automatic) return f;
+Format resolve(Format format, bool terminal) {
+  if (format != Format::automatic) return format;
   return terminal ? Format::text : Format::json;
 }
 
-void apply(Format f) {
-  if (resolve(f, ::isatty(STDERR_FILENO) == 1) == Format::json)
+void apply(Format format) {
+  if (resolve(format, ::isatty(STDERR_FILENO) == 1) == Format::json)
     spdlog::set_formatter(std::make_unique<JsonFormatter>());
   else
     spdlog::set_formatter(std::make_unique<spdlog::pattern_formatter>());
@@ -91,23 +91,25 @@ void apply(Format f) {
 void apply_from_env() {
   const char* v = std::getenv("LLMUX_LOG_FORMAT");
   const std::string_view value = v ? v : "";
-  const auto f = value.empty() ? std::optional<Format>(Format::automatic) : parse_format(value);
-  apply(f.value_or(Format::automatic));
-  if (!f) spdlog::warn("LLMUX_LOG_FORMAT='{}' is not one of auto, text, json: using auto", value);
+  const auto format =
+      value.empty() ? std::optional<Format>(Format::automatic) : parse_format(value);
+  apply(format.value_or(Format::automatic));
+  if (!format)
+    spdlog::warn("LLMUX_LOG_FORMAT='{}' is not one of auto, text, json: using auto", value);
 }
 
-void append_json_string(std::string& out, std::string_view s) {
+void append_json_string(std::string& out, std::string_view text) {
   out.push_back('"');
   std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
-      const std::size_t n = utf8_sequence(s.substr(i));
+      const std::size_t n = utf8_sequence(text.substr(i));
       if (n == 0) {
         out.append("\\ufffd");
         ++i;
       } else {
-        out.append(s.substr(i, n));
+        out.append(text.substr(i, n));
         i += n;
       }
       continue;
@@ -140,19 +142,19 @@ void append_json_string(std::string& out, std::string_view s) {
 }
 
 Fields lift_fields(std::string_view msg) {
-  Fields f;
+  Fields fields;
   std::string_view rest = msg;
   if (msg.starts_with("request ")) {
     const std::size_t colon = msg.find(": ", 8);
     const std::string_view id =
         colon == std::string_view::npos ? std::string_view() : msg.substr(8, colon - 8);
     if (!id.empty() && id.find_first_of(" \t") == std::string_view::npos) {
-      f.request_id = id;
+      fields.request_id = id;
       rest.remove_prefix(colon + 2);
     }
   }
-  f.backend = word_after(rest, "backend ", " :,;()");
-  return f;
+  fields.backend = word_after(rest, "backend ", " :,;()");
+  return fields;
 }
 
 void JsonFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
@@ -170,14 +172,14 @@ void JsonFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_b
                  R"({{"ts":"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z","level":"{}")",
                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                  static_cast<int>(millis), level_name(msg.level));
-  const Fields f = lift_fields(text);
-  if (!f.request_id.empty()) {
+  const Fields fields = lift_fields(text);
+  if (!fields.request_id.empty()) {
     line.append(R"(,"request_id":)");
-    append_json_string(line, f.request_id);
+    append_json_string(line, fields.request_id);
   }
-  if (!f.backend.empty()) {
+  if (!fields.backend.empty()) {
     line.append(R"(,"backend":)");
-    append_json_string(line, f.backend);
+    append_json_string(line, fields.backend);
   }
   line.append(R"(,"msg":)");
   append_json_string(line, text);

@@ -21,21 +21,21 @@ namespace llmux::logging {
 enum class Format { automatic, text, json };
 
 /// "auto", "text" or "json"; nullopt for anything else.
-std::optional<Format> parse_format(std::string_view s);
+std::optional<Format> parse_format(std::string_view name);
 
 /// What `automatic` means on a stream that is (or is not) a terminal; the others stay.
-Format resolve(Format f, bool terminal);
+Format resolve(Format format, bool terminal);
 
 /// Sets the default logger's formatter: `automatic` is JSON unless stderr is a terminal. Text
 /// is spdlog's default pattern, colored by the sink only on a terminal.
-void apply(Format f);
+void apply(Format format);
 
 /// apply(LLMUX_LOG_FORMAT) when set (auto, text or json), else apply(automatic). An invalid
 /// value is warned about (in the automatic format) and ignored.
 void apply_from_env();
 
-/// Appends `s` as a JSON string (quoted, escaped; invalid UTF-8 → U+FFFD).
-void append_json_string(std::string& out, std::string_view s);
+/// Appends `text` as a JSON string (quoted, escaped; invalid UTF-8 → U+FFFD).
+void append_json_string(std::string& out, std::string_view text);
 
 /// The fields lifted from a message (views into it; empty when absent).
 struct Fields {

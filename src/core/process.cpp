@@ -52,7 +52,7 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& opts) {
   // Everything the child needs is built here: it must not allocate.
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -76,8 +76,8 @@ LineStatus read_line(int fd, std::string& buffer, std::string& line, Clock::time
     }
     const int left = ms_left(deadline);
     if (left == 0) return LineStatus::timed_out;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, left) <= 0) continue;  // timeout, EINTR: the deadline decides
+    pollfd poll_entry{fd, POLLIN, 0};
+    if (::poll(&poll_entry, 1, left) <= 0) continue;  // timeout, EINTR: the deadline decides
     char buf[1024];
     const ssize_t got = ::read(fd, buf, sizeof buf);
     if (got > 0) {
