@@ -18,9 +18,9 @@ bool is_space(char c) {
   return c == ' ' || c == '\t';
 }
 
-std::uint64_t prefix(const Digest& d) {
+std::uint64_t prefix(const Digest& hash) {
   std::uint64_t v = 0;
-  std::memcpy(&v, d.data(), sizeof v);
+  std::memcpy(&v, hash.data(), sizeof v);
   return v;
 }
 
@@ -53,34 +53,35 @@ Decision forbidden(const std::string& message, std::optional<std::string_view> p
 
 }  // namespace
 
-std::optional<std::string_view> bearer_token(std::string_view h) {
-  while (!h.empty() && is_space(h.front())) h.remove_prefix(1);
-  while (!h.empty() && is_space(h.back())) h.remove_suffix(1);
+std::optional<std::string_view> bearer_token(std::string_view authorization) {
+  while (!authorization.empty() && is_space(authorization.front())) authorization.remove_prefix(1);
+  while (!authorization.empty() && is_space(authorization.back())) authorization.remove_suffix(1);
   constexpr std::string_view kScheme = "bearer";
-  if (h.size() <= kScheme.size() || !is_space(h[kScheme.size()])) return std::nullopt;
+  if (authorization.size() <= kScheme.size() || !is_space(authorization[kScheme.size()]))
+    return std::nullopt;
   for (std::size_t i = 0; i < kScheme.size(); ++i)
-    if ((h[i] | 0x20) != kScheme[i]) return std::nullopt;
-  h.remove_prefix(kScheme.size());
-  while (!h.empty() && is_space(h.front())) h.remove_prefix(1);
-  if (h.empty()) return std::nullopt;
-  return h;
+    if ((authorization[i] | 0x20) != kScheme[i]) return std::nullopt;
+  authorization.remove_prefix(kScheme.size());
+  while (!authorization.empty() && is_space(authorization.front())) authorization.remove_prefix(1);
+  if (authorization.empty()) return std::nullopt;
+  return authorization;
 }
 
 Digest digest(std::string_view key) {
-  Digest d{};
+  Digest hash{};
   unsigned int len = 0;
-  EVP_Digest(key.data(), key.size(), d.data(), &len, EVP_sha256(), nullptr);
-  return d;
+  EVP_Digest(key.data(), key.size(), hash.data(), &len, EVP_sha256(), nullptr);
+  return hash;
 }
 
 KeyTable::KeyTable(const config::Auth& auth) : enabled_(auth.enabled()) {
-  auto add = [&](const config::ApiKey& k) {
-    KeyEntry e{k.name, {}, k.models, k.routes, k.limits};
-    if (!from_hex(k.sha256, e.sha256)) return;  // not validated: such a key can never match
-    entries_.push_back(std::move(e));
+  auto add = [&](const config::ApiKey& key) {
+    KeyEntry entry{key.name, {}, key.models, key.routes, key.limits};
+    if (!from_hex(key.sha256, entry.sha256)) return;  // not validated: such a key can never match
+    entries_.push_back(std::move(entry));
   };
-  for (const auto& k : auth.keys) add(k);
-  for (const auto& k : auth.file_keys) add(k);
+  for (const auto& key : auth.keys) add(key);
+  for (const auto& key : auth.file_keys) add(key);
   for (std::size_t i = 0; i < entries_.size(); ++i)
     by_prefix_.emplace(prefix(entries_[i].sha256), i);
 }
@@ -88,11 +89,11 @@ KeyTable::KeyTable(const config::Auth& auth) : enabled_(auth.enabled()) {
 const KeyEntry* KeyTable::find(std::string_view authorization) const {
   const auto token = bearer_token(authorization);
   if (!token) return nullptr;
-  const Digest d = digest(*token);
-  const auto [first, last] = by_prefix_.equal_range(prefix(d));
+  const Digest hash = digest(*token);
+  const auto [first, last] = by_prefix_.equal_range(prefix(hash));
   for (auto it = first; it != last; ++it) {
-    const KeyEntry& e = entries_[it->second];
-    if (CRYPTO_memcmp(e.sha256.data(), d.data(), d.size()) == 0) return &e;
+    const KeyEntry& entry = entries_[it->second];
+    if (CRYPTO_memcmp(entry.sha256.data(), hash.data(), hash.size()) == 0) return &entry;
   }
   return nullptr;
 }

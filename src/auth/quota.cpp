@@ -48,39 +48,42 @@ std::optional<std::int64_t> MemoryQuotaCounters::incr(std::string_view key,
     if (amount == 0) return 0;
     it = sh.keys.emplace(std::string(key), Slots{}).first;
   }
-  Slots& s = it->second;
+  Slots& slots = it->second;
   for (int i = 0; i < kSlots; ++i)
-    if (s.start[i] == bucket_start_ms) return s.count[i] += amount;
+    if (slots.start[i] == bucket_start_ms) return slots.count[i] += amount;
   int oldest = 0;
   for (int i = 1; i < kSlots; ++i)
-    if (s.start[i] < s.start[oldest]) oldest = i;
+    if (slots.start[i] < slots.start[oldest]) oldest = i;
   // A bucket older than every one kept has expired: it counts 0 and is not stored again.
-  if (amount == 0 || s.start[oldest] > bucket_start_ms) return amount;
-  s.start[oldest] = bucket_start_ms;
-  s.count[oldest] = amount;
+  if (amount == 0 || slots.start[oldest] > bucket_start_ms) return amount;
+  slots.start[oldest] = bucket_start_ms;
+  slots.count[oldest] = amount;
   return amount;
 }
 
 namespace window {
 
-double estimate(const BucketCounts& b, std::int64_t elapsed_ms) {
+double estimate(const BucketCounts& buckets, std::int64_t elapsed_ms) {
   const double f = std::clamp(static_cast<double>(elapsed_ms) / kB, 0.0, 1.0);
-  double sum = static_cast<double>(b[0]) * (1.0 - f);
-  for (int i = 1; i <= kN; ++i) sum += static_cast<double>(b[i]);
+  double sum = static_cast<double>(buckets[0]) * (1.0 - f);
+  for (int i = 1; i <= kN; ++i) sum += static_cast<double>(buckets[i]);
   return sum;
 }
 
-std::int64_t ms_until_at_most(const BucketCounts& b, std::int64_t elapsed_ms, double threshold) {
-  if (estimate(b, elapsed_ms) <= threshold + kEps) return 0;
-  // Phase k (k buckets from the current one's start): b[k] is leaving the minute, b[k+1..] count
-  // whole. The estimate only falls; find the first phase where it reaches `threshold`.
+std::int64_t ms_until_at_most(const BucketCounts& buckets, std::int64_t elapsed_ms,
+                              double threshold) {
+  if (estimate(buckets, elapsed_ms) <= threshold + kEps) return 0;
+  // Phase k (k buckets from the current one's start): buckets[k] is leaving the minute,
+  // buckets[k+1..] count whole. The estimate only falls; find the first phase where it reaches
+  // `threshold`.
   for (int k = 0; k <= kN; ++k) {
     double rest = 0;
-    for (int j = k + 1; j <= kN; ++j) rest += static_cast<double>(b[j]);
+    for (int j = k + 1; j <= kN; ++j) rest += static_cast<double>(buckets[j]);
     if (rest > threshold + kEps) continue;
-    // b[k] * (1 - f) + rest <= threshold
-    const double f =
-        b[k] > 0 ? std::max(0.0, 1.0 - (threshold - rest) / static_cast<double>(b[k])) : 0.0;
+    // buckets[k] * (1 - f) + rest <= threshold
+    const double f = buckets[k] > 0
+                         ? std::max(0.0, 1.0 - (threshold - rest) / static_cast<double>(buckets[k]))
+                         : 0.0;
     const double t = (static_cast<double>(k) + f) * static_cast<double>(kB);
     return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(t - kEps)) - elapsed_ms);
   }
@@ -103,31 +106,32 @@ void QuotaLimiter::set_local_share(double share) {
 
 QuotaLimiter::Counts QuotaLimiter::count(const std::string& counter, std::int64_t bucket,
                                          std::int64_t amount, std::int64_t limit) {
-  Counts c;
+  Counts counts;
   if (shared_) {
     bool ok = true;
     for (int i = 0; i < kN && ok; ++i) {
-      const auto v = shared_->incr(counter, bucket - (kN - i) * kB, 0);
-      ok = v.has_value();
-      c.b[i] = v.value_or(0);
+      const auto bucket_count = shared_->incr(counter, bucket - (kN - i) * kB, 0);
+      ok = bucket_count.has_value();
+      counts.buckets[i] = bucket_count.value_or(0);
     }
     std::optional<std::int64_t> cur;
     if (ok) cur = shared_->incr(counter, bucket, amount);
     if (cur) {
-      c.b[kN] = *cur;
+      counts.buckets[kN] = *cur;
       shared_ok_.store(true, std::memory_order_relaxed);
       if (amount != 0) local_.incr(counter, bucket, amount);  // in step, for a fallback later
-      c.limit = static_cast<double>(limit);
-      c.shared = true;
-      return c;
+      counts.limit = static_cast<double>(limit);
+      counts.shared = true;
+      return counts;
     }
     shared_ok_.store(false, std::memory_order_relaxed);
   }
-  for (int i = 0; i < kN; ++i) c.b[i] = local_.incr(counter, bucket - (kN - i) * kB, 0).value_or(0);
-  c.b[kN] = local_.incr(counter, bucket, amount).value_or(0);
-  c.limit = shared_ ? std::max(1.0, static_cast<double>(limit) * local_share())
-                    : static_cast<double>(limit);
-  return c;
+  for (int i = 0; i < kN; ++i)
+    counts.buckets[i] = local_.incr(counter, bucket - (kN - i) * kB, 0).value_or(0);
+  counts.buckets[kN] = local_.incr(counter, bucket, amount).value_or(0);
+  counts.limit = shared_ ? std::max(1.0, static_cast<double>(limit) * local_share())
+                         : static_cast<double>(limit);
+  return counts;
 }
 
 void QuotaLimiter::take_back(const std::string& counter, std::int64_t bucket, std::int64_t amount,
@@ -139,9 +143,9 @@ void QuotaLimiter::take_back(const std::string& counter, std::int64_t bucket, st
 std::shared_ptr<std::atomic<std::int64_t>> QuotaLimiter::slot(std::string_view key_name) {
   ConcurrencyShard& sh = concurrency_[shard_of(key_name)];
   std::lock_guard lock(sh.mutex);
-  auto& p = sh.keys[std::string(key_name)];
-  if (!p) p = std::make_shared<std::atomic<std::int64_t>>(0);
-  return p;
+  auto& in_flight = sh.keys[std::string(key_name)];
+  if (!in_flight) in_flight = std::make_shared<std::atomic<std::int64_t>>(0);
+  return in_flight;
 }
 
 std::int64_t QuotaLimiter::concurrent(std::string_view key_name) {
@@ -149,19 +153,20 @@ std::int64_t QuotaLimiter::concurrent(std::string_view key_name) {
 }
 
 QuotaLimiter::Admission QuotaLimiter::admit(const KeyEntry& key, std::int64_t now_ms) {
-  const config::KeyLimits& l = key.limits;
+  const config::KeyLimits& limits = key.limits;
   const std::int64_t w = bucket_start(now_ms);
   const std::int64_t elapsed = now_ms - w;
 
-  if (l.tokens_per_minute > 0) {
-    const Counts c = count("t:" + key.name, w, 0, l.tokens_per_minute);
-    const double used = window::estimate(c.b, elapsed);
-    if (used >= c.limit - kEps) {
-      const std::int64_t s = retry_after_s(window::ms_until_at_most(c.b, elapsed, c.limit - 1));
+  if (limits.tokens_per_minute > 0) {
+    const Counts counts = count("t:" + key.name, w, 0, limits.tokens_per_minute);
+    const double used = window::estimate(counts.buckets, elapsed);
+    if (used >= counts.limit - kEps) {
+      const std::int64_t s =
+          retry_after_s(window::ms_until_at_most(counts.buckets, elapsed, counts.limit - 1));
       return {too_many("tokens",
                        fmt::format("Rate limit reached for key '{}' on tokens per minute (TPM): "
                                    "Limit {}, Used {}. Please try again in {}s.",
-                                   key.name, static_cast<std::int64_t>(c.limit),
+                                   key.name, static_cast<std::int64_t>(counts.limit),
                                    static_cast<std::int64_t>(used), s),
                        s),
               {}};
@@ -169,32 +174,33 @@ QuotaLimiter::Admission QuotaLimiter::admit(const KeyEntry& key, std::int64_t no
   }
 
   Permit permit;
-  if (l.concurrent > 0) {
-    auto s = slot(key.name);
-    if (s->fetch_add(1, std::memory_order_relaxed) >= l.concurrent) {
-      s->fetch_sub(1, std::memory_order_relaxed);
+  if (limits.concurrent > 0) {
+    auto in_flight = slot(key.name);
+    if (in_flight->fetch_add(1, std::memory_order_relaxed) >= limits.concurrent) {
+      in_flight->fetch_sub(1, std::memory_order_relaxed);
       return {too_many("requests",
                        fmt::format("Too many concurrent requests for key '{}': Limit {}. Please "
                                    "try again when one of them has finished.",
-                                   key.name, l.concurrent),
+                                   key.name, limits.concurrent),
                        1),
               {}};
     }
-    permit = Permit(std::move(s));
+    permit = Permit(std::move(in_flight));
   }
 
-  if (l.requests_per_minute > 0) {
+  if (limits.requests_per_minute > 0) {
     const std::string counter = "r:" + key.name;
-    const Counts c = count(counter, w, 1, l.requests_per_minute);
-    if (window::estimate(c.b, elapsed) > c.limit + kEps) {
-      take_back(counter, w, 1, c.shared);
-      BucketCounts without = c.b;
+    const Counts counts = count(counter, w, 1, limits.requests_per_minute);
+    if (window::estimate(counts.buckets, elapsed) > counts.limit + kEps) {
+      take_back(counter, w, 1, counts.shared);
+      BucketCounts without = counts.buckets;
       without[kN] -= 1;  // the request just taken back
-      const std::int64_t s = retry_after_s(window::ms_until_at_most(without, elapsed, c.limit - 1));
+      const std::int64_t s =
+          retry_after_s(window::ms_until_at_most(without, elapsed, counts.limit - 1));
       return {too_many("requests",
                        fmt::format("Rate limit reached for key '{}' on requests per minute (RPM): "
                                    "Limit {}, Requested 1. Please try again in {}s.",
-                                   key.name, static_cast<std::int64_t>(c.limit), s),
+                                   key.name, static_cast<std::int64_t>(counts.limit), s),
                        s),
               {}};
     }

@@ -100,11 +100,13 @@ class MemoryQuotaCounters final : public QuotaCounters {
 /// The pure sliding-window arithmetic, exposed for tests. `elapsed_ms`: time into the current
 /// bucket.
 namespace window {
-/// The estimated count over the last minute: b[0] * (1 - elapsed/bucket) + b[1] + ... + b[6].
-double estimate(const BucketCounts& b, std::int64_t elapsed_ms);
+/// The estimated count over the last minute: buckets[0] * (1 - elapsed/bucket) + buckets[1] + ...
+/// + buckets[6].
+double estimate(const BucketCounts& buckets, std::int64_t elapsed_ms);
 /// Milliseconds from `elapsed_ms` into the current bucket until the estimate is at most
 /// `threshold` (0 when it already is), assuming nothing more is counted.
-std::int64_t ms_until_at_most(const BucketCounts& b, std::int64_t elapsed_ms, double threshold);
+std::int64_t ms_until_at_most(const BucketCounts& buckets, std::int64_t elapsed_ms,
+                              double threshold);
 }  // namespace window
 
 /// The share of each limit a replica counts on its own while the shared counters are away:
@@ -124,10 +126,10 @@ class QuotaLimiter {
     Permit() = default;
     explicit Permit(std::shared_ptr<std::atomic<std::int64_t>> count) : count_(std::move(count)) {}
     Permit(Permit&&) noexcept = default;
-    Permit& operator=(Permit&& o) noexcept {
-      if (this != &o) {
+    Permit& operator=(Permit&& other) noexcept {
+      if (this != &other) {
         reset();
-        count_ = std::move(o.count_);
+        count_ = std::move(other.count_);
       }
       return *this;
     }
@@ -166,7 +168,7 @@ class QuotaLimiter {
 
  private:
   struct Counts {
-    BucketCounts b{};
+    BucketCounts buckets{};
     double limit = 0;  // the limit that applies to the store that answered
     bool shared = false;
   };

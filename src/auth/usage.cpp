@@ -20,21 +20,21 @@ std::int64_t hour_of(std::int64_t unix_s) {
   return h * kHour;
 }
 
-/// `n` digits at `s[pos]` as a number; -1 when they are not all digits.
-int digits(std::string_view s, std::size_t pos, std::size_t n) {
-  if (pos + n > s.size()) return -1;
+/// `n` digits at `text[pos]` as a number; -1 when they are not all digits.
+int digits(std::string_view text, std::size_t pos, std::size_t n) {
+  if (pos + n > text.size()) return -1;
   int v = 0;
   for (std::size_t i = pos; i < pos + n; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return -1;
-    v = v * 10 + (s[i] - '0');
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return -1;
+    v = v * 10 + (text[i] - '0');
   }
   return v;
 }
 
-std::string csv_field(std::string_view s) {
-  if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
+std::string csv_field(std::string_view value) {
+  if (value.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(value);
   std::string out = "\"";
-  for (char c : s) {
+  for (char c : value) {
     if (c == '"') out += '"';
     out += c;
   }
@@ -65,31 +65,36 @@ void MemoryUsageLedger::add(std::string_view key, std::string_view model, std::s
       rows_.find(std::tuple<std::int64_t, std::string_view, std::string_view, std::string_view>(
           hour, key, model, backend));
   if (it == rows_.end()) {
-    const std::string_view m = rows_.size() >= max_rows_ ? std::string_view("(other)") : model;
-    it = rows_.try_emplace(Key(hour, std::string(key), std::string(m), std::string(backend))).first;
+    const std::string_view stored_model =
+        rows_.size() >= max_rows_ ? std::string_view("(other)") : model;
+    it = rows_
+             .try_emplace(
+                 Key(hour, std::string(key), std::string(stored_model), std::string(backend)))
+             .first;
   }
-  Sums& s = it->second;
-  s.requests += 1;
-  s.prompt += usage.prompt;
-  s.cached += usage.cached;
-  s.completion += usage.completion;
+  Sums& sums = it->second;
+  sums.requests += 1;
+  sums.prompt += usage.prompt;
+  sums.cached += usage.cached;
+  sums.completion += usage.completion;
 }
 
-std::vector<UsageRow> MemoryUsageLedger::query(const UsageQuery& q) const {
+std::vector<UsageRow> MemoryUsageLedger::query(const UsageQuery& filter) const {
   std::vector<UsageRow> out;
   // An hour [h, h+3600) overlaps [from, to) when h < to and h + 3600 > from.
   const std::int64_t first =
-      q.from == std::numeric_limits<std::int64_t>::min() ? q.from : hour_of(q.from);
+      filter.from == std::numeric_limits<std::int64_t>::min() ? filter.from : hour_of(filter.from);
   std::lock_guard lock(mutex_);
   for (auto it = rows_.lower_bound(
            std::tuple<std::int64_t, std::string_view, std::string_view, std::string_view>(first, {},
                                                                                           {}, {}));
        it != rows_.end(); ++it) {
     const auto& [hour, key, model, backend] = it->first;
-    if (hour >= q.to) break;
-    if (!q.key.empty() && key != q.key) continue;
-    const Sums& s = it->second;
-    out.push_back({hour, key, model, backend, s.requests, s.prompt, s.cached, s.completion});
+    if (hour >= filter.to) break;
+    if (!filter.key.empty() && key != filter.key) continue;
+    const Sums& sums = it->second;
+    out.push_back(
+        {hour, key, model, backend, sums.requests, sums.prompt, sums.cached, sums.completion});
   }
   return out;
 }
@@ -99,35 +104,36 @@ std::size_t MemoryUsageLedger::rows() const {
   return rows_.size();
 }
 
-std::optional<std::int64_t> parse_time(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  if (std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit((unsigned char)c); })) {
+std::optional<std::int64_t> parse_time(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  if (std::all_of(text.begin(), text.end(),
+                  [](char c) { return std::isdigit((unsigned char)c); })) {
     std::int64_t v = 0;
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
     return v;
   }
-  const int y = digits(s, 0, 4), mo = digits(s, 5, 2), d = digits(s, 8, 2);
-  if (y < 0 || mo < 0 || d < 0 || s[4] != '-' || s[7] != '-') return std::nullopt;
+  const int y = digits(text, 0, 4), mo = digits(text, 5, 2), d = digits(text, 8, 2);
+  if (y < 0 || mo < 0 || d < 0 || text[4] != '-' || text[7] != '-') return std::nullopt;
   const std::chrono::year_month_day ymd{std::chrono::year(y), std::chrono::month(mo),
                                         std::chrono::day(d)};
   if (!ymd.ok()) return std::nullopt;
   const std::int64_t day = std::chrono::sys_days(ymd).time_since_epoch().count() * 86400;
-  if (s.size() == 10) return day;
-  if (s.size() < 20 || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' ||
-      s[16] != ':')
+  if (text.size() == 10) return day;
+  if (text.size() < 20 || (text[10] != 'T' && text[10] != 't' && text[10] != ' ') ||
+      text[13] != ':' || text[16] != ':')
     return std::nullopt;
-  const int h = digits(s, 11, 2), mi = digits(s, 14, 2), sec = digits(s, 17, 2);
+  const int h = digits(text, 11, 2), mi = digits(text, 14, 2), sec = digits(text, 17, 2);
   if (h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60) return std::nullopt;
   std::size_t pos = 19;
-  if (s[pos] == '.') {
+  if (text[pos] == '.') {
     ++pos;
     const std::size_t start = pos;
-    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
     if (pos == start) return std::nullopt;
   }
   std::int64_t offset = 0;
-  const std::string_view zone = s.substr(pos);
+  const std::string_view zone = text.substr(pos);
   if (zone == "Z" || zone == "z") {
     offset = 0;
   } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
@@ -154,55 +160,57 @@ std::string format_time(std::int64_t unix_s) {
 
 std::optional<UsageQuery> parse_usage_query(std::string_view key, std::string_view from,
                                             std::string_view to, std::string& why) {
-  UsageQuery q;
-  q.key = std::string(key);
-  const std::pair<std::string_view, std::int64_t*> times[] = {{from, &q.from}, {to, &q.to}};
+  UsageQuery filter;
+  filter.key = std::string(key);
+  const std::pair<std::string_view, std::int64_t*> times[] = {{from, &filter.from},
+                                                              {to, &filter.to}};
   for (const auto& [text, out] : times) {
     if (text.empty()) continue;
-    const auto t = parse_time(text);
-    if (!t) {
+    const auto parsed = parse_time(text);
+    if (!parsed) {
       why = fmt::format(
           "'{}' is not a time: use Unix seconds, an RFC 3339 date-time "
           "(2026-12-03T10:00:00Z) or a date (2026-12-03)",
           text);
       return std::nullopt;
     }
-    *out = *t;
+    *out = *parsed;
   }
-  if (q.from >= q.to) {
+  if (filter.from >= filter.to) {
     why = fmt::format("from ({}) must be before to ({})", from, to);
     return std::nullopt;
   }
-  return q;
+  return filter;
 }
 
-std::string usage_json(const std::vector<UsageRow>& rows, const UsageQuery& q, bool partial) {
+std::string usage_json(const std::vector<UsageRow>& rows, const UsageQuery& filter, bool partial) {
   namespace json = boost::json;
   json::object body;
   body["object"] = "usage";
-  body["key"] = q.key.empty() ? json::value(nullptr) : json::value(q.key);
-  body["from"] = q.from == std::numeric_limits<std::int64_t>::min()
+  body["key"] = filter.key.empty() ? json::value(nullptr) : json::value(filter.key);
+  body["from"] = filter.from == std::numeric_limits<std::int64_t>::min()
                      ? json::value(nullptr)
-                     : json::value(format_time(q.from));
-  body["to"] = q.to == std::numeric_limits<std::int64_t>::max() ? json::value(nullptr)
-                                                                : json::value(format_time(q.to));
+                     : json::value(format_time(filter.from));
+  body["to"] = filter.to == std::numeric_limits<std::int64_t>::max()
+                   ? json::value(nullptr)
+                   : json::value(format_time(filter.to));
   json::array data;
   std::int64_t requests = 0, prompt = 0, cached = 0, completion = 0;
-  for (const UsageRow& r : rows) {
-    data.push_back(json::object{{"hour", format_time(r.hour)},
-                                {"hour_unix", r.hour},
-                                {"key", r.key},
-                                {"model", r.model},
-                                {"backend", r.backend},
-                                {"requests", r.requests},
-                                {"prompt_tokens", r.prompt_tokens},
-                                {"cached_tokens", r.cached_tokens},
-                                {"completion_tokens", r.completion_tokens},
-                                {"total_tokens", r.prompt_tokens + r.completion_tokens}});
-    requests += r.requests;
-    prompt += r.prompt_tokens;
-    cached += r.cached_tokens;
-    completion += r.completion_tokens;
+  for (const UsageRow& row : rows) {
+    data.push_back(json::object{{"hour", format_time(row.hour)},
+                                {"hour_unix", row.hour},
+                                {"key", row.key},
+                                {"model", row.model},
+                                {"backend", row.backend},
+                                {"requests", row.requests},
+                                {"prompt_tokens", row.prompt_tokens},
+                                {"cached_tokens", row.cached_tokens},
+                                {"completion_tokens", row.completion_tokens},
+                                {"total_tokens", row.prompt_tokens + row.completion_tokens}});
+    requests += row.requests;
+    prompt += row.prompt_tokens;
+    cached += row.cached_tokens;
+    completion += row.completion_tokens;
   }
   body["data"] = std::move(data);
   body["totals"] = json::object{{"requests", requests},
@@ -222,10 +230,11 @@ std::string usage_csv(const std::vector<UsageRow>& rows) {
   std::string out =
       "hour,key,model,backend,requests,prompt_tokens,cached_tokens,completion_tokens,"
       "total_tokens\n";
-  for (const UsageRow& r : rows)
-    out += fmt::format("{},{},{},{},{},{},{},{},{}\n", format_time(r.hour), csv_field(r.key),
-                       csv_field(r.model), csv_field(r.backend), r.requests, r.prompt_tokens,
-                       r.cached_tokens, r.completion_tokens, r.prompt_tokens + r.completion_tokens);
+  for (const UsageRow& row : rows)
+    out += fmt::format("{},{},{},{},{},{},{},{},{}\n", format_time(row.hour), csv_field(row.key),
+                       csv_field(row.model), csv_field(row.backend), row.requests,
+                       row.prompt_tokens, row.cached_tokens, row.completion_tokens,
+                       row.prompt_tokens + row.completion_tokens);
   return out;
 }
 

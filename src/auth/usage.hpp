@@ -20,7 +20,7 @@
 // ends (its stream included) and its usage is known, ledger.add(key->name, model, backend name,
 // unix_time(), {prompt, cached, completion}). The admin handler: parse_usage_query(key, from, to,
 // why) on the decoded query parameters (400 with `why` when nullopt), then
-// usage_json(ledger.query(q), q) or usage_csv(...).
+// usage_json(ledger.query(filter), filter) or usage_csv(...).
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -62,7 +62,7 @@ class UsageLedger {
   virtual void add(std::string_view key, std::string_view model, std::string_view backend,
                    std::int64_t unix_s, const TokenUsage& usage) = 0;
   /// The matching rows, sorted by hour, key, model, backend.
-  virtual std::vector<UsageRow> query(const UsageQuery& q) const = 0;
+  virtual std::vector<UsageRow> query(const UsageQuery& filter) const = 0;
 };
 
 class MemoryUsageLedger final : public UsageLedger {
@@ -71,7 +71,7 @@ class MemoryUsageLedger final : public UsageLedger {
                              std::size_t max_rows = 100000);
   void add(std::string_view key, std::string_view model, std::string_view backend,
            std::int64_t unix_s, const TokenUsage& usage) override;
-  std::vector<UsageRow> query(const UsageQuery& q) const override;
+  std::vector<UsageRow> query(const UsageQuery& filter) const override;
   std::size_t rows() const;
 
  private:
@@ -105,7 +105,7 @@ std::optional<UsageQuery> parse_usage_query(std::string_view key, std::string_vi
 ///  "total_tokens"}; total_tokens = prompt + completion.
 /// `partial`: the shared ledger could not be read, so the rows are this replica's own; the body
 /// then says so ("partial":true and a "note").
-std::string usage_json(const std::vector<UsageRow>& rows, const UsageQuery& q,
+std::string usage_json(const std::vector<UsageRow>& rows, const UsageQuery& filter,
                        bool partial = false);
 
 /// "hour,key,model,backend,requests,prompt_tokens,cached_tokens,completion_tokens,total_tokens\n"
