@@ -19,35 +19,35 @@
 namespace llmux::openai::json_read {
 namespace od = simdjson::ondemand;
 
-inline bool is_type(od::value& v, od::json_type want) {
+inline bool is_type(od::value& value, od::json_type want) {
   od::json_type t;
-  return !v.type().get(t) && t == want;
+  return !value.type().get(t) && t == want;
 }
 
-/// The string in `v`, or false when it is null or not a string.
-inline bool get_str(od::value& v, std::string_view& out) {
-  if (!is_type(v, od::json_type::string)) return false;
-  return !v.get_string().get(out);
+/// The string in `value`, or false when it is null or not a string.
+inline bool get_str(od::value& value, std::string_view& out) {
+  if (!is_type(value, od::json_type::string)) return false;
+  return !value.get_string().get(out);
 }
 
-inline std::optional<std::uint64_t> get_u64(od::value& v) {
-  if (!is_type(v, od::json_type::number)) return std::nullopt;
+inline std::optional<std::uint64_t> get_u64(od::value& value) {
+  if (!is_type(value, od::json_type::number)) return std::nullopt;
   std::uint64_t x;
-  if (!v.get_uint64().get(x)) return x;
+  if (!value.get_uint64().get(x)) return x;
   return std::nullopt;
 }
 
 /// A scalar as text: strings unescaped, numbers and booleans as written, null as "".
-inline std::string scalar_text(od::value& v) {
+inline std::string scalar_text(od::value& value) {
   od::json_type t;
-  if (v.type().get(t)) return {};
+  if (value.type().get(t)) return {};
   if (t == od::json_type::string) {
-    std::string_view s;
-    if (!v.get_string().get(s)) return std::string(s);
+    std::string_view text;
+    if (!value.get_string().get(text)) return std::string(text);
     return {};
   }
   if (t == od::json_type::number || t == od::json_type::boolean) {
-    std::string_view raw = v.raw_json_token();
+    std::string_view raw = value.raw_json_token();
     while (!raw.empty() &&
            (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t')) {
       raw.remove_suffix(1);
@@ -116,19 +116,19 @@ inline std::string_view last_usage_object(std::string_view body) {
 /// escapes: the key's bytes are its value) and the braces (every scan stops at the '}' that ends
 /// the object).
 inline constexpr auto kPlainKeyByte = [] {
-  std::array<bool, 256> t{};
-  for (int c = 0x20; c < 0x7f; ++c) t[c] = c != '"' && c != '\\' && c != '{' && c != '}';
-  return t;
+  std::array<bool, 256> table{};
+  for (int c = 0x20; c < 0x7f; ++c) table[c] = c != '"' && c != '\\' && c != '{' && c != '}';
+  return table;
 }();
 
-/// The usual `usage` object read without a JSON parser: true, with `u` set exactly as
+/// The usual `usage` object read without a JSON parser: true, with `usage` set exactly as
 /// parse_usage() sets it, when `obj` is an object of the plain form backends write, keys of
 /// printable ASCII without escapes or braces whose values are unsigned integers (at most 19
 /// digits), null, or objects of such keys and values; false for anything else, which
 /// parse_usage() then reads. (simdjson's setup for a text this short costs more than the whole
 /// reading; on the path of every non-streaming answer. tests/fuzz/tap_fuzz.cpp checks it against
 /// parse_usage().)
-inline bool read_usage_flat(std::string_view obj, StreamUsage& u) {
+inline bool read_usage_flat(std::string_view obj, StreamUsage& usage) {
   // Every scan stops at the '}' that ends `obj` at the latest, so none checks for the end: p
   // reaches it only by taking a '}', and that is checked where it can happen. (Each scan on a
   // local copy of p, which the compiler keeps in a register.)
@@ -140,13 +140,13 @@ inline bool read_usage_flat(std::string_view obj, StreamUsage& u) {
     while (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t') ++q;
     p = q;
   };
-  auto key = [&](std::string_view& k) {
+  auto key = [&](std::string_view& name) {
     if (*p != '"') return false;
     const char* const b = p + 1;
     const char* q = b;
     while (kPlainKeyByte[static_cast<unsigned char>(*q)]) ++q;
     if (*q != '"') return false;
-    k = std::string_view(b, static_cast<std::size_t>(q - b));
+    name = std::string_view(b, static_cast<std::size_t>(q - b));
     p = q + 1;
     ws();
     if (*p != ':') return false;
@@ -155,10 +155,10 @@ inline bool read_usage_flat(std::string_view obj, StreamUsage& u) {
     return true;
   };
   // An unsigned integer or null (nullopt); false for any other value.
-  auto scalar = [&](std::optional<std::uint64_t>& x) {
+  auto scalar = [&](std::optional<std::uint64_t>& value) {
     if (end - p >= 4 && std::memcmp(p, "null", 4) == 0) {
       p += 4;
-      x.reset();
+      value.reset();
     } else {
       const char* const b = p;
       const char* q = b;
@@ -167,7 +167,7 @@ inline bool read_usage_flat(std::string_view obj, StreamUsage& u) {
       p = q;
       const auto digits = q - b;
       if (digits == 0 || digits > 19 || (digits > 1 && *b == '0')) return false;
-      x = n;
+      value = n;
     }
     return p < end &&
            (*p == ',' || *p == '}' || *p == ' ' || *p == '\n' || *p == '\r' || *p == '\t');
@@ -180,8 +180,8 @@ inline bool read_usage_flat(std::string_view obj, StreamUsage& u) {
       return true;
     }
     for (;;) {
-      std::string_view k;
-      if (!key(k) || !member(k)) return false;
+      std::string_view name;
+      if (!key(name) || !member(name)) return false;
       if (p == end) return false;  // a value's '}' ended the text
       ws();
       if (*p == '}') {
@@ -193,77 +193,77 @@ inline bool read_usage_flat(std::string_view obj, StreamUsage& u) {
       ws();
     }
   };
-  StreamUsage r;
+  StreamUsage parsed;
   // Where a key's value goes (parse_usage's names), null for the keys it does not read.
-  auto slot = [&](std::string_view k) -> std::optional<std::uint64_t>* {
-    if (k == "prompt_tokens" || k == "input_tokens") return &r.prompt_tokens;
-    if (k == "completion_tokens" || k == "output_tokens") return &r.completion_tokens;
+  auto slot = [&](std::string_view name) -> std::optional<std::uint64_t>* {
+    if (name == "prompt_tokens" || name == "input_tokens") return &parsed.prompt_tokens;
+    if (name == "completion_tokens" || name == "output_tokens") return &parsed.completion_tokens;
     return nullptr;
   };
   ws();
   if (*p != '{') return false;
   ++p;
-  const bool ok = members([&](std::string_view k) {
-    std::optional<std::uint64_t> x;
+  const bool ok = members([&](std::string_view name) {
+    std::optional<std::uint64_t> value;
     if (*p == '{') {  // details: only cached_tokens is read, of the prompt's
       ++p;
-      if (auto* to = slot(k)) to->reset();  // not a number: none (as get_u64)
-      const bool details = k == "prompt_tokens_details" || k == "input_tokens_details";
+      if (auto* to = slot(name)) to->reset();  // not a number: none (as get_u64)
+      const bool details = name == "prompt_tokens_details" || name == "input_tokens_details";
       return members([&](std::string_view dk) {
-        if (!scalar(x)) return false;
-        if (details && dk == "cached_tokens") r.cached_tokens = x;
+        if (!scalar(value)) return false;
+        if (details && dk == "cached_tokens") parsed.cached_tokens = value;
         return true;
       });
     }
-    if (!scalar(x)) return false;
-    if (auto* to = slot(k)) *to = x;
+    if (!scalar(value)) return false;
+    if (auto* to = slot(name)) *to = value;
     return true;
   });
   if (!ok || p != end) return false;
-  u = r;
+  usage = parsed;
   return true;
 }
 
-inline void parse_usage(od::value& v, StreamUsage& u) {
-  od::object o;
-  if (v.get_object().get(o)) return;
-  for (auto field : o) {
+inline void parse_usage(od::value& value, StreamUsage& usage) {
+  od::object object;
+  if (value.get_object().get(object)) return;
+  for (auto field : object) {
     std::string_view key = field.unescaped_key();
     od::value val = field.value();
     if (key == "prompt_tokens" || key == "input_tokens") {
-      u.prompt_tokens = get_u64(val);
+      usage.prompt_tokens = get_u64(val);
     } else if (key == "completion_tokens" || key == "output_tokens") {
-      u.completion_tokens = get_u64(val);
+      usage.completion_tokens = get_u64(val);
     } else if (key == "prompt_tokens_details" || key == "input_tokens_details") {
       if (!is_type(val, od::json_type::object)) continue;
-      for (auto d : val.get_object()) {
-        std::string_view dk = d.unescaped_key();
+      for (auto detail : val.get_object()) {
+        std::string_view dk = detail.unescaped_key();
         if (dk == "cached_tokens") {
-          od::value dv = d.value();
-          u.cached_tokens = get_u64(dv);
+          od::value dv = detail.value();
+          usage.cached_tokens = get_u64(dv);
         }
       }
     }
   }
 }
 
-/// Reads `{"message", "type", "code", ...}` (or a bare string) into `e`.
-inline void parse_error_object(od::value& v, StreamError& e) {
-  std::string_view s;
-  if (get_str(v, s)) {
-    e.message = s;
+/// Reads `{"message", "type", "code", ...}` (or a bare string) into `error`.
+inline void parse_error_object(od::value& value, StreamError& error) {
+  std::string_view message;
+  if (get_str(value, message)) {
+    error.message = message;
     return;
   }
-  if (!is_type(v, od::json_type::object)) return;
-  for (auto field : v.get_object()) {
+  if (!is_type(value, od::json_type::object)) return;
+  for (auto field : value.get_object()) {
     std::string_view key = field.unescaped_key();
     od::value val = field.value();
     if (key == "message") {
-      e.message = scalar_text(val);
+      error.message = scalar_text(val);
     } else if (key == "type") {
-      e.type = scalar_text(val);
+      error.type = scalar_text(val);
     } else if (key == "code") {
-      e.code = scalar_text(val);
+      error.code = scalar_text(val);
     }
   }
 }

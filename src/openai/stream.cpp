@@ -12,8 +12,8 @@
 namespace llmux::openai {
 namespace od = simdjson::ondemand;
 
-std::string_view to_string(Dialect d) {
-  switch (d) {
+std::string_view to_string(Dialect dialect) {
+  switch (dialect) {
     case Dialect::completions:
       return "completions";
     case Dialect::chat:
@@ -31,8 +31,8 @@ std::optional<Dialect> parse_dialect(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view endpoint_path(Dialect d) {
-  switch (d) {
+std::string_view endpoint_path(Dialect dialect) {
+  switch (dialect) {
     case Dialect::completions:
       return "/v1/completions";
     case Dialect::chat:

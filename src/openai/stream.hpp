@@ -38,11 +38,11 @@ namespace llmux::openai {
 
 enum class Dialect { completions, chat, responses };
 
-std::string_view to_string(Dialect d);
+std::string_view to_string(Dialect dialect);
 /// "completions", "chat" or "responses"; nullopt otherwise.
 std::optional<Dialect> parse_dialect(std::string_view name);
 /// The request path of a dialect: "/v1/completions", "/v1/chat/completions", "/v1/responses".
-std::string_view endpoint_path(Dialect d);
+std::string_view endpoint_path(Dialect dialect);
 
 /// Token usage as the server reported it (Responses' input/output tokens are mapped to
 /// prompt/completion).
@@ -103,7 +103,7 @@ class StreamInterpreter {
 
   /// Interprets one event (the SSE `event:` name and its joined data).
   EventInfo on_event(std::string_view event_name, std::string_view data);
-  EventInfo on_event(const SseEvent& e) { return on_event(e.event, e.data); }
+  EventInfo on_event(const SseEvent& event) { return on_event(event.event, event.data); }
 
   /// Interprets a whole non-streaming response body (or an HTTP error body) of this dialect:
   /// `choices[].text` / `choices[].message`, or the Responses `output[].content[].text` and

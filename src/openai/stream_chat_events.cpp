@@ -13,9 +13,9 @@ namespace llmux::openai {
 namespace od = simdjson::ondemand;
 using namespace json_read;
 
-void EventParser::parse_delta(od::value& v) {
-  if (!is_type(v, od::json_type::object)) return;
-  for (auto field : v.get_object()) {
+void EventParser::parse_delta(od::value& delta) {
+  if (!is_type(delta, od::json_type::object)) return;
+  for (auto field : delta.get_object()) {
     std::string_view key = field.unescaped_key();
     od::value val = field.value();
     if (key == "content" || key == "reasoning_content" || key == "reasoning") {
@@ -39,9 +39,9 @@ void EventParser::parse_delta(od::value& v) {
   }
 }
 
-void EventParser::parse_choice(od::value& c) {
-  if (!is_type(c, od::json_type::object)) return;
-  for (auto field : c.get_object()) {
+void EventParser::parse_choice(od::value& choice) {
+  if (!is_type(choice, od::json_type::object)) return;
+  for (auto field : choice.get_object()) {
     std::string_view key = field.unescaped_key();
     od::value val = field.value();
     if (key == "text") {
@@ -49,8 +49,8 @@ void EventParser::parse_choice(od::value& c) {
     } else if (key == "delta" || key == "message") {
       parse_delta(val);
     } else if (key == "finish_reason") {
-      std::string_view s;
-      if (get_str(val, s)) set_finish_reason(s);
+      std::string_view reason;
+      if (get_str(val, reason)) set_finish_reason(reason);
     }
   }
 }
@@ -59,7 +59,7 @@ EventInfo EventParser::chat_or_completion(od::object& obj) {
   EventInfo info;
   bool has_choices = false;
   bool got_usage = false;
-  StreamUsage u;
+  StreamUsage usage;
   bool flat_error = false;
   StreamError flat;
   for (auto field : obj) {
@@ -67,25 +67,25 @@ EventInfo EventParser::chat_or_completion(od::object& obj) {
     od::value val = field.value();
     if (key == "choices") {
       if (!is_type(val, od::json_type::array)) continue;
-      for (od::value c : val.get_array()) {
+      for (od::value choice : val.get_array()) {
         has_choices = true;
-        parse_choice(c);
+        parse_choice(choice);
       }
     } else if (key == "usage") {
       if (is_type(val, od::json_type::object)) {
-        parse_usage(val, u);
+        parse_usage(val, usage);
         got_usage = true;
       }
     } else if (key == "error") {
-      StreamError e;
-      parse_error_object(val, e);
+      StreamError error;
+      parse_error_object(val, error);
       if (!is_type(val, od::json_type::null)) {
         info.error = true;
-        set_error(std::move(e));
+        set_error(std::move(error));
       }
     } else if (key == "object") {
-      std::string_view s;
-      if (get_str(val, s) && s == "error") flat_error = true;
+      std::string_view object_type;
+      if (get_str(val, object_type) && object_type == "error") flat_error = true;
     } else if (key == "message") {
       flat.message = scalar_text(val);
     } else if (key == "type") {
@@ -93,8 +93,8 @@ EventInfo EventParser::chat_or_completion(od::object& obj) {
     } else if (key == "code") {
       flat.code = scalar_text(val);
     } else if (key == "id") {
-      std::string_view s;
-      if (get_str(val, s)) set_id(s, /*first_only=*/true);
+      std::string_view id;
+      if (get_str(val, id)) set_id(id, /*first_only=*/true);
     }
   }
   if (flat_error && !info.error) {
@@ -103,18 +103,19 @@ EventInfo EventParser::chat_or_completion(od::object& obj) {
   }
   if (got_usage) {
     info.usage = true;
-    merge_usage(u);
+    merge_usage(usage);
   }
-  if (has_choices && got_usage && u.completion_tokens) {
+  if (has_choices && got_usage && usage.completion_tokens) {
     // Continuous usage: completion_tokens is cumulative; this chunk carries the growth.
     const std::uint64_t prev = interpreter_.last_completion_tokens_.value_or(0);
-    const std::uint64_t now = *u.completion_tokens;
+    const std::uint64_t now = *usage.completion_tokens;
     info.tokens = static_cast<std::uint32_t>(now > prev ? now - prev : 0);
     info.tokens_exact = true;
   } else {
     info.tokens = static_cast<std::uint32_t>(estimated_tokens_);
   }
-  if (got_usage && u.completion_tokens) interpreter_.last_completion_tokens_ = u.completion_tokens;
+  if (got_usage && usage.completion_tokens)
+    interpreter_.last_completion_tokens_ = usage.completion_tokens;
   info.content = any_text_ || info.tokens > 0;
   return info;
 }

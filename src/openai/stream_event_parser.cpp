@@ -14,37 +14,37 @@ namespace llmux::openai {
 namespace od = simdjson::ondemand;
 using namespace json_read;
 
-void EventParser::set_finish_reason(std::string_view v) {
-  if (interpreter_.capture_ids_) interpreter_.extra().finish_reason = v;
+void EventParser::set_finish_reason(std::string_view reason) {
+  if (interpreter_.capture_ids_) interpreter_.extra().finish_reason = reason;
 }
 
-void EventParser::set_id(std::string_view v, bool first_only) {
+void EventParser::set_id(std::string_view id, bool first_only) {
   if (!interpreter_.capture_ids_) return;
-  auto& x = interpreter_.extra();
-  if (!first_only || x.id.empty()) x.id = v;
+  auto& extra = interpreter_.extra();
+  if (!first_only || extra.id.empty()) extra.id = id;
 }
 
-void EventParser::add_text(std::string_view s) {
-  if (s.empty()) return;
-  estimated_tokens_ += std::max<std::size_t>(1, Tokenizer::count(s));
+void EventParser::add_text(std::string_view text) {
+  if (text.empty()) return;
+  estimated_tokens_ += std::max<std::size_t>(1, Tokenizer::count(text));
   any_text_ = true;
-  if (interpreter_.capture_) interpreter_.extra().text.append(s);
+  if (interpreter_.capture_) interpreter_.extra().text.append(text);
 }
 
-void EventParser::add_text_value(od::value& v) {
-  std::string_view s;
-  if (get_str(v, s)) add_text(s);
+void EventParser::add_text_value(od::value& value) {
+  std::string_view text;
+  if (get_str(value, text)) add_text(text);
 }
 
-void EventParser::merge_usage(const StreamUsage& u) {
-  if (u.prompt_tokens) interpreter_.usage_.prompt_tokens = u.prompt_tokens;
-  if (u.completion_tokens) interpreter_.usage_.completion_tokens = u.completion_tokens;
-  if (u.cached_tokens) interpreter_.usage_.cached_tokens = u.cached_tokens;
+void EventParser::merge_usage(const StreamUsage& usage) {
+  if (usage.prompt_tokens) interpreter_.usage_.prompt_tokens = usage.prompt_tokens;
+  if (usage.completion_tokens) interpreter_.usage_.completion_tokens = usage.completion_tokens;
+  if (usage.cached_tokens) interpreter_.usage_.cached_tokens = usage.cached_tokens;
 }
 
-void EventParser::set_error(StreamError e) {
-  auto& x = interpreter_.extra();
-  if (!x.error) x.error = std::move(e);
+void EventParser::set_error(StreamError error) {
+  auto& extra = interpreter_.extra();
+  if (!extra.error) extra.error = std::move(error);
 }
 
 EventInfo EventParser::on_body(std::string_view body) {
@@ -75,8 +75,8 @@ EventInfo EventParser::on_body_usage(std::string_view body) {
   const std::string_view obj = last_usage_object(body);
   if (obj.empty()) return on_body(body);
   EventInfo info;
-  if (StreamUsage u; read_usage_flat(obj, u)) {  // the usual plain object
-    merge_usage(u);
+  if (StreamUsage usage; read_usage_flat(obj, usage)) {  // the usual plain object
+    merge_usage(usage);
     info.usage = true;
     info.done = true;
     interpreter_.done_ = true;
@@ -88,10 +88,10 @@ EventInfo EventParser::on_body_usage(std::string_view body) {
   std::memcpy(buffer_.data(), obj.data(), n);
   try {
     od::document doc = parser_.iterate(buffer_.data(), n, buffer_.size());
-    od::value v = doc.get_value();
-    StreamUsage u;
-    parse_usage(v, u);
-    merge_usage(u);
+    od::value value = doc.get_value();
+    StreamUsage usage;
+    parse_usage(value, usage);
+    merge_usage(usage);
     info.usage = true;
   } catch (const simdjson::simdjson_error&) {
     return on_body(body);  // not what it seemed: the whole body, as ever

@@ -19,7 +19,7 @@ EventInfo EventParser::responses(std::string_view event_name, od::object& obj) {
   std::string_view delta;
   bool has_delta = false;
   bool got_usage = false;
-  StreamUsage u;
+  StreamUsage usage;
   std::string status;
   std::optional<StreamError> resp_error;
   std::optional<StreamError> top_error;
@@ -30,7 +30,7 @@ EventInfo EventParser::responses(std::string_view event_name, od::object& obj) {
     if (key == "type") {
       get_str(val, type);
     } else if (key == "sequence_number") {
-      if (auto n = get_u64(val)) interpreter_.sequence_number_ = n;
+      if (auto sequence = get_u64(val)) interpreter_.sequence_number_ = sequence;
     } else if (key == "delta") {
       has_delta = get_str(val, delta);
     } else if (key == "response") {
@@ -39,13 +39,13 @@ EventInfo EventParser::responses(std::string_view event_name, od::object& obj) {
         std::string_view rk = rf.unescaped_key();
         od::value rv = rf.value();
         if (rk == "id") {
-          std::string_view s;
-          if (get_str(rv, s)) set_id(s, /*first_only=*/false);
+          std::string_view id;
+          if (get_str(rv, id)) set_id(id, /*first_only=*/false);
         } else if (rk == "status") {
           status = scalar_text(rv);
         } else if (rk == "usage") {
           if (is_type(rv, od::json_type::object)) {
-            parse_usage(rv, u);
+            parse_usage(rv, usage);
             got_usage = true;
           }
         } else if (rk == "error") {
@@ -71,7 +71,7 @@ EventInfo EventParser::responses(std::string_view event_name, od::object& obj) {
   if (has_delta && is_text_delta_type(type)) add_text(delta);
   if (got_usage) {
     info.usage = true;
-    merge_usage(u);
+    merge_usage(usage);
   }
   if (type == "response.completed" || type == "response.incomplete") {
     info.done = true;
@@ -79,16 +79,16 @@ EventInfo EventParser::responses(std::string_view event_name, od::object& obj) {
   } else if (type == "response.failed") {
     info.done = true;
     info.error = true;
-    StreamError e = resp_error.value_or(StreamError{});
-    if (e.message.empty()) e.message = "response.failed";
-    if (e.type.empty()) e.type = "response.failed";
-    set_error(std::move(e));
+    StreamError error = resp_error.value_or(StreamError{});
+    if (error.message.empty()) error.message = "response.failed";
+    if (error.type.empty()) error.type = "response.failed";
+    set_error(std::move(error));
     if (!status.empty()) set_finish_reason(status);
   } else if (type == "error") {
     info.error = true;
-    StreamError e = top_error ? *top_error : event_error;
-    if (e.type.empty()) e.type = "error";
-    set_error(std::move(e));
+    StreamError error = top_error ? *top_error : event_error;
+    if (error.type.empty()) error.type = "error";
+    set_error(std::move(error));
   }
   if (top_error && !info.error) {
     info.error = true;
@@ -103,26 +103,26 @@ EventInfo EventParser::responses(std::string_view event_name, od::object& obj) {
 EventInfo EventParser::responses_body(od::object& obj) {
   EventInfo info;
   bool got_usage = false;
-  StreamUsage u;
+  StreamUsage usage;
   for (auto field : obj) {
     std::string_view key = field.unescaped_key();
     od::value val = field.value();
     if (key == "id") {
-      std::string_view s;
-      if (get_str(val, s)) set_id(s, /*first_only=*/false);
+      std::string_view id;
+      if (get_str(val, id)) set_id(id, /*first_only=*/false);
     } else if (key == "status") {
       set_finish_reason(scalar_text(val));
     } else if (key == "usage") {
       if (is_type(val, od::json_type::object)) {
-        parse_usage(val, u);
+        parse_usage(val, usage);
         got_usage = true;
       }
     } else if (key == "error") {
       if (!is_type(val, od::json_type::null)) {
-        StreamError e;
-        parse_error_object(val, e);
+        StreamError error;
+        parse_error_object(val, error);
         info.error = true;
-        set_error(std::move(e));
+        set_error(std::move(error));
       }
     } else if (key == "output") {
       if (!is_type(val, od::json_type::array)) continue;
@@ -149,10 +149,10 @@ EventInfo EventParser::responses_body(od::object& obj) {
   }
   if (got_usage) {
     info.usage = true;
-    merge_usage(u);
+    merge_usage(usage);
   }
-  if (got_usage && u.completion_tokens) {
-    info.tokens = static_cast<std::uint32_t>(*u.completion_tokens);
+  if (got_usage && usage.completion_tokens) {
+    info.tokens = static_cast<std::uint32_t>(*usage.completion_tokens);
     info.tokens_exact = true;
   } else {
     info.tokens = static_cast<std::uint32_t>(estimated_tokens_);
