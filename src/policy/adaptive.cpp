@@ -8,10 +8,10 @@
 
 namespace llmux::policy {
 
-double Adaptive::marginal_gain(const Backend& b, double prior_single) {
-  const int n = b.inflight.load(std::memory_order_relaxed);
-  const double after = (n + 1) * b.curve.rate(n + 1, prior_single);
-  const double now = n > 0 ? n * b.curve.rate(n, prior_single) : 0.0;
+double Adaptive::marginal_gain(const Backend& backend, double prior_single) {
+  const int n = backend.inflight.load(std::memory_order_relaxed);
+  const double after = (n + 1) * backend.curve.rate(n + 1, prior_single);
+  const double now = n > 0 ? n * backend.curve.rate(n, prior_single) : 0.0;
   return after - now;
 }
 
@@ -22,8 +22,8 @@ Backend* Adaptive::select(const PickContext&, std::span<Backend* const> candidat
   // The prior for backends without samples: the others' mean single-stream rate.
   double sum = 0;
   int with = 0;
-  for (auto* b : candidates) {
-    const double r = b->curve.single_rate();
+  for (auto* backend : candidates) {
+    const double r = backend->curve.single_rate();
     if (r > 0) {
       sum += r;
       ++with;
@@ -34,13 +34,14 @@ Backend* Adaptive::select(const PickContext&, std::span<Backend* const> candidat
   Backend* best = nullptr;
   double best_gain = 0;
   for (std::size_t k = 0; k < n; ++k) {
-    Backend* b = candidates[(start + k) % n];
-    if (!accept(*b)) continue;
-    const double g = marginal_gain(*b, prior);
+    Backend* backend = candidates[(start + k) % n];
+    if (!accept(*backend)) continue;
+    const double g = marginal_gain(*backend, prior);
     // Within 1% counts as a tie (samples are noisy): then the less loaded.
     const double tol = 0.01 * std::max(std::abs(g), std::abs(best_gain));
-    if (!best || g > best_gain + tol || (g >= best_gain - tol && compare_load(*b, *best) < 0)) {
-      best = b;
+    if (!best || g > best_gain + tol ||
+        (g >= best_gain - tol && compare_load(*backend, *best) < 0)) {
+      best = backend;
       best_gain = g;
     }
   }

@@ -26,7 +26,7 @@ class Adaptive final : public Policy {
                   FunctionRef<bool(const Backend&)> accept) override;
 
   /// Tokens per second the backend's total would grow by with one more request in flight.
-  static double marginal_gain(const Backend& b, double prior_single);
+  static double marginal_gain(const Backend& backend, double prior_single);
 
  private:
   std::atomic<std::uint64_t> rotate_{0};

@@ -15,15 +15,15 @@ std::string_view session_key(const PickContext& ctx, std::string_view spec) {
   if (spec == "prompt_cache_key") return ctx.prompt_cache_key;
   if (spec == "user") return ctx.user;
   // auto
-  if (auto h = ctx.header("x-session-id"); !h.empty()) return h;
+  if (auto header = ctx.header("x-session-id"); !header.empty()) return header;
   if (!ctx.prompt_cache_key.empty()) return ctx.prompt_cache_key;
   return ctx.user;
 }
 
 namespace {
 
-bool in_ring(const Backend& b, std::int64_t now_ns) {
-  return b.usable(now_ns) && !b.retired.load(std::memory_order_relaxed);
+bool in_ring(const Backend& backend, std::int64_t now_ns) {
+  return backend.usable(now_ns) && !backend.retired.load(std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -31,8 +31,8 @@ bool in_ring(const Backend& b, std::int64_t now_ns) {
 std::shared_ptr<const ConsistentHash::Ring> ConsistentHash::ring(
     std::span<Backend* const> candidates, std::int64_t now_ns) {
   std::uint64_t members = 0;
-  for (const Backend* b : candidates)
-    if (in_ring(*b, now_ns)) members |= 1ull << b->index;
+  for (const Backend* backend : candidates)
+    if (in_ring(*backend, now_ns)) members |= 1ull << backend->index;
   auto cur = ring_.load(std::memory_order_acquire);
   if (cur && cur->members == members &&
       std::equal(cur->order.begin(), cur->order.end(), candidates.begin(), candidates.end()))
@@ -40,14 +40,14 @@ std::shared_ptr<const ConsistentHash::Ring> ConsistentHash::ring(
   auto next = std::make_shared<Ring>();
   next->members = members;
   next->order.assign(candidates.begin(), candidates.end());
-  for (Backend* b : candidates) {
-    if (!(members & (1ull << b->index))) continue;
+  for (Backend* backend : candidates) {
+    if (!(members & (1ull << backend->index))) continue;
     // A backend's points depend on its name alone, so they are the same in every ring.
-    const int points = s_.replicas * weight_of(*b);
-    std::uint64_t h = XXH3_64bits(b->name.data(), b->name.size());
+    const int points = settings_.replicas * weight_of(*backend);
+    std::uint64_t h = XXH3_64bits(backend->name.data(), backend->name.size());
     for (int i = 0; i < points; ++i) {
       h = XXH3_64bits_withSeed(&i, sizeof i, h);
-      next->points.emplace_back(h, b);
+      next->points.emplace_back(h, backend);
     }
   }
   std::sort(next->points.begin(), next->points.end(),
@@ -60,41 +60,43 @@ std::shared_ptr<const ConsistentHash::Ring> ConsistentHash::ring(
 
 Backend* ConsistentHash::select(const PickContext& ctx, std::span<Backend* const> candidates,
                                 FunctionRef<bool(const Backend&)> accept) {
-  const std::string_view key = session_key(ctx, s_.key);
+  const std::string_view key = session_key(ctx, settings_.key);
   if (key.empty() || candidates.empty()) return fallback_.select(ctx, candidates, accept);
   const std::int64_t now = mono_ns();
-  const auto r = ring(candidates, now);
-  if (r->points.empty()) return fallback_.select(ctx, candidates, accept);
+  const auto hash_ring = ring(candidates, now);
+  if (hash_ring->points.empty()) return fallback_.select(ctx, candidates, accept);
   // The bound: load_factor times the mean in-flight count with this request counted.
   std::int64_t total = 0;
   int usable = 0;
-  for (const Backend* b : candidates) {
-    if (!(r->members & (1ull << b->index))) continue;
-    total += b->inflight.load(std::memory_order_relaxed);
+  for (const Backend* backend : candidates) {
+    if (!(hash_ring->members & (1ull << backend->index))) continue;
+    total += backend->inflight.load(std::memory_order_relaxed);
     ++usable;
   }
   // At least one request above the even share: at low load (a slot given back a moment after
   // its client got the answer) one request more or less is no imbalance worth a cache miss.
   const double even = static_cast<double>(total + 1) / usable;
-  const double bound =
-      s_.load_factor > 0 ? std::max(std::ceil(s_.load_factor * even), std::ceil(even) + 1) : 0.0;
+  const double bound = settings_.load_factor > 0
+                           ? std::max(std::ceil(settings_.load_factor * even), std::ceil(even) + 1)
+                           : 0.0;
   const std::uint64_t h = XXH3_64bits(key.data(), key.size());
-  auto it = std::lower_bound(r->points.begin(), r->points.end(), h,
+  auto it = std::lower_bound(hash_ring->points.begin(), hash_ring->points.end(), h,
                              [](const auto& p, std::uint64_t v) { return p.first < v; });
   // Walk clockwise: the first backend that accepts and is under the bound; the first that
   // accepts at all if every one is over it.
   Backend* first_ok = nullptr;
   std::uint64_t seen = 0;
-  for (std::size_t k = 0; k < r->points.size() && seen != r->members; ++k, ++it) {
-    if (it == r->points.end()) it = r->points.begin();
-    Backend* b = it->second;
-    const std::uint64_t bit = 1ull << b->index;
+  for (std::size_t k = 0; k < hash_ring->points.size() && seen != hash_ring->members; ++k, ++it) {
+    if (it == hash_ring->points.end()) it = hash_ring->points.begin();
+    Backend* backend = it->second;
+    const std::uint64_t bit = 1ull << backend->index;
     if (seen & bit) continue;
     seen |= bit;
-    if (!accept(*b)) continue;
-    if (bound <= 0 || static_cast<double>(b->inflight.load(std::memory_order_relaxed)) < bound)
-      return b;
-    if (!first_ok) first_ok = b;
+    if (!accept(*backend)) continue;
+    if (bound <= 0 ||
+        static_cast<double>(backend->inflight.load(std::memory_order_relaxed)) < bound)
+      return backend;
+    if (!first_ok) first_ok = backend;
   }
   if (first_ok) return first_ok;
   // Every backend of the ring refused (tried, full): one outside it may still take the request.

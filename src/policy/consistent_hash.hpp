@@ -41,7 +41,7 @@ class ConsistentHash final : public Policy {
     double load_factor = 1.25;
     int replicas = 160;
   };
-  explicit ConsistentHash(Settings s) : s_(std::move(s)) {}
+  explicit ConsistentHash(Settings settings) : settings_(std::move(settings)) {}
   std::string_view name() const override { return "consistent_hash"; }
   Backend* select(const PickContext& ctx, std::span<Backend* const> candidates,
                   FunctionRef<bool(const Backend&)> accept) override;
@@ -57,7 +57,7 @@ class ConsistentHash final : public Policy {
   std::uint64_t builds() const { return builds_.load(std::memory_order_relaxed); }
 
  private:
-  Settings s_;
+  Settings settings_;
   std::atomic<std::shared_ptr<const Ring>> ring_;
   std::atomic<std::uint64_t> builds_{0};
   LeastInflight fallback_;

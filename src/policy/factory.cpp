@@ -19,16 +19,16 @@
 
 namespace llmux::policy {
 
-bool available(const Backend& b, const TriedSet& tried, std::int64_t now_ns) {
-  return !tried.contains(b) && b.has_capacity() && b.usable(now_ns) &&
-         !(b.on_trial() && b.trial_taken.load(std::memory_order_relaxed));
+bool available(const Backend& backend, const TriedSet& tried, std::int64_t now_ns) {
+  return !tried.contains(backend) && backend.has_capacity() && backend.usable(now_ns) &&
+         !(backend.on_trial() && backend.trial_taken.load(std::memory_order_relaxed));
 }
 
 Backend* Policy::pick(const PickContext& ctx, std::span<Backend* const> candidates,
                       const TriedSet& tried, std::int64_t now_ns) {
-  return select(ctx, candidates, [&](const Backend& b) {
-    return available(b, tried, now_ns) &&
-           (ctx.pinned || !b.draining.load(std::memory_order_relaxed));
+  return select(ctx, candidates, [&](const Backend& backend) {
+    return available(backend, tried, now_ns) &&
+           (ctx.pinned || !backend.draining.load(std::memory_order_relaxed));
   });
 }
 
@@ -38,17 +38,18 @@ namespace {
 /// has room, so that requests are tried rather than refused by the gateway alone.
 upstream::Slot last_resort(std::span<Backend* const> candidates, TriedSet& tried,
                            std::int64_t now_ns, std::int64_t tokens, bool pinned) {
-  for (Backend* b : candidates)  // not every backend is out: no last resort
-    if (b->usable(now_ns) && !(b->on_trial() && b->trial_taken.load(std::memory_order_relaxed)))
+  for (Backend* backend : candidates)  // not every backend is out: no last resort
+    if (backend->usable(now_ns) &&
+        !(backend->on_trial() && backend->trial_taken.load(std::memory_order_relaxed)))
       return {};
   Backend* best = nullptr;
-  for (Backend* b : candidates) {
-    if (tried.contains(*b) || !b->has_capacity() ||
-        (!pinned && b->draining.load(std::memory_order_relaxed)))
+  for (Backend* backend : candidates) {
+    if (tried.contains(*backend) || !backend->has_capacity() ||
+        (!pinned && backend->draining.load(std::memory_order_relaxed)))
       continue;
-    if (!best || b->last_failure_ns.load(std::memory_order_relaxed) <
+    if (!best || backend->last_failure_ns.load(std::memory_order_relaxed) <
                      best->last_failure_ns.load(std::memory_order_relaxed))
-      best = b;
+      best = backend;
   }
   if (!best || !best->try_acquire()) return {};
   return upstream::Slot{best, false, tokens};
@@ -61,18 +62,18 @@ upstream::Slot pick_and_acquire(Policy& policy, const PickContext& ctx,
                                 std::int64_t now_ns) {
   // Each round either returns or adds one backend to `tried`, so it ends.
   for (std::size_t round = 0; round <= candidates.size(); ++round) {
-    Backend* b = policy.pick(ctx, candidates, tried, now_ns);
-    if (!b) break;
-    if (!b->try_acquire()) {
-      tried.add(*b);  // full since select() looked: not this one, for this request
+    Backend* backend = policy.pick(ctx, candidates, tried, now_ns);
+    if (!backend) break;
+    if (!backend->try_acquire()) {
+      tried.add(*backend);  // full since select() looked: not this one, for this request
       continue;
     }
-    if (!b->on_trial()) return upstream::Slot{b, false, ctx.tokens};
+    if (!backend->on_trial()) return upstream::Slot{backend, false, ctx.tokens};
     bool taken = false;
-    if (b->trial_taken.compare_exchange_strong(taken, true, std::memory_order_relaxed))
-      return upstream::Slot{b, /*trial=*/true, ctx.tokens};
-    b->release();  // another request holds its trial
-    tried.add(*b);
+    if (backend->trial_taken.compare_exchange_strong(taken, true, std::memory_order_relaxed))
+      return upstream::Slot{backend, /*trial=*/true, ctx.tokens};
+    backend->release();  // another request holds its trial
+    tried.add(*backend);
   }
   return last_resort(candidates, tried, now_ns, ctx.tokens, ctx.pinned);
 }
@@ -107,12 +108,12 @@ class OptionReader {
     if (it == options_.end()) return;
     seen_++;
     double v = 0;
-    const std::string& s = it->second;
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size() || !(v >= lo && v <= hi) ||
+    const std::string& text = it->second;
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || p != text.data() + text.size() || !(v >= lo && v <= hi) ||
         (std::is_integral_v<T> && v != static_cast<double>(static_cast<long long>(v)))) {
       fail(fmt::format("policy '{}': option {} must be {} {}-{} (got '{}')", policy_, key,
-                       std::is_integral_v<T> ? "a whole number" : "a number", lo, hi, s));
+                       std::is_integral_v<T> ? "a whole number" : "a number", lo, hi, text));
       return;
     }
     out = static_cast<T>(v);
@@ -130,9 +131,9 @@ class OptionReader {
   /// True when every option was known and read.
   bool done() {
     if (ok_ && seen_ != options_.size()) {
-      for (const auto& [k, v] : options_)
-        if (!known(k)) {
-          fail(fmt::format("policy '{}' has no option '{}'", policy_, k));
+      for (const auto& [name, value] : options_)
+        if (!known(name)) {
+          fail(fmt::format("policy '{}' has no option '{}'", policy_, name));
           break;
         }
     }
@@ -141,8 +142,8 @@ class OptionReader {
   void know(std::initializer_list<std::string_view> keys) { known_ = keys; }
 
  private:
-  bool known(const std::string& k) const {
-    return std::find(known_.begin(), known_.end(), k) != known_.end();
+  bool known(const std::string& name) const {
+    return std::find(known_.begin(), known_.end(), name) != known_.end();
   }
   std::string_view policy_;
   const Options& options_;
@@ -153,35 +154,35 @@ class OptionReader {
 };
 
 std::unique_ptr<Policy> make_consistent_hash(const Options& options, std::string* error) {
-  ConsistentHash::Settings s;
-  OptionReader r("consistent_hash", options, error);
-  r.know({"key", "load_factor", "replicas"});
-  r.string("key", s.key);
-  r.number("load_factor", s.load_factor, 0, 100);
-  r.number("replicas", s.replicas, 1, 10000);
-  if (s.load_factor > 0 && s.load_factor < 1)
-    r.fail("policy 'consistent_hash': option load_factor must be 0 (no bound) or at least 1");
-  if (s.key != "auto" && s.key != "prompt_cache_key" && s.key != "user" &&
-      !(s.key.starts_with("header:") && s.key.size() > 7))
-    r.fail(fmt::format(
+  ConsistentHash::Settings settings;
+  OptionReader reader("consistent_hash", options, error);
+  reader.know({"key", "load_factor", "replicas"});
+  reader.string("key", settings.key);
+  reader.number("load_factor", settings.load_factor, 0, 100);
+  reader.number("replicas", settings.replicas, 1, 10000);
+  if (settings.load_factor > 0 && settings.load_factor < 1)
+    reader.fail("policy 'consistent_hash': option load_factor must be 0 (no bound) or at least 1");
+  if (settings.key != "auto" && settings.key != "prompt_cache_key" && settings.key != "user" &&
+      !(settings.key.starts_with("header:") && settings.key.size() > 7))
+    reader.fail(fmt::format(
         "policy 'consistent_hash': option key must be auto, header:NAME, prompt_cache_key or "
         "user (got '{}')",
-        s.key));
-  if (!r.done()) return nullptr;
-  return std::make_unique<ConsistentHash>(std::move(s));
+        settings.key));
+  if (!reader.done()) return nullptr;
+  return std::make_unique<ConsistentHash>(std::move(settings));
 }
 
 std::unique_ptr<Policy> make_prefix_aware(const Options& options, std::string* error) {
-  PrefixAware::Settings s;
-  OptionReader r("prefix_aware", options, error);
-  r.know({"block_chars", "table_blocks", "min_match", "balance_abs", "balance_rel"});
-  r.number("block_chars", s.block_chars, 8, 65536);
-  r.number("table_blocks", s.table_blocks, 64, 1 << 26);
-  r.number("min_match", s.min_match, 0, 1);
-  r.number("balance_abs", s.balance_abs, 0, 1000000);
-  r.number("balance_rel", s.balance_rel, 1, 1000);
-  if (!r.done()) return nullptr;
-  return std::make_unique<PrefixAware>(s);
+  PrefixAware::Settings settings;
+  OptionReader reader("prefix_aware", options, error);
+  reader.know({"block_chars", "table_blocks", "min_match", "balance_abs", "balance_rel"});
+  reader.number("block_chars", settings.block_chars, 8, 65536);
+  reader.number("table_blocks", settings.table_blocks, 64, 1 << 26);
+  reader.number("min_match", settings.min_match, 0, 1);
+  reader.number("balance_abs", settings.balance_abs, 0, 1000000);
+  reader.number("balance_rel", settings.balance_rel, 1, 1000);
+  if (!reader.done()) return nullptr;
+  return std::make_unique<PrefixAware>(settings);
 }
 
 struct RandomUniform : Random {
@@ -216,8 +217,8 @@ const std::vector<Entry>& registry() {
 
 std::unique_ptr<Policy> make_policy(std::string_view name, const Options& options,
                                     std::string* error) {
-  for (const auto& e : registry())
-    if (e.name == name) return e.make(options, error);
+  for (const auto& entry : registry())
+    if (entry.name == name) return entry.make(options, error);
   if (error) *error = fmt::format("unknown policy '{}'", name);
   return nullptr;
 }
@@ -225,7 +226,7 @@ std::unique_ptr<Policy> make_policy(std::string_view name, const Options& option
 const std::vector<std::string>& policy_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
-    for (const auto& e : registry()) out.push_back(e.name);
+    for (const auto& entry : registry()) out.push_back(entry.name);
     return out;
   }();
   return names;

@@ -24,8 +24,8 @@ class LeastInflight final : public Policy {
   std::atomic<std::uint64_t> rotate_{0};
 };
 
-/// True when `a` is less loaded than `b`: in-flight per weight, then outstanding tokens per
+/// True when `left` is less loaded than `right`: in-flight per weight, then outstanding tokens per
 /// weight (0: equal). Shared by least_inflight and power_of_two.
-int compare_load(const Backend& a, const Backend& b);
+int compare_load(const Backend& left, const Backend& right);
 
 }  // namespace llmux::policy

@@ -13,21 +13,21 @@ Backend* LeastLoad::select(const PickContext& ctx, std::span<Backend* const> can
   const std::int64_t now = mono_ns();
   Backend* best = nullptr;
   double best_load = 0, best_kv = 0;
-  for (Backend* b : candidates) {
-    if (!accept(*b)) continue;
-    const auto r = upstream::fresh_report(*b, now);
-    if (!r) continue;  // stale or never read: after every fresh one
-    const int w = weight_of(*b);
-    const double own = b->inflight.load(std::memory_order_relaxed);
-    const double load = (std::max(own, r->running + r->waiting) + r->waiting) / w;
+  for (Backend* backend : candidates) {
+    if (!accept(*backend)) continue;
+    const auto report = upstream::fresh_report(*backend, now);
+    if (!report) continue;  // stale or never read: after every fresh one
+    const int w = weight_of(*backend);
+    const double own = backend->inflight.load(std::memory_order_relaxed);
+    const double load = (std::max(own, report->running + report->waiting) + report->waiting) / w;
     const bool better =
         !best || load < best_load ||
-        (load == best_load &&
-         (r->kv_usage < best_kv || (r->kv_usage == best_kv && compare_load(*b, *best) < 0)));
+        (load == best_load && (report->kv_usage < best_kv ||
+                               (report->kv_usage == best_kv && compare_load(*backend, *best) < 0)));
     if (better) {
-      best = b;
+      best = backend;
       best_load = load;
-      best_kv = r->kv_usage;
+      best_kv = report->kv_usage;
     }
   }
   if (best) return best;

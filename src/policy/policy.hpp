@@ -65,18 +65,18 @@ class Policy {
   /// One of `candidates` for which accept() is true, or nullptr when there is none.
   virtual Backend* select(const PickContext& ctx, std::span<Backend* const> candidates,
                           FunctionRef<bool(const Backend&)> accept) = 0;
-  /// How an attempt on `b` ended; called for every attempt, from the worker that made it.
-  virtual void on_outcome(const PickContext& ctx, const Backend& b, const Outcome& o) {}
+  /// How an attempt on `backend` ended; called for every attempt, from the worker that made it.
+  virtual void on_outcome(const PickContext& ctx, const Backend& backend, const Outcome& outcome) {}
 
   /// select() accepting what available() allows.
   Backend* pick(const PickContext& ctx, std::span<Backend* const> candidates, const TriedSet& tried,
                 std::int64_t now_ns = mono_ns());
 };
 
-/// True if `b` may take another request: not tried, under its in-flight limit. A hint for
+/// True if `backend` may take another request: not tried, under its in-flight limit. A hint for
 /// select(): the slot itself is taken by pick_and_acquire().
 /// Also: usable (checks pass, not ejected), and not on a trial another request holds.
-bool available(const Backend& b, const TriedSet& tried, std::int64_t now_ns = mono_ns());
+bool available(const Backend& backend, const TriedSet& tried, std::int64_t now_ns = mono_ns());
 
 /// Asks `policy` for an available backend and takes one of its in-flight slots atomically. A
 /// backend that filled up between select() and the slot (another worker took the last one) is

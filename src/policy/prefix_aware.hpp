@@ -33,7 +33,7 @@ class PrefixAware final : public Policy {
     int balance_abs = 16;
     double balance_rel = 1.5;
   };
-  explicit PrefixAware(Settings s) : s_(s) {}
+  explicit PrefixAware(Settings settings) : settings_(settings) {}
   std::string_view name() const override { return "prefix_aware"; }
   bool needs_prompt() const override { return true; }
   Backend* select(const PickContext& ctx, std::span<Backend* const> candidates,
@@ -46,7 +46,7 @@ class PrefixAware final : public Policy {
   const Counts& counts() const { return counts_; }
 
  private:
-  Settings s_;
+  Settings settings_;
   LeastInflight least_;
   Counts counts_;
 };

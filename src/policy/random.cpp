@@ -11,18 +11,18 @@ namespace llmux::policy {
 namespace {
 
 std::minstd_rand& rng() {
-  thread_local std::minstd_rand r{std::random_device{}()};
-  return r;
+  thread_local std::minstd_rand engine{std::random_device{}()};
+  return engine;
 }
 
 /// The available candidates and their weights (1 each when `weighted` is false).
 struct Available {
   std::array<Backend*, 64> local;
   std::vector<Backend*> spill;  // more than 64 candidates: never with a validated config
-  Backend** b = local.data();
+  Backend** backends = local.data();
   std::array<std::int64_t, 64> wlocal;
   std::vector<std::int64_t> wspill;
-  std::int64_t* w = wlocal.data();
+  std::int64_t* weights = wlocal.data();
   std::size_t n = 0;
   std::int64_t total = 0;
 
@@ -31,26 +31,26 @@ struct Available {
     if (candidates.size() > local.size()) {
       spill.resize(candidates.size());
       wspill.resize(candidates.size());
-      b = spill.data();
-      w = wspill.data();
+      backends = spill.data();
+      weights = wspill.data();
     }
-    for (auto* c : candidates) {
-      if (!accept(*c)) continue;
-      const int weight = weighted ? c->weight.load(std::memory_order_relaxed) : 1;
-      b[n] = c;
-      w[n] = weight > 0 ? weight : 1;
-      total += w[n];
+    for (auto* candidate : candidates) {
+      if (!accept(*candidate)) continue;
+      const int weight = weighted ? candidate->weight.load(std::memory_order_relaxed) : 1;
+      backends[n] = candidate;
+      weights[n] = weight > 0 ? weight : 1;
+      total += weights[n];
       ++n;
     }
   }
-  /// Index drawn with probability w[i] / total, leaving out `skip` (its weight `skip_w`).
+  /// Index drawn with probability weights[i] / total, leaving out `skip` (its weight `skip_w`).
   std::size_t draw(std::size_t skip = SIZE_MAX) {
-    const std::int64_t sum = skip == SIZE_MAX ? total : total - w[skip];
+    const std::int64_t sum = skip == SIZE_MAX ? total : total - weights[skip];
     std::int64_t r = std::uniform_int_distribution<std::int64_t>(0, sum - 1)(rng());
     for (std::size_t i = 0; i < n; ++i) {
       if (i == skip) continue;
-      if (r < w[i]) return i;
-      r -= w[i];
+      if (r < weights[i]) return i;
+      r -= weights[i];
     }
     return n - 1;
   }
@@ -61,19 +61,19 @@ struct Available {
 std::size_t draw_available(std::span<Backend* const> candidates,
                            FunctionRef<bool(const Backend&)> accept, bool weighted, std::size_t k,
                            Backend** out) {
-  Available a(candidates, accept, weighted);
-  if (a.n == 0 || k == 0) return 0;
-  const std::size_t i = a.draw();
-  out[0] = a.b[i];
-  if (k == 1 || a.n == 1) return 1;
-  out[1] = a.b[a.draw(i)];
+  Available usable(candidates, accept, weighted);
+  if (usable.n == 0 || k == 0) return 0;
+  const std::size_t i = usable.draw();
+  out[0] = usable.backends[i];
+  if (k == 1 || usable.n == 1) return 1;
+  out[1] = usable.backends[usable.draw(i)];
   return 2;
 }
 
 Backend* Random::select(const PickContext&, std::span<Backend* const> candidates,
                         FunctionRef<bool(const Backend&)> accept) {
-  Backend* b = nullptr;
-  return draw_available(candidates, accept, weighted_, 1, &b) == 1 ? b : nullptr;
+  Backend* backend = nullptr;
+  return draw_available(candidates, accept, weighted_, 1, &backend) == 1 ? backend : nullptr;
 }
 
 }  // namespace llmux::policy

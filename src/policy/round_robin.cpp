@@ -22,11 +22,11 @@ Backend* RoundRobin::select(const PickContext&, std::span<Backend* const> candid
   std::size_t n = 0;
   std::uint64_t total = 0;
   int max_weight = 0;
-  for (auto* b : candidates) {
-    if (!accept(*b)) continue;
-    avail[n++] = b;
-    total += static_cast<std::uint64_t>(weight_of(*b));
-    max_weight = std::max(max_weight, weight_of(*b));
+  for (auto* backend : candidates) {
+    if (!accept(*backend)) continue;
+    avail[n++] = backend;
+    total += static_cast<std::uint64_t>(weight_of(*backend));
+    max_weight = std::max(max_weight, weight_of(*backend));
   }
   if (n == 0) return nullptr;
   if (n == 1) return avail[0];
@@ -45,8 +45,8 @@ Backend* RoundRobin::select(const PickContext&, std::span<Backend* const> candid
 
 Backend* First::select(const PickContext&, std::span<Backend* const> candidates,
                        FunctionRef<bool(const Backend&)> accept) {
-  for (auto* b : candidates)
-    if (accept(*b)) return b;
+  for (auto* backend : candidates)
+    if (accept(*backend)) return backend;
   return nullptr;
 }
 
