@@ -36,7 +36,8 @@ using std::chrono::milliseconds;
 struct RedisClient::Impl {
   // One command awaiting its reply: the completion and its timeout.
   struct Op {
-    Op(net::io_context& io, std::unique_ptr<Completion> c) : completion(std::move(c)), timer(io) {}
+    Op(net::io_context& io, std::unique_ptr<Completion> awaiting)
+        : completion(std::move(awaiting)), timer(io) {}
     std::unique_ptr<Completion> completion;          // null for fire()
     std::function<void(const RedisReply&)> on_done;  // fire()'s
     net::steady_timer timer;
@@ -45,8 +46,11 @@ struct RedisClient::Impl {
 
   enum class Conn { idle, connecting, handshaking, up };
 
-  explicit Impl(RedisOptions o)
-      : opts(std::move(o)), work(net::make_work_guard(io)), reconnect_timer(io), connect_timer(io) {
+  explicit Impl(RedisOptions options)
+      : opts(std::move(options)),
+        work(net::make_work_guard(io)),
+        reconnect_timer(io),
+        connect_timer(io) {
     backoff = opts.backoff_min;
   }
 
@@ -81,65 +85,66 @@ struct RedisClient::Impl {
   void connect() {
     if (stopping) return;
     conn = Conn::connecting;
-    redisAsyncContext* c = redisAsyncConnect(opts.url.host.c_str(), opts.url.port);
-    if (c == nullptr) {
+    redisAsyncContext* context = redisAsyncConnect(opts.url.host.c_str(), opts.url.port);
+    if (context == nullptr) {
       attempt_failed("out of memory");
       return;
     }
-    if (c->err) {
-      std::string why = c->errstr;
-      redisAsyncFree(c);
+    if (context->err) {
+      std::string why = context->errstr;
+      redisAsyncFree(context);
       attempt_failed(why);
       return;
     }
     // A peer that vanished (no RST: a host gone) is found within seconds, not TCP's minutes:
     // keepalive probes when idle, and unacknowledged writes bounded by TCP_USER_TIMEOUT.
-    redisEnableKeepAlive(&c->c);
+    redisEnableKeepAlive(&context->c);
     const unsigned int user_timeout_ms = 10000;
-    ::setsockopt(c->c.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
-    auto w = std::make_shared<HiredisWatch>(io, c,
-                                            [this](redisAsyncContext* freed) { on_freed(freed); });
-    if (const boost::system::error_code ec = w->attach()) {
-      redisAsyncFree(c);  // no hooks yet: nothing calls back
+    ::setsockopt(context->c.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms,
+                 sizeof user_timeout_ms);
+    auto watcher = std::make_shared<HiredisWatch>(
+        io, context, [this](redisAsyncContext* freed) { on_freed(freed); });
+    if (const boost::system::error_code ec = watcher->attach()) {
+      redisAsyncFree(context);  // no hooks yet: nothing calls back
       attempt_failed("cannot watch the socket: " + ec.message());
       return;
     }
-    c->data = this;
-    ac = c;
-    watch = w;
+    context->data = this;
+    ac = context;
+    watch = watcher;
     // No disconnect callback: the cleanup hook (on_freed) sees every end of a context, and
     // before hiredis's onDisconnect would.
-    redisAsyncSetConnectCallback(c, &Impl::on_connect);  // arms the write wait: connected when
-                                                         // writable
+    redisAsyncSetConnectCallback(context, &Impl::on_connect);  // arms the write wait: connected
+                                                               // when writable
     const std::uint64_t gen = ++generation;
     connect_timer.expires_after(opts.connect_timeout);
-    connect_timer.async_wait([this, c, gen](const boost::system::error_code& e) {
-      if (e || gen != generation || ac != c || conn == Conn::up) return;
+    connect_timer.async_wait([this, context, gen](const boost::system::error_code& error) {
+      if (error || gen != generation || ac != context || conn == Conn::up) return;
       last_error = "connect timed out";
-      redisAsyncFree(c);  // -> cleanup -> on_freed
+      redisAsyncFree(context);  // -> cleanup -> on_freed
     });
   }
 
-  static void on_connect(const redisAsyncContext* c, int status) {
-    auto* self = static_cast<Impl*>(c->data);
+  static void on_connect(const redisAsyncContext* context, int status) {
+    auto* self = static_cast<Impl*>(context->data);
     if (status != REDIS_OK) {
-      self->last_error = c->errstr ? c->errstr : "connect failed";
+      self->last_error = context->errstr ? context->errstr : "connect failed";
       return;  // hiredis frees the context next: cleanup -> on_freed
     }
-    self->handshake(const_cast<redisAsyncContext*>(c));
+    self->handshake(const_cast<redisAsyncContext*>(context));
   }
 
   // AUTH and SELECT when asked for, then PING: up once PING answers.
-  void handshake(redisAsyncContext* c) {
+  void handshake(redisAsyncContext* context) {
     conn = Conn::handshaking;
     auto send = [&](std::vector<std::string> args, bool last) {
       std::vector<const char*> argv;
       std::vector<std::size_t> lens;
-      for (const auto& a : args) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
+      for (const auto& arg : args) {
+        argv.push_back(arg.data());
+        lens.push_back(arg.size());
       }
-      redisAsyncCommandArgv(c, &Impl::on_handshake, reinterpret_cast<void*>(last ? 1 : 0),
+      redisAsyncCommandArgv(context, &Impl::on_handshake, reinterpret_cast<void*>(last ? 1 : 0),
                             static_cast<int>(argv.size()), argv.data(), lens.data());
     };
     if (!opts.url.password.empty()) {
@@ -152,13 +157,13 @@ struct RedisClient::Impl {
     send({"PING"}, true);
   }
 
-  static void on_handshake(redisAsyncContext* c, void* r, void* priv) {
-    auto* self = static_cast<Impl*>(c->data);
+  static void on_handshake(redisAsyncContext* context, void* r, void* priv) {
+    auto* self = static_cast<Impl*>(context->data);
     auto* reply = static_cast<redisReply*>(r);
-    if (reply == nullptr || (c->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING))) return;
+    if (reply == nullptr || (context->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING))) return;
     if (reply->type == REDIS_REPLY_ERROR) {
       self->last_error = std::string("handshake: ") + std::string(reply->str, reply->len);
-      redisAsyncFree(c);  // in a callback: hiredis frees it when the callback returns
+      redisAsyncFree(context);  // in a callback: hiredis frees it when the callback returns
       return;
     }
     if (priv != nullptr) self->become_up();
@@ -182,9 +187,9 @@ struct RedisClient::Impl {
   }
 
   // The context is being freed (cleanup hook: it is still readable, not usable).
-  void on_freed(redisAsyncContext* c) {
-    if (c != ac) return;
-    if (c->err && c->errstr && last_error.empty()) last_error = c->errstr;
+  void on_freed(redisAsyncContext* context) {
+    if (context != ac) return;
+    if (context->err && context->errstr && last_error.empty()) last_error = context->errstr;
     ac = nullptr;
     watch.reset();
     connect_timer.cancel();
@@ -231,8 +236,8 @@ struct RedisClient::Impl {
 
   // --- commands --------------------------------------------------------------------------------
 
-  static void on_reply(redisAsyncContext* c, void* r, void* priv) {
-    auto* self = static_cast<Impl*>(c->data);
+  static void on_reply(redisAsyncContext* context, void* r, void* priv) {
+    auto* self = static_cast<Impl*>(context->data);
     std::unique_ptr<std::shared_ptr<Op>> holder(static_cast<std::shared_ptr<Op>*>(priv));
     const std::shared_ptr<Op>& op = *holder;
     if (self->inflight > 0) --self->inflight;
@@ -261,9 +266,9 @@ struct RedisClient::Impl {
       std::vector<std::size_t> lens;
       argv.reserve(args.size());
       lens.reserve(args.size());
-      for (const auto& a : args) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
+      for (const auto& arg : args) {
+        argv.push_back(arg.data());
+        lens.push_back(arg.size());
       }
       auto* holder = new std::shared_ptr<Op>(op);
       if (redisAsyncCommandArgv(ac, &Impl::on_reply, holder, static_cast<int>(argv.size()),
@@ -285,9 +290,9 @@ struct RedisClient::Impl {
     }
     ++refused;
     op->done = true;
-    RedisReply f = RedisReply::failure(why);
-    if (op->on_done) op->on_done(f);
-    if (op->completion) op->completion->complete(std::move(f));
+    RedisReply failure = RedisReply::failure(why);
+    if (op->on_done) op->on_done(failure);
+    if (op->completion) op->completion->complete(std::move(failure));
   }
 
   void shutdown() {
@@ -343,16 +348,18 @@ const RedisUrl& RedisClient::url() const {
 }
 
 void RedisClient::submit(std::vector<std::string> args, milliseconds timeout,
-                         std::unique_ptr<Completion> c) {
+                         std::unique_ptr<Completion> completion) {
   Impl* impl = impl_.get();
   if (impl->stopped.load() || !impl->is_up.load(std::memory_order_relaxed)) {
     // Down: fail at once, without a trip through the Redis thread.
     ++impl->refused;
-    c->complete(RedisReply::failure(impl->stopped ? "redis client stopped" : "redis down"));
+    completion->complete(
+        RedisReply::failure(impl->stopped ? "redis client stopped" : "redis down"));
     return;
   }
-  net::post(impl->io, [impl, c = std::move(c), args = std::move(args), timeout]() mutable {
-    impl->send(args, std::make_shared<Impl::Op>(impl->io, std::move(c)), timeout);
+  net::post(impl->io, [impl, completion = std::move(completion), args = std::move(args),
+                       timeout]() mutable {
+    impl->send(args, std::make_shared<Impl::Op>(impl->io, std::move(completion)), timeout);
   });
 }
 
@@ -390,14 +397,14 @@ void RedisClient::remove_on_up(std::size_t id) {
 }
 
 RedisClient::Counters RedisClient::counters() const {
-  Counters c;
-  c.errors = impl_->errors.load();
-  c.timeouts = impl_->timeouts.load();
-  c.refused = impl_->refused.load();
-  c.reconnects = impl_->reconnects.load();
-  c.connect_failures = impl_->connect_failures.load();
-  c.inflight = impl_->inflight.load();
-  return c;
+  Counters snapshot;
+  snapshot.errors = impl_->errors.load();
+  snapshot.timeouts = impl_->timeouts.load();
+  snapshot.refused = impl_->refused.load();
+  snapshot.reconnects = impl_->reconnects.load();
+  snapshot.connect_failures = impl_->connect_failures.load();
+  snapshot.inflight = impl_->inflight.load();
+  return snapshot;
 }
 
 }  // namespace llmux::state

@@ -52,9 +52,9 @@ struct RedisReply {
   bool failed() const { return kind == Kind::failed; }
 
   static RedisReply failure(std::string why) {
-    RedisReply r;
-    r.str = std::move(why);
-    return r;
+    RedisReply reply;
+    reply.str = std::move(why);
+    return reply;
   }
 };
 
@@ -107,9 +107,11 @@ class RedisClient {
   auto async_command(std::vector<std::string> args, std::chrono::milliseconds timeout,
                      Token&& token) {
     return boost::asio::async_initiate<Token, void(RedisReply)>(
-        [this](auto handler, std::vector<std::string> a, std::chrono::milliseconds t) {
+        [this](auto handler, std::vector<std::string> command_args,
+               std::chrono::milliseconds command_timeout) {
           using H = std::decay_t<decltype(handler)>;
-          submit(std::move(a), t, std::make_unique<CompletionImpl<H>>(std::move(handler)));
+          submit(std::move(command_args), command_timeout,
+                 std::make_unique<CompletionImpl<H>>(std::move(handler)));
         },
         token, std::move(args), timeout);
   }
@@ -141,26 +143,27 @@ class RedisClient {
   /// Holds a handler until the Redis thread completes it (always exactly once).
   struct Completion {
     virtual ~Completion() = default;
-    virtual void complete(RedisReply r) = 0;
+    virtual void complete(RedisReply reply) = 0;
   };
 
  private:
   template <typename Handler>
   struct CompletionImpl final : Completion {
     using Executor = boost::asio::associated_executor_t<Handler>;
-    explicit CompletionImpl(Handler&& h)
-        : handler(std::move(h)), work(boost::asio::get_associated_executor(handler)) {}
-    void complete(RedisReply r) override {
+    explicit CompletionImpl(Handler&& callback)
+        : handler(std::move(callback)), work(boost::asio::get_associated_executor(handler)) {}
+    void complete(RedisReply reply) override {
       Executor ex = work.get_executor();
-      boost::asio::post(ex, [h = std::move(handler), r = std::move(r),
-                             w = std::move(work)]() mutable { std::move(h)(std::move(r)); });
+      boost::asio::post(
+          ex, [callback = std::move(handler), reply = std::move(reply),
+               work_guard = std::move(work)]() mutable { std::move(callback)(std::move(reply)); });
     }
     Handler handler;
     boost::asio::executor_work_guard<Executor> work;
   };
 
   void submit(std::vector<std::string> args, std::chrono::milliseconds timeout,
-              std::unique_ptr<Completion> c);
+              std::unique_ptr<Completion> completion);
 
   struct Impl;
   std::shared_ptr<Impl> impl_;

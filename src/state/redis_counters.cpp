@@ -10,8 +10,8 @@ namespace llmux::state {
 
 namespace {
 
-std::string ms(std::chrono::milliseconds d) {
-  return std::to_string(std::max<std::int64_t>(1, d.count()));
+std::string ms(std::chrono::milliseconds duration) {
+  return std::to_string(std::max<std::int64_t>(1, duration.count()));
 }
 
 }  // namespace
@@ -26,9 +26,9 @@ boost::asio::awaitable<std::optional<std::int64_t>> RedisCounters::incr_window(
   std::vector<std::string> args{
       "EVAL",    scripts::kIncrWindow, "1", prefix_ + std::string(key), std::to_string(amount),
       ms(window)};
-  RedisReply r = co_await redis_->command(std::move(args), timeout_);
-  if (r.kind != RedisReply::Kind::integer) co_return std::nullopt;
-  co_return r.integer;
+  RedisReply reply = co_await redis_->command(std::move(args), timeout_);
+  if (reply.kind != RedisReply::Kind::integer) co_return std::nullopt;
+  co_return reply.integer;
 }
 
 bool RedisCounters::fire_hincrby(std::string_view hash_key, std::string_view field,

@@ -25,14 +25,14 @@ std::int64_t steady_ms() {
 }
 
 /// The total a reply carries: INCRBY's integer, GET's string (nil: the key is gone, 0).
-std::optional<std::int64_t> total_of(const RedisReply& r) {
+std::optional<std::int64_t> total_of(const RedisReply& reply) {
   using K = RedisReply::Kind;
-  if (r.kind == K::integer) return r.integer;
-  if (r.kind == K::nil) return 0;
-  if (r.kind == K::string) {
+  if (reply.kind == K::integer) return reply.integer;
+  if (reply.kind == K::nil) return 0;
+  if (reply.kind == K::string) {
     std::int64_t v = 0;
-    const auto [p, ec] = std::from_chars(r.str.data(), r.str.data() + r.str.size(), v);
-    if (ec == std::errc() && p == r.str.data() + r.str.size()) return v;
+    const auto [p, ec] = std::from_chars(reply.str.data(), reply.str.data() + reply.str.size(), v);
+    if (ec == std::errc() && p == reply.str.data() + reply.str.size()) return v;
   }
   return std::nullopt;
 }
@@ -52,44 +52,44 @@ RedisQuotaCounters::RedisQuotaCounters(std::shared_ptr<RedisClient> redis, Redis
 
 std::string RedisQuotaCounters::redis_key(std::string_view key,
                                           std::int64_t bucket_start_ms) const {
-  std::string k;
-  k.reserve(opts_.prefix.size() + key.size() + 28);
-  k.append(opts_.prefix)
+  std::string full_key;
+  full_key.reserve(opts_.prefix.size() + key.size() + 28);
+  full_key.append(opts_.prefix)
       .append("quota:")
       .append(key)
       .append(":")
       .append(std::to_string(bucket_start_ms));
-  return k;
+  return full_key;
 }
 
 std::optional<std::int64_t> RedisQuotaCounters::incr(std::string_view key,
                                                      std::int64_t bucket_start_ms,
                                                      std::int64_t amount) {
-  Mirror& m = *mirror_;
+  Mirror& mirror = *mirror_;
   if (!redis_->up()) {
-    m.unanswered.fetch_add(1, std::memory_order_relaxed);
+    mirror.unanswered.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
   }
   const std::int64_t now = opts_.clock();
-  if (m.inflight.load(std::memory_order_relaxed) > 0 &&
-      now - m.progress_ms.load(std::memory_order_relaxed) > opts_.max_lag.count()) {
-    m.unanswered.fetch_add(1, std::memory_order_relaxed);
+  if (mirror.inflight.load(std::memory_order_relaxed) > 0 &&
+      now - mirror.progress_ms.load(std::memory_order_relaxed) > opts_.max_lag.count()) {
+    mirror.unanswered.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;  // Redis has not answered for max_lag: away until it does
   }
   std::int64_t total = 0;
   bool refresh = false;
   {
-    Shard& sh = m.shards[shard_of(key)];
+    Shard& sh = mirror.shards[shard_of(key)];
     std::lock_guard lock(sh.mutex);
     auto it = sh.counters.find(key);
     if (it == sh.counters.end()) it = sh.counters.emplace(std::string(key), Counter{}).first;
     Slot* slot = nullptr;
     Slot* oldest = &it->second.slots[0];
     std::int64_t newest = -1;
-    for (Slot& s : it->second.slots) {
-      if (s.start == bucket_start_ms) slot = &s;
-      if (s.start < oldest->start) oldest = &s;
-      newest = std::max(newest, s.start);
+    for (Slot& kept : it->second.slots) {
+      if (kept.start == bucket_start_ms) slot = &kept;
+      if (kept.start < oldest->start) oldest = &kept;
+      newest = std::max(newest, kept.start);
     }
     if (slot == nullptr) {
       // Older than every bucket kept: expired for the limiter; not sent.
@@ -113,7 +113,7 @@ std::optional<std::int64_t> RedisQuotaCounters::incr(std::string_view key,
     send({"EVAL", scripts::kIncrWindow, "1", rkey, std::to_string(amount), expiry_ms_},
          std::string(key), bucket_start_ms, amount, false);
   if (refresh) {
-    m.refreshes.fetch_add(1, std::memory_order_relaxed);
+    mirror.refreshes.fetch_add(1, std::memory_order_relaxed);
     send({"GET", std::move(rkey)}, std::string(key), bucket_start_ms, 0, true);
   }
   return total;
@@ -121,16 +121,16 @@ std::optional<std::int64_t> RedisQuotaCounters::incr(std::string_view key,
 
 void RedisQuotaCounters::send(std::vector<std::string> args, std::string key, std::int64_t start,
                               std::int64_t amount, bool refresh) {
-  Mirror& m = *mirror_;
+  Mirror& mirror = *mirror_;
   // Waiting starts now when nothing else was in flight (max_lag counts from here).
-  if (m.inflight.fetch_add(1, std::memory_order_relaxed) == 0)
-    m.progress_ms.store(opts_.clock(), std::memory_order_relaxed);
+  if (mirror.inflight.fetch_add(1, std::memory_order_relaxed) == 0)
+    mirror.progress_ms.store(opts_.clock(), std::memory_order_relaxed);
   // The callback runs on the Redis thread (or here, at once, after the client stopped): no lock
   // is held while firing.
-  redis_->fire(std::move(args),
-               [m = mirror_, key = std::move(key), start, amount, refresh](const RedisReply& r) {
-                 m->on_reply(key, start, amount, total_of(r), refresh);
-               });
+  redis_->fire(std::move(args), [shared_mirror = mirror_, key = std::move(key), start, amount,
+                                 refresh](const RedisReply& reply) {
+    shared_mirror->on_reply(key, start, amount, total_of(reply), refresh);
+  });
 }
 
 void RedisQuotaCounters::Mirror::on_reply(const std::string& key, std::int64_t start,
@@ -141,16 +141,16 @@ void RedisQuotaCounters::Mirror::on_reply(const std::string& key, std::int64_t s
     Shard& sh = shards[shard_of(key)];
     std::lock_guard lock(sh.mutex);
     if (auto it = sh.counters.find(key); it != sh.counters.end()) {
-      for (Slot& s : it->second.slots) {
-        if (s.start != start) continue;  // pruned meanwhile: nothing to update
-        s.unacked -= amount;
-        if (refresh) s.refreshing = false;
+      for (Slot& slot : it->second.slots) {
+        if (slot.start != start) continue;  // pruned meanwhile: nothing to update
+        slot.unacked -= amount;
+        if (refresh) slot.refreshing = false;
         if (total) {
           // The latest state Redis executed: it includes each of this replica's increments
           // answered so far, and none of those still unacknowledged.
-          s.known = *total;
-          s.heard = true;
-          s.heard_ms = now;
+          slot.known = *total;
+          slot.heard = true;
+          slot.heard_ms = now;
         }
       }
     }
@@ -161,10 +161,11 @@ void RedisQuotaCounters::Mirror::on_reply(const std::string& key, std::int64_t s
 }
 
 RedisQuotaCounters::Stats RedisQuotaCounters::stats() const {
-  const Mirror& m = *mirror_;
-  return {m.inflight.load(std::memory_order_relaxed), m.failed.load(std::memory_order_relaxed),
-          m.refreshes.load(std::memory_order_relaxed),
-          m.unanswered.load(std::memory_order_relaxed)};
+  const Mirror& mirror = *mirror_;
+  return {mirror.inflight.load(std::memory_order_relaxed),
+          mirror.failed.load(std::memory_order_relaxed),
+          mirror.refreshes.load(std::memory_order_relaxed),
+          mirror.unanswered.load(std::memory_order_relaxed)};
 }
 
 }  // namespace llmux::state

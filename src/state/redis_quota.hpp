@@ -104,7 +104,9 @@ class RedisQuotaCounters final : public auth::QuotaCounters {
   };
   struct Hash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    std::size_t operator()(std::string_view key) const {
+      return std::hash<std::string_view>{}(key);
+    }
   };
   struct Shard {
     std::mutex mutex;

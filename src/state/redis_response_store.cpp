@@ -11,9 +11,9 @@ namespace {
 constexpr std::size_t kFlushBatch = 1000;  // pending writes sent per round when Redis returns
 }  // namespace
 
-void RedisResponseStore::Pending::push(Write w) {
+void RedisResponseStore::Pending::push(Write write) {
   std::lock_guard lock(mu);
-  writes.push_back(std::move(w));
+  writes.push_back(std::move(write));
   while (writes.size() > max) {
     writes.pop_front();
     ++dropped;
@@ -29,9 +29,8 @@ RedisResponseStore::RedisResponseStore(std::shared_ptr<RedisClient> redis,
   pending_->max = std::max<std::size_t>(1, opts_.max_pending);
   // Written back each time the connection comes up (on the Redis thread).
   RedisClient* client = redis_.get();
-  listener_ = redis_->on_up([client, p = pending_, prefix = opts_.prefix, ttl = opts_.ttl] {
-    flush(client, p, prefix, ttl);
-  });
+  listener_ = redis_->on_up([client, pending_list = pending_, prefix = opts_.prefix,
+                             ttl = opts_.ttl] { flush(client, pending_list, prefix, ttl); });
 }
 
 RedisResponseStore::~RedisResponseStore() {
@@ -39,46 +38,47 @@ RedisResponseStore::~RedisResponseStore() {
 }
 
 std::string RedisResponseStore::key(std::string_view id) const {
-  std::string k;
-  k.reserve(opts_.prefix.size() + 5 + id.size());
-  k.append(opts_.prefix).append("resp:").append(id);
-  return k;
+  std::string full_key;
+  full_key.reserve(opts_.prefix.size() + 5 + id.size());
+  full_key.append(opts_.prefix).append("resp:").append(id);
+  return full_key;
 }
 
 // The callbacks run on the Redis thread, while the client lives (it joins that thread before it
 // goes), so they hold it by a plain pointer: a shared one there could end its life on its own
 // thread. The pending list is shared: it may outlive the store.
-void RedisResponseStore::send(RedisClient* redis, const std::shared_ptr<Pending>& p,
-                              const std::string& key, Write w, std::chrono::milliseconds ttl,
+void RedisResponseStore::send(RedisClient* redis, const std::shared_ptr<Pending>& pending_list,
+                              const std::string& key, Write write, std::chrono::milliseconds ttl,
                               bool last_of_flush, const std::string& prefix) {
   std::vector<std::string> args;
-  if (w.backend)
-    args = {"SET", key, *w.backend, "PX", std::to_string(std::max<std::int64_t>(1, ttl.count()))};
+  if (write.backend)
+    args = {"SET", key, *write.backend, "PX",
+            std::to_string(std::max<std::int64_t>(1, ttl.count()))};
   else
     args = {"DEL", key};
-  redis->fire(std::move(args), [redis, p, w = std::move(w), ttl, last_of_flush,
-                                prefix](const RedisReply& r) mutable {
-    if (r.failed()) {
-      p->push(std::move(w));  // not taken: again when the connection returns
+  redis->fire(std::move(args), [redis, pending_list, write = std::move(write), ttl, last_of_flush,
+                                prefix](const RedisReply& reply) mutable {
+    if (reply.failed()) {
+      pending_list->push(std::move(write));  // not taken: again when the connection returns
       return;
     }
-    if (last_of_flush) flush(redis, p, prefix, ttl);  // the next batch
+    if (last_of_flush) flush(redis, pending_list, prefix, ttl);  // the next batch
   });
 }
 
-void RedisResponseStore::flush(RedisClient* redis, const std::shared_ptr<Pending>& p,
+void RedisResponseStore::flush(RedisClient* redis, const std::shared_ptr<Pending>& pending_list,
                                const std::string& prefix, std::chrono::milliseconds ttl) {
   std::vector<Write> batch;
   {
-    std::lock_guard lock(p->mu);
-    while (!p->writes.empty() && batch.size() < kFlushBatch) {
-      batch.push_back(std::move(p->writes.front()));
-      p->writes.pop_front();
+    std::lock_guard lock(pending_list->mu);
+    while (!pending_list->writes.empty() && batch.size() < kFlushBatch) {
+      batch.push_back(std::move(pending_list->writes.front()));
+      pending_list->writes.pop_front();
     }
   }
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    std::string k = prefix + "resp:" + batch[i].id;
-    send(redis, p, k, std::move(batch[i]), ttl, i + 1 == batch.size(), prefix);
+    std::string key = prefix + "resp:" + batch[i].id;
+    send(redis, pending_list, key, std::move(batch[i]), ttl, i + 1 == batch.size(), prefix);
   }
 }
 
@@ -87,10 +87,10 @@ boost::asio::awaitable<std::optional<std::string>> RedisResponseStore::owner(std
   if (!redis_->up()) co_return std::nullopt;  // down: no wait at all
   std::string id_copy(id);
   std::vector<std::string> args{"GET", key(id_copy)};  // named: GCC 12 and init-lists in co_await
-  RedisReply r = co_await redis_->command(std::move(args), opts_.lookup_timeout);
-  if (r.kind != RedisReply::Kind::string) co_return std::nullopt;  // nil, slow, down, error
-  cache_.put(id_copy, r.str);
-  co_return std::move(r.str);
+  RedisReply reply = co_await redis_->command(std::move(args), opts_.lookup_timeout);
+  if (reply.kind != RedisReply::Kind::string) co_return std::nullopt;  // nil, slow, down, error
+  cache_.put(id_copy, reply.str);
+  co_return std::move(reply.str);
 }
 
 void RedisResponseStore::learn(std::string_view id, std::string_view backend) {

@@ -75,13 +75,13 @@ class RedisResponseStore final : public ResponseStore {
     std::deque<Write> writes;
     std::size_t max = 0;
     std::uint64_t dropped = 0;
-    void push(Write w);
+    void push(Write write);
   };
 
-  static void send(RedisClient* redis, const std::shared_ptr<Pending>& p, const std::string& key,
-                   Write w, std::chrono::milliseconds ttl, bool last_of_flush,
-                   const std::string& prefix);
-  static void flush(RedisClient* redis, const std::shared_ptr<Pending>& p,
+  static void send(RedisClient* redis, const std::shared_ptr<Pending>& pending_list,
+                   const std::string& key, Write write, std::chrono::milliseconds ttl,
+                   bool last_of_flush, const std::string& prefix);
+  static void flush(RedisClient* redis, const std::shared_ptr<Pending>& pending_list,
                     const std::string& prefix, std::chrono::milliseconds ttl);
 
   std::shared_ptr<RedisClient> redis_;

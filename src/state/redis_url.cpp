@@ -17,19 +17,19 @@ bool fail(std::string* error, std::string why) {
   return false;
 }
 
-bool parse_int(std::string_view s, int lo, int hi, int& out) {
-  if (s.empty()) return false;
+bool parse_int(std::string_view text, int lo, int hi, int& out) {
+  if (text.empty()) return false;
   int v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi) return false;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || v < lo || v > hi) return false;
   out = v;
   return true;
 }
 
-bool iequals_prefix(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
+bool iequals_prefix(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i) {
-    char c = s[i];
+    char c = text[i];
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     if (c != prefix[i]) return false;
   }
@@ -40,7 +40,7 @@ bool iequals_prefix(std::string_view s, std::string_view prefix) {
 
 std::optional<RedisUrl> RedisUrl::parse(std::string_view url, std::string* error) {
   constexpr std::string_view kScheme = "redis://";
-  RedisUrl u;
+  RedisUrl parsed;
   if (!iequals_prefix(url, kScheme)) {
     fail(error, fmt::format("'{}' is not a redis:// URL (redis://host:port/db)", url));
     return std::nullopt;
@@ -56,7 +56,7 @@ std::optional<RedisUrl> RedisUrl::parse(std::string_view url, std::string* error
     path = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
   }
-  if (!path.empty() && !parse_int(path, 0, 1 << 20, u.db)) {
+  if (!path.empty() && !parse_int(path, 0, 1 << 20, parsed.db)) {
     fail(error, fmt::format("'{}': the database must be a number (redis://host:port/db)", url));
     return std::nullopt;
   }
@@ -65,12 +65,12 @@ std::optional<RedisUrl> RedisUrl::parse(std::string_view url, std::string* error
     std::string_view cred = rest.substr(0, at);
     rest = rest.substr(at + 1);
     if (auto colon = cred.find(':'); colon != std::string_view::npos) {
-      u.user.assign(cred.substr(0, colon));
-      u.password.assign(cred.substr(colon + 1));
+      parsed.user.assign(cred.substr(0, colon));
+      parsed.password.assign(cred.substr(colon + 1));
     } else {
-      u.password.assign(cred);  // redis://password@host, as redis-cli -u reads it
+      parsed.password.assign(cred);  // redis://password@host, as redis-cli -u reads it
     }
-    if (u.password.empty()) {
+    if (parsed.password.empty()) {
       fail(error, fmt::format("'{}': empty password", url));
       return std::nullopt;
     }
@@ -113,12 +113,12 @@ std::optional<RedisUrl> RedisUrl::parse(std::string_view url, std::string* error
     fail(error, fmt::format("'{}': invalid host '{}'", url, host));
     return std::nullopt;
   }
-  if (!port.empty() && !parse_int(port, 1, 65535, u.port)) {
+  if (!port.empty() && !parse_int(port, 1, 65535, parsed.port)) {
     fail(error, fmt::format("'{}': the port must be 1-65535", url));
     return std::nullopt;
   }
-  u.host.assign(host);
-  return u;
+  parsed.host.assign(host);
+  return parsed;
 }
 
 std::string RedisUrl::str() const {

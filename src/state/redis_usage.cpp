@@ -33,8 +33,8 @@ std::int64_t system_s() {
       .count();
 }
 
-void escape(std::string& out, std::string_view s) {
-  for (char c : s) {
+void escape(std::string& out, std::string_view text) {
+  for (char c : text) {
     if (c == '%')
       out += "%25";
     else if (c == kSep)
@@ -44,27 +44,27 @@ void escape(std::string& out, std::string_view s) {
   }
 }
 
-std::string unescape(std::string_view s) {
+std::string unescape(std::string_view text) {
   std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s.substr(i, 3) == "%25") {
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text.substr(i, 3) == "%25") {
       out += '%';
       i += 2;
-    } else if (s.substr(i, 3) == "%1F") {
+    } else if (text.substr(i, 3) == "%1F") {
       out += kSep;
       i += 2;
     } else {
-      out += s[i];
+      out += text[i];
     }
   }
   return out;
 }
 
-std::optional<std::int64_t> to_int(std::string_view s) {
+std::optional<std::int64_t> to_int(std::string_view text) {
   std::int64_t v = 0;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
   return v;
 }
 
@@ -107,83 +107,84 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
   // Under pending_mu.
   void to_pending_locked(std::vector<std::pair<RowKey, Sums>> rows) {
     const std::int64_t oldest_kept = hour_of(now_s()) - retention_s + kHour;
-    for (auto& [k, s] : rows) {
-      auto it = pending.find(k);
+    for (auto& [row_key, sums] : rows) {
+      auto it = pending.find(row_key);
       if (it == pending.end()) {
-        if (std::get<0>(k) < oldest_kept || pending.size() >= max_pending) {
+        if (std::get<0>(row_key) < oldest_kept || pending.size() >= max_pending) {
           dropped += 1;
           continue;
         }
-        it = pending.emplace(std::move(k), Sums{}).first;
+        it = pending.emplace(std::move(row_key), Sums{}).first;
       }
-      it->second.requests += s.requests;
-      it->second.prompt += s.prompt;
-      it->second.cached += s.cached;
-      it->second.completion += s.completion;
+      it->second.requests += sums.requests;
+      it->second.prompt += sums.prompt;
+      it->second.cached += sums.cached;
+      it->second.completion += sums.completion;
     }
     count_waiting();
   }
 
   // Counted in inflight by the caller: flush() under pending_mu as the rows leave it, add() for a
   // row sent at once.
-  void send(Write w, bool last_of_round) {
+  void send(Write write, bool last_of_round) {
     std::vector<std::string> args;
-    args.reserve(8 + 8 * w.rows.size());
-    const std::int64_t ttl_s = std::max<std::int64_t>(1, w.hour + kHour + retention_s - now_s());
-    args.insert(args.end(), {"EVAL", scripts::kHincrSeq, "2", hash_key(w.hour),
-                             prefix + "usage:seq:" + replica + ":" + std::to_string(w.epoch),
-                             std::to_string(w.seq), std::to_string(ttl_s * 1000),
+    args.reserve(8 + 8 * write.rows.size());
+    const std::int64_t ttl_s =
+        std::max<std::int64_t>(1, write.hour + kHour + retention_s - now_s());
+    args.insert(args.end(), {"EVAL", scripts::kHincrSeq, "2", hash_key(write.hour),
+                             prefix + "usage:seq:" + replica + ":" + std::to_string(write.epoch),
+                             std::to_string(write.seq), std::to_string(ttl_s * 1000),
                              std::to_string(retention_s * 1000)});
-    for (const auto& [k, s] : w.rows) {
-      const auto& [hour, key, model, backend] = k;
-      const std::pair<const char*, std::int64_t> measures[] = {{"requests", s.requests},
-                                                               {"prompt", s.prompt},
-                                                               {"cached", s.cached},
-                                                               {"completion", s.completion}};
+    for (const auto& [row_key, sums] : write.rows) {
+      const auto& [hour, key, model, backend] = row_key;
+      const std::pair<const char*, std::int64_t> measures[] = {{"requests", sums.requests},
+                                                               {"prompt", sums.prompt},
+                                                               {"cached", sums.cached},
+                                                               {"completion", sums.completion}};
       for (const auto& [name, v] : measures) {
         if (v == 0) continue;
         args.push_back(RedisUsageLedger::field(key, model, backend, name));
         args.push_back(std::to_string(v));
       }
     }
-    redis->fire(std::move(args), [self = shared_from_this(), w = std::move(w),
-                                  last_of_round](const RedisReply& r) mutable {
-      self->on_reply(std::move(w), r, last_of_round);
+    redis->fire(std::move(args), [self = shared_from_this(), write = std::move(write),
+                                  last_of_round](const RedisReply& reply) mutable {
+      self->on_reply(std::move(write), reply, last_of_round);
     });
   }
 
   // A write of new rows: the next sequence (a new epoch after a failure).
-  void send_fresh(Write w, bool last_of_round) {
+  void send_fresh(Write write, bool last_of_round) {
     std::lock_guard lock(send_mu);
     if (bump.exchange(false)) {
       ++epoch;
       seq = 0;
     }
-    w.epoch = epoch;
-    w.seq = ++seq;
-    send(std::move(w), last_of_round);  // fire() only queues: cheap under the lock
+    write.epoch = epoch;
+    write.seq = ++seq;
+    send(std::move(write), last_of_round);  // fire() only queues: cheap under the lock
   }
 
-  void on_reply(Write w, const RedisReply& r, bool last_of_round) {
+  void on_reply(Write write, const RedisReply& reply, bool last_of_round) {
     bool applied = false, gap = false;
-    if (r.kind == RedisReply::Kind::integer && r.integer != 0) {
+    if (reply.kind == RedisReply::Kind::integer && reply.integer != 0) {
       applied = true;  // 1: applied now; 2: applied before (a resend)
       ++written;
       --inflight;
-    } else if (r.kind == RedisReply::Kind::integer || r.kind == RedisReply::Kind::error) {
+    } else if (reply.kind == RedisReply::Kind::integer || reply.kind == RedisReply::Kind::error) {
       // Definitely not applied (a gap, or refused): new rows, new sequence. A gap means Redis
       // has lost this sender's sequence (it came back empty): the new epoch's writes go through.
-      gap = r.kind == RedisReply::Kind::integer;
+      gap = reply.kind == RedisReply::Kind::integer;
       bump = true;
       std::lock_guard lock(pending_mu);
-      to_pending_locked(std::move(w.rows));
+      to_pending_locked(std::move(write.rows));
       --inflight;
     } else {
       // No reply (down, refused, or the connection lost with it): maybe applied; the resend
       // under the same sequence decides.
       bump = true;
       std::lock_guard lock(pending_mu);
-      unsure.push_back(std::move(w));
+      unsure.push_back(std::move(write));
       if (unsure.size() > max_pending) {
         dropped += unsure.front().rows.size();
         unsure.erase(unsure.begin());
@@ -208,11 +209,11 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
       std::size_t n = 0;
       while (!pending.empty() && n++ < kFlushRows) {
         auto node = pending.extract(pending.begin());
-        Write& w = by_hour[std::get<0>(node.key())];
-        w.hour = std::get<0>(node.key());
-        w.rows.emplace_back(std::move(node.key()), node.mapped());
+        Write& write = by_hour[std::get<0>(node.key())];
+        write.hour = std::get<0>(node.key());
+        write.rows.emplace_back(std::move(node.key()), node.mapped());
       }
-      for (auto& [h, w] : by_hour) fresh.push_back(std::move(w));
+      for (auto& [hour, write] : by_hour) fresh.push_back(std::move(write));
       count_waiting();
       inflight += static_cast<std::int64_t>(resend.size() + fresh.size());
     }
@@ -226,8 +227,8 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
     }
     std::size_t i = 0;
     resent += resend.size();
-    for (auto& w : resend) send(std::move(w), ++i == total);
-    for (auto& w : fresh) send_fresh(std::move(w), ++i == total);
+    for (auto& write : resend) send(std::move(write), ++i == total);
+    for (auto& write : fresh) send_fresh(std::move(write), ++i == total);
   }
 };
 
@@ -237,16 +238,16 @@ RedisUsageLedger::RedisUsageLedger(std::shared_ptr<RedisClient> redis, RedisUsag
       local_(opts_.retention, opts_.local_rows),
       core_(std::make_shared<Core>()) {
   if (!opts_.now_s) opts_.now_s = system_s;
-  Core& c = *core_;
-  c.redis = redis_.get();
-  c.prefix = opts_.prefix;
+  Core& core = *core_;
+  core.redis = redis_.get();
+  core.prefix = opts_.prefix;
   std::random_device rd;
-  c.replica = fmt::format("{:08x}{:08x}", rd(), rd());
-  c.retention_s = std::max<std::int64_t>(1, opts_.retention.count()) * kHour;
-  c.max_pending = std::max<std::size_t>(1, opts_.max_pending);
-  c.now_s = opts_.now_s;
+  core.replica = fmt::format("{:08x}{:08x}", rd(), rd());
+  core.retention_s = std::max<std::int64_t>(1, opts_.retention.count()) * kHour;
+  core.max_pending = std::max<std::size_t>(1, opts_.max_pending);
+  core.now_s = opts_.now_s;
   // Written back each time the connection comes up (on the Redis thread).
-  listener_ = redis_->on_up([core = core_] { core->flush(); });
+  listener_ = redis_->on_up([shared_core = core_] { shared_core->flush(); });
 }
 
 RedisUsageLedger::~RedisUsageLedger() {
@@ -259,118 +260,123 @@ std::string RedisUsageLedger::hash_key(std::int64_t hour_s) const {
 
 std::string RedisUsageLedger::field(std::string_view key, std::string_view model,
                                     std::string_view backend, std::string_view measure) {
-  std::string f;
-  f.reserve(key.size() + model.size() + backend.size() + measure.size() + 3);
-  escape(f, key);
-  f += kSep;
-  escape(f, model);
-  f += kSep;
-  escape(f, backend);
-  f += kSep;
-  f += measure;
-  return f;
+  std::string encoded;
+  encoded.reserve(key.size() + model.size() + backend.size() + measure.size() + 3);
+  escape(encoded, key);
+  encoded += kSep;
+  escape(encoded, model);
+  encoded += kSep;
+  escape(encoded, backend);
+  encoded += kSep;
+  encoded += measure;
+  return encoded;
 }
 
 void RedisUsageLedger::add(std::string_view key, std::string_view model, std::string_view backend,
                            std::int64_t unix_s, const auth::TokenUsage& usage) {
   local_.add(key, model, backend, unix_s, usage);
-  Write w;
-  w.hour = hour_of(unix_s);
-  w.rows.emplace_back(RowKey(w.hour, std::string(key), std::string(model), std::string(backend)),
-                      Sums{1, usage.prompt, usage.cached, usage.completion});
+  Write write;
+  write.hour = hour_of(unix_s);
+  write.rows.emplace_back(
+      RowKey(write.hour, std::string(key), std::string(model), std::string(backend)),
+      Sums{1, usage.prompt, usage.cached, usage.completion});
   if (!redis_->up()) {
-    core_->to_pending(std::move(w.rows));
+    core_->to_pending(std::move(write.rows));
     if (!redis_->up()) return;  // else it came up meanwhile: its write-back may have run already
   } else {
     ++core_->inflight;
-    core_->send_fresh(std::move(w), false);
+    core_->send_fresh(std::move(write), false);
   }
   if (core_->waiting > 0) core_->flush();
 }
 
-std::vector<auth::UsageRow> RedisUsageLedger::query(const auth::UsageQuery& q) const {
-  return local_.query(q);
+std::vector<auth::UsageRow> RedisUsageLedger::query(const auth::UsageQuery& filter) const {
+  return local_.query(filter);
 }
 
 boost::asio::awaitable<std::optional<std::vector<auth::UsageRow>>> RedisUsageLedger::query_shared(
-    const auth::UsageQuery& q) {
+    const auth::UsageQuery& filter) {
   if (!redis_->up()) co_return std::nullopt;
-  const Core& c = *core_;
-  const std::int64_t newest = hour_of(c.now_s());
-  const std::int64_t first =
-      std::max(q.from == std::numeric_limits<std::int64_t>::min() ? q.from : hour_of(q.from),
-               newest - c.retention_s + kHour);
+  const Core& core = *core_;
+  const std::int64_t newest = hour_of(core.now_s());
+  const std::int64_t first = std::max(
+      filter.from == std::numeric_limits<std::int64_t>::min() ? filter.from : hour_of(filter.from),
+      newest - core.retention_s + kHour);
   // An hour or so ahead too: a replica whose clock runs a little fast writes there.
-  const std::int64_t end = std::min(q.to, newest + 2 * kHour);
+  const std::int64_t end = std::min(filter.to, newest + 2 * kHour);
   std::vector<std::string> args{"EVAL", scripts::kHgetallMany, "0"};
   std::vector<std::int64_t> hours;
   for (std::int64_t h = first; h < end; h += kHour) {
     hours.push_back(h);
-    args.push_back(c.hash_key(h));
+    args.push_back(core.hash_key(h));
   }
   args[2] = std::to_string(hours.size());
   Rows rows;
   if (!hours.empty()) {
-    RedisReply r = co_await redis_->command(std::move(args), opts_.query_timeout);
-    if (r.kind != RedisReply::Kind::array || r.elements.size() != hours.size())
+    RedisReply reply = co_await redis_->command(std::move(args), opts_.query_timeout);
+    if (reply.kind != RedisReply::Kind::array || reply.elements.size() != hours.size())
       co_return std::nullopt;
     for (std::size_t i = 0; i < hours.size(); ++i) {
-      const auto& e = r.elements[i].elements;
-      for (std::size_t j = 0; j + 1 < e.size(); j += 2) {
-        const std::string_view f = e[j].str;
-        const auto v = to_int(e[j + 1].str);
-        const auto a = f.find(kSep), b = f.find(kSep, a + 1), m = f.find(kSep, b + 1);
-        if (!v || a == f.npos || b == f.npos || m == f.npos) continue;  // not a field of ours
-        std::string key = unescape(f.substr(0, a));
-        if (!q.key.empty() && key != q.key) continue;
-        Sums& s = rows[RowKey(hours[i], std::move(key), unescape(f.substr(a + 1, b - a - 1)),
-                              unescape(f.substr(b + 1, m - b - 1)))];
-        const std::string_view measure = f.substr(m + 1);
+      const auto& fields = reply.elements[i].elements;
+      for (std::size_t j = 0; j + 1 < fields.size(); j += 2) {
+        const std::string_view field_name = fields[j].str;
+        const auto amount = to_int(fields[j + 1].str);
+        const auto a = field_name.find(kSep), b = field_name.find(kSep, a + 1),
+                   m = field_name.find(kSep, b + 1);
+        if (!amount || a == field_name.npos || b == field_name.npos || m == field_name.npos)
+          continue;  // not a field of ours
+        std::string key = unescape(field_name.substr(0, a));
+        if (!filter.key.empty() && key != filter.key) continue;
+        Sums& sums =
+            rows[RowKey(hours[i], std::move(key), unescape(field_name.substr(a + 1, b - a - 1)),
+                        unescape(field_name.substr(b + 1, m - b - 1)))];
+        const std::string_view measure = field_name.substr(m + 1);
         if (measure == "requests")
-          s.requests += *v;
+          sums.requests += *amount;
         else if (measure == "prompt")
-          s.prompt += *v;
+          sums.prompt += *amount;
         else if (measure == "cached")
-          s.cached += *v;
+          sums.cached += *amount;
         else if (measure == "completion")
-          s.completion += *v;
+          sums.completion += *amount;
       }
     }
     // Pending rows are not in Redis (a row leaves pending only to be sent, and comes back only
     // when Redis did not apply it): read after Redis answered, they are not counted twice.
-    std::lock_guard lock(c.pending_mu);
-    for (const auto& [k, s] : c.pending) {
-      const auto& [hour, key, model, backend] = k;
-      if (hour < first || hour >= end || (!q.key.empty() && key != q.key)) continue;
-      Sums& t = rows[k];
-      t.requests += s.requests;
-      t.prompt += s.prompt;
-      t.cached += s.cached;
-      t.completion += s.completion;
+    std::lock_guard lock(core.pending_mu);
+    for (const auto& [row_key, sums] : core.pending) {
+      const auto& [hour, key, model, backend] = row_key;
+      if (hour < first || hour >= end || (!filter.key.empty() && key != filter.key)) continue;
+      Sums& merged = rows[row_key];
+      merged.requests += sums.requests;
+      merged.prompt += sums.prompt;
+      merged.cached += sums.cached;
+      merged.completion += sums.completion;
     }
   }
   std::vector<auth::UsageRow> out;
   out.reserve(rows.size());
-  for (const auto& [k, s] : rows) {
-    const auto& [hour, key, model, backend] = k;
-    out.push_back({hour, key, model, backend, s.requests, s.prompt, s.cached, s.completion});
+  for (const auto& [row_key, sums] : rows) {
+    const auto& [hour, key, model, backend] = row_key;
+    out.push_back(
+        {hour, key, model, backend, sums.requests, sums.prompt, sums.cached, sums.completion});
   }
   co_return out;
 }
 
 RedisUsageLedger::Stats RedisUsageLedger::stats() const {
-  const Core& c = *core_;
-  Stats s;
+  const Core& core = *core_;
+  Stats snapshot;
   {
-    std::lock_guard lock(c.pending_mu);
-    s.pending_rows = c.pending.size();
-    s.unsure_writes = c.unsure.size();
-    s.inflight = c.inflight.load();  // with the rows (Core::inflight)
+    std::lock_guard lock(core.pending_mu);
+    snapshot.pending_rows = core.pending.size();
+    snapshot.unsure_writes = core.unsure.size();
+    snapshot.inflight = core.inflight.load();  // with the rows (Core::inflight)
   }
-  s.dropped_rows = c.dropped.load();
-  s.written = c.written.load();
-  s.resent = c.resent.load();
-  return s;
+  snapshot.dropped_rows = core.dropped.load();
+  snapshot.written = core.written.load();
+  snapshot.resent = core.resent.load();
+  return snapshot;
 }
 
 }  // namespace llmux::state

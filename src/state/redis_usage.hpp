@@ -71,11 +71,11 @@ class RedisUsageLedger final : public auth::UsageLedger {
   void add(std::string_view key, std::string_view model, std::string_view backend,
            std::int64_t unix_s, const auth::TokenUsage& usage) override;
   /// What this replica added (the admin API's answer, marked partial, without Redis).
-  std::vector<auth::UsageRow> query(const auth::UsageQuery& q) const override;
+  std::vector<auth::UsageRow> query(const auth::UsageQuery& filter) const override;
   /// Every replica's rows (Redis, plus this replica's pending ones), in query()'s order; nullopt
   /// when Redis cannot answer now.
   boost::asio::awaitable<std::optional<std::vector<auth::UsageRow>>> query_shared(
-      const auth::UsageQuery& q);
+      const auth::UsageQuery& filter);
 
   /// For metrics (cheap reads; pending_rows and unsure_writes take the pending lock briefly).
   struct Stats {

@@ -42,9 +42,9 @@ void ReplicaPresence::beat(std::int64_t now_ms) {
   const std::int64_t stale = std::max<std::int64_t>(1, stale_after_.count());
   redis_->fire({"EVAL", kBeat, "1", key_, std::to_string(now_ms), id_,
                 std::to_string(now_ms - stale), std::to_string(stale * 4)},
-               [state = state_](const RedisReply& r) {
-                 if (r.kind != RedisReply::Kind::integer || r.integer < 1) return;
-                 const int n = static_cast<int>(std::min<std::int64_t>(r.integer, 1 << 20));
+               [state = state_](const RedisReply& reply) {
+                 if (reply.kind != RedisReply::Kind::integer || reply.integer < 1) return;
+                 const int n = static_cast<int>(std::min<std::int64_t>(reply.integer, 1 << 20));
                  if (state->count.exchange(n, std::memory_order_relaxed) != n && state->on_count)
                    state->on_count(n);
                });

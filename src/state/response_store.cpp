@@ -24,10 +24,10 @@ void MemoryResponseStore::set_limits(std::size_t max_entries, std::chrono::milli
   }
   const std::size_t n = shards_.size();
   for (std::size_t i = 0; i < n; ++i) {
-    Shard& s = *shards_[i];
-    std::lock_guard lock(s.mu);
-    s.max = std::max<std::size_t>(1, max_entries / n + (i < max_entries % n ? 1 : 0));
-    trim(s);
+    Shard& shard = *shards_[i];
+    std::lock_guard lock(shard.mu);
+    shard.max = std::max<std::size_t>(1, max_entries / n + (i < max_entries % n ? 1 : 0));
+    trim(shard);
   }
 }
 
@@ -36,10 +36,10 @@ MemoryResponseStore::Shard& MemoryResponseStore::shard(std::string_view id) {
   return *shards_[std::hash<std::string_view>{}(id) % shards_.size()];
 }
 
-void MemoryResponseStore::trim(Shard& s) {
-  while (s.lru.size() > s.max) {
-    s.index.erase(s.lru.back().id);
-    s.lru.pop_back();
+void MemoryResponseStore::trim(Shard& shard) {
+  while (shard.lru.size() > shard.max) {
+    shard.index.erase(shard.lru.back().id);
+    shard.lru.pop_back();
   }
 }
 
@@ -49,20 +49,20 @@ std::optional<std::string> MemoryResponseStore::find(std::string_view id, Clock:
     std::lock_guard lock(limits_mu_);
     ttl = ttl_;
   }
-  Shard& s = shard(id);
-  std::lock_guard lock(s.mu);
-  auto it = s.index.find(id);
-  if (it == s.index.end()) return std::nullopt;
-  auto e = it->second;
-  if (e->expires <= now) {
-    s.index.erase(it);
-    s.lru.erase(e);
+  Shard& home = shard(id);
+  std::lock_guard lock(home.mu);
+  auto it = home.index.find(id);
+  if (it == home.index.end()) return std::nullopt;
+  auto entry = it->second;
+  if (entry->expires <= now) {
+    home.index.erase(it);
+    home.lru.erase(entry);
     return std::nullopt;
   }
   // Used again: most recent, and kept for another ttl.
-  e->expires = now + ttl;
-  s.lru.splice(s.lru.begin(), s.lru, e);
-  return e->backend;
+  entry->expires = now + ttl;
+  home.lru.splice(home.lru.begin(), home.lru, entry);
+  return entry->backend;
 }
 
 void MemoryResponseStore::put(std::string_view id, std::string_view backend,
@@ -72,23 +72,23 @@ void MemoryResponseStore::put(std::string_view id, std::string_view backend,
     std::lock_guard lock(limits_mu_);
     ttl = ttl_;
   }
-  Shard& s = shard(id);
-  std::lock_guard lock(s.mu);
-  if (auto it = s.index.find(id); it != s.index.end()) {
-    auto e = it->second;
-    e->backend.assign(backend);
-    e->expires = now + ttl;
-    s.lru.splice(s.lru.begin(), s.lru, e);
+  Shard& home = shard(id);
+  std::lock_guard lock(home.mu);
+  if (auto it = home.index.find(id); it != home.index.end()) {
+    auto entry = it->second;
+    entry->backend.assign(backend);
+    entry->expires = now + ttl;
+    home.lru.splice(home.lru.begin(), home.lru, entry);
     return;
   }
-  s.lru.push_front(Entry{std::string(id), std::string(backend), now + ttl});
-  s.index.emplace(s.lru.front().id, s.lru.begin());
+  home.lru.push_front(Entry{std::string(id), std::string(backend), now + ttl});
+  home.index.emplace(home.lru.front().id, home.lru.begin());
   // Expired entries at the cold end go first, then the least recently used over the bound.
-  while (!s.lru.empty() && s.lru.back().expires <= now) {
-    s.index.erase(s.lru.back().id);
-    s.lru.pop_back();
+  while (!home.lru.empty() && home.lru.back().expires <= now) {
+    home.index.erase(home.lru.back().id);
+    home.lru.pop_back();
   }
-  trim(s);
+  trim(home);
 }
 
 boost::asio::awaitable<std::optional<std::string>> MemoryResponseStore::owner(std::string_view id) {
@@ -100,20 +100,20 @@ void MemoryResponseStore::learn(std::string_view id, std::string_view backend) {
 }
 
 void MemoryResponseStore::forget(std::string_view id) {
-  Shard& s = shard(id);
-  std::lock_guard lock(s.mu);
-  auto it = s.index.find(id);
-  if (it == s.index.end()) return;
-  auto e = it->second;
-  s.index.erase(it);
-  s.lru.erase(e);
+  Shard& home = shard(id);
+  std::lock_guard lock(home.mu);
+  auto it = home.index.find(id);
+  if (it == home.index.end()) return;
+  auto entry = it->second;
+  home.index.erase(it);
+  home.lru.erase(entry);
 }
 
 std::size_t MemoryResponseStore::size() const {
   std::size_t n = 0;
-  for (const auto& s : shards_) {
-    std::lock_guard lock(s->mu);
-    n += s->lru.size();
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    n += shard->lru.size();
   }
   return n;
 }

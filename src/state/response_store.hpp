@@ -68,7 +68,7 @@ class MemoryResponseStore final : public ResponseStore {
     std::size_t max = 1;
   };
   Shard& shard(std::string_view id);
-  static void trim(Shard& s);
+  static void trim(Shard& shard);
 
   std::vector<std::unique_ptr<Shard>> shards_;
   std::chrono::milliseconds ttl_;
