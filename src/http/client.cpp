@@ -96,18 +96,19 @@ class ResponseReader {
 
 }  // namespace
 
-std::optional<ConnectionMode> parse_connection_mode(std::string_view s) {
-  if (s == "fresh") return ConnectionMode::fresh;
-  if (s == "keep-alive" || s == "keep_alive" || s == "keepalive") return ConnectionMode::keep_alive;
+std::optional<ConnectionMode> parse_connection_mode(std::string_view name) {
+  if (name == "fresh") return ConnectionMode::fresh;
+  if (name == "keep-alive" || name == "keep_alive" || name == "keepalive")
+    return ConnectionMode::keep_alive;
   return std::nullopt;
 }
 
-std::string_view to_string(ConnectionMode m) {
-  return m == ConnectionMode::fresh ? "fresh" : "keep-alive";
+std::string_view to_string(ConnectionMode mode) {
+  return mode == ConnectionMode::fresh ? "fresh" : "keep-alive";
 }
 
-std::string_view to_string(Failure f) {
-  switch (f) {
+std::string_view to_string(Failure failure) {
+  switch (failure) {
     case Failure::none:
       return "none";
     case Failure::connect:
@@ -128,8 +129,8 @@ std::string_view to_string(Failure f) {
 // Connection
 
 struct Connection::Impl : std::enable_shared_from_this<Impl> {
-  Impl(net::any_io_executor ex, Url u, ClientOptions o)
-      : sock(ex), timer(ex), url(std::move(u)), opt(o) {}
+  Impl(net::any_io_executor ex, Url server_url, ClientOptions options)
+      : sock(ex), timer(ex), url(std::move(server_url)), opt(options) {}
 
   Stream sock;  // TLS on it for an https:// url (connect() shakes hands)
   net::steady_timer timer;
@@ -178,7 +179,7 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
-  net::awaitable<bool> connect(Response& r) {
+  net::awaitable<bool> connect(Response& response) {
     if (!endpoint) {
       boost::system::error_code ec;
       auto addr = net::ip::make_address(url.host, ec);
@@ -189,8 +190,9 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
         auto [rec, results] =
             co_await resolver.async_resolve(url.host, std::to_string(url.port), use_tuple);
         if (rec || results.empty()) {
-          r.failure = Failure::connect;
-          r.message = fmt::format("resolve {}: {}", url.host, rec ? rec.message() : "no address");
+          response.failure = Failure::connect;
+          response.message =
+              fmt::format("resolve {}: {}", url.host, rec ? rec.message() : "no address");
           co_return false;
         }
         endpoint = results.begin()->endpoint();
@@ -201,17 +203,17 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
     auto [ec] = co_await sock.socket().async_connect(*endpoint, use_tuple);
     if (!ec && url.tls) {
       if (!opt.tls) {
-        r.failure = Failure::connect;
-        r.message = fmt::format("{}: https:// needs a TLS context", url.authority());
+        response.failure = Failure::connect;
+        response.message = fmt::format("{}: https:// needs a TLS context", url.authority());
         close_socket();
         co_return false;
       }
       sock.start_client(opt.tls, url.host, opt.tls_verify);
       if (auto hec = co_await sock.handshake()) {
         connecting = false;
-        r.failure = timed_out ? Failure::timeout : Failure::connect;
-        r.message = fmt::format("TLS handshake with {}: {}", url.authority(),
-                                timed_out ? "timed out" : sock.tls_error_message(hec));
+        response.failure = timed_out ? Failure::timeout : Failure::connect;
+        response.message = fmt::format("TLS handshake with {}: {}", url.authority(),
+                                       timed_out ? "timed out" : sock.tls_error_message(hec));
         close_socket();
         co_return false;
       }
@@ -219,8 +221,8 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
     connecting = false;
     last_progress_ns = mono_ns();
     if (ec) {
-      r.failure = timed_out ? Failure::timeout : Failure::connect;
-      r.message =
+      response.failure = timed_out ? Failure::timeout : Failure::connect;
+      response.message =
           fmt::format("connect {}: {}", url.authority(), timed_out ? "timed out" : ec.message());
       close_socket();
       co_return false;
@@ -241,54 +243,55 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
       head.append("Content-Type: ").append(req.content_type).append("\r\n");
       head.append("Content-Length: ").append(std::to_string(req.body.size())).append("\r\n");
     }
-    for (const Header& h : req.headers)
-      head.append(h.name).append(": ").append(h.value).append("\r\n");
+    for (const Header& header : req.headers)
+      head.append(header.name).append(": ").append(header.value).append("\r\n");
     head.append("\r\n");
   }
 
   net::awaitable<Response> request(const RequestSpec& req, const HeadCallback& on_head,
                                    const BodyCallback& on_body) {
-    Response r;
-    r.start_ns = mono_ns();
+    Response response;
+    response.start_ns = mono_ns();
     ++generation;
     active = true;
     timed_out = false;
-    last_progress_ns = r.start_ns;
-    total_deadline_ns =
-        opt.timeouts.total.count() > 0 ? r.start_ns + opt.timeouts.total.count() * 1'000'000 : 0;
+    last_progress_ns = response.start_ns;
+    total_deadline_ns = opt.timeouts.total.count() > 0
+                            ? response.start_ns + opt.timeouts.total.count() * 1'000'000
+                            : 0;
     connecting = false;
     if (opt.mode == ConnectionMode::fresh && sock.is_open()) close_socket();
     // A kept-alive socket may have been closed by the server meanwhile; if it failed with nothing
     // read, retry once on a fresh connection (what HTTP clients do for idempotent reuse).
     for (int attempt = 0; attempt < 2; ++attempt) {
       const bool reused = sock.is_open();
-      const std::int64_t start = r.start_ns;
-      r = Response{};
-      r.start_ns = start;
-      r.reused = reused;
+      const std::int64_t start = response.start_ns;
+      response = Response{};
+      response.start_ns = start;
+      response.reused = reused;
       arm();
-      if (!reused && !co_await connect(r)) break;
+      if (!reused && !co_await connect(response)) break;
       build_head(req);
       std::array<net::const_buffer, 2> bufs{net::buffer(head), net::buffer(req.body)};
       auto [wec, wn] = co_await net::async_write(sock, bufs, use_tuple);
-      r.sent_ns = mono_ns();
-      last_progress_ns = r.sent_ns;
+      response.sent_ns = mono_ns();
+      last_progress_ns = response.sent_ns;
       if (wec) {
         close_socket();
         if (reused && !timed_out) continue;
-        r.failure = timed_out ? Failure::timeout : Failure::send;
-        r.message = fmt::format("send: {}", timed_out ? "timed out" : wec.message());
+        response.failure = timed_out ? Failure::timeout : Failure::send;
+        response.message = fmt::format("send: {}", timed_out ? "timed out" : wec.message());
         break;
       }
-      const bool retry = co_await read_response(r, on_head, on_body, req.capture_header);
+      const bool retry = co_await read_response(response, on_head, on_body, req.capture_header);
       if (retry && reused && !timed_out) continue;
       break;
     }
     active = false;
     ++generation;
     timer.cancel();
-    r.end_ns = mono_ns();
-    co_return r;
+    response.end_ns = mono_ns();
+    co_return response;
   }
 
   /// The bytes read and not parsed yet.
@@ -298,58 +301,58 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
 
   /// Reads one response. Returns true when the connection failed before any byte arrived
   /// (a stale kept-alive socket: the caller may retry).
-  net::awaitable<bool> read_response(Response& r, const HeadCallback& on_head,
+  net::awaitable<bool> read_response(Response& response, const HeadCallback& on_head,
                                      const BodyCallback& on_body, std::string_view capture) {
-    ResponseReader p(r, on_head, on_body, capture);
+    ResponseReader reader(response, on_head, on_body, capture);
     bool any = buf.size() > 0;
-    p.read_ns = mono_ns();
+    reader.read_ns = mono_ns();
     for (;;) {
       if (buf.size() > 0) {
         beast::error_code pec;
-        const std::size_t n = p.put(unconsumed(), pec);
+        const std::size_t n = reader.put(unconsumed(), pec);
         buf.consume(n);
         if (pec && pec != bhttp::error::need_more) {
-          r.failure = Failure::protocol;
-          r.message = fmt::format("HTTP parse: {}", pec.message());
+          response.failure = Failure::protocol;
+          response.message = fmt::format("HTTP parse: {}", pec.message());
           close_socket();
           co_return false;
         }
-        if (p.is_done()) break;
+        if (reader.is_done()) break;
         if (!pec && n > 0) continue;
       }
       auto [ec, n] = co_await sock.async_read_some(buf.prepare(opt.read_size), use_tuple);
       const std::int64_t t = mono_ns();
       if (n > 0) {
         buf.commit(n);
-        if (!any) r.first_byte_ns = t;
+        if (!any) response.first_byte_ns = t;
         any = true;
         last_progress_ns = t;
-        p.read_ns = t;
+        reader.read_ns = t;
       }
       if (ec) {
-        if (ec == net::error::eof && p.is_header_done()) {
+        if (ec == net::error::eof && reader.is_header_done()) {
           beast::error_code pec;
-          if (buf.size() > 0) buf.consume(p.put(unconsumed(), pec));
-          p.put_eof(pec);
-          if (!pec && p.is_done()) {
+          if (buf.size() > 0) buf.consume(reader.put(unconsumed(), pec));
+          reader.put_eof(pec);
+          if (!pec && reader.is_done()) {
             close_socket();
             break;
           }
         }
         close_socket();
         if (timed_out) {
-          r.failure = Failure::timeout;
-          r.message = "timed out waiting for the response";
+          response.failure = Failure::timeout;
+          response.message = "timed out waiting for the response";
         } else {
-          r.failure = Failure::closed;
-          r.message =
+          response.failure = Failure::closed;
+          response.message =
               fmt::format("connection closed before the response was complete ({})", ec.message());
         }
         co_return !any && !timed_out;
       }
     }
-    r.complete = true;
-    if (!p.keep_alive() || opt.mode == ConnectionMode::fresh) close_socket();
+    response.complete = true;
+    if (!reader.keep_alive() || opt.mode == ConnectionMode::fresh) close_socket();
     co_return false;
   }
 };
@@ -382,10 +385,10 @@ const Url& Connection::url() const {
   return impl_->url;
 }
 
-net::awaitable<SimpleResponse> fetch(Connection& c, const RequestSpec& req) {
+net::awaitable<SimpleResponse> fetch(Connection& connection, const RequestSpec& req) {
   SimpleResponse out;
   BodyCallback sink = [&out](std::string_view b, std::int64_t) { out.body.append(b); };
-  out.r = co_await c.request(req, {}, sink);
+  out.r = co_await connection.request(req, {}, sink);
   co_return out;
 }
 
@@ -400,10 +403,10 @@ SimpleResponse fetch_blocking(const Url& url, const RequestSpec& req,
   opt.timeouts.connect = timeout;
   opt.timeouts.idle = timeout;
   opt.timeouts.total = timeout;
-  Connection c(ioc.get_executor(), url, opt);
+  Connection connection(ioc.get_executor(), url, opt);
   SimpleResponse out;
   net::co_spawn(
-      ioc, [&]() -> net::awaitable<void> { out = co_await fetch(c, req); }, net::detached);
+      ioc, [&]() -> net::awaitable<void> { out = co_await fetch(connection, req); }, net::detached);
   ioc.run();
   return out;
 }

@@ -39,8 +39,8 @@ enum class ConnectionMode {
   fresh,       ///< a new TCP connection per request, `Connection: close` (the seed's urllib)
   keep_alive,  ///< reuse the connection while the server keeps it open
 };
-std::optional<ConnectionMode> parse_connection_mode(std::string_view s);
-std::string_view to_string(ConnectionMode m);
+std::optional<ConnectionMode> parse_connection_mode(std::string_view name);
+std::string_view to_string(ConnectionMode mode);
 
 struct Header {
   std::string name, value;
@@ -65,7 +65,7 @@ enum class Failure {
   closed,    ///< the peer closed the connection before the response was complete
   protocol,  ///< the response could not be parsed as HTTP/1.1
 };
-std::string_view to_string(Failure f);
+std::string_view to_string(Failure failure);
 
 struct Response {
   Failure failure = Failure::none;
@@ -130,7 +130,7 @@ struct SimpleResponse {
   Response r;
   std::string body;
 };
-boost::asio::awaitable<SimpleResponse> fetch(Connection& c, const RequestSpec& req);
+boost::asio::awaitable<SimpleResponse> fetch(Connection& connection, const RequestSpec& req);
 
 /// Runs `fetch` on a private io_context until it completes (setup calls such as GET /v1/models
 /// before a run; not for the measured path). `tls`: an https:// url's client context.

@@ -26,10 +26,10 @@ struct Deadline {
   Deadline* prev = nullptr;
   Deadline* next = nullptr;
 
-  void arm(std::chrono::milliseconds t, bool close_on_expiry = true) {
+  void arm(std::chrono::milliseconds timeout, bool close_on_expiry = true) {
     fired = false;
     close = close_on_expiry;
-    at = coarse_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(t).count();
+    at = coarse_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
   }
   void disarm() { at = 0; }
 };
@@ -40,28 +40,28 @@ class DeadlineList {
   DeadlineList() { head_.prev = head_.next = &head_; }
   DeadlineList(const DeadlineList&) = delete;
   DeadlineList& operator=(const DeadlineList&) = delete;
-  void link(Deadline& d) {
-    d.next = head_.next;
-    d.prev = &head_;
-    head_.next->prev = &d;
-    head_.next = &d;
+  void link(Deadline& deadline) {
+    deadline.next = head_.next;
+    deadline.prev = &head_;
+    head_.next->prev = &deadline;
+    head_.next = &deadline;
   }
-  static void unlink(Deadline& d) {
-    if (!d.prev) return;
-    d.prev->next = d.next;
-    d.next->prev = d.prev;
-    d.prev = d.next = nullptr;
+  static void unlink(Deadline& deadline) {
+    if (!deadline.prev) return;
+    deadline.prev->next = deadline.next;
+    deadline.next->prev = deadline.prev;
+    deadline.prev = deadline.next = nullptr;
   }
   void fire_expired(std::int64_t now) {
-    for (Deadline* d = head_.next; d != &head_; d = d->next) {
-      if (d->at == 0 || now < d->at || !d->stream) continue;
-      d->at = 0;
-      d->fired = true;
+    for (Deadline* deadline = head_.next; deadline != &head_; deadline = deadline->next) {
+      if (deadline->at == 0 || now < deadline->at || !deadline->stream) continue;
+      deadline->at = 0;
+      deadline->fired = true;
       boost::system::error_code ignored;
-      if (d->close) {
-        d->stream->close(ignored);
+      if (deadline->close) {
+        deadline->stream->close(ignored);
       } else {
-        d->stream->cancel(ignored);
+        deadline->stream->cancel(ignored);
       }
     }
   }
@@ -73,8 +73,8 @@ class DeadlineList {
 /// A deadline registered with its worker for as long as it lives.
 class ScopedDeadline : public Deadline {
  public:
-  ScopedDeadline(DeadlineList& list, Stream& s) {
-    stream = &s;
+  ScopedDeadline(DeadlineList& list, Stream& watched) {
+    stream = &watched;
     list.link(*this);
   }
   ScopedDeadline(const ScopedDeadline&) = delete;

@@ -26,10 +26,10 @@ net::awaitable<LingerResult> lingering_close(net::ip::tcp::socket& sock, LingerL
       const auto now = std::chrono::steady_clock::now();
       if (now >= end) break;
       timer.expires_at(std::min(end, now + limits.gap));
-      auto r = co_await (sock.async_read_some(net::buffer(scratch), use_tuple) ||
-                         timer.async_wait(use_tuple));
-      if (r.index() == 1) break;  // the gap or the total ran out
-      auto [rec, n] = std::get<0>(r);
+      auto outcome = co_await (sock.async_read_some(net::buffer(scratch), use_tuple) ||
+                               timer.async_wait(use_tuple));
+      if (outcome.index() == 1) break;  // the gap or the total ran out
+      auto [rec, n] = std::get<0>(outcome);
       result.discarded += n;
       if (rec) {
         result.client_closed = rec == net::error::eof || rec == net::error::connection_reset;

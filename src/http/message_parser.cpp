@@ -165,16 +165,16 @@ ParseStep MessageParser::parse_header(std::string_view input) {
   const std::size_t size =
       static_cast<std::size_t>(std::min<std::uint64_t>(input.size(), limits_.header_bytes + 2ull));
   if (stage_ == Stage::start_line) {
-    const SectionResult r = scan_start_line(section, size);
-    if (r == SectionResult::need_more) return {ParseEvent::need_more, 0, {}, {}};
-    if (r == SectionResult::failed) return fail(error_, 0);
+    const SectionResult result = scan_start_line(section, size);
+    if (result == SectionResult::need_more) return {ParseEvent::need_more, 0, {}, {}};
+    if (result == SectionResult::failed) return fail(error_, 0);
     stage_ = Stage::field_lines;
     step_ = LineStep::line_start;
     first_field_line_ = true;
   }
-  const SectionResult r = scan_field_lines(section, size, /*trailers=*/false);
-  if (r == SectionResult::need_more) return {ParseEvent::need_more, 0, {}, {}};
-  if (r == SectionResult::failed) return fail(error_, 0);
+  const SectionResult result = scan_field_lines(section, size, /*trailers=*/false);
+  if (result == SectionResult::need_more) return {ParseEvent::need_more, 0, {}, {}};
+  if (result == SectionResult::failed) return fail(error_, 0);
   const std::size_t header_size = position_;
   header_base_ = section;
   if (!finish_header()) return fail(error_, 0);

@@ -241,7 +241,7 @@ class MessageParser {
   /// The tables, taken from the spares (or made) when the parser holds none.
   FieldTables& tables();
 
-  std::string_view view(Span s) const { return {header_base_ + s.offset, s.length}; }
+  std::string_view view(Span span) const { return {header_base_ + span.offset, span.length}; }
   ParseStep fail(boost::beast::http::error error, std::size_t consumed);
   ParseStep parse_header(std::string_view input);
   ParseStep parse_chunked(std::string_view input);

@@ -148,9 +148,9 @@ ParseStep MessageParser::parse_chunked(std::string_view input) {
         const char* const section = input.data() + at;
         const std::size_t size = static_cast<std::size_t>(
             std::min<std::uint64_t>(input.size() - at, limits_.header_bytes + 2ull));
-        const SectionResult r = scan_field_lines(section, size, /*trailers=*/true);
-        if (r == SectionResult::need_more) return {ParseEvent::need_more, at, {}, {}};
-        if (r == SectionResult::failed) return fail(error_, at);
+        const SectionResult result = scan_field_lines(section, size, /*trailers=*/true);
+        if (result == SectionResult::need_more) return {ParseEvent::need_more, at, {}, {}};
+        if (result == SectionResult::failed) return fail(error_, at);
         make_views(section, tables().trailer_slots, tables().trailer_fields);
         at += position_;
         position_ = 0;

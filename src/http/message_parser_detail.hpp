@@ -14,7 +14,7 @@ inline namespace LLMUX_PARSER_NAMESPACE {
 namespace parser_detail {
 
 /// Beast's string_to_field, faster (parser_field_name.cpp).
-boost::beast::http::field lookup_field(std::string_view s);
+boost::beast::http::field lookup_field(std::string_view name);
 
 }  // namespace parser_detail
 
@@ -29,18 +29,18 @@ inline bool is_digit(char c) {
   return static_cast<unsigned char>(c - '0') < 10;
 }
 
-/// `s` without the whitespace around it.
-inline std::string_view trim_whitespace(std::string_view s) {
-  while (!s.empty() && is_whitespace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_whitespace(s.back())) s.remove_suffix(1);
-  return s;
+/// `text` without the whitespace around it.
+inline std::string_view trim_whitespace(std::string_view text) {
+  while (!text.empty() && is_whitespace(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_whitespace(text.back())) text.remove_suffix(1);
+  return text;
 }
 
 /// ASCII case-insensitive equality with `lower`, which is lower case.
-inline bool equals_ignoring_case(std::string_view s, std::string_view lower) {
-  if (s.size() != lower.size()) return false;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
+inline bool equals_ignoring_case(std::string_view text, std::string_view lower) {
+  if (text.size() != lower.size()) return false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
     if (c != lower[i]) return false;
   }

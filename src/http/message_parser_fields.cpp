@@ -19,10 +19,10 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
-/// `s` is a token (RFC 9110 §5.6.2): one or more tchar.
-bool message_is_token(std::string_view s) {
-  return !s.empty() &&
-         parser_detail::find_non_token(s.data(), s.data() + s.size()) == s.data() + s.size();
+/// `text` is a token (RFC 9110 §5.6.2): one or more tchar.
+bool message_is_token(std::string_view text) {
+  return !text.empty() && parser_detail::find_non_token(text.data(), text.data() + text.size()) ==
+                              text.data() + text.size();
 }
 
 }  // namespace

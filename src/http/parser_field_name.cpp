@@ -51,10 +51,10 @@ std::uint32_t load4_folded(const char* p) {
 
 template <class Int>
 [[gnu::always_inline]] inline bool differ(const char* a, const char* b) {
-  Int x, y;
-  std::memcpy(&x, a, sizeof x);
-  std::memcpy(&y, b, sizeof y);
-  return ((x ^ y) & static_cast<Int>(0xdfdfdfdfdfdfdfdfull)) != 0;
+  Int word_a, word_b;
+  std::memcpy(&word_a, a, sizeof word_a);
+  std::memcpy(&word_b, b, sizeof word_b);
+  return ((word_a ^ word_b) & static_cast<Int>(0xdfdfdfdfdfdfdfdfull)) != 0;
 }
 
 // Beast's field_table::equals (every byte pair equal but for bit 0x20), on n bytes: in 8- or
@@ -93,14 +93,15 @@ const FieldIndex& field_index() {
 
 }  // namespace
 
-field lookup_field(std::string_view s) {
-  if (s.empty()) return boost::beast::http::string_to_field(s);
-  const FieldIndex& x = field_index();
-  for (std::size_t h = hash(s.data(), s.size()) & (FieldIndex::size - 1);;
+field lookup_field(std::string_view name) {
+  if (name.empty()) return boost::beast::http::string_to_field(name);
+  const FieldIndex& index = field_index();
+  for (std::size_t h = hash(name.data(), name.size()) & (FieldIndex::size - 1);;
        h = (h + 1) & (FieldIndex::size - 1)) {
-    const unsigned i = x.slot[h];
+    const unsigned i = index.slot[h];
     if (i == 0) return field::unknown;
-    if (x.names[i].size() == s.size() && equals(s.data(), x.names[i].data(), s.size()))
+    if (index.names[i].size() == name.size() &&
+        equals(name.data(), index.names[i].data(), name.size()))
       return static_cast<field>(i);
   }
 }

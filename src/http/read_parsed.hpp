@@ -54,15 +54,17 @@ inline std::string_view unconsumed(const boost::beast::flat_buffer& buffer) {
 /// What a read waits for: the header, or the whole message.
 enum class Until { header, message };
 
-/// Gives `p` what `buf` holds (consumed as parsed) until `until` is reached (true), the parser
+/// Gives `reader` what `buf` holds (consumed as parsed) until `until` is reached (true), the parser
 /// needs more bytes than there are (false, `ec` clear), or the bytes are not HTTP (true, `ec`).
 template <MessageReader Reader>
-bool parse_buffered(Reader& p, boost::beast::flat_buffer& buf, Until until,
+bool parse_buffered(Reader& reader, boost::beast::flat_buffer& buf, Until until,
                     boost::system::error_code& ec) {
-  auto reached = [&] { return until == Until::header ? p.is_header_done() : p.is_done(); };
+  auto reached = [&] {
+    return until == Until::header ? reader.is_header_done() : reader.is_done();
+  };
   if (reached()) return true;
   while (buf.size() > 0) {
-    const std::size_t used = p.put(unconsumed(buf), ec);
+    const std::size_t used = reader.put(unconsumed(buf), ec);
     buf.consume(used);
     if (ec == boost::beast::http::error::need_more) {
       ec = {};
@@ -75,16 +77,16 @@ bool parse_buffered(Reader& p, boost::beast::flat_buffer& buf, Until until,
 }
 
 /// The end of a read of `n` bytes into `buf`'s prepared room that ended with `ec`: the bytes are
-/// committed, and an EOF is given to `p` as Beast does (put_eof when it got some bytes, else
+/// committed, and an EOF is given to `reader` as Beast does (put_eof when it got some bytes, else
 /// http::error::end_of_stream). The result is the read's.
 template <MessageReader Reader>
-boost::system::error_code read_ended(boost::beast::flat_buffer& buf, Reader& p, std::size_t n,
+boost::system::error_code read_ended(boost::beast::flat_buffer& buf, Reader& reader, std::size_t n,
                                      boost::system::error_code ec) {
   buf.commit(n);
   if (ec == boost::asio::error::eof && n == 0) {
-    if (!p.got_some()) return boost::beast::http::error::end_of_stream;
+    if (!reader.got_some()) return boost::beast::http::error::end_of_stream;
     ec = {};
-    p.put_eof(ec);  // the end of a body delimited by the close, else partial_message
+    reader.put_eof(ec);  // the end of a body delimited by the close, else partial_message
   }
   return ec;
 }
@@ -99,24 +101,24 @@ inline boost::asio::mutable_buffer read_room(boost::beast::flat_buffer& buf, std
 /// True when the read ended (`ec` its result, as read_more's); false when nothing has arrived
 /// (then read_more() waits for it). A message that is there already costs no coroutine frame.
 template <typename ReadStream, MessageReader Reader>
-bool try_read_more(ReadStream& sock, boost::beast::flat_buffer& buf, Reader& p,
+bool try_read_more(ReadStream& sock, boost::beast::flat_buffer& buf, Reader& reader,
                    std::size_t max_read, bool exactly, boost::system::error_code& ec) {
   ec = {};
   if (!sock.may_read_now()) return false;
   const std::size_t n = sock.read_now(read_room(buf, max_read, exactly), ec);
   if (n == 0 && !ec) return false;
-  ec = read_ended(buf, p, n, ec);
+  ec = read_ended(buf, reader, n, ec);
   return true;
 }
 
 /// One read from `sock` (a tcp::socket or an http::Stream) into `buf` (up to `max_read` bytes,
 /// beast::read_size; `exactly`: room for `max_read` bytes), for a parser that needs more: an EOF is
-/// given to `p` as Beast does (put_eof when it got some bytes, else http::error::end_of_stream).
-/// The bytes read are left in `buf` for parse_buffered().
+/// given to `reader` as Beast does (put_eof when it got some bytes, else
+/// http::error::end_of_stream). The bytes read are left in `buf` for parse_buffered().
 template <typename ReadStream, MessageReader Reader>
 boost::asio::awaitable<boost::system::error_code> read_more(ReadStream& sock,
                                                             boost::beast::flat_buffer& buf,
-                                                            Reader& p,
+                                                            Reader& reader,
                                                             std::size_t max_read = 64 * 1024,
                                                             bool exactly = false) {
   boost::system::error_code ec;
@@ -124,41 +126,41 @@ boost::asio::awaitable<boost::system::error_code> read_more(ReadStream& sock,
   if constexpr (requires { sock.read_now(buf.prepare(0), ec); }) {
     // An http::Stream: what has arrived is read at once; else (or when the socket is known to be
     // drained) the read waits for epoll's next event without a system call first.
-    if (try_read_more(sock, buf, p, max_read, exactly, ec)) co_return ec;
+    if (try_read_more(sock, buf, reader, max_read, exactly, ec)) co_return ec;
     const auto room = read_room(buf, max_read, exactly);
     std::tie(ec, n) =
         co_await sock.async_read_some(room, boost::asio::as_tuple(boost::asio::use_awaitable));
-    co_return read_ended(buf, p, n, ec);
+    co_return read_ended(buf, reader, n, ec);
   } else {
     std::tie(ec, n) = co_await sock.async_read_some(
         read_room(buf, max_read, exactly), boost::asio::as_tuple(boost::asio::use_awaitable));
   }
-  co_return read_ended(buf, p, n, ec);
+  co_return read_ended(buf, reader, n, ec);
 }
 
 /// read_parsed() without waiting, on an http::Stream: parses what `buf` holds and reads what has
 /// arrived until `until` is reached or an error (true, `ec` the result, as read_parsed's), or until
 /// a read would wait (false: then co_await read_parsed(), which goes on from there).
 template <typename ReadStream, MessageReader Reader>
-bool try_read_parsed(ReadStream& sock, boost::beast::flat_buffer& buf, Reader& p, Until until,
+bool try_read_parsed(ReadStream& sock, boost::beast::flat_buffer& buf, Reader& reader, Until until,
                      boost::system::error_code& ec, std::size_t max_read = 64 * 1024) {
-  while (!parse_buffered(p, buf, until, ec)) {
-    if (!try_read_more(sock, buf, p, max_read, false, ec)) return false;
-    if (ec || p.is_done()) return true;
+  while (!parse_buffered(reader, buf, until, ec)) {
+    if (!try_read_more(sock, buf, reader, max_read, false, ec)) return false;
+    if (ec || reader.is_done()) return true;
   }
   return true;
 }
 
-/// Reads and parses with `p` until `until` is reached or an error (the result).
+/// Reads and parses with `reader` until `until` is reached or an error (the result).
 template <typename ReadStream, MessageReader Reader>
 boost::asio::awaitable<boost::system::error_code> read_parsed(ReadStream& sock,
                                                               boost::beast::flat_buffer& buf,
-                                                              Reader& p, Until until,
+                                                              Reader& reader, Until until,
                                                               std::size_t max_read = 64 * 1024) {
   boost::system::error_code ec;
-  while (!parse_buffered(p, buf, until, ec)) {
-    ec = co_await read_more(sock, buf, p, max_read);
-    if (ec || p.is_done()) co_return ec;
+  while (!parse_buffered(reader, buf, until, ec)) {
+    ec = co_await read_more(sock, buf, reader, max_read);
+    if (ec || reader.is_done()) co_return ec;
   }
   co_return ec;
 }

@@ -23,15 +23,15 @@ using tcp = net::ip::tcp;
 /// The TLS state of one connection: the ssl::stream over the Stream's socket, the context it was
 /// made from (kept alive with it) and the staging buffer of gathered writes.
 struct Stream::Tls {
-  Tls(tcp::socket& s, TlsContextPtr c, ssl::stream_base::handshake_type t)
-      : ctx(std::move(c)), stream(s, *ctx), type(t) {}
+  Tls(tcp::socket& tcp_socket, TlsContextPtr context, ssl::stream_base::handshake_type role)
+      : ctx(std::move(context)), stream(tcp_socket, *ctx), type(role) {}
   TlsContextPtr ctx;
   ssl::stream<tcp::socket&> stream;
   ssl::stream_base::handshake_type type;
   std::unique_ptr<std::array<char, kRecord>> staging;
 };
 
-Stream::Stream(tcp::socket s) : sock_(std::move(s)) {}
+Stream::Stream(tcp::socket tcp_socket) : sock_(std::move(tcp_socket)) {}
 Stream::Stream(const executor_type& ex) : sock_(ex) {}
 Stream::Stream(Stream&&) noexcept = default;
 Stream& Stream::operator=(Stream&&) noexcept = default;
@@ -78,22 +78,23 @@ bool Stream::is_plain_http(const boost::system::error_code& ec) {
          ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST;
 }
 
-void Stream::tls_read(net::mutable_buffer b, IoHandler h) {
+void Stream::tls_read(net::mutable_buffer buffer, IoHandler handler) {
   // A peer that closes without close_notify ends the stream as a plain TCP close does: HTTP's
   // own framing tells a complete message from a truncated one (as browsers and curl do).
-  auto slot = net::get_associated_cancellation_slot(h);
-  auto ex = net::get_associated_executor(h, sock_.get_executor());
+  auto slot = net::get_associated_cancellation_slot(handler);
+  auto ex = net::get_associated_executor(handler, sock_.get_executor());
   tls_->stream.async_read_some(
-      b, net::bind_cancellation_slot(
-             slot, net::bind_executor(
-                       ex, [h = std::move(h)](boost::system::error_code ec, std::size_t n) mutable {
-                         if (ec == ssl::error::stream_truncated) ec = net::error::eof;
-                         std::move(h)(ec, n);
-                       })));
+      buffer,
+      net::bind_cancellation_slot(
+          slot, net::bind_executor(ex, [handler = std::move(handler)](boost::system::error_code ec,
+                                                                      std::size_t n) mutable {
+            if (ec == ssl::error::stream_truncated) ec = net::error::eof;
+            std::move(handler)(ec, n);
+          })));
 }
 
-void Stream::tls_write(net::const_buffer b, IoHandler h) {
-  tls_->stream.async_write_some(b, std::move(h));
+void Stream::tls_write(net::const_buffer buffer, IoHandler handler) {
+  tls_->stream.async_write_some(buffer, std::move(handler));
 }
 
 net::mutable_buffer Stream::tls_staging() {

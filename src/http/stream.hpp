@@ -48,7 +48,7 @@ class Stream {
   using IoHandler =
       boost::asio::any_completion_handler<void(boost::system::error_code, std::size_t)>;
 
-  explicit Stream(boost::asio::ip::tcp::socket s);
+  explicit Stream(boost::asio::ip::tcp::socket tcp_socket);
   explicit Stream(const executor_type& ex);
   Stream(Stream&&) noexcept;
   Stream& operator=(Stream&&) noexcept;
@@ -111,20 +111,20 @@ class Stream {
   /// TLS). 0 with `ec` clear when nothing has; eof at the end. A read that came up short drained
   /// the socket: the next read then waits for an event of the worker's ReadinessSet without a
   /// system call first (http/readiness.hpp). Call it only when may_read_now().
-  std::size_t read_now(boost::asio::mutable_buffer b, boost::system::error_code& ec) {
+  std::size_t read_now(boost::asio::mutable_buffer buffer, boost::system::error_code& ec) {
     ec = {};
     if (tls_) return 0;
     if (!sock_.non_blocking()) {
       sock_.non_blocking(true, ec);
       if (ec) return 0;
     }
-    const std::size_t n = sock_.read_some(b, ec);
+    const std::size_t n = sock_.read_some(buffer, ec);
     if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
       ec = {};
       readiness_.drained(sock_.native_handle(), sock_.get_executor());
       return 0;
     }
-    if (!ec && n < b.size()) readiness_.drained(sock_.native_handle(), sock_.get_executor());
+    if (!ec && n < buffer.size()) readiness_.drained(sock_.native_handle(), sock_.get_executor());
     return ec ? 0 : n;
   }
   /// Whether read_now() may find bytes (false over TLS, and when the socket was drained and no
@@ -175,8 +175,8 @@ class Stream {
     if (!tls_ && !readiness_.in_set())
       return sock_.async_read_some(buffers, with_allocator(std::forward<Token>(token)));
     return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
-        [this](auto handler, const MutableBufferSequence& b) {
-          const boost::asio::mutable_buffer first = *boost::asio::buffer_sequence_begin(b);
+        [this](auto handler, const MutableBufferSequence& sequence) {
+          const boost::asio::mutable_buffer first = *boost::asio::buffer_sequence_begin(sequence);
           if (!tls_) {
             using Handler = decltype(with_allocator(std::move(handler)));
             ParkedRead<Handler>::start(with_allocator(std::move(handler)), readiness_, sock_,
@@ -192,12 +192,12 @@ class Stream {
   auto async_write_some(const ConstBufferSequence& buffers, Token&& token) {
     if (!tls_) return sock_.async_write_some(buffers, with_allocator(std::forward<Token>(token)));
     return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
-        [this](auto handler, const ConstBufferSequence& b) {
+        [this](auto handler, const ConstBufferSequence& sequence) {
           // Several small buffers (a chunk's size line, its data, its CRLF) go out as one TLS
           // record: copied into the connection's staging buffer (ssl::stream writes the first
           // buffer only).
-          auto it = boost::asio::buffer_sequence_begin(b);
-          const auto end = boost::asio::buffer_sequence_end(b);
+          auto it = boost::asio::buffer_sequence_begin(sequence);
+          const auto end = boost::asio::buffer_sequence_end(sequence);
           while (it != end && boost::asio::const_buffer(*it).size() == 0) ++it;
           if (it == end) {
             tls_write(boost::asio::const_buffer(), IoHandler(std::move(handler)));
@@ -209,7 +209,7 @@ class Stream {
             return;
           }
           const boost::asio::mutable_buffer staging = tls_staging();
-          const std::size_t n = boost::asio::buffer_copy(staging, b);
+          const std::size_t n = boost::asio::buffer_copy(staging, sequence);
           tls_write(boost::asio::buffer(staging.data(), n), IoHandler(std::move(handler)));
         },
         token, buffers);
@@ -225,8 +225,8 @@ class Stream {
 
   static constexpr std::size_t kRecord = 16 * 1024;  // a TLS record's most plaintext
   struct Tls;
-  void tls_read(boost::asio::mutable_buffer b, IoHandler h);
-  void tls_write(boost::asio::const_buffer b, IoHandler h);
+  void tls_read(boost::asio::mutable_buffer buffer, IoHandler handler);
+  void tls_write(boost::asio::const_buffer buffer, IoHandler handler);
   boost::asio::mutable_buffer tls_staging();
 
   boost::asio::ip::tcp::socket sock_;
@@ -234,10 +234,10 @@ class Stream {
   Readiness readiness_;  // the socket's flag in the worker's ReadinessSet (plain TCP)
 };
 
-/// Drops the first `n` bytes of `b` (what write_now() sent): the rest, in place.
+/// Drops the first `n` bytes of `buffers` (what write_now() sent): the rest, in place.
 template <std::size_t N>
-void skip_bytes(std::array<boost::asio::const_buffer, N>& b, std::size_t n) {
-  for (auto& piece : b) {
+void skip_bytes(std::array<boost::asio::const_buffer, N>& buffers, std::size_t n) {
+  for (auto& piece : buffers) {
     const std::size_t k = n < piece.size() ? n : piece.size();
     piece += k;
     n -= k;

@@ -114,24 +114,24 @@ std::optional<Url> Url::parse(std::string_view text, std::string* error, Options
   if (!written.problem.empty()) return fail(written.problem);
   auto parsed = boost::urls::parse_uri(text);
   if (!parsed) return fail(fmt::format("not a valid URL ({})", parsed.error().message()));
-  const boost::urls::url_view u = *parsed;
-  std::string scheme(u.scheme());
+  const boost::urls::url_view uri = *parsed;
+  std::string scheme(uri.scheme());
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (scheme == "https" && !options.https)
     return fail("https:// is not supported here; only http:// is supported");
   if (scheme != "http" && scheme != "https")
     return fail(fmt::format("unsupported scheme '{}'; only http:// {}is supported", scheme,
                             options.https ? "or https:// " : ""));
-  if (u.has_userinfo()) return fail("credentials in the URL are not supported; use api_key");
-  if (u.has_query()) return fail("a base URL cannot have a query (?...)");
-  if (u.has_fragment()) return fail("a base URL cannot have a fragment (#...)");
+  if (uri.has_userinfo()) return fail("credentials in the URL are not supported; use api_key");
+  if (uri.has_query()) return fail("a base URL cannot have a query (?...)");
+  if (uri.has_fragment()) return fail("a base URL cannot have a fragment (#...)");
   Url out;
   out.tls = scheme == "https";
   if (out.tls) out.port = 443;
-  out.host = u.host_address();
-  bool has_port = u.has_port();
-  std::string_view port_text = u.port();
-  std::string path(u.encoded_path());
+  out.host = uri.host_address();
+  bool has_port = uri.has_port();
+  std::string_view port_text = uri.port();
+  std::string path(uri.encoded_path());
   if (!written.host.starts_with('[') && out.host != written.host) {
     // Boost.URL 1.81 cut a host name that starts with an IPv4 address after the address.
     out.host = written.host;
@@ -141,10 +141,11 @@ std::optional<Url> Url::parse(std::string_view text, std::string* error, Options
   }
   if (out.host.empty()) return fail("a host is required");
   if (has_port) {
-    const std::string_view p = port_text;
+    const std::string_view digits = port_text;
     unsigned port = 0;
-    const auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-    if (p.empty() || ec != std::errc() || ptr != p.data() + p.size() || port < 1 || port > 65535)
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size() || port < 1 ||
+        port > 65535)
       return fail("port must be 1-65535");
     out.port = static_cast<std::uint16_t>(port);
   }
