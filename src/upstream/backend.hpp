@@ -125,20 +125,21 @@ class Slot {
   /// `trial`: the slot also holds the backend's one trial request (see Backend::on_trial).
   /// `tokens`: the request's estimated tokens, added to the backend's outstanding_tokens for as
   /// long as the slot is held.
-  explicit Slot(Backend* b, bool trial = false, std::int64_t tokens = 0)
-      : b_(b), trial_(trial), tokens_(tokens) {
-    if (b_ && tokens_ > 0) b_->outstanding_tokens.fetch_add(tokens_, std::memory_order_relaxed);
+  explicit Slot(Backend* owner, bool trial = false, std::int64_t tokens = 0)
+      : backend_(owner), trial_(trial), tokens_(tokens) {
+    if (backend_ && tokens_ > 0)
+      backend_->outstanding_tokens.fetch_add(tokens_, std::memory_order_relaxed);
   }
-  Slot(Slot&& o) noexcept
-      : b_(std::exchange(o.b_, nullptr)),
-        trial_(std::exchange(o.trial_, false)),
-        tokens_(std::exchange(o.tokens_, 0)) {}
-  Slot& operator=(Slot&& o) noexcept {
-    if (this != &o) {
+  Slot(Slot&& other) noexcept
+      : backend_(std::exchange(other.backend_, nullptr)),
+        trial_(std::exchange(other.trial_, false)),
+        tokens_(std::exchange(other.tokens_, 0)) {}
+  Slot& operator=(Slot&& other) noexcept {
+    if (this != &other) {
       reset();
-      b_ = std::exchange(o.b_, nullptr);
-      trial_ = std::exchange(o.trial_, false);
-      tokens_ = std::exchange(o.tokens_, 0);
+      backend_ = std::exchange(other.backend_, nullptr);
+      trial_ = std::exchange(other.trial_, false);
+      tokens_ = std::exchange(other.tokens_, 0);
     }
     return *this;
   }
@@ -146,19 +147,19 @@ class Slot {
   Slot& operator=(const Slot&) = delete;
   ~Slot() { reset(); }
   void reset() {
-    if (!b_) return;
-    Backend* b = std::exchange(b_, nullptr);
-    if (std::exchange(trial_, false)) b->trial_taken.store(false, std::memory_order_relaxed);
+    if (!backend_) return;
+    Backend* owner = std::exchange(backend_, nullptr);
+    if (std::exchange(trial_, false)) owner->trial_taken.store(false, std::memory_order_relaxed);
     if (const std::int64_t t = std::exchange(tokens_, 0); t > 0)
-      b->outstanding_tokens.fetch_sub(t, std::memory_order_relaxed);
-    b->release();
+      owner->outstanding_tokens.fetch_sub(t, std::memory_order_relaxed);
+    owner->release();
   }
-  Backend* backend() const { return b_; }
+  Backend* backend() const { return backend_; }
   bool trial() const { return trial_; }
-  explicit operator bool() const { return b_ != nullptr; }
+  explicit operator bool() const { return backend_ != nullptr; }
 
  private:
-  Backend* b_ = nullptr;
+  Backend* backend_ = nullptr;
   bool trial_ = false;
   std::int64_t tokens_ = 0;
 };
@@ -166,8 +167,8 @@ class Slot {
 /// Backends already tried for one request (by index; a validated config has at most 64).
 class TriedSet {
  public:
-  void add(const Backend& b) { bits_ |= 1ull << b.index; }
-  bool contains(const Backend& b) const { return bits_ & (1ull << b.index); }
+  void add(const Backend& backend) { bits_ |= 1ull << backend.index; }
+  bool contains(const Backend& backend) const { return bits_ & (1ull << backend.index); }
   bool empty() const { return bits_ == 0; }
 
  private:

@@ -62,14 +62,14 @@ void RateSampler::on_tokens(std::uint64_t tokens, std::int64_t now_ns) {
     started_ = true;
     start_ns_ = now_ns;
     start_tokens_ = tokens;
-    start_inflight_ = b_.inflight.load(std::memory_order_relaxed);
+    start_inflight_ = backend_.inflight.load(std::memory_order_relaxed);
     return;
   }
   const std::int64_t dt = now_ns - start_ns_;
   if (dt < window_ns_) return;
-  const int inflight = b_.inflight.load(std::memory_order_relaxed);
+  const int inflight = backend_.inflight.load(std::memory_order_relaxed);
   const double rate = static_cast<double>(tokens - start_tokens_) * 1e9 / static_cast<double>(dt);
-  b_.curve.observe((start_inflight_ + inflight + 1) / 2, rate);
+  backend_.curve.observe((start_inflight_ + inflight + 1) / 2, rate);
   start_ns_ = now_ns;
   start_tokens_ = tokens;
   start_inflight_ = inflight;

@@ -53,13 +53,13 @@ class CapacityCurve {
 /// backend's in-flight count (the mean of the window's two ends) go to the backend's curve.
 class RateSampler {
  public:
-  explicit RateSampler(Backend& b, std::int64_t window_ns = 1'000'000'000)
-      : b_(b), window_ns_(window_ns) {}
+  explicit RateSampler(Backend& backend, std::int64_t window_ns = 1'000'000'000)
+      : backend_(backend), window_ns_(window_ns) {}
   /// `tokens`: content tokens the stream has carried so far (a running count).
   void on_tokens(std::uint64_t tokens, std::int64_t now_ns);
 
  private:
-  Backend& b_;
+  Backend& backend_;
   std::int64_t window_ns_;
   std::int64_t start_ns_ = 0;
   std::uint64_t start_tokens_ = 0;

@@ -41,7 +41,7 @@ struct OutlierSettings {
 enum class Verdict { success, failure, neutral };
 /// Failure: connect failed, reset before send, timeout, broken, bad response, broken
 /// mid-stream, or a 5xx status; neutral: the client left; success: anything else.
-Verdict judge(const Outcome& o);
+Verdict judge(const Outcome& outcome);
 
 /// One change of a backend's state, for one log line.
 struct HealthEvent {
@@ -51,23 +51,23 @@ struct HealthEvent {
 };
 
 /// Passive outlier detection: records one attempt's outcome at `now_ns` (core/clock mono_ns).
-std::optional<HealthEvent> record_outcome(Backend& b, const Outcome& o, std::int64_t now_ns,
-                                          const OutlierSettings& s);
+std::optional<HealthEvent> record_outcome(Backend& backend, const Outcome& outcome,
+                                          std::int64_t now_ns, const OutlierSettings& settings);
 
-/// How long the next ejection of `b` lasts.
-std::chrono::milliseconds next_ejection(const Backend& b, const OutlierSettings& s);
+/// How long the next ejection of `backend` lasts.
+std::chrono::milliseconds next_ejection(const Backend& backend, const OutlierSettings& settings);
 
 /// Active checks of one backend: the counts its checker keeps (one thread).
 struct CheckCounts {
   int passes = 0;  // in a row
   int fails = 0;   // in a row
 };
-std::optional<HealthEvent> record_check(Backend& b, CheckCounts& counts, bool ok,
+std::optional<HealthEvent> record_check(Backend& backend, CheckCounts& counts, bool ok,
                                         std::string_view why, int healthy_threshold,
                                         int unhealthy_threshold);
 
 /// "up", "trial" (back after an ejection, one request at a time), "ejected", "stalled" (ejected
 /// for a stall, upstream/stall.hpp) or "unhealthy".
-std::string_view state_name(const Backend& b, std::int64_t now_ns);
+std::string_view state_name(const Backend& backend, std::int64_t now_ns);
 
 }  // namespace llmux::upstream

@@ -18,10 +18,11 @@ bool sample_value(std::string_view rest, double& out) {
   while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t')) ++i;
   std::size_t j = i;
   while (j < rest.size() && rest[j] != ' ' && rest[j] != '\t') ++j;
-  const std::string_view v = rest.substr(i, j - i);
-  if (v == "NaN" || v == "+Inf" || v == "-Inf") return false;
-  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  return ec == std::errc() && p == v.data() + v.size() && std::isfinite(out);
+  const std::string_view value_text = rest.substr(i, j - i);
+  if (value_text == "NaN" || value_text == "+Inf" || value_text == "-Inf") return false;
+  const auto [p, ec] =
+      std::from_chars(value_text.data(), value_text.data() + value_text.size(), out);
+  return ec == std::errc() && p == value_text.data() + value_text.size() && std::isfinite(out);
 }
 
 /// Splits a sample line into its metric name and what follows its label set; false for a line
@@ -55,7 +56,7 @@ bool split_sample(std::string_view line, std::string_view& name, std::string_vie
 }  // namespace
 
 std::optional<LoadReport> parse_load_report(std::string_view text, std::string_view* why) {
-  LoadReport r;
+  LoadReport report;
   bool saw_running = false;
   int kv_series = 0;
   while (!text.empty()) {
@@ -68,13 +69,13 @@ std::optional<LoadReport> parse_load_report(std::string_view text, std::string_v
     double v = 0;
     if (name == "vllm:num_requests_running") {
       if (!sample_value(rest, v)) continue;
-      r.running += v;
+      report.running += v;
       saw_running = true;
     } else if (name == "vllm:num_requests_waiting") {
-      if (sample_value(rest, v)) r.waiting += v;
+      if (sample_value(rest, v)) report.waiting += v;
     } else if (name == "vllm:kv_cache_usage_perc" || name == "vllm:gpu_cache_usage_perc") {
       if (sample_value(rest, v)) {
-        r.kv_usage += v;
+        report.kv_usage += v;
         ++kv_series;
       }
     }
@@ -83,27 +84,29 @@ std::optional<LoadReport> parse_load_report(std::string_view text, std::string_v
     if (why) *why = "no vllm:num_requests_running in the metrics";
     return std::nullopt;
   }
-  if (kv_series > 0) r.kv_usage /= kv_series;
-  return r;
+  if (kv_series > 0) report.kv_usage /= kv_series;
+  return report;
 }
 
-void store_report(Backend& b, const LoadReport& r, std::int64_t now_ns, std::int64_t stale_ns) {
+void store_report(Backend& backend, const LoadReport& report, std::int64_t now_ns,
+                  std::int64_t stale_ns) {
   auto clamp = [](double v, double hi) {
     return static_cast<std::int32_t>(std::lround(std::clamp(v, 0.0, hi)));
   };
-  b.reported_running.store(clamp(r.running, 1e9), std::memory_order_relaxed);
-  b.reported_waiting.store(clamp(r.waiting, 1e9), std::memory_order_relaxed);
-  b.reported_kv_permille.store(clamp(r.kv_usage * 1000.0, 1000.0), std::memory_order_relaxed);
-  b.reported_until_ns.store(now_ns + stale_ns, std::memory_order_release);
+  backend.reported_running.store(clamp(report.running, 1e9), std::memory_order_relaxed);
+  backend.reported_waiting.store(clamp(report.waiting, 1e9), std::memory_order_relaxed);
+  backend.reported_kv_permille.store(clamp(report.kv_usage * 1000.0, 1000.0),
+                                     std::memory_order_relaxed);
+  backend.reported_until_ns.store(now_ns + stale_ns, std::memory_order_release);
 }
 
-std::optional<LoadReport> fresh_report(const Backend& b, std::int64_t now_ns) {
-  if (now_ns >= b.reported_until_ns.load(std::memory_order_acquire)) return std::nullopt;
-  LoadReport r;
-  r.running = b.reported_running.load(std::memory_order_relaxed);
-  r.waiting = b.reported_waiting.load(std::memory_order_relaxed);
-  r.kv_usage = b.reported_kv_permille.load(std::memory_order_relaxed) / 1000.0;
-  return r;
+std::optional<LoadReport> fresh_report(const Backend& backend, std::int64_t now_ns) {
+  if (now_ns >= backend.reported_until_ns.load(std::memory_order_acquire)) return std::nullopt;
+  LoadReport report;
+  report.running = backend.reported_running.load(std::memory_order_relaxed);
+  report.waiting = backend.reported_waiting.load(std::memory_order_relaxed);
+  report.kv_usage = backend.reported_kv_permille.load(std::memory_order_relaxed) / 1000.0;
+  return report;
 }
 
 }  // namespace llmux::upstream

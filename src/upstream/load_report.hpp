@@ -23,11 +23,12 @@ struct LoadReport {
 /// cannot be read is skipped.
 std::optional<LoadReport> parse_load_report(std::string_view text, std::string_view* why = nullptr);
 
-/// Stores `r` on `b` as read at `now_ns`, to count until `stale_ns` later.
-void store_report(Backend& b, const LoadReport& r, std::int64_t now_ns, std::int64_t stale_ns);
+/// Stores `report` on `backend` as read at `now_ns`, to count until `stale_ns` later.
+void store_report(Backend& backend, const LoadReport& report, std::int64_t now_ns,
+                  std::int64_t stale_ns);
 
 /// The backend's reported load, while it still counts at `now_ns`; nullopt when stale or never
 /// read.
-std::optional<LoadReport> fresh_report(const Backend& b, std::int64_t now_ns);
+std::optional<LoadReport> fresh_report(const Backend& backend, std::int64_t now_ns);
 
 }  // namespace llmux::upstream

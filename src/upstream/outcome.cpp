@@ -5,8 +5,8 @@
 
 namespace llmux::upstream {
 
-std::string_view to_string(Outcome::Kind k) {
-  switch (k) {
+std::string_view to_string(Outcome::Kind kind) {
+  switch (kind) {
     case Outcome::Kind::ok:
       return "ok";
     case Outcome::Kind::connect_failed:
@@ -27,9 +27,9 @@ std::string_view to_string(Outcome::Kind k) {
   return "unknown";
 }
 
-RetryDecision decide_retry(const Outcome& o, int attempts_made, int max_attempts) {
-  if (o.kind == Outcome::Kind::client_left) return RetryDecision::give_up_silently;
-  if (o.never_reached_backend() && attempts_made < max_attempts)
+RetryDecision decide_retry(const Outcome& outcome, int attempts_made, int max_attempts) {
+  if (outcome.kind == Outcome::Kind::client_left) return RetryDecision::give_up_silently;
+  if (outcome.never_reached_backend() && attempts_made < max_attempts)
     return RetryDecision::try_another_backend;
   return RetryDecision::answer_error;
 }

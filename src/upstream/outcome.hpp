@@ -35,7 +35,7 @@ struct Outcome {
   }
 };
 
-std::string_view to_string(Outcome::Kind k);
+std::string_view to_string(Outcome::Kind kind);
 
 /// What the proxy does after a failed attempt (pure: tested without sockets).
 enum class RetryDecision {
@@ -46,7 +46,7 @@ enum class RetryDecision {
 
 /// Retries only what never reached a backend, at most `max_attempts` attempts in all, and never
 /// after the client left.
-RetryDecision decide_retry(const Outcome& o, int attempts_made, int max_attempts = 2);
+RetryDecision decide_retry(const Outcome& outcome, int attempts_made, int max_attempts = 2);
 
 /// The status and message the gateway answers when no attempt produced a response: 503 when no
 /// backend could be reached, 504 on a timeout, 502 for a broken or invalid response.

@@ -71,7 +71,7 @@ void PrefixTable::insert(std::span<const std::uint64_t> hashes) {
 }
 
 PrefixTable& prefix_table(std::atomic<PrefixTable*>& slot, std::size_t blocks) {
-  if (PrefixTable* t = slot.load(std::memory_order_acquire)) return *t;
+  if (PrefixTable* table = slot.load(std::memory_order_acquire)) return *table;
   auto made = std::make_unique<PrefixTable>(blocks);
   PrefixTable* expected = nullptr;
   if (slot.compare_exchange_strong(expected, made.get(), std::memory_order_acq_rel))

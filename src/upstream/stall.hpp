@@ -36,7 +36,8 @@ class StallWatch {
   enum class Verdict { wait, stalled, idle };
 
   /// `stall_timeout` 0: off (only the idle timeout applies).
-  StallWatch(Backend& b, std::chrono::milliseconds stall_timeout, std::chrono::milliseconds idle);
+  StallWatch(Backend& backend, std::chrono::milliseconds stall_timeout,
+             std::chrono::milliseconds idle);
   ~StallWatch();
   StallWatch(const StallWatch&) = delete;
   StallWatch& operator=(const StallWatch&) = delete;
@@ -54,30 +55,30 @@ class StallWatch {
   Verdict judge(std::int64_t now_ns, std::string& why) const;
 
  private:
-  Backend& b_;
+  Backend& backend_;
   std::int64_t stall_ns_;
   std::int64_t idle_ns_;
   std::int64_t first_ns_ = 0;  // first body byte
   std::int64_t last_ns_ = 0;   // latest body byte
   bool seen_ = false;          // a body byte came
-  bool flowing_ = false;       // counted in b_.flowing
+  bool flowing_ = false;       // counted in backend_.flowing
 };
 
-/// A sign of life from `b` at `now_ns` (a response completed, a flowing stream's byte). Writes
-/// the shared line at most every 50 ms.
-void note_progress(Backend& b, std::int64_t now_ns);
+/// A sign of life from `backend` at `now_ns` (a response completed, a flowing stream's byte).
+/// Writes the shared line at most every 50 ms.
+void note_progress(Backend& backend, std::int64_t now_ns);
 
-/// Ejects `b` at once for a stall (outlier detection on, not ejected already): the back-off of
-/// record_outcome, one caller wins; marks it stalled. The event names the backend and `why`.
+/// Ejects `backend` at once for a stall (outlier detection on, not ejected already): the back-off
+/// of record_outcome, one caller wins; marks it stalled. The event names the backend and `why`.
 /// While stalled, a backend with active checks is probed with a short generation at each check
 /// and stays out until one completes (record_probe); without checks, the back-off runs out into
 /// a trial request as after any ejection.
-std::optional<HealthEvent> record_stall(Backend& b, std::int64_t now_ns, const OutlierSettings& s,
-                                        const std::string& why);
+std::optional<HealthEvent> record_stall(Backend& backend, std::int64_t now_ns,
+                                        const OutlierSettings& settings, const std::string& why);
 
 /// A probe generation of a stalled backend: passed → back in service at once (ejection cleared);
 /// failed → kept out for `hold` more (no trial request is risked on it meanwhile).
-std::optional<HealthEvent> record_probe(Backend& b, bool passed, std::int64_t now_ns,
+std::optional<HealthEvent> record_probe(Backend& backend, bool passed, std::int64_t now_ns,
                                         std::chrono::milliseconds hold, const std::string& why);
 
 }  // namespace llmux::upstream
