@@ -53,61 +53,65 @@ std::string hash_key(std::string_view key) {
 namespace detail {
 namespace {
 
-void load_limits(const YAML::Node& n, const std::string& field, KeyLimits& l, YamlReader& r) {
-  for (const auto& [k, v] :
-       r.entries(n, field, {"requests_per_minute", "tokens_per_minute", "concurrent"})) {
-    const std::string f = child(field, k);
-    if (k == "requests_per_minute") r.integer(v, f, l.requests_per_minute);
-    if (k == "tokens_per_minute") r.integer(v, f, l.tokens_per_minute);
-    if (k == "concurrent") r.integer(v, f, l.concurrent);
+void load_limits(const YAML::Node& node, const std::string& field, KeyLimits& limits,
+                 YamlReader& reader) {
+  for (const auto& [key, value] :
+       reader.entries(node, field, {"requests_per_minute", "tokens_per_minute", "concurrent"})) {
+    const std::string child_field = child(field, key);
+    if (key == "requests_per_minute")
+      reader.integer(value, child_field, limits.requests_per_minute);
+    if (key == "tokens_per_minute") reader.integer(value, child_field, limits.tokens_per_minute);
+    if (key == "concurrent") reader.integer(value, child_field, limits.concurrent);
   }
 }
 
-void load_key(const YAML::Node& n, const std::string& field, ApiKey& key, YamlReader& r) {
+void load_key(const YAML::Node& node, const std::string& field, ApiKey& key, YamlReader& reader) {
   bool plain = false, hashed = false;
-  for (const auto& [k, v] :
-       r.entries(n, field, {"name", "key", "sha256", "models", "routes", "limits"})) {
-    const std::string f = child(field, k);
-    if (k == "name") r.string(v, f, key.name);
-    if (k == "key") {
+  for (const auto& [name, value] :
+       reader.entries(node, field, {"name", "key", "sha256", "models", "routes", "limits"})) {
+    const std::string child_field = child(field, name);
+    if (name == "name") reader.string(value, child_field, key.name);
+    if (name == "key") {
       plain = true;
-      // Never r.string(): its errors would show the value; the key is never shown.
-      if (!v.IsScalar()) {
-        r.error(f, v, "(hidden)", fmt::format("expected a string, got {}", kind(v)));
+      // Never reader.string(): its errors would show the value; the key is never shown.
+      if (!value.IsScalar()) {
+        reader.error(child_field, value, "(hidden)",
+                     fmt::format("expected a string, got {}", kind(value)));
         continue;
       }
-      const std::string& text = v.Scalar();
+      const std::string& text = value.Scalar();
       if (text.empty()) {
-        r.error(f, v, "", "must not be empty");
+        reader.error(child_field, value, "", "must not be empty");
       } else if (std::any_of(text.begin(), text.end(), [](char c) {
                    return static_cast<unsigned char>(c) <= ' ' || c == 127;
                  })) {
-        r.error(f, v, "(hidden)", "must be printable characters without spaces");
+        reader.error(child_field, value, "(hidden)", "must be printable characters without spaces");
       } else {
         key.sha256 = hash_key(text);
       }
     }
-    if (k == "sha256") {
+    if (name == "sha256") {
       hashed = true;
-      r.string(v, f, key.sha256);
+      reader.string(value, child_field, key.sha256);
     }
-    if (k == "models") r.strings(v, f, key.models);
-    if (k == "routes") r.strings(v, f, key.routes);
-    if (k == "limits") load_limits(v, f, key.limits, r);
+    if (name == "models") reader.strings(value, child_field, key.models);
+    if (name == "routes") reader.strings(value, child_field, key.routes);
+    if (name == "limits") load_limits(value, child_field, key.limits, reader);
   }
   if (plain && hashed) {
     key.sha256.clear();
-    r.error(child(field, "sha256"), n, "", "set either key or sha256, not both");
+    reader.error(child(field, "sha256"), node, "", "set either key or sha256, not both");
   }
 }
 
-void load_keys(const YAML::Node& n, const std::string& field, std::vector<ApiKey>& out,
-               YamlReader& r) {
-  if (!n.IsSequence()) {
-    r.type_error(field, n, "a list of keys");
+void load_keys(const YAML::Node& node, const std::string& field, std::vector<ApiKey>& out,
+               YamlReader& reader) {
+  if (!node.IsSequence()) {
+    reader.type_error(field, node, "a list of keys");
     return;
   }
-  for (std::size_t i = 0; i < n.size(); ++i) load_key(n[i], index(field, i), out.emplace_back(), r);
+  for (std::size_t i = 0; i < node.size(); ++i)
+    load_key(node[i], index(field, i), out.emplace_back(), reader);
 }
 
 /// Reads `path` into `out`; errors go to `errs` under "auth.keys_file...".
@@ -120,53 +124,56 @@ void read_keys_file(const std::string& path, std::vector<ApiKey>& out,
   } catch (const YAML::BadFile&) {
     errs.push_back({field, path, "cannot be read"});
     return;
-  } catch (const YAML::Exception& e) {
-    ConfigError err{field, path, "YAML syntax error: " + e.msg};
-    if (!e.mark.is_null()) {
-      err.line = e.mark.line + 1;
-      err.column = e.mark.column + 1;
+  } catch (const YAML::Exception& exception) {
+    ConfigError err{field, path, "YAML syntax error: " + exception.msg};
+    if (!exception.mark.is_null()) {
+      err.line = exception.mark.line + 1;
+      err.column = exception.mark.column + 1;
     }
     errs.push_back(std::move(err));
     return;
   }
-  YamlReader r(errs);
+  YamlReader reader(errs);
   if (!doc.IsDefined() || doc.IsNull()) return;  // an empty file: no keys (every key revoked)
   if (doc.IsSequence()) {
-    load_keys(doc, field + ".keys", out, r);
+    load_keys(doc, field + ".keys", out, reader);
     return;
   }
-  for (const auto& [k, v] : r.entries(doc, field, {"keys"})) load_keys(v, field + ".keys", out, r);
+  for (const auto& [key, value] : reader.entries(doc, field, {"keys"}))
+    load_keys(value, field + ".keys", out, reader);
 }
 
-bool valid_key_name(std::string_view s) {
-  return !s.empty() && s.size() <= 128 && std::all_of(s.begin(), s.end(), [](char c) {
+bool valid_key_name(std::string_view name) {
+  return !name.empty() && name.size() <= 128 && std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
            c == '@';
   });
 }
 
-bool is_hex64(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+bool is_hex64(std::string_view text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
            return std::isxdigit(static_cast<unsigned char>(c)) != 0;
          });
 }
 
 }  // namespace
 
-void load_auth(const YAML::Node& n, Auth& out, YamlReader& r) {
+void load_auth(const YAML::Node& node, Auth& out, YamlReader& reader) {
   const std::string field = "auth";
-  for (const auto& [k, v] : r.entries(n, field, {"keys", "keys_file", "usage_retention"})) {
-    const std::string f = child(field, k);
-    if (k == "keys") load_keys(v, f, out.keys, r);
-    if (k == "keys_file") r.string(v, f, out.keys_file);
-    if (k == "usage_retention") r.duration(v, f, out.usage_retention);
+  for (const auto& [key, value] :
+       reader.entries(node, field, {"keys", "keys_file", "usage_retention"})) {
+    const std::string child_field = child(field, key);
+    if (key == "keys") load_keys(value, child_field, out.keys, reader);
+    if (key == "keys_file") reader.string(value, child_field, out.keys_file);
+    if (key == "usage_retention") reader.duration(value, child_field, out.usage_retention);
   }
 }
 
-void load_quotas(const YAML::Node& n, Quotas& out, YamlReader& r) {
-  for (const auto& [k, v] : r.entries(n, "quotas", {"local_share"})) {
+void load_quotas(const YAML::Node& node, Quotas& out, YamlReader& reader) {
+  for (const auto& [key, value] : reader.entries(node, "quotas", {"local_share"})) {
     double share = 0;
-    if (k == "local_share" && r.number(v, child("quotas", k), share)) out.local_share = share;
+    if (key == "local_share" && reader.number(value, child("quotas", key), share))
+      out.local_share = share;
   }
 }
 
@@ -174,56 +181,56 @@ void validate_auth(GatewayConfig& cfg, std::vector<ConfigError>& errs) {
   auto add = [&](std::string field, std::string value, std::string reason) {
     errs.push_back({std::move(field), std::move(value), std::move(reason)});
   };
-  Auth& a = cfg.auth;
-  a.file_keys.clear();
-  if (!a.keys_file.empty()) read_keys_file(a.keys_file, a.file_keys, errs);
+  Auth& auth = cfg.auth;
+  auth.file_keys.clear();
+  if (!auth.keys_file.empty()) read_keys_file(auth.keys_file, auth.file_keys, errs);
 
   std::vector<std::string> route_names;
   for (const Route& rt : cfg.routes) route_names.push_back(rt.name);
   std::map<std::string, std::string> names, hashes;  // -> the field that has it first
-  auto check = [&](ApiKey& k, const std::string& f) {
-    if (k.name.empty())
-      add(f + ".name", "", "a key needs a name");
-    else if (!valid_key_name(k.name))
-      add(f + ".name", k.name,
+  auto check = [&](ApiKey& key, const std::string& field) {
+    if (key.name.empty())
+      add(field + ".name", "", "a key needs a name");
+    else if (!valid_key_name(key.name))
+      add(field + ".name", key.name,
           "names may only use letters, digits, '-', '_', '.' and '@' (at most 128)");
-    else if (auto [it, fresh] = names.emplace(k.name, f); !fresh)
-      add(f + ".name", k.name, fmt::format("duplicate key name (also {})", it->second));
-    if (k.sha256.empty()) {
-      add(f, k.name, "a key needs `key` (the key itself) or `sha256` (its SHA-256 in hex)");
-    } else if (!is_hex64(k.sha256)) {
-      add(f + ".sha256", k.sha256,
+    else if (auto [it, fresh] = names.emplace(key.name, field); !fresh)
+      add(field + ".name", key.name, fmt::format("duplicate key name (also {})", it->second));
+    if (key.sha256.empty()) {
+      add(field, key.name, "a key needs `key` (the key itself) or `sha256` (its SHA-256 in hex)");
+    } else if (!is_hex64(key.sha256)) {
+      add(field + ".sha256", key.sha256,
           "expected the key's SHA-256 as 64 hex digits (printf %s KEY | llmux keys hash)");
     } else {
-      k.sha256 = lower(k.sha256);
-      if (auto [it, fresh] = hashes.emplace(k.sha256, f); !fresh)
-        add(f, k.name, fmt::format("the same key as {}", it->second));
+      key.sha256 = lower(key.sha256);
+      if (auto [it, fresh] = hashes.emplace(key.sha256, field); !fresh)
+        add(field, key.name, fmt::format("the same key as {}", it->second));
     }
-    for (std::size_t i = 0; i < k.models.size(); ++i)
-      if (k.models[i].empty()) add(index(f + ".models", i), "", "an empty model name");
-    for (std::size_t i = 0; i < k.routes.size(); ++i) {
-      const std::string& rn = k.routes[i];
+    for (std::size_t i = 0; i < key.models.size(); ++i)
+      if (key.models[i].empty()) add(index(field + ".models", i), "", "an empty model name");
+    for (std::size_t i = 0; i < key.routes.size(); ++i) {
+      const std::string& rn = key.routes[i];
       if (std::find(route_names.begin(), route_names.end(), rn) != route_names.end()) continue;
       const std::string near = suggest(rn, route_names);
-      add(index(f + ".routes", i), rn,
+      add(index(field + ".routes", i), rn,
           near.empty() ? fmt::format("no route named '{}' (known: {})", rn, join(route_names))
                        : fmt::format("no route named '{}'; did you mean '{}'?", rn, near));
     }
     const std::pair<const char*, std::int64_t> limits[] = {
-        {"requests_per_minute", k.limits.requests_per_minute},
-        {"tokens_per_minute", k.limits.tokens_per_minute},
-        {"concurrent", k.limits.concurrent}};
+        {"requests_per_minute", key.limits.requests_per_minute},
+        {"tokens_per_minute", key.limits.tokens_per_minute},
+        {"concurrent", key.limits.concurrent}};
     for (const auto& [name, value] : limits)
       if (value < 0)
-        add(fmt::format("{}.limits.{}", f, name), std::to_string(value),
+        add(fmt::format("{}.limits.{}", field, name), std::to_string(value),
             "must be 0 (no limit) or more");
   };
-  for (std::size_t i = 0; i < a.keys.size(); ++i) check(a.keys[i], index("auth.keys", i));
-  for (std::size_t i = 0; i < a.file_keys.size(); ++i)
-    check(a.file_keys[i], index("auth.keys_file.keys", i));
+  for (std::size_t i = 0; i < auth.keys.size(); ++i) check(auth.keys[i], index("auth.keys", i));
+  for (std::size_t i = 0; i < auth.file_keys.size(); ++i)
+    check(auth.file_keys[i], index("auth.keys_file.keys", i));
 
-  if (a.usage_retention < std::chrono::hours(1))
-    add("auth.usage_retention", format_millis(a.usage_retention), "must be at least 1h");
+  if (auth.usage_retention < std::chrono::hours(1))
+    add("auth.usage_retention", format_millis(auth.usage_retention), "must be at least 1h");
   if (cfg.quotas.local_share && !(*cfg.quotas.local_share > 0 && *cfg.quotas.local_share <= 1))
     add("quotas.local_share", fmt::format("{}", *cfg.quotas.local_share),
         "must be more than 0 and at most 1 (a replica's share of each limit)");

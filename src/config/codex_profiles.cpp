@@ -18,9 +18,9 @@ namespace llmux::config {
 namespace {
 
 /// A TOML basic string.
-std::string toml_string(const std::string& s) {
+std::string toml_string(const std::string& text) {
   std::string out = "\"";
-  for (const char ch : s) {
+  for (const char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
     if (ch == '"' || ch == '\\') {
       out += '\\';
@@ -35,27 +35,27 @@ std::string toml_string(const std::string& s) {
 }
 
 /// A key as TOML writes it: bare when it can be, else quoted.
-std::string toml_key(const std::string& k) {
-  const bool bare = !k.empty() && std::all_of(k.begin(), k.end(), [](char c) {
+std::string toml_key(const std::string& key) {
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
   });
-  return bare ? k : toml_string(k);
+  return bare ? key : toml_string(key);
 }
 
-std::string trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t\r");
+std::string trim(std::string_view text) {
+  const auto b = text.find_first_not_of(" \t\r");
   if (b == std::string_view::npos) return {};
-  const auto e = s.find_last_not_of(" \t\r");
-  return std::string(s.substr(b, e - b + 1));
+  const auto e = text.find_last_not_of(" \t\r");
+  return std::string(text.substr(b, e - b + 1));
 }
 
 /// A dotted key with each part unquoted and trimmed: `model_providers . "dgx"` ->
 /// model_providers.dgx (a quoted part holding a dot stays quoted, so it cannot collide).
-std::string normal_key(std::string_view s) {
+std::string normal_key(std::string_view key) {
   std::vector<std::string> parts;
   std::string cur;
   char quote = 0;
-  for (const char c : s) {
+  for (const char c : key) {
     if (quote) {
       if (c == quote) {
         quote = 0;
@@ -98,22 +98,22 @@ std::vector<Line> scan(const std::string& text) {
   std::string ml;        // the delimiter of an open multi-line string ("""/''')
   bool headers = false;  // a header was seen: keys are no longer top-level
   while (std::getline(in, raw)) {
-    Line l;
-    l.text = raw;
-    const std::string t = trim(raw);
-    if (ml.empty() && depth == 0 && !t.empty() && t[0] == '[') {
-      const bool arr = t.starts_with("[[");
-      const auto close = t.find(arr ? "]]" : "]");
-      l.header = normal_key(t.substr(
+    Line line;
+    line.text = raw;
+    const std::string trimmed = trim(raw);
+    if (ml.empty() && depth == 0 && !trimmed.empty() && trimmed[0] == '[') {
+      const bool arr = trimmed.starts_with("[[");
+      const auto close = trimmed.find(arr ? "]]" : "]");
+      line.header = normal_key(trimmed.substr(
           arr ? 2 : 1, close == std::string::npos ? std::string::npos : close - (arr ? 2 : 1)));
       headers = true;
-      lines.push_back(std::move(l));
+      lines.push_back(std::move(line));
       continue;
     }
     std::size_t i = 0;
-    if (ml.empty() && depth == 0 && !headers && !t.empty() && t[0] != '#') {
+    if (ml.empty() && depth == 0 && !headers && !trimmed.empty() && trimmed[0] != '#') {
       const auto eq = raw.find('=');
-      if (eq != std::string::npos) l.key = normal_key(raw.substr(0, eq));
+      if (eq != std::string::npos) line.key = normal_key(raw.substr(0, eq));
       i = eq == std::string::npos ? raw.size() : eq + 1;
     }
     // Follow the value's strings and brackets to the line's end.
@@ -144,14 +144,14 @@ std::vector<Line> scan(const std::string& text) {
       if ((c == ']' || c == '}') && depth > 0) --depth;
       ++i;
     }
-    lines.push_back(std::move(l));
+    lines.push_back(std::move(line));
   }
   return lines;
 }
 
 std::string join(const std::vector<Line>& lines) {
   std::string out;
-  for (const auto& l : lines) out += l.text + '\n';
+  for (const auto& line : lines) out += line.text + '\n';
   return out;
 }
 
@@ -172,14 +172,14 @@ std::vector<Line> body_lines(const std::string& header, const std::string& body)
 }
 
 /// A node's value as the TOML text we wrote it (strings and integers are all we write).
-std::string node_text(const toml::node* n) {
-  if (!n) return "<missing>";
-  if (auto s = n->value<std::string>()) return toml_string(*s);
-  if (auto i = n->value<long long>()) return std::to_string(*i);
-  if (const auto* t = n->as_table()) {
+std::string node_text(const toml::node* node) {
+  if (!node) return "<missing>";
+  if (auto text = node->value<std::string>()) return toml_string(*text);
+  if (auto integer = node->value<long long>()) return std::to_string(*integer);
+  if (const auto* table = node->as_table()) {
     std::string out = "{";
-    for (const auto& [k, v] : *t)
-      out += fmt::format(" {} = {},", toml_key(std::string(k.str())), node_text(&v));
+    for (const auto& [key, value] : *table)
+      out += fmt::format(" {} = {},", toml_key(std::string(key.str())), node_text(&value));
     return out + " }";
   }
   return "<other>";
@@ -188,89 +188,91 @@ std::string node_text(const toml::node* n) {
 }  // namespace
 
 std::string codex_base_url(const std::string& url) {
-  auto u = boost::urls::parse_absolute_uri(url);
-  if (!u)
+  auto parsed = boost::urls::parse_absolute_uri(url);
+  if (!parsed)
     throw std::invalid_argument(fmt::format(
         "'{}' is not a URL with a scheme: write it as http://HOST:PORT (or https://)", url));
-  if (u->scheme() != "http" && u->scheme() != "https")
+  if (parsed->scheme() != "http" && parsed->scheme() != "https")
     throw std::invalid_argument(
-        u->has_authority()
+        parsed->has_authority()
             ? fmt::format("'{}': the scheme must be http or https, not {}", url,
-                          std::string_view(u->scheme()))
+                          std::string_view(parsed->scheme()))
             : fmt::format("'{}' has no scheme: write it as http://{} (or https://)", url, url));
-  if (u->host().empty()) throw std::invalid_argument(fmt::format("'{}' names no host", url));
-  if (u->has_query() || u->has_fragment())
+  if (parsed->host().empty()) throw std::invalid_argument(fmt::format("'{}' names no host", url));
+  if (parsed->has_query() || parsed->has_fragment())
     throw std::invalid_argument(fmt::format("'{}': a base URL takes no query or fragment", url));
-  std::string out(u->buffer());
+  std::string out(parsed->buffer());
   while (!out.empty() && out.back() == '/') out.pop_back();
   if (!out.ends_with("/v1")) out += "/v1";
   return out;
 }
 
-CodexFiles codex_files(const CodexOptions& o) {
-  if (o.name.empty() || o.model.empty())
+CodexFiles codex_files(const CodexOptions& options) {
+  if (options.name.empty() || options.model.empty())
     throw std::invalid_argument("the profile name and the model must not be empty");
-  for (const char c : o.name)
+  for (const char c : options.name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
       throw std::invalid_argument(fmt::format(
-          "profile name '{}': use letters, digits, '-' and '_' (it names a file)", o.name));
-  CodexFiles f;
-  if (o.context_window)
-    f.top_keys.emplace_back("model_context_window", std::to_string(*o.context_window));
+          "profile name '{}': use letters, digits, '-' and '_' (it names a file)", options.name));
+  CodexFiles files;
+  if (options.context_window)
+    files.top_keys.emplace_back("model_context_window", std::to_string(*options.context_window));
   struct Target {
     std::string name, url, title, use;
   };
   const Target targets[] = {
-      {o.name, codex_base_url(o.gateway), "llmux gateway", "through the gateway"},
-      {o.name + "-direct", codex_base_url(o.direct), "vLLM server (direct)",
+      {options.name, codex_base_url(options.gateway), "llmux gateway", "through the gateway"},
+      {options.name + "-direct", codex_base_url(options.direct), "vLLM server (direct)",
        "straight to one server"}};
-  for (const auto& t : targets) {
+  for (const auto& target : targets) {
     std::string body = fmt::format("name = {}\nbase_url = {}\nwire_api = \"responses\"\n",
-                                   toml_string(t.title), toml_string(t.url));
-    if (!o.env_key.empty()) body += fmt::format("env_key = {}\n", toml_string(o.env_key));
-    if (!o.headers.empty()) {
+                                   toml_string(target.title), toml_string(target.url));
+    if (!options.env_key.empty())
+      body += fmt::format("env_key = {}\n", toml_string(options.env_key));
+    if (!options.headers.empty()) {
       body += "http_headers = {";
-      for (std::size_t i = 0; i < o.headers.size(); ++i)
-        body += fmt::format("{} {} = {}", i ? "," : "", toml_key(o.headers[i].first),
-                            toml_string(o.headers[i].second));
+      for (std::size_t i = 0; i < options.headers.size(); ++i)
+        body += fmt::format("{} {} = {}", i ? "," : "", toml_key(options.headers[i].first),
+                            toml_string(options.headers[i].second));
       body += " }\n";
     }
-    f.tables.emplace_back("model_providers." + toml_key(t.name), std::move(body));
-    f.profiles.emplace_back(
-        t.name + ".config.toml",
+    files.tables.emplace_back("model_providers." + toml_key(target.name), std::move(body));
+    files.profiles.emplace_back(
+        target.name + ".config.toml",
         fmt::format("# `codex --profile {}`: {} (written by `llmux client-config codex`)\n"
                     "model = {}\nmodel_provider = {}\n",
-                    t.name, t.use, toml_string(o.model), toml_string(t.name)));
-    f.profile_names.push_back(t.name);
+                    target.name, target.use, toml_string(options.model), toml_string(target.name)));
+    files.profile_names.push_back(target.name);
   }
-  return f;
+  return files;
 }
 
-std::string merge_codex_config(const std::string& existing, const CodexFiles& f,
+std::string merge_codex_config(const std::string& existing, const CodexFiles& files,
                                std::vector<std::string>& notes) {
   try {
     (void)toml::parse(existing);
-  } catch (const toml::parse_error& e) {
+  } catch (const toml::parse_error& error) {
     throw std::runtime_error(
         fmt::format("the existing config.toml is not valid TOML ({} at line {}); "
                     "nothing was changed",
-                    e.description(), e.source().begin.line));
+                    error.description(), error.source().begin.line));
   }
   std::vector<Line> lines = scan(existing);
   // Old [profiles.NAME] tables (Codex >= 0.134 refuses them), with their subtables.
-  for (const auto& p : f.profile_names) {
-    const std::string h = "profiles." + toml_key(p);
+  for (const auto& profile : files.profile_names) {
+    const std::string header = "profiles." + toml_key(profile);
     for (std::size_t i = 0; i < lines.size();) {
-      if (lines[i].header == h || lines[i].header.starts_with(h + ".")) {
+      if (lines[i].header == header || lines[i].header.starts_with(header + ".")) {
         lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(i),
                     lines.begin() + static_cast<std::ptrdiff_t>(section_end(lines, i)));
-        notes.push_back(fmt::format("removed [{}] (Codex reads {}.config.toml instead)", h, p));
+        notes.push_back(
+            fmt::format("removed [{}] (Codex reads {}.config.toml instead)", header, profile));
       } else {
         ++i;
       }
     }
   }
-  for (const auto& [header, body] : f.tables) {
+  for (const auto& [header, body] : files.tables) {
     const auto it =
         std::find_if(lines.begin(), lines.end(), [&](const Line& l) { return l.header == header; });
     std::vector<Line> ours = body_lines(header, body);
@@ -290,7 +292,7 @@ std::string merge_codex_config(const std::string& existing, const CodexFiles& f,
       notes.push_back(fmt::format("added [{}]", header));
     }
   }
-  for (const auto& [key, value] : f.top_keys) {
+  for (const auto& [key, value] : files.top_keys) {
     const std::string text = key + " = " + value;
     const auto it =
         std::find_if(lines.begin(), lines.end(), [&](const Line& l) { return l.key == key; });
@@ -309,25 +311,26 @@ std::string merge_codex_config(const std::string& existing, const CodexFiles& f,
   toml::table parsed;
   try {
     parsed = toml::parse(merged);
-  } catch (const toml::parse_error& e) {
+  } catch (const toml::parse_error& error) {
     throw std::runtime_error(fmt::format(
         "merging into config.toml would make it invalid ({} at line {}): does it define the "
         "providers in another form (dotted keys, inline tables)? Nothing was changed.",
-        e.description(), e.source().begin.line));
+        error.description(), error.source().begin.line));
   }
   const toml::table ours_only = toml::parse(join([&] {
     std::vector<Line> all;
-    for (const auto& [k, v] : f.top_keys) all.push_back(Line{k + " = " + v, {}, {}});
-    for (const auto& [h, b] : f.tables) {
-      auto l = body_lines(h, b);
-      all.insert(all.end(), l.begin(), l.end());
+    for (const auto& [key, value] : files.top_keys)
+      all.push_back(Line{key + " = " + value, {}, {}});
+    for (const auto& [header, body] : files.tables) {
+      auto section = body_lines(header, body);
+      all.insert(all.end(), section.begin(), section.end());
     }
     return all;
   }()));
-  for (const auto& [k, v] : f.top_keys)
-    if (node_text(parsed.get(k)) != node_text(ours_only.get(k)))
+  for (const auto& [key, value] : files.top_keys)
+    if (node_text(parsed.get(key)) != node_text(ours_only.get(key)))
       throw std::runtime_error(
-          fmt::format("config.toml: {} did not merge; nothing was changed", k));
+          fmt::format("config.toml: {} did not merge; nothing was changed", key));
   for (const auto& [name, node] : *ours_only["model_providers"].as_table()) {
     const toml::node* got = parsed["model_providers"][name.str()].node();
     if (node_text(got) != node_text(&node))
@@ -344,14 +347,14 @@ std::string merge_codex_profile(const std::string& existing, const std::string& 
   std::vector<Line> lines = scan(existing);
   const std::vector<Line> mine = scan(ours);
   std::vector<Line> add;
-  for (const auto& m : mine) {
-    if (m.key.empty()) continue;
+  for (const auto& line : mine) {
+    if (line.key.empty()) continue;
     const auto it =
-        std::find_if(lines.begin(), lines.end(), [&](const Line& l) { return l.key == m.key; });
+        std::find_if(lines.begin(), lines.end(), [&](const Line& l) { return l.key == line.key; });
     if (it != lines.end()) {
-      it->text = m.text;
+      it->text = line.text;
     } else {
-      add.push_back(m);
+      add.push_back(line);
     }
   }
   const auto first =
@@ -360,13 +363,14 @@ std::string merge_codex_profile(const std::string& existing, const std::string& 
   return join(lines);
 }
 
-std::vector<std::string> write_codex_home(const std::filesystem::path& home, const CodexFiles& f) {
+std::vector<std::string> write_codex_home(const std::filesystem::path& home,
+                                          const CodexFiles& files) {
   namespace fs = std::filesystem;
-  auto read = [](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+  auto read = [](const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream contents;
+    contents << in.rdbuf();
+    return contents.str();
   };
   std::error_code ec;
   fs::create_directories(home, ec);
@@ -378,18 +382,19 @@ std::vector<std::string> write_codex_home(const std::filesystem::path& home, con
   const fs::path cfg = home / "config.toml";
   const bool had = fs::exists(cfg);
   const std::string before = had ? read(cfg) : std::string();
-  out.emplace_back(cfg, merge_codex_config(before, f, notes));
+  out.emplace_back(cfg, merge_codex_config(before, files, notes));
   std::vector<std::string> done;
-  for (const auto& [name, text] : f.profiles) {
-    const fs::path p = home / name;
-    const std::string merged = merge_codex_profile(fs::exists(p) ? read(p) : std::string(), text);
+  for (const auto& [name, text] : files.profiles) {
+    const fs::path path = home / name;
+    const std::string merged =
+        merge_codex_profile(fs::exists(path) ? read(path) : std::string(), text);
     try {
       (void)toml::parse(merged);
-    } catch (const toml::parse_error& e) {
+    } catch (const toml::parse_error& error) {
       throw std::runtime_error(fmt::format("{} would not be valid TOML ({}); nothing was changed",
-                                           p.string(), e.description()));
+                                           path.string(), error.description()));
     }
-    out.emplace_back(p, merged);
+    out.emplace_back(path, merged);
   }
   if (had) {
     fs::copy_file(cfg, home / "config.toml.bak", fs::copy_options::overwrite_existing, ec);
@@ -397,34 +402,34 @@ std::vector<std::string> write_codex_home(const std::filesystem::path& home, con
       throw std::runtime_error(
           fmt::format("cannot keep a copy of {}: {}", cfg.string(), ec.message()));
   }
-  for (const auto& [p, text] : out) {
-    const fs::path tmp = p.string() + ".llmux-tmp";
+  for (const auto& [path, text] : out) {
+    const fs::path tmp = path.string() + ".llmux-tmp";
     {
-      std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-      o << text;
-      if (!o) throw std::runtime_error(fmt::format("cannot write {}", tmp.string()));
+      std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+      file << text;
+      if (!file) throw std::runtime_error(fmt::format("cannot write {}", tmp.string()));
     }
-    fs::rename(tmp, p, ec);
+    fs::rename(tmp, path, ec);
     if (ec)
-      throw std::runtime_error(fmt::format("cannot replace {}: {}", p.string(), ec.message()));
+      throw std::runtime_error(fmt::format("cannot replace {}: {}", path.string(), ec.message()));
   }
   done.push_back(fmt::format("{}: {}{}", cfg.string(), fmt::join(notes, "; "),
                              had ? " (the previous file is config.toml.bak)" : ""));
   for (std::size_t i = 1; i < out.size(); ++i)
     done.push_back(
-        fmt::format("{}: codex --profile {}", out[i].first.string(), f.profile_names[i - 1]));
+        fmt::format("{}: codex --profile {}", out[i].first.string(), files.profile_names[i - 1]));
   return done;
 }
 
-std::string print_codex_files(const CodexFiles& f) {
+std::string print_codex_files(const CodexFiles& files) {
   std::string out =
       "# ===== $CODEX_HOME/config.toml (default ~/.codex/config.toml): merge these tables in "
       "=====\n";
-  for (const auto& [k, v] : f.top_keys)
-    out += fmt::format("{} = {}  # top level: every model\n", k, v);
-  if (!f.top_keys.empty()) out += '\n';
-  for (const auto& [h, b] : f.tables) out += fmt::format("[{}]\n{}\n", h, b);
-  for (const auto& [name, text] : f.profiles)
+  for (const auto& [key, value] : files.top_keys)
+    out += fmt::format("{} = {}  # top level: every model\n", key, value);
+  if (!files.top_keys.empty()) out += '\n';
+  for (const auto& [header, body] : files.tables) out += fmt::format("[{}]\n{}\n", header, body);
+  for (const auto& [name, text] : files.profiles)
     out += fmt::format("# ===== $CODEX_HOME/{} =====\n{}\n", name, text);
   out += "# Or let llmux write them: llmux client-config codex ... --codex-home ~/.codex\n";
   return out;

@@ -44,14 +44,14 @@ struct CodexFiles {
   std::vector<std::pair<std::string, std::string>> profiles;  // file name, its whole text
   std::vector<std::string> profile_names;
 };
-/// Builds every file's content from `o` (URLs checked: throws std::invalid_argument).
-CodexFiles codex_files(const CodexOptions& o);
+/// Builds every file's content from `options` (URLs checked: throws std::invalid_argument).
+CodexFiles codex_files(const CodexOptions& options);
 
-/// `existing` (a config.toml's text, empty when there is none) with `f`'s tables and top-level
-/// keys merged in and old `[profiles.NAME]` tables of `f`'s profile names removed. Throws
+/// `existing` (a config.toml's text, empty when there is none) with `files`'s tables and top-level
+/// keys merged in and old `[profiles.NAME]` tables of `files`'s profile names removed. Throws
 /// std::runtime_error when `existing` is not valid TOML or the merge does not parse back to
-/// exactly `f`'s values. `notes` gets one line per change made.
-std::string merge_codex_config(const std::string& existing, const CodexFiles& f,
+/// exactly `files`'s values. `notes` gets one line per change made.
+std::string merge_codex_config(const std::string& existing, const CodexFiles& files,
                                std::vector<std::string>& notes);
 /// A profile file's text merged into `existing` (its top-level keys of ours replaced, the
 /// user's other keys kept).
@@ -60,9 +60,10 @@ std::string merge_codex_profile(const std::string& existing, const std::string& 
 /// Writes config.toml (merged; the previous one kept as config.toml.bak) and the profile files
 /// into `home` (created if missing). Returns one line per file written. Throws on any error
 /// before anything is replaced.
-std::vector<std::string> write_codex_home(const std::filesystem::path& home, const CodexFiles& f);
+std::vector<std::string> write_codex_home(const std::filesystem::path& home,
+                                          const CodexFiles& files);
 
 /// Everything as text for a terminal: each file with a header naming where it goes.
-std::string print_codex_files(const CodexFiles& f);
+std::string print_codex_files(const CodexFiles& files);
 
 }  // namespace llmux::config

@@ -63,13 +63,13 @@ GatewayConfig load_and_validate(const std::string& text, std::vector<ConfigError
   const std::size_t before = errors.size();
   GatewayConfig cfg = load_yaml(text, errors);
   const std::vector<ConfigError> load_errors(errors.begin() + before, errors.end());
-  for (const auto& e : load_errors)
-    if (e.field.empty()) return cfg;  // syntax error or empty document: nothing to validate
-  for (auto& e : validate(cfg)) {
+  for (const auto& error : load_errors)
+    if (error.field.empty()) return cfg;  // syntax error or empty document: nothing to validate
+  for (auto& error : validate(cfg)) {
     const bool reported = std::any_of(load_errors.begin(), load_errors.end(), [&](auto& le) {
-      return inside(e.field, le.field) || inside(le.field, e.field);
+      return inside(error.field, le.field) || inside(le.field, error.field);
     });
-    if (!reported) errors.push_back(std::move(e));
+    if (!reported) errors.push_back(std::move(error));
   }
   return cfg;
 }
@@ -85,14 +85,14 @@ GatewayConfig load_and_validate_file(const std::string& path, std::vector<Config
   return load_and_validate(text.str(), errors);
 }
 
-void apply(const HealthChecksOverride& o, HealthChecks& base) {
-  if (o.enabled) base.enabled = *o.enabled;
-  if (o.path) base.path = *o.path;
-  if (o.interval) base.interval = *o.interval;
-  if (o.timeout) base.timeout = *o.timeout;
-  if (o.healthy_threshold) base.healthy_threshold = *o.healthy_threshold;
-  if (o.unhealthy_threshold) base.unhealthy_threshold = *o.unhealthy_threshold;
-  if (o.jitter) base.jitter = *o.jitter;
+void apply(const HealthChecksOverride& checks, HealthChecks& base) {
+  if (checks.enabled) base.enabled = *checks.enabled;
+  if (checks.path) base.path = *checks.path;
+  if (checks.interval) base.interval = *checks.interval;
+  if (checks.timeout) base.timeout = *checks.timeout;
+  if (checks.healthy_threshold) base.healthy_threshold = *checks.healthy_threshold;
+  if (checks.unhealthy_threshold) base.unhealthy_threshold = *checks.unhealthy_threshold;
+  if (checks.jitter) base.jitter = *checks.jitter;
 }
 
 }  // namespace llmux::config

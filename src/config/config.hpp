@@ -51,8 +51,8 @@ struct HealthChecksOverride {
   std::optional<double> jitter;
 };
 
-/// `base` with the keys `o` sets replaced.
-void apply(const HealthChecksOverride& o, HealthChecks& base);
+/// `base` with the keys `checks` sets replaced.
+void apply(const HealthChecksOverride& checks, HealthChecks& base);
 
 /// Passive outlier detection from attempts' outcomes: `consecutive_failures` connect failures,
 /// timeouts or 5xx in a row eject a backend for `base_ejection`, doubled for each ejection in a

@@ -33,8 +33,8 @@ class YamlReader;
 // --- text.cpp
 
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
-std::string lower(std::string_view s);
-std::string upper(std::string_view s);
+std::string lower(std::string_view text);
+std::string upper(std::string_view text);
 
 /// The closest of `known` to `word` if it is a near miss (edit distance <= 2, ignoring case, or
 /// one is a prefix of the other and the shorter has at least 4 characters); "" otherwise.
@@ -45,8 +45,8 @@ std::string index(const std::string& field, std::size_t i);
 
 // --- units.cpp
 
-/// A non-negative decimal integer, the whole of `s` (no sign, no spaces); false on overflow.
-bool parse_uint(std::string_view s, std::uint64_t& out);
+/// A non-negative decimal integer, the whole of `text` (no sign, no spaces); false on overflow.
+bool parse_uint(std::string_view text, std::uint64_t& out);
 
 /// "250ms": how errors show a duration.
 std::string format_millis(Millis ms);
@@ -55,15 +55,15 @@ std::string format_millis(Millis ms);
 
 /// Parses ":8080", "8080", "127.0.0.1:8080", "[::1]:8080"; on failure sets `why` and returns
 /// nullopt. The address is not checked here (validate() does that).
-std::optional<Listener> parse_listen_string(std::string_view s, std::string& why);
+std::optional<Listener> parse_listen_string(std::string_view text, std::string& why);
 
-bool is_ip(std::string_view s);            // an IPv4 or IPv6 address, written as such
-bool is_wildcard(std::string_view s);      // 0.0.0.0 or an unspecified IPv6 address (::)
-std::string host_port(const Listener& l);  // "127.0.0.1:8080", "[::1]:8080"
+bool is_ip(std::string_view address);             // an IPv4 or IPv6 address, written as such
+bool is_wildcard(std::string_view address);       // 0.0.0.0 or an unspecified IPv6 address (::)
+std::string host_port(const Listener& listener);  // "127.0.0.1:8080", "[::1]:8080"
 
-/// Fills b's scheme/host/port/base_path from b.url (clearing them first); each problem with the
-/// URL is appended to `errs` under `field`.
-void parse_backend_url(Backend& b, const std::string& field, std::vector<ConfigError>& errs);
+/// Fills backend's scheme/host/port/base_path from backend.url (clearing them first); each
+/// problem with the URL is appended to `errs` under `field`.
+void parse_backend_url(Backend& backend, const std::string& field, std::vector<ConfigError>& errs);
 
 // --- yaml_guard.cpp
 
@@ -73,8 +73,8 @@ bool parser_would_loop(const std::string& text);
 
 // --- auth.cpp
 
-void load_auth(const YAML::Node& n, Auth& out, YamlReader& r);
-void load_quotas(const YAML::Node& n, Quotas& out, YamlReader& r);
+void load_auth(const YAML::Node& node, Auth& out, YamlReader& reader);
+void load_quotas(const YAML::Node& node, Quotas& out, YamlReader& reader);
 /// Reads `auth.keys_file` into auth.file_keys and checks auth and quotas (called by validate()
 /// after the routes got their names).
 void validate_auth(GatewayConfig& cfg, std::vector<ConfigError>& errs);

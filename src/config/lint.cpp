@@ -21,62 +21,63 @@ namespace {
 using detail::child;
 using detail::index;
 
-/// Calls `f(key, value)` for each entry of mapping `n` with a plain key (nothing otherwise).
-void each(const YAML::Node& n,
-          const std::function<void(const std::string&, const YAML::Node&)>& f) {
-  if (!n.IsMap()) return;
-  for (auto it = n.begin(); it != n.end(); ++it)
-    if (it->first.IsScalar()) f(it->first.Scalar(), it->second);
+/// Calls `visit(key, value)` for each entry of mapping `node` with a plain key (nothing otherwise).
+void each(const YAML::Node& node,
+          const std::function<void(const std::string&, const YAML::Node&)>& visit) {
+  if (!node.IsMap()) return;
+  for (auto it = node.begin(); it != node.end(); ++it)
+    if (it->first.IsScalar()) visit(it->first.Scalar(), it->second);
 }
 
 class Linter {
  public:
   std::vector<ConfigWarning> out;
 
-  void warn(ConfigWarning w, const YAML::Node& at) {
-    const YAML::Mark m = at.Mark();
-    if (!m.is_null() && m.line >= 0) {
-      w.line = m.line + 1;
-      w.column = m.column + 1;
+  void warn(ConfigWarning warning, const YAML::Node& at) {
+    const YAML::Mark mark = at.Mark();
+    if (!mark.is_null() && mark.line >= 0) {
+      warning.line = mark.line + 1;
+      warning.column = mark.column + 1;
     }
-    out.push_back(std::move(w));
+    out.push_back(std::move(warning));
   }
 
   /// A duration written as a bare, non-zero number: milliseconds, almost never what was meant.
   /// (Zero is an error whatever the unit, and validate() reports it.)
-  void duration(const YAML::Node& n, const std::string& field) {
-    if (!n.IsScalar()) return;
-    const std::string& s = n.Scalar();
-    if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) {
+  void duration(const YAML::Node& node, const std::string& field) {
+    if (!node.IsScalar()) return;
+    const std::string& text = node.Scalar();
+    if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
           return std::isdigit(static_cast<unsigned char>(c)) != 0;
         }))
       return;
-    if (std::all_of(s.begin(), s.end(), [](char c) { return c == '0'; })) return;
-    warn({field, s,
+    if (std::all_of(text.begin(), text.end(), [](char c) { return c == '0'; })) return;
+    warn({field, text,
           fmt::format("a bare number is milliseconds: this is {0}ms; write {0}ms if that is "
                       "meant, or give the unit ({0}s)",
-                      s)},
-         n);
+                      text)},
+         node);
   }
 
-  void health_checks(const YAML::Node& n, const std::string& field) {
-    each(n, [&](const std::string& k, const YAML::Node& v) {
-      if (k == "interval" || k == "timeout") duration(v, child(field, k));
+  void health_checks(const YAML::Node& node, const std::string& field) {
+    each(node, [&](const std::string& key, const YAML::Node& value) {
+      if (key == "interval" || key == "timeout") duration(value, child(field, key));
     });
   }
 
-  void backend(const YAML::Node& n, const std::string& field) {
-    each(n, [&](const std::string& k, const YAML::Node& v) {
-      const std::string f = child(field, k);
-      if (k == "url" && v.IsScalar()) {
-        if (auto w = lint_backend_url(f, v.Scalar())) warn(std::move(*w), v);
+  void backend(const YAML::Node& node, const std::string& field) {
+    each(node, [&](const std::string& key, const YAML::Node& value) {
+      const std::string child_field = child(field, key);
+      if (key == "url" && value.IsScalar()) {
+        if (auto warning = lint_backend_url(child_field, value.Scalar()))
+          warn(std::move(*warning), value);
       }
-      if (k == "pool_idle_timeout") duration(v, f);
-      if (k == "health_checks") health_checks(v, f);
-      if (k == "tls")
-        each(v, [&](const std::string& tk, const YAML::Node& tv) {
+      if (key == "pool_idle_timeout") duration(value, child_field);
+      if (key == "health_checks") health_checks(value, child_field);
+      if (key == "tls")
+        each(value, [&](const std::string& tk, const YAML::Node& tv) {
           if (tk == "verify" && tv.IsScalar() && (tv.Scalar() == "false" || tv.Scalar() == "no"))
-            warn({child(f, tk), tv.Scalar(),
+            warn({child(child_field, tk), tv.Scalar(),
                   "the backend's certificate is not checked: anyone on the path can read and "
                   "change its traffic; prefer ca_file"},
                  tv);
@@ -84,31 +85,33 @@ class Linter {
     });
   }
 
-  void root(const YAML::Node& n) {
-    each(n, [&](const std::string& k, const YAML::Node& v) {
-      if (k == "timeouts")  // every key of `timeouts` is a duration
-        each(v, [&](const std::string& t, const YAML::Node& d) { duration(d, child(k, t)); });
-      if (k == "backends" && v.IsSequence())
-        for (std::size_t i = 0; i < v.size(); ++i) backend(v[i], index(k, i));
-      if (k == "health_checks") health_checks(v, k);
-      if (k == "queue")
-        each(v, [&](const std::string& o, const YAML::Node& d) {
-          if (o == "timeout") duration(d, child(k, o));
+  void root(const YAML::Node& node) {
+    each(node, [&](const std::string& key, const YAML::Node& value) {
+      if (key == "timeouts")  // every key of `timeouts` is a duration
+        each(value, [&](const std::string& name, const YAML::Node& entry) {
+          duration(entry, child(key, name));
         });
-      if (k == "affinity" || k == "backend_metrics")
-        each(v, [&](const std::string& o, const YAML::Node& d) {
-          if (o == "ttl" || o == "lookup_timeout" || o == "interval" || o == "timeout" ||
-              o == "stale_after")
-            duration(d, child(k, o));
+      if (key == "backends" && value.IsSequence())
+        for (std::size_t i = 0; i < value.size(); ++i) backend(value[i], index(key, i));
+      if (key == "health_checks") health_checks(value, key);
+      if (key == "queue")
+        each(value, [&](const std::string& name, const YAML::Node& entry) {
+          if (name == "timeout") duration(entry, child(key, name));
         });
-      if (k == "outlier_detection")
-        each(v, [&](const std::string& o, const YAML::Node& d) {
-          if (o == "base_ejection" || o == "max_ejection" || o == "stall_timeout")
-            duration(d, child(k, o));
+      if (key == "affinity" || key == "backend_metrics")
+        each(value, [&](const std::string& name, const YAML::Node& entry) {
+          if (name == "ttl" || name == "lookup_timeout" || name == "interval" ||
+              name == "timeout" || name == "stale_after")
+            duration(entry, child(key, name));
         });
-      if (k == "auth")
-        each(v, [&](const std::string& o, const YAML::Node& d) {
-          if (o == "usage_retention") duration(d, child(k, o));
+      if (key == "outlier_detection")
+        each(value, [&](const std::string& name, const YAML::Node& entry) {
+          if (name == "base_ejection" || name == "max_ejection" || name == "stall_timeout")
+            duration(entry, child(key, name));
+        });
+      if (key == "auth")
+        each(value, [&](const std::string& name, const YAML::Node& entry) {
+          if (name == "usage_retention") duration(entry, child(key, name));
         });
     });
   }
@@ -121,9 +124,9 @@ std::string ConfigWarning::to_string() const {
 }
 
 std::optional<ConfigWarning> lint_backend_url(const std::string& field, const std::string& url) {
-  const auto u = http::Url::parse(url, nullptr, {.scheme_optional = false, .https = true});
-  if (!u) return std::nullopt;
-  std::string_view path = u->path;
+  const auto parsed = http::Url::parse(url, nullptr, {.scheme_optional = false, .https = true});
+  if (!parsed) return std::nullopt;
+  std::string_view path = parsed->path;
   while (!path.empty() && path.back() == '/') path.remove_suffix(1);
   if (path != "/v1" && !path.ends_with("/v1")) return std::nullopt;
   return ConfigWarning{
@@ -134,15 +137,15 @@ std::optional<ConfigWarning> lint_backend_url(const std::string& field, const st
 }
 
 std::vector<ConfigWarning> lint(const std::string& yaml_text) {
-  Linter l;
+  Linter linter;
   try {
     // Load() reads only the first document, so it cannot hit yaml-cpp 0.7's endless LoadAll()
     // loop (load.cpp's parser_would_loop()).
-    l.root(YAML::Load(yaml_text));
+    linter.root(YAML::Load(yaml_text));
   } catch (const YAML::Exception&) {
     return {};  // not YAML: load_yaml() reports it
   }
-  return std::move(l.out);
+  return std::move(linter.out);
 }
 
 }  // namespace llmux::config

@@ -97,313 +97,321 @@ class Loader : public detail::YamlReader {
  public:
   using YamlReader::YamlReader;
 
-  void policy(const YAML::Node& n, const std::string& field, Route& r) {
-    if (n.IsScalar()) {
-      r.policy = n.Scalar();
+  void policy(const YAML::Node& node, const std::string& field, Route& route) {
+    if (node.IsScalar()) {
+      route.policy = node.Scalar();
       return;
     }
-    if (!n.IsMap()) {
-      type_error(field, n, "a policy name or a mapping {name: NAME, OPTION: VALUE}");
+    if (!node.IsMap()) {
+      type_error(field, node, "a policy name or a mapping {name: NAME, OPTION: VALUE}");
       return;
     }
     bool named = false;
-    for (auto it = n.begin(); it != n.end(); ++it) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
       const YAML::Node key = it->first;
       if (!key.IsScalar()) {
         error(field, key, render(key), "keys must be plain names");
         continue;
       }
-      const std::string& k = key.Scalar();
+      const std::string& name = key.Scalar();
       std::string value;
-      if (!string(it->second, child(field, k), value)) continue;
-      if (k == "name") {
+      if (!string(it->second, child(field, name), value)) continue;
+      if (name == "name") {
         named = true;
-        r.policy = value;
-      } else if (!r.policy_options.emplace(k, value).second) {
-        error(child(field, k), key, k, "duplicate key");
+        route.policy = value;
+      } else if (!route.policy_options.emplace(name, value).second) {
+        error(child(field, name), key, name, "duplicate key");
       }
     }
-    if (!named) error(child(field, "name"), n, "", "a policy mapping needs a name");
+    if (!named) error(child(field, "name"), node, "", "a policy mapping needs a name");
   }
 
   // --- sections
 
-  void listener(const YAML::Node& n, const std::string& field, std::vector<Listener>& out) {
-    if (n.IsScalar()) {
+  void listener(const YAML::Node& node, const std::string& field, std::vector<Listener>& out) {
+    if (node.IsScalar()) {
       std::string why;
-      if (auto l = parse_listen_string(n.Scalar(), why))
-        out.push_back(*l);
+      if (auto parsed = parse_listen_string(node.Scalar(), why))
+        out.push_back(*parsed);
       else
-        error(field, n, n.Scalar(), why);
+        error(field, node, node.Scalar(), why);
       return;
     }
-    if (!n.IsMap()) {
-      type_error(field, n, "\"ADDRESS:PORT\" or {address, port}");
+    if (!node.IsMap()) {
+      type_error(field, node, "\"ADDRESS:PORT\" or {address, port}");
       return;
     }
-    Listener l;
-    for (const auto& [k, v] : entries(n, field, {"address", "port", "tls"})) {
-      if (k == "address") string(v, child(field, k), l.address);
-      if (k == "tls") {
-        for (const auto& [tk, tv] : entries(v, child(field, k), {"cert", "key"})) {
-          if (tk == "cert") string(tv, child(child(field, k), tk), l.tls.cert);
-          if (tk == "key") string(tv, child(child(field, k), tk), l.tls.key);
+    Listener listener;
+    for (const auto& [key, value] : entries(node, field, {"address", "port", "tls"})) {
+      if (key == "address") string(value, child(field, key), listener.address);
+      if (key == "tls") {
+        for (const auto& [tk, tv] : entries(value, child(field, key), {"cert", "key"})) {
+          if (tk == "cert") string(tv, child(child(field, key), tk), listener.tls.cert);
+          if (tk == "key") string(tv, child(child(field, key), tk), listener.tls.key);
         }
       }
-      if (k == "port") {
+      if (key == "port") {
         std::uint64_t port = 0;
-        if (!v.IsScalar() || !parse_uint(v.Scalar(), port))
-          type_error(child(field, k), v, "a port number");
+        if (!value.IsScalar() || !parse_uint(value.Scalar(), port))
+          type_error(child(field, key), value, "a port number");
         else if (port > 65535)
-          error(child(field, k), v, v.Scalar(), "port must be 0-65535 (0: a free port)");
+          error(child(field, key), value, value.Scalar(), "port must be 0-65535 (0: a free port)");
         else
-          l.port = static_cast<std::uint16_t>(port);
+          listener.port = static_cast<std::uint16_t>(port);
       }
     }
-    out.push_back(l);
+    out.push_back(listener);
   }
 
-  void listen(const YAML::Node& n, std::vector<Listener>& out) {
+  void listen(const YAML::Node& node, std::vector<Listener>& out) {
     out.clear();
-    if (n.IsSequence()) {
-      for (std::size_t i = 0; i < n.size(); ++i) listener(n[i], index("listen", i), out);
+    if (node.IsSequence()) {
+      for (std::size_t i = 0; i < node.size(); ++i) listener(node[i], index("listen", i), out);
     } else {
-      listener(n, "listen", out);
+      listener(node, "listen", out);
     }
   }
 
-  void backend(const YAML::Node& n, const std::string& field, Backend& b) {
-    for (const auto& [k, v] : entries(n, field,
-                                      {"name", "url", "api_key", "weight", "max_inflight",
-                                       "pool_idle_timeout", "health_checks", "tls"})) {
-      const std::string f = child(field, k);
-      if (k == "name") string(v, f, b.name);
-      if (k == "url") string(v, f, b.url);
-      if (k == "api_key") string(v, f, b.api_key);
-      if (k == "weight") integer(v, f, b.weight);
-      if (k == "max_inflight") integer(v, f, b.max_inflight);
-      if (k == "pool_idle_timeout") duration(v, f, b.pool_idle_timeout);
-      if (k == "health_checks") health_checks(v, f, b.health_override);
-      if (k == "tls") {
-        for (const auto& [tk, tv] : entries(v, f, {"ca_file", "verify"})) {
-          if (tk == "ca_file") string(tv, child(f, tk), b.tls.ca_file);
-          if (tk == "verify") boolean(tv, child(f, tk), b.tls.verify);
+  void backend(const YAML::Node& node, const std::string& field, Backend& backend) {
+    for (const auto& [key, value] : entries(node, field,
+                                            {"name", "url", "api_key", "weight", "max_inflight",
+                                             "pool_idle_timeout", "health_checks", "tls"})) {
+      const std::string child_field = child(field, key);
+      if (key == "name") string(value, child_field, backend.name);
+      if (key == "url") string(value, child_field, backend.url);
+      if (key == "api_key") string(value, child_field, backend.api_key);
+      if (key == "weight") integer(value, child_field, backend.weight);
+      if (key == "max_inflight") integer(value, child_field, backend.max_inflight);
+      if (key == "pool_idle_timeout") duration(value, child_field, backend.pool_idle_timeout);
+      if (key == "health_checks") health_checks(value, child_field, backend.health_override);
+      if (key == "tls") {
+        for (const auto& [tk, tv] : entries(value, child_field, {"ca_file", "verify"})) {
+          if (tk == "ca_file") string(tv, child(child_field, tk), backend.tls.ca_file);
+          if (tk == "verify") boolean(tv, child(child_field, tk), backend.tls.verify);
         }
       }
     }
   }
 
-  /// A `health_checks` block into `o` (only the keys written are set).
-  void health_checks(const YAML::Node& n, const std::string& field, HealthChecksOverride& o) {
-    for (const auto& [k, v] : entries(n, field,
-                                      {"enabled", "path", "interval", "timeout",
-                                       "healthy_threshold", "unhealthy_threshold", "jitter"})) {
-      const std::string f = child(field, k);
-      if (k == "enabled") set(o.enabled, v, f, &Loader::boolean);
-      if (k == "path") set(o.path, v, f, &Loader::string);
-      if (k == "interval") set(o.interval, v, f, &Loader::duration_ok);
-      if (k == "timeout") set(o.timeout, v, f, &Loader::duration_ok);
-      if (k == "healthy_threshold") set(o.healthy_threshold, v, f, &Loader::integer<int>);
-      if (k == "unhealthy_threshold") set(o.unhealthy_threshold, v, f, &Loader::integer<int>);
-      if (k == "jitter") set(o.jitter, v, f, &Loader::number);
+  /// A `health_checks` block into `checks` (only the keys written are set).
+  void health_checks(const YAML::Node& node, const std::string& field,
+                     HealthChecksOverride& checks) {
+    for (const auto& [key, value] :
+         entries(node, field,
+                 {"enabled", "path", "interval", "timeout", "healthy_threshold",
+                  "unhealthy_threshold", "jitter"})) {
+      const std::string child_field = child(field, key);
+      if (key == "enabled") set(checks.enabled, value, child_field, &Loader::boolean);
+      if (key == "path") set(checks.path, value, child_field, &Loader::string);
+      if (key == "interval") set(checks.interval, value, child_field, &Loader::duration_ok);
+      if (key == "timeout") set(checks.timeout, value, child_field, &Loader::duration_ok);
+      if (key == "healthy_threshold")
+        set(checks.healthy_threshold, value, child_field, &Loader::integer<int>);
+      if (key == "unhealthy_threshold")
+        set(checks.unhealthy_threshold, value, child_field, &Loader::integer<int>);
+      if (key == "jitter") set(checks.jitter, value, child_field, &Loader::number);
     }
   }
 
-  void retries(const YAML::Node& n, Retries& r) {
+  void retries(const YAML::Node& node, Retries& retries) {
     const std::string field = "retries";
-    for (const auto& [k, v] : entries(
-             n, field,
+    for (const auto& [key, value] : entries(
+             node, field,
              {"max_attempts", "backoff", "request_budget", "budget", "min_retries_per_second"})) {
-      const std::string f = child(field, k);
-      if (k == "max_attempts") integer(v, f, r.max_attempts);
-      if (k == "backoff") duration(v, f, r.backoff);
-      if (k == "request_budget") duration(v, f, r.request_budget);
-      if (k == "budget") number(v, f, r.budget);
-      if (k == "min_retries_per_second") integer(v, f, r.min_retries_per_second);
+      const std::string child_field = child(field, key);
+      if (key == "max_attempts") integer(value, child_field, retries.max_attempts);
+      if (key == "backoff") duration(value, child_field, retries.backoff);
+      if (key == "request_budget") duration(value, child_field, retries.request_budget);
+      if (key == "budget") number(value, child_field, retries.budget);
+      if (key == "min_retries_per_second")
+        integer(value, child_field, retries.min_retries_per_second);
     }
   }
 
-  void outlier_detection(const YAML::Node& n, OutlierDetection& o) {
+  void outlier_detection(const YAML::Node& node, OutlierDetection& detection) {
     const std::string field = "outlier_detection";
-    for (const auto& [k, v] : entries(n, field,
-                                      {"enabled", "consecutive_failures", "base_ejection",
-                                       "max_ejection", "stall_timeout"})) {
-      const std::string f = child(field, k);
-      if (k == "enabled") boolean(v, f, o.enabled);
-      if (k == "consecutive_failures") integer(v, f, o.consecutive_failures);
-      if (k == "base_ejection") duration(v, f, o.base_ejection);
-      if (k == "max_ejection") duration(v, f, o.max_ejection);
-      if (k == "stall_timeout") duration(v, f, o.stall_timeout);
+    for (const auto& [key, value] : entries(node, field,
+                                            {"enabled", "consecutive_failures", "base_ejection",
+                                             "max_ejection", "stall_timeout"})) {
+      const std::string child_field = child(field, key);
+      if (key == "enabled") boolean(value, child_field, detection.enabled);
+      if (key == "consecutive_failures")
+        integer(value, child_field, detection.consecutive_failures);
+      if (key == "base_ejection") duration(value, child_field, detection.base_ejection);
+      if (key == "max_ejection") duration(value, child_field, detection.max_ejection);
+      if (key == "stall_timeout") duration(value, child_field, detection.stall_timeout);
     }
   }
 
-  void match(const YAML::Node& n, const std::string& field, RouteMatch& m) {
-    for (const auto& [k, v] : entries(n, field, {"path", "path_prefix", "methods", "models"})) {
-      const std::string f = child(field, k);
-      if (k == "path") string(v, f, m.path);
-      if (k == "path_prefix") string(v, f, m.path_prefix);
-      if (k == "methods") strings(v, f, m.methods);
-      if (k == "models") strings(v, f, m.models);
+  void match(const YAML::Node& node, const std::string& field, RouteMatch& match) {
+    for (const auto& [key, value] :
+         entries(node, field, {"path", "path_prefix", "methods", "models"})) {
+      const std::string child_field = child(field, key);
+      if (key == "path") string(value, child_field, match.path);
+      if (key == "path_prefix") string(value, child_field, match.path_prefix);
+      if (key == "methods") strings(value, child_field, match.methods);
+      if (key == "models") strings(value, child_field, match.models);
     }
   }
 
-  void route(const YAML::Node& n, const std::string& field, Route& r) {
-    for (const auto& [k, v] : entries(n, field, {"name", "match", "backends", "policy"})) {
-      const std::string f = child(field, k);
-      if (k == "name") string(v, f, r.name);
-      if (k == "match") match(v, f, r.match);
-      if (k == "backends") strings(v, f, r.backends);
-      if (k == "policy") policy(v, f, r);
+  void route(const YAML::Node& node, const std::string& field, Route& route) {
+    for (const auto& [key, value] : entries(node, field, {"name", "match", "backends", "policy"})) {
+      const std::string child_field = child(field, key);
+      if (key == "name") string(value, child_field, route.name);
+      if (key == "match") match(value, child_field, route.match);
+      if (key == "backends") strings(value, child_field, route.backends);
+      if (key == "policy") policy(value, child_field, route);
     }
   }
 
-  void timeouts(const YAML::Node& n, Timeouts& t) {
+  void timeouts(const YAML::Node& node, Timeouts& timeouts) {
     const std::string field = "timeouts";
-    for (const auto& [k, v] : entries(n, field,
-                                      {"connect", "first_byte", "idle", "client_header",
-                                       "client_body", "client_idle", "drain"})) {
-      const std::string f = child(field, k);
-      if (k == "connect") duration(v, f, t.connect);
-      if (k == "first_byte") duration(v, f, t.first_byte);
-      if (k == "idle") duration(v, f, t.idle);
-      if (k == "client_header") duration(v, f, t.client_header);
-      if (k == "client_body") duration(v, f, t.client_body);
-      if (k == "client_idle") duration(v, f, t.client_idle);
-      if (k == "drain") duration(v, f, t.drain);
+    for (const auto& [key, value] : entries(node, field,
+                                            {"connect", "first_byte", "idle", "client_header",
+                                             "client_body", "client_idle", "drain"})) {
+      const std::string child_field = child(field, key);
+      if (key == "connect") duration(value, child_field, timeouts.connect);
+      if (key == "first_byte") duration(value, child_field, timeouts.first_byte);
+      if (key == "idle") duration(value, child_field, timeouts.idle);
+      if (key == "client_header") duration(value, child_field, timeouts.client_header);
+      if (key == "client_body") duration(value, child_field, timeouts.client_body);
+      if (key == "client_idle") duration(value, child_field, timeouts.client_idle);
+      if (key == "drain") duration(value, child_field, timeouts.drain);
     }
   }
 
-  void limits(const YAML::Node& n, Limits& l) {
+  void limits(const YAML::Node& node, Limits& limits) {
     const std::string field = "limits";
-    for (const auto& [k, v] :
-         entries(n, field,
+    for (const auto& [key, value] :
+         entries(node, field,
                  {"max_body_bytes", "max_header_bytes", "max_connections", "connection_rate"})) {
-      const std::string f = child(field, k);
-      if (k == "max_connections") {
-        integer(v, f, l.max_connections);
+      const std::string child_field = child(field, key);
+      if (key == "max_connections") {
+        integer(value, child_field, limits.max_connections);
         continue;
       }
-      if (k == "connection_rate") {
-        number(v, f, l.connection_rate);
+      if (key == "connection_rate") {
+        number(value, child_field, limits.connection_rate);
         continue;
       }
       std::uint64_t size = 0;
-      if (!this->size(v, f, size)) continue;
-      if (k == "max_body_bytes") l.max_body_bytes = size;
-      if (k == "max_header_bytes") {
+      if (!this->size(value, child_field, size)) continue;
+      if (key == "max_body_bytes") limits.max_body_bytes = size;
+      if (key == "max_header_bytes") {
         if (size > std::numeric_limits<std::uint32_t>::max())
-          error(f, v, v.Scalar(), "at most 4GiB");
+          error(child_field, value, value.Scalar(), "at most 4GiB");
         else
-          l.max_header_bytes = static_cast<std::uint32_t>(size);
+          limits.max_header_bytes = static_cast<std::uint32_t>(size);
       }
     }
   }
 
-  void access_log(const YAML::Node& n, AccessLog& a) {
-    if (!n.IsScalar()) {
-      type_error("access_log", n, "stdout, off or a file path");
+  void access_log(const YAML::Node& node, AccessLog& access_log) {
+    if (!node.IsScalar()) {
+      type_error("access_log", node, "stdout, off or a file path");
       return;
     }
-    const std::string& s = n.Scalar();
+    const std::string& target = node.Scalar();
     static const std::vector<std::string> booleans{"true", "false", "yes", "no", "on", "y", "n"};
-    if (std::find(booleans.begin(), booleans.end(), lower(s)) != booleans.end()) {
-      error("access_log", n, s, "not a log target; use stdout, off or a file path");
+    if (std::find(booleans.begin(), booleans.end(), lower(target)) != booleans.end()) {
+      error("access_log", node, target, "not a log target; use stdout, off or a file path");
       return;
     }
-    a.target = s;
+    access_log.target = target;
   }
 
-  void root(const YAML::Node& n, GatewayConfig& cfg) {
-    if (!n.IsDefined() || n.IsNull()) {
-      error("", n, "", "the configuration is empty; expected a mapping with backends and routes");
+  void root(const YAML::Node& node, GatewayConfig& cfg) {
+    if (!node.IsDefined() || node.IsNull()) {
+      error("", node, "",
+            "the configuration is empty; expected a mapping with backends and routes");
       return;
     }
-    for (const auto& [k, v] :
-         entries(n, "",
+    for (const auto& [key, value] :
+         entries(node, "",
                  {"listen", "threads", "backends", "routes", "timeouts", "limits", "access_log",
                   "pid_file", "health_checks", "outlier_detection", "retries", "queue", "affinity",
                   "backend_metrics", "metrics", "admin", "auth", "quotas", "state"})) {
-      if (k == "listen") listen(v, cfg.listeners);
-      if (k == "threads") integer(v, "threads", cfg.threads);
-      if (k == "auth") detail::load_auth(v, cfg.auth, *this);  // auth.cpp
-      if (k == "quotas") detail::load_quotas(v, cfg.quotas, *this);
-      if (k == "backends") {
-        if (!v.IsSequence()) {
-          type_error(k, v, "a list of backends");
+      if (key == "listen") listen(value, cfg.listeners);
+      if (key == "threads") integer(value, "threads", cfg.threads);
+      if (key == "auth") detail::load_auth(value, cfg.auth, *this);  // auth.cpp
+      if (key == "quotas") detail::load_quotas(value, cfg.quotas, *this);
+      if (key == "backends") {
+        if (!value.IsSequence()) {
+          type_error(key, value, "a list of backends");
           continue;
         }
         // Every entry is kept, even a broken one, so that its name still resolves in routes.
-        for (std::size_t i = 0; i < v.size(); ++i)
-          backend(v[i], index(k, i), cfg.backends.emplace_back());
+        for (std::size_t i = 0; i < value.size(); ++i)
+          backend(value[i], index(key, i), cfg.backends.emplace_back());
       }
-      if (k == "routes") {
-        if (!v.IsSequence()) {
-          type_error(k, v, "a list of routes");
+      if (key == "routes") {
+        if (!value.IsSequence()) {
+          type_error(key, value, "a list of routes");
           continue;
         }
-        for (std::size_t i = 0; i < v.size(); ++i)
-          route(v[i], index(k, i), cfg.routes.emplace_back());
+        for (std::size_t i = 0; i < value.size(); ++i)
+          route(value[i], index(key, i), cfg.routes.emplace_back());
       }
-      if (k == "timeouts") timeouts(v, cfg.timeouts);
-      if (k == "limits") limits(v, cfg.limits);
-      if (k == "access_log") access_log(v, cfg.access_log);
-      if (k == "pid_file") string(v, k, cfg.pid_file);
-      if (k == "health_checks") {
-        HealthChecksOverride o;
-        health_checks(v, k, o);
-        apply(o, cfg.health_checks);
+      if (key == "timeouts") timeouts(value, cfg.timeouts);
+      if (key == "limits") limits(value, cfg.limits);
+      if (key == "access_log") access_log(value, cfg.access_log);
+      if (key == "pid_file") string(value, key, cfg.pid_file);
+      if (key == "health_checks") {
+        HealthChecksOverride checks;
+        health_checks(value, key, checks);
+        apply(checks, cfg.health_checks);
       }
-      if (k == "outlier_detection") outlier_detection(v, cfg.outlier_detection);
-      if (k == "retries") retries(v, cfg.retries);
-      if (k == "queue") {
-        for (const auto& [qk, qv] : entries(v, k, {"size", "timeout"})) {
-          if (qk == "size") integer(qv, child(k, qk), cfg.queue.size);
-          if (qk == "timeout") duration(qv, child(k, qk), cfg.queue.timeout);
+      if (key == "outlier_detection") outlier_detection(value, cfg.outlier_detection);
+      if (key == "retries") retries(value, cfg.retries);
+      if (key == "queue") {
+        for (const auto& [qk, qv] : entries(value, key, {"size", "timeout"})) {
+          if (qk == "size") integer(qv, child(key, qk), cfg.queue.size);
+          if (qk == "timeout") duration(qv, child(key, qk), cfg.queue.timeout);
         }
       }
-      if (k == "affinity") {
-        auto& a = cfg.affinity;
+      if (key == "affinity") {
+        auto& affinity = cfg.affinity;
         for (const auto& [ak, av] :
-             entries(v, k, {"enabled", "max_entries", "ttl", "lookup_timeout"})) {
-          if (ak == "enabled") boolean(av, child(k, ak), a.enabled);
-          if (ak == "max_entries") integer(av, child(k, ak), a.max_entries);
-          if (ak == "ttl") duration(av, child(k, ak), a.ttl);
-          if (ak == "lookup_timeout") duration(av, child(k, ak), a.lookup_timeout);
+             entries(value, key, {"enabled", "max_entries", "ttl", "lookup_timeout"})) {
+          if (ak == "enabled") boolean(av, child(key, ak), affinity.enabled);
+          if (ak == "max_entries") integer(av, child(key, ak), affinity.max_entries);
+          if (ak == "ttl") duration(av, child(key, ak), affinity.ttl);
+          if (ak == "lookup_timeout") duration(av, child(key, ak), affinity.lookup_timeout);
         }
       }
-      if (k == "state") {
+      if (key == "state") {
         // `state: redis://...` or `state: {url, prefix, timeout}`.
-        if (v.IsScalar()) {
-          string(v, k, cfg.state.url);
+        if (value.IsScalar()) {
+          string(value, key, cfg.state.url);
         } else {
-          for (const auto& [sk, sv] : entries(v, k, {"url", "prefix", "timeout"})) {
-            if (sk == "url") string(sv, child(k, sk), cfg.state.url);
-            if (sk == "prefix") string(sv, child(k, sk), cfg.state.prefix);
-            if (sk == "timeout") duration(sv, child(k, sk), cfg.state.timeout);
+          for (const auto& [sk, sv] : entries(value, key, {"url", "prefix", "timeout"})) {
+            if (sk == "url") string(sv, child(key, sk), cfg.state.url);
+            if (sk == "prefix") string(sv, child(key, sk), cfg.state.prefix);
+            if (sk == "timeout") duration(sv, child(key, sk), cfg.state.timeout);
           }
         }
       }
-      if (k == "backend_metrics") {
-        auto& m = cfg.backend_metrics;
+      if (key == "backend_metrics") {
+        auto& metrics = cfg.backend_metrics;
         for (const auto& [mk, mv] :
-             entries(v, k, {"enabled", "path", "interval", "timeout", "stale_after"})) {
-          if (mk == "enabled") boolean(mv, child(k, mk), m.enabled);
-          if (mk == "path") string(mv, child(k, mk), m.path);
-          if (mk == "interval") duration(mv, child(k, mk), m.interval);
-          if (mk == "timeout") duration(mv, child(k, mk), m.timeout);
-          if (mk == "stale_after") duration(mv, child(k, mk), m.stale_after);
+             entries(value, key, {"enabled", "path", "interval", "timeout", "stale_after"})) {
+          if (mk == "enabled") boolean(mv, child(key, mk), metrics.enabled);
+          if (mk == "path") string(mv, child(key, mk), metrics.path);
+          if (mk == "interval") duration(mv, child(key, mk), metrics.interval);
+          if (mk == "timeout") duration(mv, child(key, mk), metrics.timeout);
+          if (mk == "stale_after") duration(mv, child(key, mk), metrics.stale_after);
         }
       }
-      if (k == "metrics")
-        for (const auto& [mk, mv] : entries(v, k, {"enabled", "listen", "stream_usage"})) {
-          if (mk == "enabled") boolean(mv, child(k, mk), cfg.metrics.enabled);
-          if (mk == "listen") listener(mv, child(k, mk), cfg.metrics.listen);
-          if (mk == "stream_usage") boolean(mv, child(k, mk), cfg.metrics.stream_usage);
+      if (key == "metrics")
+        for (const auto& [mk, mv] : entries(value, key, {"enabled", "listen", "stream_usage"})) {
+          if (mk == "enabled") boolean(mv, child(key, mk), cfg.metrics.enabled);
+          if (mk == "listen") listener(mv, child(key, mk), cfg.metrics.listen);
+          if (mk == "stream_usage") boolean(mv, child(key, mk), cfg.metrics.stream_usage);
         }
-      if (k == "admin")
-        for (const auto& [ak, av] : entries(v, k, {"token", "token_file"})) {
-          if (ak == "token") string(av, child(k, ak), cfg.admin.token);
-          if (ak == "token_file") string(av, child(k, ak), cfg.admin.token_file);
+      if (key == "admin")
+        for (const auto& [ak, av] : entries(value, key, {"token", "token_file"})) {
+          if (ak == "token") string(av, child(key, ak), cfg.admin.token);
+          if (ak == "token_file") string(av, child(key, ak), cfg.admin.token_file);
         }
     }
   }
@@ -422,26 +430,27 @@ GatewayConfig load_yaml(const std::string& text, std::vector<ConfigError>& error
     }
     const std::vector<YAML::Node> docs = YAML::LoadAll(text);
     if (docs.size() > 1) {
-      ConfigError e{"", "", "expected one YAML document, found " + std::to_string(docs.size())};
-      const YAML::Mark m = docs[1].Mark();
-      if (!m.is_null()) {
-        e.line = m.line + 1;
-        e.column = m.column + 1;
+      ConfigError problem{"", "",
+                          "expected one YAML document, found " + std::to_string(docs.size())};
+      const YAML::Mark mark = docs[1].Mark();
+      if (!mark.is_null()) {
+        problem.line = mark.line + 1;
+        problem.column = mark.column + 1;
       }
-      errors.push_back(std::move(e));
+      errors.push_back(std::move(problem));
       return cfg;
     }
     Loader loader(errors);
     loader.root(docs.empty() ? YAML::Node() : docs[0], cfg);
-  } catch (const YAML::Exception& e) {
-    ConfigError err{"", "", "YAML syntax error: " + e.msg};
-    if (!e.mark.is_null()) {
-      err.line = e.mark.line + 1;
-      err.column = e.mark.column + 1;
+  } catch (const YAML::Exception& exception) {
+    ConfigError err{"", "", "YAML syntax error: " + exception.msg};
+    if (!exception.mark.is_null()) {
+      err.line = exception.mark.line + 1;
+      err.column = exception.mark.column + 1;
     }
     errors.push_back(std::move(err));
-  } catch (const std::exception& e) {
-    errors.push_back({"", "", std::string("cannot read the configuration: ") + e.what()});
+  } catch (const std::exception& exception) {
+    errors.push_back({"", "", std::string("cannot read the configuration: ") + exception.what()});
   }
   return cfg;
 }

@@ -28,11 +28,11 @@ struct CheckResult {
 };
 
 /// The backend's host resolves (to at least one address), as start-up's resolver call.
-CheckResult check_resolves(const Backend& b);
+CheckResult check_resolves(const Backend& backend);
 /// "stdout" and "off" pass; a file path as described above.
 CheckResult check_access_log(const std::string& target);
 /// A probe bind of the listener's address and port (SO_REUSEADDR, not SO_REUSEPORT).
-CheckResult check_listener(const Listener& l);
+CheckResult check_listener(const Listener& listener);
 
 /// Two results per backend, in the order of `backends`: GET <health path> (the resolved
 /// health_checks.path, sent as the health checks send it: without the URL's base path) must

@@ -23,11 +23,11 @@ GatewayConfig quick_config(std::uint16_t port, const std::vector<std::string>& b
                         "expected NAME=URL, e.g. server1=http://127.0.0.1:30000"});
       continue;
     }
-    Backend b;
-    b.name = spec.substr(0, eq);
-    b.url = spec.substr(eq + 1);
-    all.backends.push_back(b.name);
-    cfg.backends.push_back(std::move(b));
+    Backend backend;
+    backend.name = spec.substr(0, eq);
+    backend.url = spec.substr(eq + 1);
+    all.backends.push_back(backend.name);
+    cfg.backends.push_back(std::move(backend));
   }
   if (backends.empty())
     errors.push_back({"--backend", "", "at least one --backend NAME=URL is required"});

@@ -14,38 +14,40 @@ namespace {
 
 using detail::host_port;
 
-std::string route_line(const Route& r) {
-  std::string out = fmt::format("  route {}: ", r.name);
-  for (const auto& m : r.match.methods) out += m + " ";
-  const RouteMatch& m = r.match;
-  out += m.path.empty() ? (m.path_prefix.empty() ? "*" : m.path_prefix + "*") : m.path;
-  if (!m.models.empty()) out += fmt::format(" models {}", detail::join(m.models, ","));
-  out += " -> " + r.policy;
-  if (!r.policy_options.empty()) {
+std::string route_line(const Route& route) {
+  std::string out = fmt::format("  route {}: ", route.name);
+  for (const auto& method : route.match.methods) out += method + " ";
+  const RouteMatch& match = route.match;
+  out +=
+      match.path.empty() ? (match.path_prefix.empty() ? "*" : match.path_prefix + "*") : match.path;
+  if (!match.models.empty()) out += fmt::format(" models {}", detail::join(match.models, ","));
+  out += " -> " + route.policy;
+  if (!route.policy_options.empty()) {
     std::vector<std::string> opts;
-    for (const auto& [k, v] : r.policy_options) opts.push_back(k + "=" + v);
+    for (const auto& [name, value] : route.policy_options) opts.push_back(name + "=" + value);
     out += " {" + detail::join(opts) + "}";
   }
   out += " over";
-  for (const auto& b : r.backends) out += " " + b;
+  for (const auto& backend : route.backends) out += " " + backend;
   return out;
 }
 
-std::string health_line(const HealthChecks& h) {
-  if (!h.enabled) return "off";
+std::string health_line(const HealthChecks& checks) {
+  if (!checks.enabled) return "off";
   return fmt::format(
       "GET {} every {} (jitter {}), timeout {}, healthy after {} pass{}, unhealthy after {} "
       "failure{}",
-      h.path, format_duration(h.interval), h.jitter, format_duration(h.timeout),
-      h.healthy_threshold, h.healthy_threshold == 1 ? "" : "es", h.unhealthy_threshold,
-      h.unhealthy_threshold == 1 ? "" : "s");
+      checks.path, format_duration(checks.interval), checks.jitter, format_duration(checks.timeout),
+      checks.healthy_threshold, checks.healthy_threshold == 1 ? "" : "es",
+      checks.unhealthy_threshold, checks.unhealthy_threshold == 1 ? "" : "s");
 }
 
 }  // namespace
 
-std::string format_duration(Millis d) {
-  if (d.count() != 0 && d.count() % 1000 == 0) return fmt::format("{}s", d.count() / 1000);
-  return fmt::format("{}ms", d.count());
+std::string format_duration(Millis duration) {
+  if (duration.count() != 0 && duration.count() % 1000 == 0)
+    return fmt::format("{}s", duration.count() / 1000);
+  return fmt::format("{}ms", duration.count());
 }
 
 std::string format_size(std::uint64_t bytes) {
@@ -57,16 +59,17 @@ std::string format_size(std::uint64_t bytes) {
 }
 
 std::string describe(const GatewayConfig& cfg, unsigned cores) {
-  fmt::memory_buffer b;
-  auto out = std::back_inserter(b);
+  fmt::memory_buffer buffer;
+  auto out = std::back_inserter(buffer);
   fmt::format_to(out, "configuration OK: {} backend{}, {} route{}\n", cfg.backends.size(),
                  cfg.backends.size() == 1 ? "" : "s", cfg.routes.size(),
                  cfg.routes.size() == 1 ? "" : "s");
-  for (const auto& r : cfg.routes) fmt::format_to(out, "{}\n", route_line(r));
+  for (const auto& route : cfg.routes) fmt::format_to(out, "{}\n", route_line(route));
 
   std::vector<std::string> listen;
-  for (const auto& l : cfg.listeners)
-    listen.push_back(host_port(l) + (l.port == 0 ? " (a free port chosen at start)" : ""));
+  for (const auto& listener : cfg.listeners)
+    listen.push_back(host_port(listener) +
+                     (listener.port == 0 ? " (a free port chosen at start)" : ""));
   fmt::format_to(out, "listen: {}\n", detail::join(listen));
   if (cfg.threads == 0)
     fmt::format_to(out, "threads: 0 (one per usable core: {} here)\n", cores);
@@ -83,15 +86,15 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
     fmt::format_to(out, "    health_checks: {}\n", health_line(be.health));
   }
 
-  const Timeouts& t = cfg.timeouts;
+  const Timeouts& configured = cfg.timeouts;
   const std::pair<const char*, Millis> timeouts[] = {
-      {"connect", t.connect},
-      {"first_byte", t.first_byte},
-      {"idle", t.idle},
-      {"client_header", t.client_header},
-      {"client_body", t.client_body},
-      {"client_idle", t.client_idle},
-      {"drain", t.drain},
+      {"connect", configured.connect},
+      {"first_byte", configured.first_byte},
+      {"idle", configured.idle},
+      {"client_header", configured.client_header},
+      {"client_body", configured.client_body},
+      {"client_idle", configured.client_idle},
+      {"drain", configured.drain},
   };
   fmt::format_to(out, "timeouts:\n");
   for (const auto& [name, value] : timeouts)
@@ -148,16 +151,16 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
   if (cfg.quotas.local_share)
     fmt::format_to(out, "quotas: local_share {} while the shared state is away\n",
                    *cfg.quotas.local_share);
-  return fmt::to_string(b);
+  return fmt::to_string(buffer);
 }
 
 std::string listen_addresses(const std::vector<Listener>& listeners,
                              const std::vector<std::uint16_t>& ports) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < listeners.size(); ++i) {
-    Listener l = listeners[i];
-    if (i < ports.size()) l.port = ports[i];
-    out.push_back(host_port(l));
+    Listener listener = listeners[i];
+    if (i < ports.size()) listener.port = ports[i];
+    out.push_back(host_port(listener));
   }
   return fmt::format("{}", fmt::join(out, ", "));
 }

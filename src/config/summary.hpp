@@ -13,7 +13,7 @@
 namespace llmux::config {
 
 /// "250ms", or "5s" when the duration is a whole number of seconds.
-std::string format_duration(Millis d);
+std::string format_duration(Millis duration);
 /// "16MiB", "64KiB", "1GiB" when exact, else "1000B".
 std::string format_size(std::uint64_t bytes);
 

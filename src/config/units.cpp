@@ -15,10 +15,10 @@ namespace llmux::config {
 
 namespace detail {
 
-bool parse_uint(std::string_view s, std::uint64_t& out) {
-  if (s.empty()) return false;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc{} && p == s.data() + s.size();
+bool parse_uint(std::string_view text, std::uint64_t& out) {
+  if (text.empty()) return false;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc{} && p == text.data() + text.size();
 }
 
 std::string format_millis(Millis ms) {
@@ -31,12 +31,12 @@ using detail::lower;
 using detail::parse_uint;
 
 std::optional<Millis> parse_duration(const std::string& text) {
-  std::string_view s = text;
+  std::string_view view = text;
   std::size_t digits = 0;
-  while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
+  while (digits < view.size() && std::isdigit(static_cast<unsigned char>(view[digits]))) ++digits;
   std::uint64_t n = 0;
-  if (!parse_uint(s.substr(0, digits), n)) return std::nullopt;
-  std::string_view unit = s.substr(digits);
+  if (!parse_uint(view.substr(0, digits), n)) return std::nullopt;
+  std::string_view unit = view.substr(digits);
   if (unit.starts_with(' ')) {  // "5 s", but not "5 "
     while (unit.starts_with(' ')) unit.remove_prefix(1);
     if (unit.empty()) return std::nullopt;
@@ -58,12 +58,12 @@ std::optional<Millis> parse_duration(const std::string& text) {
 }
 
 std::optional<std::uint64_t> parse_size(const std::string& text) {
-  std::string_view s = text;
+  std::string_view view = text;
   std::size_t digits = 0;
-  while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
+  while (digits < view.size() && std::isdigit(static_cast<unsigned char>(view[digits]))) ++digits;
   std::uint64_t n = 0;
-  if (!parse_uint(s.substr(0, digits), n)) return std::nullopt;
-  std::string_view rest = s.substr(digits);
+  if (!parse_uint(view.substr(0, digits), n)) return std::nullopt;
+  std::string_view rest = view.substr(digits);
   if (rest.starts_with(' ')) {  // "16 MiB", but not "16 "
     while (rest.starts_with(' ')) rest.remove_prefix(1);
     if (rest.empty()) return std::nullopt;

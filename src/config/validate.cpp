@@ -38,8 +38,8 @@ constexpr int kMaxBackends = 64;  // policy::TriedSet is a 64-bit mask
 constexpr int kMaxWeight = 100;   // RoundRobin walks the weight cycle on every pick
 constexpr int kMaxThreads = 1024;
 
-bool valid_backend_name(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+bool valid_backend_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   });
 }
@@ -50,25 +50,29 @@ bool subset(const std::vector<std::string>& inner, const std::vector<std::string
   });
 }
 
-/// True if every request `b` matches is also matched by `a` (so `b` after `a` is unreachable).
-bool covers(const RouteMatch& a, const RouteMatch& b) {
-  const bool a_any_path = a.path.empty() && (a.path_prefix.empty() || a.path_prefix == "/");
-  bool path_ok = a_any_path;
-  if (!a.path.empty()) {
-    path_ok = b.path == a.path;
-  } else if (!a_any_path) {
-    path_ok =
-        (!b.path.empty() && b.path.starts_with(a.path_prefix)) ||
-        (b.path.empty() && !b.path_prefix.empty() && b.path_prefix.starts_with(a.path_prefix));
+/// True if every request `later` matches is also matched by `earlier` (so `later` after `earlier`
+/// is unreachable).
+bool covers(const RouteMatch& earlier, const RouteMatch& later) {
+  const bool earlier_any_path =
+      earlier.path.empty() && (earlier.path_prefix.empty() || earlier.path_prefix == "/");
+  bool path_ok = earlier_any_path;
+  if (!earlier.path.empty()) {
+    path_ok = later.path == earlier.path;
+  } else if (!earlier_any_path) {
+    path_ok = (!later.path.empty() && later.path.starts_with(earlier.path_prefix)) ||
+              (later.path.empty() && !later.path_prefix.empty() &&
+               later.path_prefix.starts_with(earlier.path_prefix));
   }
-  const bool methods_ok = a.methods.empty() || (!b.methods.empty() && subset(b.methods, a.methods));
-  const bool models_ok = a.models.empty() || (!b.models.empty() && subset(b.models, a.models));
+  const bool methods_ok =
+      earlier.methods.empty() || (!later.methods.empty() && subset(later.methods, earlier.methods));
+  const bool models_ok =
+      earlier.models.empty() || (!later.models.empty() && subset(later.models, earlier.models));
   return path_ok && methods_ok && models_ok;
 }
 
-bool matches_everything(const RouteMatch& m) {
-  return m.path.empty() && (m.path_prefix.empty() || m.path_prefix == "/") && m.methods.empty() &&
-         m.models.empty();
+bool matches_everything(const RouteMatch& match) {
+  return match.path.empty() && (match.path_prefix.empty() || match.path_prefix == "/") &&
+         match.methods.empty() && match.models.empty();
 }
 
 void check_path(const std::string& value, const std::string& field,
@@ -81,35 +85,37 @@ void check_path(const std::string& value, const std::string& field,
 }
 
 /// Checks resolved health-check settings; `field` names where they came from.
-void check_health(const HealthChecks& h, const std::string& field, std::vector<ConfigError>& errs) {
-  if (h.path.empty() || h.path.front() != '/' ||
-      h.path.find_first_of(" \t\r\n") != std::string::npos)
-    errs.push_back({field + ".path", h.path, "must start with '/' and contain no whitespace"});
-  if (h.interval < Millis(100))
-    errs.push_back({field + ".interval", format_millis(h.interval), "must be at least 100ms"});
-  if (h.timeout.count() <= 0)
-    errs.push_back({field + ".timeout", format_millis(h.timeout), "must be greater than 0"});
-  else if (h.timeout > h.interval)
-    errs.push_back({field + ".timeout", format_millis(h.timeout),
-                    fmt::format("must not exceed the interval ({})", format_millis(h.interval))});
-  if (h.healthy_threshold < 1 || h.healthy_threshold > 100)
+void check_health(const HealthChecks& checks, const std::string& field,
+                  std::vector<ConfigError>& errs) {
+  if (checks.path.empty() || checks.path.front() != '/' ||
+      checks.path.find_first_of(" \t\r\n") != std::string::npos)
+    errs.push_back({field + ".path", checks.path, "must start with '/' and contain no whitespace"});
+  if (checks.interval < Millis(100))
+    errs.push_back({field + ".interval", format_millis(checks.interval), "must be at least 100ms"});
+  if (checks.timeout.count() <= 0)
+    errs.push_back({field + ".timeout", format_millis(checks.timeout), "must be greater than 0"});
+  else if (checks.timeout > checks.interval)
     errs.push_back(
-        {field + ".healthy_threshold", std::to_string(h.healthy_threshold), "must be 1-100"});
-  if (h.unhealthy_threshold < 1 || h.unhealthy_threshold > 100)
+        {field + ".timeout", format_millis(checks.timeout),
+         fmt::format("must not exceed the interval ({})", format_millis(checks.interval))});
+  if (checks.healthy_threshold < 1 || checks.healthy_threshold > 100)
     errs.push_back(
-        {field + ".unhealthy_threshold", std::to_string(h.unhealthy_threshold), "must be 1-100"});
-  if (!(h.jitter >= 0 && h.jitter <= 0.5))
-    errs.push_back({field + ".jitter", fmt::format("{}", h.jitter), "must be 0-0.5"});
+        {field + ".healthy_threshold", std::to_string(checks.healthy_threshold), "must be 1-100"});
+  if (checks.unhealthy_threshold < 1 || checks.unhealthy_threshold > 100)
+    errs.push_back({field + ".unhealthy_threshold", std::to_string(checks.unhealthy_threshold),
+                    "must be 1-100"});
+  if (!(checks.jitter >= 0 && checks.jitter <= 0.5))
+    errs.push_back({field + ".jitter", fmt::format("{}", checks.jitter), "must be 0-0.5"});
 }
 
 /// True if the backend's own block sets `key`.
-bool sets(const HealthChecksOverride& o, std::string_view key) {
-  if (key == "path") return o.path.has_value();
-  if (key == "interval") return o.interval.has_value();
-  if (key == "timeout") return o.timeout.has_value() || o.interval.has_value();
-  if (key == "healthy_threshold") return o.healthy_threshold.has_value();
-  if (key == "unhealthy_threshold") return o.unhealthy_threshold.has_value();
-  if (key == "jitter") return o.jitter.has_value();
+bool sets(const HealthChecksOverride& checks, std::string_view key) {
+  if (key == "path") return checks.path.has_value();
+  if (key == "interval") return checks.interval.has_value();
+  if (key == "timeout") return checks.timeout.has_value() || checks.interval.has_value();
+  if (key == "healthy_threshold") return checks.healthy_threshold.has_value();
+  if (key == "unhealthy_threshold") return checks.unhealthy_threshold.has_value();
+  if (key == "jitter") return checks.jitter.has_value();
   return true;
 }
 
@@ -119,24 +125,25 @@ namespace {
 
 /// A listener's `tls`: both files, and a certificate and key OpenSSL accepts together (read
 /// here, so that --check, start-up and a reload all refuse a bad pair).
-void check_listener_tls(const ListenerTls& t, const std::string& field,
+void check_listener_tls(const ListenerTls& tls, const std::string& field,
                         std::vector<ConfigError>& errs) {
-  if (!t.enabled()) return;
-  if (t.cert.empty()) return errs.push_back({field + ".cert", "", "tls needs a cert (PEM file)"});
-  if (t.key.empty()) return errs.push_back({field + ".key", "", "tls needs a key (PEM file)"});
+  if (!tls.enabled()) return;
+  if (tls.cert.empty()) return errs.push_back({field + ".cert", "", "tls needs a cert (PEM file)"});
+  if (tls.key.empty()) return errs.push_back({field + ".key", "", "tls needs a key (PEM file)"});
   std::string why;
-  if (!http::make_server_context(t.cert, t.key, why)) errs.push_back({field, t.cert, why});
+  if (!http::make_server_context(tls.cert, tls.key, why)) errs.push_back({field, tls.cert, why});
 }
 
 /// A backend's `tls`: only for https://, and a CA file OpenSSL can read.
-void check_backend_tls(const Backend& b, const std::string& field, std::vector<ConfigError>& errs) {
-  const bool set = !b.tls.ca_file.empty() || !b.tls.verify;
-  if (b.scheme == "http" && set)
-    return errs.push_back({field, b.url, "tls applies to https:// backends only"});
-  if (b.scheme != "https" || b.tls.ca_file.empty() || !b.tls.verify) return;
+void check_backend_tls(const Backend& backend, const std::string& field,
+                       std::vector<ConfigError>& errs) {
+  const bool set = !backend.tls.ca_file.empty() || !backend.tls.verify;
+  if (backend.scheme == "http" && set)
+    return errs.push_back({field, backend.url, "tls applies to https:// backends only"});
+  if (backend.scheme != "https" || backend.tls.ca_file.empty() || !backend.tls.verify) return;
   std::string why;
-  if (!http::make_client_context(b.tls.ca_file, true, why))
-    errs.push_back({field + ".ca_file", b.tls.ca_file, why});
+  if (!http::make_client_context(backend.tls.ca_file, true, why))
+    errs.push_back({field + ".ca_file", backend.tls.ca_file, why});
 }
 
 }  // namespace
@@ -150,25 +157,25 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   // Listeners.
   if (cfg.listeners.empty()) add("listen", "", "at least one listener is required");
   for (std::size_t i = 0; i < cfg.listeners.size(); ++i) {
-    const Listener& l = cfg.listeners[i];
-    const std::string f = index("listen", i);
-    check_listener_tls(l.tls, f + ".tls", errs);
-    if (!is_ip(l.address)) {
-      add(f + ".address", l.address,
+    const Listener& listener = cfg.listeners[i];
+    const std::string field = index("listen", i);
+    check_listener_tls(listener.tls, field + ".tls", errs);
+    if (!is_ip(listener.address)) {
+      add(field + ".address", listener.address,
           "expected an IP address such as 0.0.0.0, 127.0.0.1 or :: (host names are not "
           "resolved)");
       continue;
     }
     for (std::size_t j = 0; j < i; ++j) {
-      const Listener& o = cfg.listeners[j];
-      if (l.port == 0 || o.port != l.port || !is_ip(o.address)) continue;
-      if (o.address == l.address)
-        add(f, host_port(l), fmt::format("same address and port as listen[{}]", j));
-      else if (is_wildcard(o.address) || is_wildcard(l.address))
-        add(f, host_port(l),
+      const Listener& other = cfg.listeners[j];
+      if (listener.port == 0 || other.port != listener.port || !is_ip(other.address)) continue;
+      if (other.address == listener.address)
+        add(field, host_port(listener), fmt::format("same address and port as listen[{}]", j));
+      else if (is_wildcard(other.address) || is_wildcard(listener.address))
+        add(field, host_port(listener),
             fmt::format("port {} collides with listen[{}] ({}): a wildcard address takes the port "
                         "on every address",
-                        l.port, j, host_port(o)));
+                        listener.port, j, host_port(other)));
       else
         continue;
       break;
@@ -186,113 +193,117 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
     add("backends", std::to_string(cfg.backends.size()) + " backends",
         fmt::format("at most {} backends are supported", kMaxBackends));
   for (std::size_t i = 0; i < cfg.backends.size(); ++i) {
-    Backend& b = cfg.backends[i];
-    const std::string f = index("backends", i);
-    if (b.name.empty()) {
-      add(f + ".name", "", "a backend needs a name");
-    } else if (!valid_backend_name(b.name)) {
-      add(f + ".name", b.name, "names may only use letters, digits, '-', '_' and '.'");
-    } else if (auto it = std::find(names.begin(), names.end(), b.name); it != names.end()) {
-      add(f + ".name", b.name,
+    Backend& backend = cfg.backends[i];
+    const std::string field = index("backends", i);
+    if (backend.name.empty()) {
+      add(field + ".name", "", "a backend needs a name");
+    } else if (!valid_backend_name(backend.name)) {
+      add(field + ".name", backend.name, "names may only use letters, digits, '-', '_' and '.'");
+    } else if (auto it = std::find(names.begin(), names.end(), backend.name); it != names.end()) {
+      add(field + ".name", backend.name,
           fmt::format("duplicate backend name (also backends[{}])", it - names.begin()));
     }
-    if (!b.name.empty()) names.push_back(b.name);
-    parse_backend_url(b, f + ".url", errs);
-    check_backend_tls(b, f + ".tls", errs);
-    if (std::any_of(b.api_key.begin(), b.api_key.end(),
+    if (!backend.name.empty()) names.push_back(backend.name);
+    parse_backend_url(backend, field + ".url", errs);
+    check_backend_tls(backend, field + ".tls", errs);
+    if (std::any_of(backend.api_key.begin(), backend.api_key.end(),
                     [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0; }))
-      add(f + ".api_key", "(hidden)", "must not contain control characters");
-    if (b.weight < 1 || b.weight > kMaxWeight)
-      add(f + ".weight", std::to_string(b.weight), fmt::format("must be 1-{}", kMaxWeight));
-    if (b.max_inflight < 0)
-      add(f + ".max_inflight", std::to_string(b.max_inflight), "must be 0 (unlimited) or more");
-    if (b.pool_idle_timeout.count() <= 0)
-      add(f + ".pool_idle_timeout", format_millis(b.pool_idle_timeout), "must be greater than 0");
-    b.health = cfg.health_checks;
-    apply(b.health_override, b.health);
+      add(field + ".api_key", "(hidden)", "must not contain control characters");
+    if (backend.weight < 1 || backend.weight > kMaxWeight)
+      add(field + ".weight", std::to_string(backend.weight),
+          fmt::format("must be 1-{}", kMaxWeight));
+    if (backend.max_inflight < 0)
+      add(field + ".max_inflight", std::to_string(backend.max_inflight),
+          "must be 0 (unlimited) or more");
+    if (backend.pool_idle_timeout.count() <= 0)
+      add(field + ".pool_idle_timeout", format_millis(backend.pool_idle_timeout),
+          "must be greater than 0");
+    backend.health = cfg.health_checks;
+    apply(backend.health_override, backend.health);
     // A bad value inherited from the top-level block is reported once, under its own name.
     std::vector<ConfigError> health_errs;
-    check_health(b.health, f + ".health_checks", health_errs);
-    for (auto& e : health_errs) {
-      const std::string key = e.field.substr(e.field.rfind('.') + 1);
-      if (sets(b.health_override, key)) errs.push_back(std::move(e));
+    check_health(backend.health, field + ".health_checks", health_errs);
+    for (auto& error : health_errs) {
+      const std::string key = error.field.substr(error.field.rfind('.') + 1);
+      if (sets(backend.health_override, key)) errs.push_back(std::move(error));
     }
   }
   std::vector<std::string> known_names;  // unique, in order, for messages
-  for (const auto& n : names)
-    if (std::find(known_names.begin(), known_names.end(), n) == known_names.end())
-      known_names.push_back(n);
+  for (const auto& name : names)
+    if (std::find(known_names.begin(), known_names.end(), name) == known_names.end())
+      known_names.push_back(name);
 
   // Routes.
   if (cfg.routes.empty()) add("routes", "", "at least one route is required");
   std::vector<std::string> route_names;
   for (std::size_t i = 0; i < cfg.routes.size(); ++i) {
-    Route& r = cfg.routes[i];
-    const std::string f = index("routes", i);
-    if (r.name.empty()) r.name = fmt::format("route{}", i);
-    if (auto it = std::find(route_names.begin(), route_names.end(), r.name);
+    Route& route = cfg.routes[i];
+    const std::string field = index("routes", i);
+    if (route.name.empty()) route.name = fmt::format("route{}", i);
+    if (auto it = std::find(route_names.begin(), route_names.end(), route.name);
         it != route_names.end())
-      add(f + ".name", r.name,
+      add(field + ".name", route.name,
           fmt::format("duplicate route name (also routes[{}])", it - route_names.begin()));
-    route_names.push_back(r.name);
+    route_names.push_back(route.name);
 
-    const RouteMatch& m = r.match;
-    if (!m.path.empty() && !m.path_prefix.empty())
-      add(f + ".match", fmt::format("path: {}, path_prefix: {}", m.path, m.path_prefix),
+    const RouteMatch& match = route.match;
+    if (!match.path.empty() && !match.path_prefix.empty())
+      add(field + ".match", fmt::format("path: {}, path_prefix: {}", match.path, match.path_prefix),
           "set path or path_prefix, not both");
-    check_path(m.path, f + ".match.path", errs);
-    check_path(m.path_prefix, f + ".match.path_prefix", errs);
-    for (std::size_t j = 0; j < m.methods.size(); ++j) {
-      const std::string& method = m.methods[j];
+    check_path(match.path, field + ".match.path", errs);
+    check_path(match.path_prefix, field + ".match.path_prefix", errs);
+    for (std::size_t j = 0; j < match.methods.size(); ++j) {
+      const std::string& method = match.methods[j];
       if (std::find(kHttpMethods.begin(), kHttpMethods.end(), method) != kHttpMethods.end())
         continue;
       const std::string up = upper(method);
       if (std::find(kHttpMethods.begin(), kHttpMethods.end(), up) != kHttpMethods.end())
-        add(index(f + ".match.methods", j), method,
+        add(index(field + ".match.methods", j), method,
             fmt::format("methods are upper case; did you mean '{}'?", up));
       else
-        add(index(f + ".match.methods", j), method,
+        add(index(field + ".match.methods", j), method,
             fmt::format("unknown HTTP method (known: {})", join(kHttpMethods)));
     }
-    for (std::size_t j = 0; j < m.models.size(); ++j)
-      if (m.models[j].empty()) add(index(f + ".match.models", j), "", "must not be empty");
+    for (std::size_t j = 0; j < match.models.size(); ++j)
+      if (match.models[j].empty()) add(index(field + ".match.models", j), "", "must not be empty");
 
-    if (r.backends.empty()) add(f + ".backends", "", "a route needs at least one backend");
-    for (std::size_t j = 0; j < r.backends.size(); ++j) {
-      const std::string& name = r.backends[j];
-      const std::string bf = index(f + ".backends", j);
+    if (route.backends.empty()) add(field + ".backends", "", "a route needs at least one backend");
+    for (std::size_t j = 0; j < route.backends.size(); ++j) {
+      const std::string& name = route.backends[j];
+      const std::string bf = index(field + ".backends", j);
       if (std::find(known_names.begin(), known_names.end(), name) == known_names.end()) {
         add(bf, name,
             fmt::format("no backend named '{}' (known: {})", name,
                         known_names.empty() ? "none" : join(known_names)));
-      } else if (auto first = std::find(r.backends.begin(), r.backends.end(), name);
-                 first - r.backends.begin() < static_cast<std::ptrdiff_t>(j)) {
+      } else if (auto first = std::find(route.backends.begin(), route.backends.end(), name);
+                 first - route.backends.begin() < static_cast<std::ptrdiff_t>(j)) {
         add(bf, name,
             fmt::format("listed twice (also {}[{}]); use weight to favour a backend",
-                        f + ".backends", first - r.backends.begin()));
+                        field + ".backends", first - route.backends.begin()));
       }
     }
 
     const auto& known_policies = policy::policy_names();
-    const bool known_policy =
-        std::find(known_policies.begin(), known_policies.end(), r.policy) != known_policies.end();
-    if (std::string why; known_policy && !policy::make_policy(r.policy, r.policy_options, &why)) {
-      add(f + ".policy", r.policy, why);
+    const bool known_policy = std::find(known_policies.begin(), known_policies.end(),
+                                        route.policy) != known_policies.end();
+    if (std::string why;
+        known_policy && !policy::make_policy(route.policy, route.policy_options, &why)) {
+      add(field + ".policy", route.policy, why);
     }
     if (!known_policy) {
       const auto& known = known_policies;
       std::string reason =
           fmt::format("unknown policy. Currently supported ones are: {}", join(known));
-      if (auto near = suggest(r.policy, known); !near.empty())
+      if (auto near = suggest(route.policy, known); !near.empty())
         reason += fmt::format(" (did you mean '{}'?)", near);
-      add(f + ".policy", r.policy, std::move(reason));
+      add(field + ".policy", route.policy, std::move(reason));
     }
 
     for (std::size_t k = 0; k < i; ++k) {
       const Route& earlier = cfg.routes[k];
       if (!earlier.match.path.empty() && !earlier.match.path_prefix.empty()) continue;
-      if (!covers(earlier.match, m)) continue;
-      add(f, r.name,
+      if (!covers(earlier.match, match)) continue;
+      add(field, route.name,
           matches_everything(earlier.match)
               ? fmt::format("unreachable: routes[{}] ('{}') before it matches every request", k,
                             earlier.name)
@@ -372,14 +383,15 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   // Metrics and admin.
   if (cfg.metrics.listen.size() > 1)
     add("metrics.listen", "", "one address at most (\"ADDRESS:PORT\")");
-  for (const Listener& l : cfg.metrics.listen) {
-    if (l.tls.enabled())
-      add("metrics.listen.tls", l.tls.cert, "metrics.listen serves plain HTTP only (no tls)");
-    if (!is_ip(l.address))
-      add("metrics.listen", l.address, "expected an IP address such as 127.0.0.1");
+  for (const Listener& listener : cfg.metrics.listen) {
+    if (listener.tls.enabled())
+      add("metrics.listen.tls", listener.tls.cert,
+          "metrics.listen serves plain HTTP only (no tls)");
+    if (!is_ip(listener.address))
+      add("metrics.listen", listener.address, "expected an IP address such as 127.0.0.1");
     for (std::size_t j = 0; j < cfg.listeners.size(); ++j)
-      if (l.port != 0 && cfg.listeners[j].port == l.port)
-        add("metrics.listen", host_port(l), fmt::format("same port as listen[{}]", j));
+      if (listener.port != 0 && cfg.listeners[j].port == listener.port)
+        add("metrics.listen", host_port(listener), fmt::format("same port as listen[{}]", j));
   }
   if (!cfg.admin.token.empty() && !cfg.admin.token_file.empty())
     add("admin.token_file", cfg.admin.token_file, "set either admin.token or admin.token_file");

@@ -27,20 +27,20 @@ inline std::string child(const std::string& field, std::string_view key) {
 }
 
 /// The node as written, shortened, for error messages.
-inline std::string render(const YAML::Node& n) {
-  if (!n.IsDefined() || n.IsNull()) return "";
-  if (n.IsScalar()) return n.Scalar();
-  YAML::Emitter e;
-  e << YAML::Flow << n;
-  std::string s = e.c_str();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
+inline std::string render(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "";
+  if (node.IsScalar()) return node.Scalar();
+  YAML::Emitter emitter;
+  emitter << YAML::Flow << node;
+  std::string text = emitter.c_str();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
 }
 
-inline std::string kind(const YAML::Node& n) {
-  if (!n.IsDefined() || n.IsNull()) return "nothing";
-  if (n.IsSequence()) return "a list";
-  if (n.IsMap()) return "a mapping";
+inline std::string kind(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "nothing";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
   return "a scalar";
 }
 
@@ -52,165 +52,167 @@ class YamlReader {
 
   void error(const std::string& field, const YAML::Node& at, std::string value,
              std::string reason) {
-    ConfigError e{field, std::move(value), std::move(reason)};
-    const YAML::Mark m = at.Mark();
-    if (!m.is_null() && m.line >= 0) {
-      e.line = m.line + 1;
-      e.column = m.column + 1;
+    ConfigError problem{field, std::move(value), std::move(reason)};
+    const YAML::Mark mark = at.Mark();
+    if (!mark.is_null() && mark.line >= 0) {
+      problem.line = mark.line + 1;
+      problem.column = mark.column + 1;
     }
-    errors_.push_back(std::move(e));
+    errors_.push_back(std::move(problem));
   }
 
-  void type_error(const std::string& field, const YAML::Node& n, std::string_view expected) {
-    error(field, n, render(n), fmt::format("expected {}, got {}", expected, kind(n)));
+  void type_error(const std::string& field, const YAML::Node& node, std::string_view expected) {
+    error(field, node, render(node), fmt::format("expected {}, got {}", expected, kind(node)));
   }
 
-  /// The entries of mapping `n` whose keys are in `known`; reports unknown and duplicate keys.
-  std::vector<std::pair<std::string, YAML::Node>> entries(const YAML::Node& n,
+  /// The entries of mapping `node` whose keys are in `known`; reports unknown and duplicate keys.
+  std::vector<std::pair<std::string, YAML::Node>> entries(const YAML::Node& node,
                                                           const std::string& field,
                                                           const std::vector<std::string>& known) {
     std::vector<std::pair<std::string, YAML::Node>> out;
-    if (!n.IsMap()) {
-      type_error(field, n, "a mapping");
+    if (!node.IsMap()) {
+      type_error(field, node, "a mapping");
       return out;
     }
     std::set<std::string> seen;
-    for (auto it = n.begin(); it != n.end(); ++it) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
       const YAML::Node key = it->first;
       if (!key.IsScalar()) {
         error(field, key, render(key), "keys must be plain names");
         continue;
       }
-      const std::string& k = key.Scalar();
-      if (k == "<<") {
-        error(child(field, k), key, k, "YAML merge keys are not supported");
+      const std::string& name = key.Scalar();
+      if (name == "<<") {
+        error(child(field, name), key, name, "YAML merge keys are not supported");
         continue;
       }
-      if (std::find(known.begin(), known.end(), k) == known.end()) {
-        const std::string near = suggest(k, known);
-        error(child(field, k), key, k,
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        const std::string near = suggest(name, known);
+        error(child(field, name), key, name,
               near.empty() ? fmt::format("unknown key (known: {})", join(known))
                            : fmt::format("unknown key; did you mean '{}'?", near));
         continue;
       }
-      if (!seen.insert(k).second) {
-        error(child(field, k), key, k, "duplicate key");
+      if (!seen.insert(name).second) {
+        error(child(field, name), key, name, "duplicate key");
         continue;
       }
-      out.emplace_back(k, it->second);
+      out.emplace_back(name, it->second);
     }
     return out;
   }
 
-  bool string(const YAML::Node& n, const std::string& field, std::string& out) {
-    if (!n.IsScalar()) {
-      type_error(field, n, "a string");
+  bool string(const YAML::Node& node, const std::string& field, std::string& out) {
+    if (!node.IsScalar()) {
+      type_error(field, node, "a string");
       return false;
     }
-    out = n.Scalar();
+    out = node.Scalar();
     return true;
   }
 
   template <class Int>
-  bool integer(const YAML::Node& n, const std::string& field, Int& out) {
-    if (!n.IsScalar()) {
-      type_error(field, n, "an integer");
+  bool integer(const YAML::Node& node, const std::string& field, Int& out) {
+    if (!node.IsScalar()) {
+      type_error(field, node, "an integer");
       return false;
     }
-    const std::string& s = n.Scalar();
+    const std::string& text = node.Scalar();
     long long v = 0;
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || p != s.data() + s.size() || ec == std::errc::invalid_argument) {
-      error(field, n, s, "expected an integer");
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || p != text.data() + text.size() || ec == std::errc::invalid_argument) {
+      error(field, node, text, "expected an integer");
       return false;
     }
     if (ec == std::errc::result_out_of_range || v < std::numeric_limits<Int>::min() ||
         v > std::numeric_limits<Int>::max()) {
-      error(field, n, s, "out of range");
+      error(field, node, text, "out of range");
       return false;
     }
     out = static_cast<Int>(v);
     return true;
   }
 
-  bool boolean(const YAML::Node& n, const std::string& field, bool& out) {
-    if (n.IsScalar()) {
-      const std::string v = lower(n.Scalar());
-      if (v == "true" || v == "yes" || v == "on") {
+  bool boolean(const YAML::Node& node, const std::string& field, bool& out) {
+    if (node.IsScalar()) {
+      const std::string text = lower(node.Scalar());
+      if (text == "true" || text == "yes" || text == "on") {
         out = true;
         return true;
       }
-      if (v == "false" || v == "no" || v == "off") {
+      if (text == "false" || text == "no" || text == "off") {
         out = false;
         return true;
       }
     }
-    type_error(field, n, "true or false");
+    type_error(field, node, "true or false");
     return false;
   }
 
-  bool number(const YAML::Node& n, const std::string& field, double& out) {
-    if (n.IsScalar()) {
-      const std::string& s = n.Scalar();
+  bool number(const YAML::Node& node, const std::string& field, double& out) {
+    if (node.IsScalar()) {
+      const std::string& text = node.Scalar();
       double v = 0;
-      const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (!s.empty() && p == s.data() + s.size() && ec == std::errc() && std::isfinite(v)) {
+      const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (!text.empty() && p == text.data() + text.size() && ec == std::errc() &&
+          std::isfinite(v)) {
         out = v;
         return true;
       }
     }
-    type_error(field, n, "a number");
+    type_error(field, node, "a number");
     return false;
   }
 
-  void strings(const YAML::Node& n, const std::string& field, std::vector<std::string>& out) {
-    if (!n.IsSequence()) {
-      type_error(field, n, "a list of strings");
+  void strings(const YAML::Node& node, const std::string& field, std::vector<std::string>& out) {
+    if (!node.IsSequence()) {
+      type_error(field, node, "a list of strings");
       return;
     }
     out.clear();
-    for (std::size_t i = 0; i < n.size(); ++i) {
-      std::string s;
-      if (string(n[i], index(field, i), s)) out.push_back(std::move(s));
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      std::string item;
+      if (string(node[i], index(field, i), item)) out.push_back(std::move(item));
     }
   }
 
   /// `policy: NAME` or `policy: {name: NAME, OPTION: VALUE, ...}`.
 
-  void duration(const YAML::Node& n, const std::string& field, Millis& out) {
-    if (!n.IsScalar()) {
-      type_error(field, n, "a duration");
+  void duration(const YAML::Node& node, const std::string& field, Millis& out) {
+    if (!node.IsScalar()) {
+      type_error(field, node, "a duration");
       return;
     }
-    if (auto d = parse_duration(n.Scalar()))
-      out = *d;
+    if (auto parsed = parse_duration(node.Scalar()))
+      out = *parsed;
     else
-      error(field, n, n.Scalar(),
+      error(field, node, node.Scalar(),
             "expected a duration such as 250ms, 5s, 2m or 1h (a bare number is milliseconds)");
   }
 
-  bool size(const YAML::Node& n, const std::string& field, std::uint64_t& out) {
-    if (!n.IsScalar()) {
-      type_error(field, n, "a size");
+  bool size(const YAML::Node& node, const std::string& field, std::uint64_t& out) {
+    if (!node.IsScalar()) {
+      type_error(field, node, "a size");
       return false;
     }
-    if (auto s = parse_size(n.Scalar())) {
-      out = *s;
+    if (auto parsed = parse_size(node.Scalar())) {
+      out = *parsed;
       return true;
     }
-    error(field, n, n.Scalar(), "expected a size such as 16MiB, 512KiB, 10MB or a number of bytes");
+    error(field, node, node.Scalar(),
+          "expected a size such as 16MiB, 512KiB, 10MB or a number of bytes");
     return false;
   }
 
-  /// Reads `v` with `read` into a fresh value and sets `out` when it parsed.
+  /// Reads `node` with `read` into a fresh value and sets `out` when it parsed.
   template <typename T, typename Read>
-  void set(std::optional<T>& out, const YAML::Node& v, const std::string& f, Read read) {
+  void set(std::optional<T>& out, const YAML::Node& node, const std::string& field, Read read) {
     T value{};
-    if ((this->*read)(v, f, value)) out = value;
+    if ((this->*read)(node, field, value)) out = value;
   }
-  bool duration_ok(const YAML::Node& n, const std::string& field, Millis& out) {
+  bool duration_ok(const YAML::Node& node, const std::string& field, Millis& out) {
     const std::size_t before = errors_.size();
-    duration(n, field, out);
+    duration(node, field, out);
     return errors_.size() == before;
   }
 
