@@ -107,6 +107,16 @@ void describe_changes(const Fleet& prev, const config::GatewayConfig& next,
   }
 }
 
+/// The policy of `route` in `previous` when it was the same policy with the same options (its
+/// learned state may carry over), else null.
+const policy::Policy* previous_policy(const Fleet& previous, const config::Route& route) {
+  for (const RouteRuntime& before : previous.routes)
+    if (before.cfg->name == route.name && before.cfg->policy == route.policy &&
+        before.cfg->policy_options == route.policy_options)
+      return before.policy.get();
+  return nullptr;
+}
+
 }  // namespace
 
 FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
@@ -233,6 +243,10 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
         pb->retired.store(true);
     }
   }
+  // Each route's policy prepares for its backends, with what the same route's policy learned in
+  // the configuration this one replaces when that was the same policy with the same options.
+  for (RouteRuntime& route : f->routes)
+    route.policy->build(route.backends, prev ? previous_policy(*prev, *route.cfg) : nullptr);
   out.fleet = std::move(f);
   return out;
 }

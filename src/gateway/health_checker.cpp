@@ -295,14 +295,15 @@ std::string admin_backends(const Fleet& fleet) {
     o["weight"] = b.weight.load(std::memory_order_relaxed);
     o["max_inflight"] = b.max_inflight.load(std::memory_order_relaxed);
     boost::json::array curve;
-    for (const auto& l : b.curve.levels())
+    for (const auto& l : b.observations.capacity.levels())
       curve.push_back(boost::json::object{{"inflight", l.inflight},
                                           {"tokens_per_s_per_stream", l.tokens_per_s},
                                           {"samples", l.samples}});
     o["capacity_curve"] = std::move(curve);
-    if (!b.curve.empty()) {
+    if (!b.observations.capacity.empty()) {
       boost::json::object predicted;
-      for (int n : {1, 2, 4, 8, 16, 32}) predicted[std::to_string(n)] = b.curve.rate(n, 0.0) * n;
+      for (int n : {1, 2, 4, 8, 16, 32})
+        predicted[std::to_string(n)] = b.observations.capacity.rate(n, 0.0) * n;
       o["predicted_total_tokens_per_s"] = std::move(predicted);
     }
     backends.push_back(std::move(o));

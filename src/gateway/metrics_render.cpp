@@ -103,7 +103,7 @@ std::string_view dashboard_state(const upstream::Backend& backend, std::int64_t 
 }
 
 bool reported_fresh(const upstream::Backend& backend, std::int64_t now) {
-  return now < backend.reported_until_ns.load(std::memory_order_relaxed);
+  return now < backend.observations.reported.until_ns.load(std::memory_order_relaxed);
 }
 
 BackendTotals totals(const std::map<std::uint64_t, std::uint64_t>& all, int id) {
@@ -235,14 +235,20 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
        [](const upstream::Backend& backend) { return backend.weight.load(); }},
       {"llmux_backend_reported_running_requests",
        "Requests running on a backend, as its own /metrics says (backend_metrics)",
-       [](const upstream::Backend& backend) { return backend.reported_running.load(); }, true},
+       [](const upstream::Backend& backend) {
+         return backend.observations.reported.running.load();
+       },
+       true},
       {"llmux_backend_reported_waiting_requests",
        "Requests waiting on a backend, as its own /metrics says (backend_metrics)",
-       [](const upstream::Backend& backend) { return backend.reported_waiting.load(); }, true},
+       [](const upstream::Backend& backend) {
+         return backend.observations.reported.waiting.load();
+       },
+       true},
       {"llmux_backend_reported_kv_cache_usage_ratio",
        "A backend's KV cache usage (0-1), as its own /metrics says (backend_metrics)",
        [](const upstream::Backend& backend) {
-         return backend.reported_kv_permille.load() / 1000.0;
+         return backend.observations.reported.kv_permille.load() / 1000.0;
        },
        true},
   };
@@ -431,9 +437,9 @@ std::string dashboard_json(const GatewayState& state, const Fleet& fleet) {
     o["itl"] = per(HistKind::itl, &metrics::WorkerMetrics::itl);
     o["e2e"] = per(HistKind::e2e, &metrics::WorkerMetrics::e2e);
     if (reported_fresh(b, now))
-      o["reported"] = {{"running", b.reported_running.load()},
-                       {"waiting", b.reported_waiting.load()},
-                       {"kv_usage", b.reported_kv_permille.load() / 1000.0}};
+      o["reported"] = {{"running", b.observations.reported.running.load()},
+                       {"waiting", b.observations.reported.waiting.load()},
+                       {"kv_usage", b.observations.reported.kv_permille.load() / 1000.0}};
     else
       o["reported"] = nullptr;
     backends.push_back(std::move(o));

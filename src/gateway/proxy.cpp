@@ -83,13 +83,11 @@ upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFie
 }
 
 /// Tells the backend's health and the route's policy how an attempt ended.
-void report(const Fleet& fleet, const RouteRuntime& route, const Request& req,
-            const BodyFields& fields, std::string_view path, upstream::Backend& backend,
+void report(const Fleet& fleet, upstream::Backend& backend, policy::AttemptObserver* observer,
             const Outcome& outcome, std::string_view request_id, std::int64_t now) {
-  if (auto ev = upstream::record_outcome(backend, outcome, now, fleet.outlier))
-    log_health_event(*ev, request_id);
-  const HeaderLookup headers{&req};
-  route.policy->on_outcome(context(route, req, fields, path, headers), backend, outcome);
+  if (auto event = upstream::record_outcome(backend, outcome, now, fleet.outlier))
+    log_health_event(*event, request_id);
+  if (observer) observer->on_done(outcome);
 }
 
 /// The jittered back-off before retry number `attempts` (x1-2 of base, doubled per retry). A
@@ -413,15 +411,18 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     ++attempts;
     // The first attempt starts when the request was ready to go (the pick takes microseconds).
     const std::int64_t attempt_start = attempts == 1 ? ready : mono_ns();
+    // The route's policy may follow the attempt (what it learns from it).
+    std::unique_ptr<policy::AttemptObserver> observer = route.policy->on_dispatch(b);
     // Each attempt's request is built fresh from the client's, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
     Attempt a = co_await send(fleet, worker, b, req, client, request_id, usage, rec.queue_depth > 0,
                               outcome);
+    a.observer = std::move(observer);
     if (!a.up) {
       client.watch.up = nullptr;
       const std::int64_t now = mono_ns();
       outcome.total = std::chrono::nanoseconds(now - attempt_start);
-      report(fleet, route, req, fields, rec.path, b, outcome, request_id, now);
+      report(fleet, b, a.observer.get(), outcome, request_id, now);
       if (fleet.cfg.metrics.enabled)
         worker.worker_metrics->count(metrics::Family::attempt_failures, b.metric_id,
                                      static_cast<int>(outcome.kind));
@@ -463,7 +464,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     // its next request (a scrape of /metrics, say) may reach another worker at once.
     const std::int64_t end = mono_ns();
     outcome.total = std::chrono::nanoseconds(end - attempt_start);
-    report(fleet, route, req, fields, rec.path, b, outcome, request_id, end);
+    report(fleet, b, a.observer.get(), outcome, request_id, end);
     if (outcome.kind == Kind::broken_mid_stream && fleet.cfg.metrics.enabled)
       worker.worker_metrics->count(metrics::Family::attempt_failures, b.metric_id,
                                    static_cast<int>(outcome.kind));

@@ -192,6 +192,18 @@ net::awaitable<boost::system::error_code> write_remainder(ClientConnection& clie
   co_return ec;
 }
 
+/// The stream's content tokens so far (`tokens`) to the policy's observer, when more than the
+/// `told` before: the first ones as such, then each running count. Returns what it was told.
+std::uint64_t tell_tokens(policy::AttemptObserver& observer, std::uint64_t tokens,
+                          std::uint64_t told, std::int64_t now_ns) {
+  if (tokens <= told) return told;
+  if (told == 0)
+    observer.on_first_token(tokens, now_ns);
+  else
+    observer.on_tokens(tokens, now_ns);
+  return tokens;
+}
+
 }  // namespace
 
 net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection& client,
@@ -216,7 +228,6 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   std::uint64_t bytes_out = 0;
   const auto idle = fleet.cfg.timeouts.idle;
   // An event stream's reads are judged for a stalled backend (upstream/stall.hpp).
-  upstream::RateSampler sampler(backend);
   upstream::StallWatch stall(
       backend,
       sse && fleet.outlier.enabled ? fleet.outlier.stall_timeout : std::chrono::milliseconds(0),
@@ -250,6 +261,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   const bool counting = fleet.cfg.metrics.enabled;
   const int mid = backend.metric_id;
   std::uint64_t events_written = 0;
+  std::uint64_t tokens_told = 0;  // content tokens the policy's observer was told of
   std::int64_t last_content_ns = 0;
   std::int64_t read_ns = 0;   // when the last read with body bytes completed (metrics or SSE)
   std::int64_t wrote_ns = 0;  // when the last write completed (metrics on), else 0
@@ -316,7 +328,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
       }
       have += got;
       if (got > 0 && (counting || sse)) {
-        read_ns = mono_ns();  // one clock read for the metrics, the stall watch and the sampler
+        read_ns = mono_ns();  // one clock read for the metrics, the stall watch and the policy
         if (sse) stall.on_bytes(read_ns);
       }
       if (ec) {
@@ -357,9 +369,11 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
         strip_usage = false;
       }
     }
-    // Its decode rate teaches the backend's capacity curve (upstream/capacity.hpp).
-    // (At the read that completed the events: the bytes of an event are all read by then.)
-    if (sse && cut > 0) sampler.on_tokens(tap.reader().content_events(), read_ns);
+    // The route's policy follows the stream's tokens (adaptive learns the decode rate), at the
+    // read that completed the events: the bytes of an event are all read by then.
+    if (attempt.observer && sse && cut > 0)
+      tokens_told =
+          tell_tokens(*attempt.observer, tap.reader().content_events(), tokens_told, read_ns);
     if (can_end_cleanly) {
       tail = mid_stream_error_tail(
           responses_api, tap.next_sequence_number(),

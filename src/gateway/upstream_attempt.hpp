@@ -13,6 +13,7 @@
 #include "gateway/stream_usage.hpp"
 #include "gateway/upstream_response.hpp"
 #include "gateway/worker.hpp"
+#include "policy/policy.hpp"
 #include "upstream/outcome.hpp"
 
 namespace llmux::gateway {
@@ -22,6 +23,9 @@ struct Attempt {
   std::shared_ptr<upstream::BackendConnection> up;
   UpstreamResponse::Ptr parser;
   std::int64_t sent_ns = 0;  // when the request's last byte was written (mono_ns)
+  /// What the route's policy follows of this attempt (Policy::on_dispatch; null: nothing): the
+  /// relay tells it the stream's tokens, the proxy how the attempt ended.
+  std::unique_ptr<policy::AttemptObserver> observer;
 };
 
 /// A connection to a backend, or why there is none.

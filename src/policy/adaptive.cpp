@@ -10,8 +10,8 @@ namespace llmux::policy {
 
 double Adaptive::marginal_gain(const Backend& backend, double prior_single) {
   const int n = backend.inflight.load(std::memory_order_relaxed);
-  const double after = (n + 1) * backend.curve.rate(n + 1, prior_single);
-  const double now = n > 0 ? n * backend.curve.rate(n, prior_single) : 0.0;
+  const double after = (n + 1) * backend.observations.capacity.rate(n + 1, prior_single);
+  const double now = n > 0 ? n * backend.observations.capacity.rate(n, prior_single) : 0.0;
   return after - now;
 }
 
@@ -23,7 +23,7 @@ Backend* Adaptive::select(const PickContext&, std::span<Backend* const> candidat
   double sum = 0;
   int with = 0;
   for (auto* backend : candidates) {
-    const double r = backend->curve.single_rate();
+    const double r = backend->observations.capacity.single_rate();
     if (r > 0) {
       sum += r;
       ++with;
@@ -46,6 +46,35 @@ Backend* Adaptive::select(const PickContext&, std::span<Backend* const> candidat
     }
   }
   return best;
+}
+
+std::unique_ptr<AttemptObserver> Adaptive::on_dispatch(Backend& backend) {
+  return std::make_unique<DecodeRateSampler>(backend);
+}
+
+void DecodeRateSampler::start_window(std::uint64_t tokens, std::int64_t now_ns, int inflight) {
+  started_ = true;
+  start_ns_ = now_ns;
+  start_tokens_ = tokens;
+  start_inflight_ = inflight;
+}
+
+void DecodeRateSampler::on_first_token(std::uint64_t tokens, std::int64_t now_ns) {
+  start_window(tokens, now_ns, backend_.inflight.load(std::memory_order_relaxed));
+}
+
+void DecodeRateSampler::on_tokens(std::uint64_t tokens, std::int64_t now_ns) {
+  if (!started_) {
+    if (tokens > 0) on_first_token(tokens, now_ns);
+    return;
+  }
+  const std::int64_t elapsed = now_ns - start_ns_;
+  if (elapsed < window_ns_) return;
+  const int inflight = backend_.inflight.load(std::memory_order_relaxed);
+  const double rate =
+      static_cast<double>(tokens - start_tokens_) * 1e9 / static_cast<double>(elapsed);
+  backend_.observations.capacity.observe((start_inflight_ + inflight + 1) / 2, rate);
+  start_window(tokens, now_ns, inflight);
 }
 
 }  // namespace llmux::policy

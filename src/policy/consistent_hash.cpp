@@ -6,9 +6,31 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "core/clock.hpp"
+#include "policy/options.hpp"
 
 namespace llmux::policy {
+
+std::unique_ptr<Policy> ConsistentHash::from_options(const Options& options, std::string* error) {
+  Settings settings;
+  OptionReader reader("consistent_hash", options, error);
+  reader.know({"key", "load_factor", "replicas"});
+  reader.string("key", settings.key);
+  reader.number("load_factor", settings.load_factor, 0, 100);
+  reader.number("replicas", settings.replicas, 1, 10000);
+  if (settings.load_factor > 0 && settings.load_factor < 1)
+    reader.fail("policy 'consistent_hash': option load_factor must be 0 (no bound) or at least 1");
+  if (settings.key != "auto" && settings.key != "prompt_cache_key" && settings.key != "user" &&
+      !(settings.key.starts_with("header:") && settings.key.size() > 7))
+    reader.fail(fmt::format(
+        "policy 'consistent_hash': option key must be auto, header:NAME, prompt_cache_key or "
+        "user (got '{}')",
+        settings.key));
+  if (!reader.done()) return nullptr;
+  return std::make_unique<ConsistentHash>(std::move(settings));
+}
 
 std::string_view session_key(const PickContext& ctx, std::string_view spec) {
   if (spec.starts_with("header:")) return ctx.header(spec.substr(7));

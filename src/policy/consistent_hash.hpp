@@ -42,6 +42,9 @@ class ConsistentHash final : public Policy {
     int replicas = 160;
   };
   explicit ConsistentHash(Settings settings) : settings_(std::move(settings)) {}
+  /// The policy with its options (`key`, `load_factor`, `replicas`); nullptr and the reason in
+  /// `*error` for an unknown option or a bad value.
+  static std::unique_ptr<Policy> from_options(const Options& options, std::string* error);
   std::string_view name() const override { return "consistent_hash"; }
   Backend* select(const PickContext& ctx, std::span<Backend* const> candidates,
                   FunctionRef<bool(const Backend&)> accept) override;

@@ -2,12 +2,20 @@
 #pragma once
 // Load-balancing policies: how a route picks one of its backends for a request.
 //
-// A Policy is created once per route by the registry (make_policy) and is then shared by every
-// worker thread: select() and on_outcome() must be thread-safe and must not block (atomics only,
-// no locks). A policy sees the request (PickContext), the route's backends, and an `accept`
+// A policy is made once per route and configuration snapshot by the registry (make_policy,
+// policy/registry.cpp, each policy's options read beside it), then built for the route's
+// backends (build(): once per membership change, as Pingora's BackendSelection::build), and
+// then shared by every worker thread: select() and the hooks must be thread-safe and must not
+// block (atomics only, no locks). A policy keeps its private state (a prefix table, a hash ring,
+// round-robin weights) in its own object; what the gateway observes about a backend and shows
+// everywhere (upstream/observations.hpp) stays on the backend.
+//
+// Per request, select() sees the request (PickContext), the route's backends, and an `accept`
 // callback that refuses what must not be picked for this request (backends already tried, at
-// max_inflight, and later ejected ones), so a retry never reuses a backend that failed. Every
-// attempt's Outcome is reported back through on_outcome().
+// max_inflight, and later ejected ones), so a retry never reuses a backend that failed. A policy
+// that learns from what its choices did gets each attempt's progress through the hooks: the
+// proxy calls on_dispatch() for every attempt, and the AttemptObserver it returns (none for a
+// policy that learns nothing) hears the attempt's first token, its tokens and its Outcome.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -56,17 +64,36 @@ struct PickContext {
   bool pinned = false;
 };
 
+/// What a policy follows of one attempt it chose the backend for, made by Policy::on_dispatch()
+/// and owned by the attempt. Called from the worker that runs the attempt, one call at a time.
+class AttemptObserver {
+ public:
+  virtual ~AttemptObserver() = default;
+  /// The response's first content token(s) arrived: `tokens` so far, at `now_ns` (mono_ns()).
+  virtual void on_first_token(std::uint64_t tokens, std::int64_t now_ns) {}
+  /// More content tokens arrived: `tokens` is the running count.
+  virtual void on_tokens(std::uint64_t tokens, std::int64_t now_ns) {}
+  /// How the attempt ended (every attempt, whether or not a response came).
+  virtual void on_done(const Outcome& outcome) {}
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
   virtual std::string_view name() const = 0;
   /// True when select() reads PickContext::prompt (the proxy then extracts it).
   virtual bool needs_prompt() const { return false; }
+  /// Prepares the policy for the route's `backends` (called once, before the first select(),
+  /// whenever the route's membership is set). `previous`: the route's policy in the
+  /// configuration it replaces, when it was the same policy with the same options — what it
+  /// learned about backends that stay may be carried over. It may still be serving requests.
+  virtual void build(std::span<Backend* const> backends, const Policy* previous) {}
   /// One of `candidates` for which accept() is true, or nullptr when there is none.
   virtual Backend* select(const PickContext& ctx, std::span<Backend* const> candidates,
                           FunctionRef<bool(const Backend&)> accept) = 0;
-  /// How an attempt on `backend` ended; called for every attempt, from the worker that made it.
-  virtual void on_outcome(const PickContext& ctx, const Backend& backend, const Outcome& outcome) {}
+  /// An attempt of a request is sent to `backend`: what follows its progress, or none (the
+  /// default: a policy that learns nothing from attempts costs nothing per attempt).
+  virtual std::unique_ptr<AttemptObserver> on_dispatch(Backend& backend) { return nullptr; }
 
   /// select() accepting what available() allows.
   Backend* pick(const PickContext& ctx, std::span<Backend* const> candidates, const TriedSet& tried,
@@ -91,8 +118,8 @@ upstream::Slot pick_and_acquire(Policy& policy, const PickContext& ctx,
 /// Options of a policy, from config (name → value as written).
 using Options = std::map<std::string, std::string>;
 
-/// Builds a policy by name with its options; nullptr for an unknown name or a bad option, with
-/// the reason in `*error` when given.
+/// Builds a policy by name with its options (not yet built for backends: Policy::build());
+/// nullptr for an unknown name or a bad option, with the reason in `*error` when given.
 std::unique_ptr<Policy> make_policy(std::string_view name, const Options& options = {},
                                     std::string* error = nullptr);
 /// The names make_policy() knows, for error messages.

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "upstream/prefix_table.hpp"
+#include "policy/options.hpp"
 
 namespace llmux::policy {
 
@@ -13,6 +13,45 @@ namespace {
 /// How many requests more than the least loaded a backend may hold and still take a new prefix.
 constexpr int kNewPrefixSlack = 4;
 }  // namespace
+
+std::unique_ptr<Policy> PrefixAware::from_options(const Options& options, std::string* error) {
+  Settings settings;
+  OptionReader reader("prefix_aware", options, error);
+  reader.know({"block_chars", "table_blocks", "min_match", "balance_abs", "balance_rel"});
+  reader.number("block_chars", settings.block_chars, 8, 65536);
+  reader.number("table_blocks", settings.table_blocks, 64, 1 << 26);
+  reader.number("min_match", settings.min_match, 0, 1);
+  reader.number("balance_abs", settings.balance_abs, 0, 1000000);
+  reader.number("balance_rel", settings.balance_rel, 1, 1000);
+  if (!reader.done()) return nullptr;
+  return std::make_unique<PrefixAware>(settings);
+}
+
+void PrefixAware::build(std::span<Backend* const> backends, const Policy* previous) {
+  const auto* before = dynamic_cast<const PrefixAware*>(previous);
+  if (before && (before->settings_.block_chars != settings_.block_chars ||
+                 before->settings_.table_blocks != settings_.table_blocks))
+    before = nullptr;  // hashed or sized otherwise: nothing to carry over
+  for (const Backend* backend : backends) {
+    BackendTable& slot = tables_[static_cast<std::size_t>(backend->index) % tables_.size()];
+    slot.uid = backend->uid;
+    slot.table = nullptr;
+    if (before) {
+      for (const BackendTable& kept : before->tables_)
+        if (kept.table && kept.uid == backend->uid) slot.table = kept.table;
+    }
+    if (!slot.table) slot.table = std::make_shared<PrefixTable>(settings_.table_blocks);
+  }
+}
+
+PrefixTable* PrefixAware::table_for(const Backend& backend) const {
+  const BackendTable& slot = tables_[static_cast<std::size_t>(backend.index) % tables_.size()];
+  return slot.uid == backend.uid ? slot.table.get() : nullptr;
+}
+
+const PrefixTable* PrefixAware::table_of(const Backend& backend) const {
+  return table_for(backend);
+}
 
 Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> candidates,
                              FunctionRef<bool(const Backend&)> accept) {
@@ -27,9 +66,9 @@ Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> c
   if (lo < 0) return nullptr;
   thread_local std::vector<std::uint64_t> hashes;
   hashes.clear();
-  upstream::prefix_hashes(ctx.prompt, settings_.block_chars, settings_.max_blocks, hashes);
+  prefix_hashes(ctx.prompt, settings_.block_chars, settings_.max_blocks, hashes);
   const bool hint = !ctx.prompt_cache_key.empty();
-  const std::uint64_t hint_h = hint ? upstream::hint_hash(ctx.prompt_cache_key) : 0;
+  const std::uint64_t hint_h = hint ? hint_hash(ctx.prompt_cache_key) : 0;
 
   Backend* chosen = nullptr;
   if (hi > settings_.balance_abs && hi > settings_.balance_rel * lo) {
@@ -41,7 +80,7 @@ Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> c
     bool best_hint = false;
     for (Backend* backend : candidates) {
       if (!accept(*backend)) continue;
-      const upstream::PrefixTable* table = backend->prefix.load(std::memory_order_acquire);
+      const PrefixTable* table = table_for(*backend);
       if (!table) continue;
       const std::size_t m = table->match(hashes);
       const bool h = hint && table->contains(hint_h);
@@ -65,9 +104,8 @@ Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> c
       // A new prefix: of the backends within a few requests of the least loaded, the one given
       // the fewest distinct prefixes so far — new prefixes spread evenly, so each backend's cache
       // holds its share (SGLang's router takes the smallest tree likewise).
-      auto starts = [](const Backend* backend) -> std::uint64_t {
-        const upstream::PrefixTable* table =
-            backend ? backend->prefix.load(std::memory_order_acquire) : nullptr;
+      auto starts = [this](const Backend* backend) -> std::uint64_t {
+        const PrefixTable* table = table_for(*backend);
         return table ? table->starts() : 0;
       };
       auto eligible = [&](const Backend& b) {
@@ -82,10 +120,9 @@ Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> c
       counts_.by_load.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  if (chosen) {
-    upstream::PrefixTable& table = upstream::prefix_table(chosen->prefix, settings_.table_blocks);
-    table.insert(hashes);
-    if (hint) table.insert(std::span(&hint_h, 1));
+  if (PrefixTable* table = chosen ? table_for(*chosen) : nullptr) {
+    table->insert(hashes);
+    if (hint) table->insert(std::span(&hint_h, 1));
   }
   return chosen;
 }

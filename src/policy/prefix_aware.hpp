@@ -4,10 +4,12 @@
 // prompt (vLLM's automatic prefix caching then skips that part of the prefill), unless the fleet
 // is out of balance, when load wins.
 //
-// Each backend has an approximate index of the prompt blocks sent to it (upstream/
-// prefix_table.hpp: `block_chars` characters a block — vLLM's 16-token blocks are about 64 —
-// `table_blocks` entries, oldest replaced first). A request's prompt (its text, read from the
-// body: gateway/request_view.hpp) is matched block by block against each candidate:
+// The policy keeps, for each backend of its route, an approximate index of the prompt blocks
+// sent to it (policy/prefix_table.hpp: `block_chars` characters a block — vLLM's 16-token blocks
+// are about 64 — `table_blocks` entries, oldest replaced first). The tables are made by build()
+// and carried over to the route's next configuration for the backends that stay (same settings):
+// a reload does not forget what each backend has cached. A request's prompt (its text, read from
+// the body: gateway/request_view.hpp) is matched block by block against each candidate:
 //   * imbalanced — the busiest candidate has more than `balance_abs` requests in flight and more
 //     than `balance_rel` times the least busy one's: least_inflight (SGLang's router guard);
 //   * the best match covers at least `min_match` of the prompt (or the backend holds the
@@ -15,11 +17,14 @@
 //   * otherwise (a new prefix): of the backends within four requests of the least loaded, the
 //     one given the fewest distinct prefixes so far — new prefixes spread evenly over the caches.
 // The chosen backend then records the prompt's blocks (and its prompt_cache_key).
+#include <array>
 #include <atomic>
 #include <cstddef>
+#include <memory>
 
 #include "policy/least_inflight.hpp"
 #include "policy/policy.hpp"
+#include "policy/prefix_table.hpp"
 
 namespace llmux::policy {
 
@@ -34,8 +39,13 @@ class PrefixAware final : public Policy {
     double balance_rel = 1.5;
   };
   explicit PrefixAware(Settings settings) : settings_(settings) {}
+  /// The policy with its options (`block_chars`, `table_blocks`, `min_match`, `balance_abs`,
+  /// `balance_rel`); nullptr and the reason in `*error` for an unknown option or a bad value.
+  static std::unique_ptr<Policy> from_options(const Options& options, std::string* error);
   std::string_view name() const override { return "prefix_aware"; }
   bool needs_prompt() const override { return true; }
+  /// A table for each of `backends`: the one `previous` kept for it, else a new one.
+  void build(std::span<Backend* const> backends, const Policy* previous) override;
   Backend* select(const PickContext& ctx, std::span<Backend* const> candidates,
                   FunctionRef<bool(const Backend&)> accept) override;
 
@@ -44,9 +54,18 @@ class PrefixAware final : public Policy {
     std::atomic<std::uint64_t> by_prefix{0}, by_load{0}, by_guard{0};
   };
   const Counts& counts() const { return counts_; }
+  /// The table of `backend` (null when build() did not include it).
+  const PrefixTable* table_of(const Backend& backend) const;
 
  private:
+  /// A backend's table, made by build(); shared with the route's next configuration.
+  struct BackendTable {
+    std::uint64_t uid = 0;  // Backend::uid: a slot index is reused by later backends
+    std::shared_ptr<PrefixTable> table;
+  };
+  PrefixTable* table_for(const Backend& backend) const;
   Settings settings_;
+  std::array<BackendTable, 64> tables_;  // by Backend::index
   LeastInflight least_;
   Counts counts_;
 };

@@ -36,9 +36,8 @@ struct Available {
     }
     for (auto* candidate : candidates) {
       if (!accept(*candidate)) continue;
-      const int weight = weighted ? candidate->weight.load(std::memory_order_relaxed) : 1;
       backends[n] = candidate;
-      weights[n] = weight > 0 ? weight : 1;
+      weights[n] = weighted ? weight_of(*candidate) : 1;
       total += weights[n];
       ++n;
     }

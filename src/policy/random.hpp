@@ -20,6 +20,15 @@ class Random : public Policy {
   bool weighted_;
 };
 
+/// `random`, by the registry's name.
+struct RandomUniform final : Random {
+  RandomUniform() : Random(false) {}
+};
+/// `weighted`, by the registry's name.
+struct RandomWeighted final : Random {
+  RandomWeighted() : Random(true) {}
+};
+
 /// Up to `k` (1 or 2) distinct available candidates drawn at random, each with probability
 /// proportional to its weight (`weighted`) or uniformly, into `out`; returns how many.
 std::size_t draw_available(std::span<Backend* const> candidates,

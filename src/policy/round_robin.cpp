@@ -1,53 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "policy/round_robin.hpp"
 
-#include <algorithm>
-#include <array>
-#include <vector>
-
 namespace llmux::policy {
 
 Backend* RoundRobin::select(const PickContext&, std::span<Backend* const> candidates,
                             FunctionRef<bool(const Backend&)> accept) {
-  // Only the available candidates take part in the cycle, so a tried or saturated backend's
-  // turns are spread over the others by weight, not all handed to the one after it (which would
-  // then saturate next).
-  std::array<Backend*, 64> local;
-  std::vector<Backend*> spill;  // more than 64 candidates: never with a validated config
-  Backend** avail = local.data();
-  if (candidates.size() > local.size()) {
-    spill.resize(candidates.size());
-    avail = spill.data();
-  }
-  std::size_t n = 0;
-  std::uint64_t total = 0;
-  int max_weight = 0;
-  for (auto* backend : candidates) {
+  Backend* chosen = nullptr;
+  std::int64_t chosen_current = 0;
+  std::int64_t total = 0;
+  for (Backend* backend : candidates) {
     if (!accept(*backend)) continue;
-    avail[n++] = backend;
-    total += static_cast<std::uint64_t>(weight_of(*backend));
-    max_weight = std::max(max_weight, weight_of(*backend));
-  }
-  if (n == 0) return nullptr;
-  if (n == 1) return avail[0];
-  // Slot s of a cycle of `total` slots: backends take slots round by round, each while it has
-  // weight left, so weights 3:1 give a b a a, not a a a b.
-  std::uint64_t slot = next_.fetch_add(1, std::memory_order_relaxed) % total;
-  for (int round = 0; round < max_weight; ++round) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (weight_of(*avail[i]) <= round) continue;
-      if (slot == 0) return avail[i];
-      --slot;
+    const std::int64_t weight = weight_of(*backend);
+    auto& current = current_[static_cast<std::size_t>(backend->index) % current_.size()].value;
+    const std::int64_t grown = current.fetch_add(weight, std::memory_order_relaxed) + weight;
+    total += weight;
+    if (!chosen || grown > chosen_current) {
+      chosen = backend;
+      chosen_current = grown;
     }
   }
-  return avail[0];  // not reached: the rounds hold exactly `total` slots
-}
-
-Backend* First::select(const PickContext&, std::span<Backend* const> candidates,
-                       FunctionRef<bool(const Backend&)> accept) {
-  for (auto* backend : candidates)
-    if (accept(*backend)) return backend;
-  return nullptr;
+  if (chosen)
+    current_[static_cast<std::size_t>(chosen->index) % current_.size()].value.fetch_sub(
+        total, std::memory_order_relaxed);
+  return chosen;
 }
 
 }  // namespace llmux::policy

@@ -1,5 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
+// round_robin: smooth weighted round robin, as nginx does it (ngx_http_upstream_round_robin.c's
+// "smooth" selection). Each backend keeps a current weight; per pick, every available backend's
+// current weight grows by its weight, the one with the largest is chosen (the first in route
+// order on a tie) and its current weight drops by the sum of the weights that took part. Over a
+// cycle each backend gets `weight` turns, spread out (3:1 gives a a b a, never a a a b), with
+// equal weights it alternates exactly, and a tried or saturated backend's turns go to the others
+// by weight (it takes no part in that pick, so it banks nothing). O(n) per pick, no list built.
+//
+// The current weights are atomics indexed by Backend::index, in the policy's own object (made
+// anew with each configuration, which is when weights and membership change). Workers picking at
+// once may both see the same largest current weight; every addition and subtraction is one atomic
+// step, so the weights still sum to zero after every pick and the shares stay as configured.
+#include <array>
 #include <atomic>
 #include <cstdint>
 
@@ -7,10 +20,6 @@
 
 namespace llmux::policy {
 
-/// Weighted round robin: each backend gets `weight` turns per cycle, interleaved (3:1 gives
-/// a b a a). Tried and saturated backends leave the cycle for that pick, so their turns are
-/// spread over the others by weight. Lock-free (one atomic counter, no allocation with up to 64
-/// candidates).
 class RoundRobin final : public Policy {
  public:
   std::string_view name() const override { return "round_robin"; }
@@ -18,15 +27,11 @@ class RoundRobin final : public Policy {
                   FunctionRef<bool(const Backend&)> accept) override;
 
  private:
-  std::atomic<std::uint64_t> next_{0};
-};
-
-/// The first backend in route order that is available: primary with failover.
-class First final : public Policy {
- public:
-  std::string_view name() const override { return "first"; }
-  Backend* select(const PickContext&, std::span<Backend* const> candidates,
-                  FunctionRef<bool(const Backend&)> accept) override;
+  /// One backend's current weight, on a cache line of its own (workers add to all of them).
+  struct alignas(64) CurrentWeight {
+    std::atomic<std::int64_t> value{0};
+  };
+  std::array<CurrentWeight, 64> current_{};  // by Backend::index (a validated config: < 64)
 };
 
 }  // namespace llmux::policy

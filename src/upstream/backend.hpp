@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One backend, as every part of the gateway sees it: where it is and how to reach it (fixed at
-// start, from config::Backend), and what changes while it serves (in-flight count, health) —
-// the state health checks, policies, the pool and metrics all read. Nothing about a backend
-// lives anywhere else.
+// start, from config::Backend), what changes while it serves (in-flight count, health), and what
+// the gateway observes about it (upstream/observations.hpp) — the state health checks, policies,
+// the pool and metrics all read. What a policy keeps for itself about a backend lives in the
+// policy (policy/policy.hpp).
 //
 // Thread safety: the fixed part is immutable once the gateway runs; the changing part is atomics,
 // read and written from every worker without locks. Backends are shared (shared_ptr) by the
@@ -20,8 +21,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "http/stream.hpp"
-#include "upstream/capacity.hpp"
-#include "upstream/prefix_table.hpp"
+#include "upstream/observations.hpp"
 
 namespace llmux::upstream {
 
@@ -69,22 +69,12 @@ struct Backend {
   std::atomic<int> flowing{0};               // event streams producing for a while, open now
   std::atomic<bool> stalled{false};          // ejected for a stall; a probe generation clears it
   std::atomic<std::int64_t> progress_ns{0};  // the backend's latest sign of life
-  CapacityCurve
-      curve;  // decode rate per stream by in-flight count, learned (upstream/capacity.hpp)
-  // Load the backend reports itself (its /metrics, read by gateway/scrape.hpp), counted until
-  // reported_until_ns (0: never read). KV cache usage in thousandths.
-  std::atomic<std::int32_t> reported_running{0};
-  std::atomic<std::int32_t> reported_waiting{0};
-  std::atomic<std::int32_t> reported_kv_permille{0};
-  std::atomic<std::int64_t> reported_until_ns{0};
-  // The prompt blocks it has likely cached (upstream/prefix_table.hpp), made by the first
-  // prefix_aware policy that routes a request to it; kept across reloads with the backend.
-  std::atomic<PrefixTable*> prefix{nullptr};
+  // The learned capacity curve and the load it reports itself (upstream/observations.hpp).
+  Observations observations;
 
   Backend() = default;
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
-  ~Backend() { delete prefix.load(std::memory_order_relaxed); }
 
   /// True while under max_inflight (a hint: the slot itself is taken by try_acquire()).
   bool has_capacity() const {

@@ -3,8 +3,6 @@
 
 #include <cmath>
 
-#include "upstream/backend.hpp"
-
 namespace llmux::upstream {
 
 double CapacityCurve::shape(int n) {
@@ -54,25 +52,6 @@ std::vector<CapacityCurve::Level> CapacityCurve::levels() const {
     if (s > 0) out.push_back({n, rate_[i].load(std::memory_order_relaxed), s});
   }
   return out;
-}
-
-void RateSampler::on_tokens(std::uint64_t tokens, std::int64_t now_ns) {
-  if (!started_) {
-    if (tokens == 0) return;  // decoding begins with the first token (prefill is not decode)
-    started_ = true;
-    start_ns_ = now_ns;
-    start_tokens_ = tokens;
-    start_inflight_ = backend_.inflight.load(std::memory_order_relaxed);
-    return;
-  }
-  const std::int64_t dt = now_ns - start_ns_;
-  if (dt < window_ns_) return;
-  const int inflight = backend_.inflight.load(std::memory_order_relaxed);
-  const double rate = static_cast<double>(tokens - start_tokens_) * 1e9 / static_cast<double>(dt);
-  backend_.curve.observe((start_inflight_ + inflight + 1) / 2, rate);
-  start_ns_ = now_ns;
-  start_tokens_ = tokens;
-  start_inflight_ = inflight;
 }
 
 }  // namespace llmux::upstream

@@ -3,9 +3,9 @@
 // What a backend can do, learned from the streams the gateway relays: its decode rate per stream
 // as a function of how many requests it has in flight (vLLM's continuous batching: one stream
 // alone runs fastest, and each further one slows every stream a little while the machine's total
-// grows). No scraping and no config: each relayed event stream reports a sample every second of
-// decoding (RateSampler). The adaptive policy reads the curve to predict where a request would
-// finish soonest; GET /admin/backends shows it.
+// grows). No scraping and no config: the adaptive policy samples each event stream it sends to a
+// backend every second of decoding (policy/adaptive.hpp: DecodeRateSampler) and reads the curve
+// to predict where a request adds the most; GET /admin/backends shows it.
 //
 // Thread safety: relaxed atomics, written by every worker (a learner, not an accounting: two
 // samples landing at once may lose one).
@@ -15,8 +15,6 @@
 #include <vector>
 
 namespace llmux::upstream {
-
-struct Backend;
 
 class CapacityCurve {
  public:
@@ -47,24 +45,6 @@ class CapacityCurve {
   std::array<std::atomic<float>, kMax + 1> rate_{};
   std::array<std::atomic<std::uint32_t>, kMax + 1> samples_{};
   std::atomic<int> levels_{0};  // levels with samples
-};
-
-/// One event stream's sampler: every `window` of decoding, the tokens it got per second and the
-/// backend's in-flight count (the mean of the window's two ends) go to the backend's curve.
-class RateSampler {
- public:
-  explicit RateSampler(Backend& backend, std::int64_t window_ns = 1'000'000'000)
-      : backend_(backend), window_ns_(window_ns) {}
-  /// `tokens`: content tokens the stream has carried so far (a running count).
-  void on_tokens(std::uint64_t tokens, std::int64_t now_ns);
-
- private:
-  Backend& backend_;
-  std::int64_t window_ns_;
-  std::int64_t start_ns_ = 0;
-  std::uint64_t start_tokens_ = 0;
-  int start_inflight_ = 0;
-  bool started_ = false;
 };
 
 }  // namespace llmux::upstream

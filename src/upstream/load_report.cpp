@@ -93,19 +93,23 @@ void store_report(Backend& backend, const LoadReport& report, std::int64_t now_n
   auto clamp = [](double v, double hi) {
     return static_cast<std::int32_t>(std::lround(std::clamp(v, 0.0, hi)));
   };
-  backend.reported_running.store(clamp(report.running, 1e9), std::memory_order_relaxed);
-  backend.reported_waiting.store(clamp(report.waiting, 1e9), std::memory_order_relaxed);
-  backend.reported_kv_permille.store(clamp(report.kv_usage * 1000.0, 1000.0),
-                                     std::memory_order_relaxed);
-  backend.reported_until_ns.store(now_ns + stale_ns, std::memory_order_release);
+  backend.observations.reported.running.store(clamp(report.running, 1e9),
+                                              std::memory_order_relaxed);
+  backend.observations.reported.waiting.store(clamp(report.waiting, 1e9),
+                                              std::memory_order_relaxed);
+  backend.observations.reported.kv_permille.store(clamp(report.kv_usage * 1000.0, 1000.0),
+                                                  std::memory_order_relaxed);
+  backend.observations.reported.until_ns.store(now_ns + stale_ns, std::memory_order_release);
 }
 
 std::optional<LoadReport> fresh_report(const Backend& backend, std::int64_t now_ns) {
-  if (now_ns >= backend.reported_until_ns.load(std::memory_order_acquire)) return std::nullopt;
+  if (now_ns >= backend.observations.reported.until_ns.load(std::memory_order_acquire))
+    return std::nullopt;
   LoadReport report;
-  report.running = backend.reported_running.load(std::memory_order_relaxed);
-  report.waiting = backend.reported_waiting.load(std::memory_order_relaxed);
-  report.kv_usage = backend.reported_kv_permille.load(std::memory_order_relaxed) / 1000.0;
+  report.running = backend.observations.reported.running.load(std::memory_order_relaxed);
+  report.waiting = backend.observations.reported.waiting.load(std::memory_order_relaxed);
+  report.kv_usage =
+      backend.observations.reported.kv_permille.load(std::memory_order_relaxed) / 1000.0;
   return report;
 }
 

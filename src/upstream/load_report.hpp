@@ -2,7 +2,8 @@
 #pragma once
 // The load a vLLM server reports about itself on its Prometheus /metrics: requests running,
 // requests waiting, KV-cache usage. Read by the gateway's scraper (gateway/scrape.hpp) and kept
-// on the Backend; the least_load policy weighs it with the gateway's own counts.
+// in the backend's observations (upstream/observations.hpp); the least_load policy weighs it
+// with the gateway's own counts.
 #include <cstdint>
 #include <optional>
 #include <string_view>

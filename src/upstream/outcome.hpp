@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How one attempt to serve a request on one backend ended: the feed that health checks,
-// ejection, metrics and policies read (Policy::on_outcome), and the input of the retry decision.
+// ejection, metrics and the policies' observers read (AttemptObserver::on_done), and the input of
+// the retry decision.
 #include <chrono>
 #include <cstdint>
 #include <optional>

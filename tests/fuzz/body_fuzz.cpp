@@ -16,8 +16,8 @@
 
 #include "gateway/request_view.hpp"
 #include "gateway/stream_usage.hpp"
+#include "policy/prefix_table.hpp"
 #include "upstream/load_report.hpp"
-#include "upstream/prefix_table.hpp"
 
 namespace {
 void check(bool ok) {
@@ -40,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   llmux::gateway::read_prompt_text(std::string(input), unpadded);
   check(unpadded == text);
   std::vector<std::uint64_t> hashes;
-  llmux::upstream::prefix_hashes(text, 64, 1 << 20, hashes);
+  llmux::policy::prefix_hashes(text, 64, 1 << 20, hashes);
   check(hashes.size() == text.size() / 64);
   const auto usage = llmux::gateway::ask_for_usage("POST", "/v1/chat/completions", input, fields);
   if (usage.asked) {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "policy/prefix_aware.hpp"
+
 namespace llmux::gateway {
 namespace {
 
@@ -65,6 +67,37 @@ TEST(Fleet, AReloadKeepsABackendWithTheSameAddressAndItsState) {
   bool said = false;
   for (const auto& c : second.changes) said |= c.find("backend b replaced") != std::string::npos;
   EXPECT_TRUE(said);
+}
+
+// A route's policy is made anew by each build and built for its backends, taking over what the
+// same route's policy (same name, same options) knew about the backends that stay.
+TEST(Fleet, AReloadHandsTheRoutesPolicyStateToTheNextPolicy) {
+  auto slots = std::make_shared<BackendSlots>();
+  auto table = [](const Fleet& fleet, const std::string& name) {
+    const auto& policy = dynamic_cast<const policy::PrefixAware&>(*fleet.routes.at(0).policy);
+    return policy.table_of(*find(fleet, name));
+  };
+  auto first = build_fleet(
+      make({{"a", "http://127.0.0.1:1001"}, {"b", "http://127.0.0.1:1002"}}, "prefix_aware"),
+      nullptr, slots);
+  ASSERT_TRUE(first.fleet) << first.errors.at(0);
+  const policy::PrefixTable* kept = table(*first.fleet, "a");
+  ASSERT_NE(kept, nullptr);
+
+  auto second = build_fleet(
+      make({{"a", "http://127.0.0.1:1001"}, {"b", "http://127.0.0.1:2002"}}, "prefix_aware"),
+      first.fleet.get(), slots);
+  ASSERT_TRUE(second.fleet);
+  EXPECT_NE(second.fleet->routes[0].policy.get(), first.fleet->routes[0].policy.get());
+  EXPECT_EQ(table(*second.fleet, "a"), kept) << "a stayed: its table with it";
+  EXPECT_NE(table(*second.fleet, "b"), table(*first.fleet, "b")) << "b moved: a new backend";
+
+  auto options_changed =
+      make({{"a", "http://127.0.0.1:1001"}, {"b", "http://127.0.0.1:2002"}}, "prefix_aware");
+  options_changed.routes[0].policy_options["block_chars"] = "32";
+  auto third = build_fleet(options_changed, second.fleet.get(), slots);
+  ASSERT_TRUE(third.fleet);
+  EXPECT_NE(table(*third.fleet, "a"), kept) << "other options: nothing carried over";
 }
 
 TEST(Fleet, ASlotIsReusedOnlyAfterItsBackendIsGone) {

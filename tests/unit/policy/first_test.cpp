@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "policy/round_robin.hpp"
+#include "policy/first.hpp"
 #include "test_util.hpp"
 
 namespace llmux::policy {

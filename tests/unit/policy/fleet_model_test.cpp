@@ -44,6 +44,7 @@ Result run(const std::string& policy_name, const std::vector<Model>& fleet, int 
   Pool pool(std::vector<int>(fleet.size(), 1));
   auto policy = make_policy(policy_name);
   EXPECT_TRUE(policy) << policy_name;
+  if (policy) policy->build(pool.all(), nullptr);
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> out_len(32, 512);
   struct Req {
@@ -72,7 +73,7 @@ Result run(const std::string& policy_name, const std::vector<Model>& fleet, int 
       for (auto& r : reqs) {
         Backend& b = *r.slot.backend();
         const auto i = static_cast<std::size_t>(b.index);
-        b.curve.observe(n[i], per_stream_rate(fleet[i].single_rate, n[i]));
+        b.observations.capacity.observe(n[i], per_stream_rate(fleet[i].single_rate, n[i]));
       }
     for (auto& r : reqs) {
       const auto i = static_cast<std::size_t>(r.slot.backend()->index);

@@ -3,6 +3,7 @@
 // on trial one at a time, and when every backend is out the least recently failed is tried.
 #include <gtest/gtest.h>
 
+#include "policy/first.hpp"
 #include "policy/round_robin.hpp"
 #include "test_util.hpp"
 

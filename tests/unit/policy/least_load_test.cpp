@@ -81,6 +81,7 @@ double rate(int n) {
 double simulate_hidden_load(const char* policy) {
   Pool pool({1, 1});
   auto p = make_policy(policy);
+  p->build(pool.all(), nullptr);
   constexpr int kBatch = 8;
   const int external[2] = {6, 0};
   std::mt19937 rng(5);

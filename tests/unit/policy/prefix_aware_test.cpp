@@ -20,10 +20,12 @@ namespace {
 using testing::Pool;
 using testing::request;
 
-std::unique_ptr<Policy> make_prefix_aware(const Options& o = {}) {
+/// prefix_aware with options `o`, built for `pool`'s backends.
+std::unique_ptr<Policy> make_prefix_aware(const Pool& pool, const Options& o = {}) {
   std::string err;
   auto p = make_policy("prefix_aware", o, &err);
   EXPECT_TRUE(p) << err;
+  if (p) p->build(pool.all(), nullptr);
   return p;
 }
 
@@ -43,7 +45,7 @@ Backend* send(Policy& p, Pool& pool, const std::string& prompt, std::string_view
 
 TEST(PrefixAware, ASharedPrefixGoesWhereItWasSent) {
   Pool pool({1, 1});
-  auto p = make_prefix_aware();
+  auto p = make_prefix_aware(pool);
   ASSERT_TRUE(p->needs_prompt());
   Backend* first = send(*p, pool, system_prompt(1) + " question one");
   ASSERT_TRUE(first);
@@ -61,7 +63,7 @@ TEST(PrefixAware, ASharedPrefixGoesWhereItWasSent) {
 
 TEST(PrefixAware, APromptCacheKeyHeldByABackendWins) {
   Pool pool({1, 1});
-  auto p = make_prefix_aware();
+  auto p = make_prefix_aware(pool);
   Backend* b = send(*p, pool, "short turn one", "conv-1");
   b->inflight = 1;
   // A different (short, unmatched) prompt with the same key: the same backend.
@@ -72,7 +74,7 @@ TEST(PrefixAware, APromptCacheKeyHeldByABackendWins) {
 
 TEST(PrefixAware, TheLoadGuardBeatsTheCacheWhenTheFleetIsOutOfBalance) {
   Pool pool({1, 1});
-  auto p = make_prefix_aware({{"balance_abs", "8"}, {"balance_rel", "1.5"}});
+  auto p = make_prefix_aware(pool, {{"balance_abs", "8"}, {"balance_rel", "1.5"}});
   Backend* home = send(*p, pool, system_prompt(3) + " q");
   Backend* away = home == &pool[0] ? &pool[1] : &pool[0];
   away->inflight = 5;  // a second prefix starts on `home` too (`away` is over four busier)
@@ -93,7 +95,7 @@ TEST(PrefixAware, TheLoadGuardBeatsTheCacheWhenTheFleetIsOutOfBalance) {
 
 TEST(PrefixAware, NewPrefixesSpreadEvenlyOverTheCaches) {
   Pool pool({1, 1, 1});
-  auto p = make_prefix_aware();
+  auto p = make_prefix_aware(pool);
   std::map<Backend*, int> homes;
   for (int i = 0; i < 12; ++i) ++homes[send(*p, pool, system_prompt(200 + i) + " q")];
   ASSERT_EQ(homes.size(), 3u);
@@ -112,7 +114,7 @@ TEST(PrefixAware, NewPrefixesSpreadEvenlyOverTheCaches) {
 
 TEST(PrefixAware, RefusedBackendsAreNotPicked) {
   Pool pool({1, 1});
-  auto p = make_prefix_aware();
+  auto p = make_prefix_aware(pool);
   Backend* home = send(*p, pool, system_prompt(4) + " q");
   TriedSet tried;
   tried.add(*home);
@@ -122,6 +124,40 @@ TEST(PrefixAware, RefusedBackendsAreNotPicked) {
   Backend* b = p->pick(ctx, pool.all(), tried);
   ASSERT_TRUE(b);
   EXPECT_NE(b, home);
+}
+
+// A reload builds the route's policy anew: what it knew a kept backend had cached goes with it;
+// a new backend in an old slot (another uid) and a policy sized otherwise start empty.
+TEST(PrefixAware, AReloadKeepsTheTablesOfTheBackendsThatStay) {
+  Pool pool({1, 1});
+  auto before = make_prefix_aware(pool);
+  Backend* home = send(*before, pool, system_prompt(7) + " q");
+  ASSERT_TRUE(home);
+  const PrefixTable* kept = dynamic_cast<PrefixAware&>(*before).table_of(*home);
+  ASSERT_TRUE(kept);
+  ASSERT_GT(kept->starts(), 0u);
+
+  auto after = make_policy("prefix_aware");
+  after->build(pool.all(), before.get());
+  EXPECT_EQ(dynamic_cast<PrefixAware&>(*after).table_of(*home), kept);
+  Backend* other = home == &pool[0] ? &pool[1] : &pool[0];
+  other->inflight = 0;
+  home->inflight = 3;  // busier, within the guard: the carried table still wins
+  EXPECT_EQ(send(*after, pool, system_prompt(7) + " q2"), home);
+  EXPECT_EQ(dynamic_cast<PrefixAware&>(*after).counts().by_prefix.load(), 1u);
+  home->inflight = 0;
+
+  const std::uint64_t old_uid = home->uid;
+  home->uid = 100;  // removed, and a new backend took its slot
+  auto replaced = make_policy("prefix_aware");
+  replaced->build(pool.all(), after.get());
+  EXPECT_NE(dynamic_cast<PrefixAware&>(*replaced).table_of(*home), kept);
+  EXPECT_EQ(dynamic_cast<PrefixAware&>(*replaced).table_of(*home)->starts(), 0u);
+  home->uid = old_uid;
+
+  auto resized = make_policy("prefix_aware", {{"table_blocks", "4096"}});
+  resized->build(pool.all(), before.get());
+  EXPECT_EQ(dynamic_cast<PrefixAware&>(*resized).table_of(*home)->starts(), 0u);
 }
 
 TEST(PrefixAware, OptionsAreChecked) {
@@ -159,6 +195,7 @@ struct SimResult {
 SimResult simulate_prefix_cache(const char* policy) {
   Pool pool({1, 1});
   auto p = make_policy(policy);
+  p->build(pool.all(), nullptr);
   std::vector<LruCache> caches{{8, {}}, {8, {}}};
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> pick_prefix(0, 11);

@@ -86,6 +86,18 @@ TEST(RoundRobin, LightBackendAppearsOncePerCycle) {
   }
 }
 
+// Smooth weighted round robin as nginx documents it: weights 5, 1, 1 give a a b a c a a, every
+// cycle; the light ones never back to back, the heavy one never more than twice in a row.
+TEST(RoundRobin, SmoothWeightedCycleAsNginx) {
+  Pool pool({5, 1, 1});
+  RoundRobin rr;
+  const std::array<int, 7> cycle{0, 0, 1, 0, 2, 0, 0};
+  for (int round = 0; round < 10; ++round)
+    for (std::size_t i = 0; i < cycle.size(); ++i)
+      ASSERT_EQ(rr.pick(request(), pool.all(), {})->index, cycle[i])
+          << "round " << round << ", pick " << i;
+}
+
 TEST(RoundRobin, ThreeUnequalWeights) {
   Pool pool({1, 2, 5});
   RoundRobin rr;

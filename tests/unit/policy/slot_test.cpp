@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "policy/round_robin.hpp"
+#include "policy/first.hpp"
 #include "test_util.hpp"
 
 namespace llmux::policy {

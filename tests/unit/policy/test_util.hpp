@@ -13,12 +13,13 @@ namespace llmux::policy::testing {
 
 class Pool {
  public:
-  /// One backend per weight, named "b0", "b1", ..., with index = position.
+  /// One backend per weight, named "b0", "b1", ..., with index = position and uid = position + 1.
   explicit Pool(std::vector<int> weights) {
     for (std::size_t i = 0; i < weights.size(); ++i) {
       auto b = std::make_unique<Backend>();
       b->name = "b" + std::to_string(i);
       b->index = static_cast<int>(i);
+      b->uid = i + 1;
       b->weight = weights[i];
       ptrs_.push_back(b.get());
       owned_.push_back(std::move(b));

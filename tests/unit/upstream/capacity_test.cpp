@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// CapacityCurve and RateSampler: a backend's decode rate per stream by in-flight count, learned
-// from samples; levels without samples follow the nearest one by vLLM's shape.
+// CapacityCurve: a backend's decode rate per stream by in-flight count, learned from samples
+// (policy/adaptive.hpp's sampler); levels without samples follow the nearest one by vLLM's shape.
 #include "upstream/capacity.hpp"
 
 #include <gtest/gtest.h>
-
-#include "upstream/backend.hpp"
 
 namespace llmux::upstream {
 namespace {
@@ -45,21 +43,6 @@ TEST(CapacityCurve, FollowsAMachineThatChanges) {
   c.observe(3, -1.0);  // nonsense is ignored
   c.observe(3, 0.0);
   EXPECT_EQ(c.levels().size(), 1u);
-}
-
-TEST(RateSampler, OneSamplePerWindowOfDecodingAtTheMeanInFlight) {
-  Backend b;
-  RateSampler s(b, 1'000'000'000);
-  b.inflight = 3;
-  s.on_tokens(0, 0);               // prefill: not decoding yet
-  s.on_tokens(1, 500'000'000);     // first token: the window starts
-  s.on_tokens(20, 1'000'000'000);  // half a second: nothing yet
-  EXPECT_TRUE(b.curve.empty());
-  b.inflight = 5;
-  s.on_tokens(41, 1'500'000'000);  // 40 tokens in 1 s, in flight 3 then 5
-  ASSERT_EQ(b.curve.levels().size(), 1u);
-  EXPECT_EQ(b.curve.levels()[0].inflight, 4);
-  EXPECT_DOUBLE_EQ(b.curve.rate(4, 0), 40.0);
 }
 
 }  // namespace

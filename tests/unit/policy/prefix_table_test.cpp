@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "upstream/prefix_table.hpp"
+#include "policy/prefix_table.hpp"
 
-namespace llmux::upstream {
+namespace llmux::policy {
 namespace {
 
 std::string text(char c, std::size_t n) {
@@ -80,14 +80,17 @@ TEST(PrefixTable, RefreshedEntriesSurviveNewOnes) {
   EXPECT_EQ(t.match(hot), hot.size());
 }
 
-TEST(PrefixTable, TheBackendsTableIsMadeOnce) {
-  std::atomic<PrefixTable*> slot{nullptr};
-  PrefixTable& a = prefix_table(slot, 1000);
-  PrefixTable& b = prefix_table(slot, 5000);
-  EXPECT_EQ(&a, &b);
-  EXPECT_EQ(a.capacity(), 1024u);
-  delete slot.load();
+TEST(PrefixTable, NothingIsFoundBeforeTheFirstInsert) {
+  PrefixTable t(1000);
+  EXPECT_EQ(t.capacity(), 1024u);
+  const auto h = hashes(text('q', 256));
+  EXPECT_EQ(t.match(h), 0u);
+  EXPECT_FALSE(t.contains(h[0]));
+  EXPECT_EQ(t.starts(), 0u);
+  t.insert(h);
+  EXPECT_EQ(t.match(h), h.size());
+  EXPECT_EQ(t.starts(), 1u);
 }
 
 }  // namespace
-}  // namespace llmux::upstream
+}  // namespace llmux::policy

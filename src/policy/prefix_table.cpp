@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "upstream/prefix_table.hpp"
+#include "policy/prefix_table.hpp"
 
 #include <xxhash.h>
 
 #include <bit>
 
-namespace llmux::upstream {
+namespace llmux::policy {
 
 void prefix_hashes(std::string_view text, std::size_t block_chars, std::size_t max_blocks,
                    std::vector<std::uint64_t>& out) {
@@ -23,16 +23,29 @@ std::uint64_t hint_hash(std::string_view key) {
 }
 
 PrefixTable::PrefixTable(std::size_t blocks)
-    : mask_(std::bit_ceil(std::max<std::size_t>(blocks, 64)) - 1),
-      slots_(new std::atomic<std::uint64_t>[mask_ + 1]) {
-  for (std::size_t i = 0; i <= mask_; ++i) slots_[i].store(0, std::memory_order_relaxed);
+    : mask_(std::bit_ceil(std::max<std::size_t>(blocks, 64)) - 1) {}
+
+PrefixTable::~PrefixTable() {
+  delete[] slots_.load(std::memory_order_relaxed);
+}
+
+std::atomic<std::uint64_t>* PrefixTable::entries_for_insert() {
+  if (std::atomic<std::uint64_t>* made = entries()) return made;
+  auto* fresh = new std::atomic<std::uint64_t>[mask_ + 1];
+  for (std::size_t i = 0; i <= mask_; ++i) fresh[i].store(0, std::memory_order_relaxed);
+  std::atomic<std::uint64_t>* expected = nullptr;
+  if (slots_.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) return fresh;
+  delete[] fresh;  // another thread made them first
+  return expected;
 }
 
 bool PrefixTable::contains(std::uint64_t h) const {
+  const std::atomic<std::uint64_t>* slots = entries();
+  if (!slots) return false;
   const std::size_t set = set_of(h);
   const std::uint64_t tag = tag_of(h);
   for (int w = 0; w < kWays; ++w)
-    if ((slots_[set + w].load(std::memory_order_relaxed) & ~kAgeMask) == tag) return true;
+    if ((slots[set + w].load(std::memory_order_relaxed) & ~kAgeMask) == tag) return true;
   return false;
 }
 
@@ -43,7 +56,9 @@ std::size_t PrefixTable::match(std::span<const std::uint64_t> hashes) const {
 }
 
 void PrefixTable::insert(std::span<const std::uint64_t> hashes) {
-  if (!hashes.empty() && !contains(hashes[0])) starts_.fetch_add(1, std::memory_order_relaxed);
+  if (hashes.empty()) return;
+  if (!contains(hashes[0])) starts_.fetch_add(1, std::memory_order_relaxed);
+  std::atomic<std::uint64_t>* slots = entries_for_insert();
   for (const std::uint64_t h : hashes) {
     const std::uint64_t now = clock_.fetch_add(1, std::memory_order_relaxed) & kAgeMask;
     const std::size_t set = set_of(h);
@@ -52,7 +67,7 @@ void PrefixTable::insert(std::span<const std::uint64_t> hashes) {
     std::uint64_t oldest = 0;
     bool found = false;
     for (int w = 0; w < kWays; ++w) {
-      const std::uint64_t e = slots_[set + w].load(std::memory_order_relaxed);
+      const std::uint64_t e = slots[set + w].load(std::memory_order_relaxed);
       if ((e & ~kAgeMask) == tag) {
         victim = w;
         found = true;
@@ -66,17 +81,8 @@ void PrefixTable::insert(std::span<const std::uint64_t> hashes) {
       }
     }
     (void)found;
-    slots_[set + victim].store(tag | now, std::memory_order_relaxed);
+    slots[set + victim].store(tag | now, std::memory_order_relaxed);
   }
 }
 
-PrefixTable& prefix_table(std::atomic<PrefixTable*>& slot, std::size_t blocks) {
-  if (PrefixTable* table = slot.load(std::memory_order_acquire)) return *table;
-  auto made = std::make_unique<PrefixTable>(blocks);
-  PrefixTable* expected = nullptr;
-  if (slot.compare_exchange_strong(expected, made.get(), std::memory_order_acq_rel))
-    return *made.release();
-  return *expected;
-}
-
-}  // namespace llmux::upstream
+}  // namespace llmux::policy

@@ -11,6 +11,9 @@
 // approximately least-recently-used, in a fixed size, lock-free (relaxed atomics; a lost race
 // only makes the index a little less exact).
 //
+// The entries are allocated at the first insert: a table made for a backend the policy never
+// sends a prompt to costs a few bytes.
+//
 // Thread safety: every call from any thread.
 #include <atomic>
 #include <cstdint>
@@ -19,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-namespace llmux::upstream {
+namespace llmux::policy {
 
 /// The chained block hashes of `text` in blocks of `block_chars` (a last partial block is left
 /// out: vLLM caches only full blocks), at most `max_blocks` of them, appended to `out`.
@@ -32,6 +35,9 @@ class PrefixTable {
  public:
   /// Room for about `blocks` block hashes (rounded up to a power of two, at least 64).
   explicit PrefixTable(std::size_t blocks);
+  ~PrefixTable();
+  PrefixTable(const PrefixTable&) = delete;
+  PrefixTable& operator=(const PrefixTable&) = delete;
 
   /// How many of `hashes` from the first are in the table (the cached prefix, in blocks).
   std::size_t match(std::span<const std::uint64_t> hashes) const;
@@ -50,14 +56,13 @@ class PrefixTable {
   // An entry: the hash's high 40 bits (its tag) and a 24-bit age stamp; 0 is empty.
   std::size_t set_of(std::uint64_t h) const { return (h & mask_) & ~std::size_t(kWays - 1); }
   static std::uint64_t tag_of(std::uint64_t h) { return (h | 1) & ~kAgeMask; }
+  /// The entries, allocated by the first insert (null before: nothing is found).
+  std::atomic<std::uint64_t>* entries() const { return slots_.load(std::memory_order_acquire); }
+  std::atomic<std::uint64_t>* entries_for_insert();
   std::size_t mask_;
-  std::unique_ptr<std::atomic<std::uint64_t>[]> slots_;
+  std::atomic<std::atomic<std::uint64_t>*> slots_{nullptr};
   mutable std::atomic<std::uint64_t> clock_{1};
   std::atomic<std::uint64_t> starts_{0};
 };
 
-/// The backend's table, made with room for `blocks` by the first caller (later ones get it as
-/// made). The table lives as long as the backend.
-PrefixTable& prefix_table(std::atomic<PrefixTable*>& slot, std::size_t blocks);
-
-}  // namespace llmux::upstream
+}  // namespace llmux::policy
