@@ -11,7 +11,7 @@
 // and the final comparison of digests is constant-time (CRYPTO_memcmp). The plaintext is never
 // stored, logged or echoed in an error.
 //
-// In the gateway's request path (gateway/proxy.cpp, admit_client): after the route is matched and
+// In the gateway's request path (gateway/admit.cpp, admit_client): after the route is matched and
 // the body's "model" is known, and before anything is sent upstream:
 //   auto [key, d] = keys.authorize(header("Authorization"), route.name, model);
 //   if (!d.ok()) -> answer d.status with d.body (application/json)

@@ -16,7 +16,7 @@
 // Thread safety: add() and query() may be called from any thread (one mutex; add() is one map
 // update per finished request, query() copies the rows it returns).
 //
-// In the gateway (gateway/proxy.cpp charge_key, gateway/admin.cpp usage_report): when a request
+// In the gateway (gateway/finish.cpp charge_key, gateway/admin.cpp usage_report): when a request
 // ends (its stream included) and its usage is known, ledger.add(key->name, model, backend name,
 // unix_time(), {prompt, cached, completion}). The admin handler: parse_usage_query(key, from, to,
 // why) on the decoded query parameters (400 with `why` when nullopt), then

@@ -18,7 +18,7 @@
 
 #include "auth/keys.hpp"
 #include "config/config.hpp"
-#include "gateway/admission.hpp"
+#include "gateway/admission_queue.hpp"
 #include "http/stream.hpp"
 #include "policy/policy.hpp"
 #include "upstream/backend.hpp"

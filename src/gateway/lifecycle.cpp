@@ -3,10 +3,12 @@
 //
 // The rooms along the life of a request (docs/architecture.md walks them):
 //   listeners.cpp (accept) → session.cpp (read, limits, timeouts, lingering close) →
-//   router.cpp (route table) → proxy.cpp (policy pick + slot, each attempt's request built by
-//   http_rules.cpp, sent by upstream_attempt.cpp, retry decision from upstream/outcome) →
-//   relay.cpp (response to the client, taps.cpp on the way) ‖ client_connection.cpp (the watch
-//   on the client, local answers); models.cpp answers /v1/models.
+//   router.cpp (route table) → proxy.cpp (the stages in order, and the retry decision):
+//   admit.cpp (key, quotas, the queue) → pick.cpp (affinity, the policy's choice + slot) →
+//   upstream_attempt.cpp (connect or pool, the request built by http_rules.cpp, the response
+//   head) → relay.cpp (response to the client, taps.cpp on the way) → finish.cpp (error answer,
+//   usage, metrics, access log) ‖ client_connection.cpp (the watch on the client, local
+//   answers); models.cpp answers /v1/models.
 #include <unistd.h>
 
 #include <array>

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The proxy: one client request through a route to a backend. The policy picks (with the
-// backend's in-flight slot taken atomically), each attempt's upstream request is built fresh from
-// the client's request, sent on a pooled or new connection, and its final response header read;
-// the relay then streams the response. Only what provably never reached a backend is retried
-// (upstream::decide_retry); every attempt's Outcome goes back to the policy.
+// The proxy: one client request through a route to a backend, the stages in order — admit
+// (gateway/admit.hpp: key, quotas, the queue), pick (gateway/pick.hpp: the backend and its
+// in-flight slot), attempt (gateway/upstream_attempt.hpp: the request sent, the response header
+// read), relay (gateway/relay.hpp: the response streamed), finish (gateway/finish.hpp: the
+// error answer when nothing was relayed, usage, metrics, the access log). Each stage hands the
+// next what it made; none calls back up. Only what provably never reached a backend is retried
+// (upstream::decide_retry); every attempt's Outcome goes to the backend's health and to the
+// route's policy.
 //
 // One worker thread per request; the Fleet is the configuration the request started with.
 #include <memory>

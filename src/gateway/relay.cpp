@@ -410,7 +410,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
               ev - events_written);
         }
         // Counted as they pass (the dashboard's tokens/s moves with the stream); the usage at
-        // the end adds what events do not show (proxy.cpp: finish).
+        // the end adds what events do not show (finish.cpp: finish).
         if (rec.status >= 200 && rec.status < 300) {
           if (model_id < 0) model_id = metrics::names().models.id(rec.model);
           m.count(metrics::Family::generation_tokens, mid, model_id, 0, ev - events_written);

@@ -55,6 +55,8 @@ class Request {
   bhttp::verb method() const { return method_; }
   std::string_view method_string() const { return method_string_; }
   std::string_view target() const { return target_; }
+  /// The target without its query: what routes and the access log read.
+  std::string_view path() const { return target_.substr(0, target_.find('?')); }
   unsigned version() const { return version_; }
   /// What the client asked for the connection after this request (Connection, HTTP version).
   bool keep_alive() const { return keep_alive_; }

@@ -8,6 +8,7 @@
 #include <boost/asio/write.hpp>
 
 #include "core/clock.hpp"
+#include "gateway/health_checker.hpp"
 #include "gateway/http_rules.hpp"
 #include "http/read_parsed.hpp"
 
@@ -203,6 +204,15 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
     co_return a;
   }
   co_return failed(outcome, Kind::reset_before_send, "stale connection");
+}
+
+/// Tells the backend's health and the route's policy how an attempt ended.
+void report_outcome(const Fleet& fleet, upstream::Backend& backend,
+                    policy::AttemptObserver* observer, const upstream::Outcome& outcome,
+                    std::string_view request_id, std::int64_t now) {
+  if (auto event = upstream::record_outcome(backend, outcome, now, fleet.outlier))
+    log_health_event(*event, request_id);
+  if (observer) observer->on_done(outcome);
 }
 
 }  // namespace llmux::gateway

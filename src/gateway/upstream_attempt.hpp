@@ -59,4 +59,9 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
                              const std::string& request_id, const UsageRequest& usage, bool queued,
                              upstream::Outcome& outcome);
 
+/// Tells the backend's health and the route's policy how an attempt ended.
+void report_outcome(const Fleet& fleet, upstream::Backend& backend,
+                    policy::AttemptObserver* observer, const upstream::Outcome& outcome,
+                    std::string_view request_id, std::int64_t now);
+
 }  // namespace llmux::gateway

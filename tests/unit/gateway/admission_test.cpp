@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // AdmissionQueue: bounded FIFO; the head is the oldest waiter; leaving passes the head on and
 // wakes it; a wake-up reaches the head's own executor.
-#include "gateway/admission.hpp"
+#include "gateway/admission_queue.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "gateway/admission.hpp"
+#include "gateway/admission_queue.hpp"
 
 #include <algorithm>
 

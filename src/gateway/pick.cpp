@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gateway/pick.hpp"
+
+#include <string>
+
+#include "core/openai_error.hpp"
+#include "gateway/affinity.hpp"
+#include "gateway/http_rules.hpp"
+
+namespace llmux::gateway {
+
+namespace {
+
+/// A request header's value by name, for PickContext::header.
+struct HeaderLookup {
+  const Request* req;
+  std::string_view operator()(std::string_view name) const { return (*req)[name]; }
+};
+
+/// The policy's view of the request. Built by pick(), a plain function, on its own stack: a
+/// coroutine keeps every local in its frame, and a held-open stream should cost little.
+policy::PickContext context(const RouteRuntime& route, const Request& req, const BodyFields& fields,
+                            const HeaderLookup& headers, bool pinned) {
+  policy::PickContext ctx;
+  ctx.route = route.cfg->name;
+  ctx.method = req.method_string();
+  ctx.path = req.path();
+  ctx.model = fields.model;
+  ctx.user = fields.user;
+  ctx.previous_response_id = fields.previous_response_id;
+  ctx.prompt_cache_key = fields.prompt_cache_key;
+  ctx.stream = fields.stream;
+  ctx.output_tokens = fields.max_tokens >= 0 ? fields.max_tokens : 256;
+  ctx.tokens = static_cast<std::int64_t>(fields.body_bytes / 4) + ctx.output_tokens;
+  ctx.header = headers;
+  ctx.pinned = pinned;
+  if (route.policy->needs_prompt()) {
+    // The worker's scratch text: valid until the next request's pick on this thread.
+    thread_local std::string text;
+    text.clear();
+    read_prompt_text(req.body(), text);
+    ctx.prompt = text;
+  }
+  return ctx;
+}
+
+}  // namespace
+
+/// Response affinity: the owner of the response the request names, in `pinned`; false when the
+/// request was answered here instead (owner down, id nowhere). A coroutine of its own, so the
+/// lookup's state is not kept in every proxy frame.
+net::awaitable<bool> pin_owner(GatewayState& state, const Fleet& fleet, ClientConnection& client,
+                               const Request& req, const RouteRuntime& route,
+                               const BodyFields& fields, const std::string& request_id,
+                               AccessRecord& rec, upstream::Backend*& pinned) {
+  const std::string_view id = named_response_id(req.path(), fields);
+  if (id.empty() || !state.responses) co_return true;
+  Pin pin = co_await find_owner(*state.responses, fleet, route, id, request_id);
+  if (pin.how != Pin::How::error) {
+    pinned = pin.backend;
+    rec.affinity = pin.how == Pin::How::known ? "known" : "found";
+    co_return true;
+  }
+  rec.affinity = pin.status == 404 ? "not_found" : "unavailable";
+  rec.status = pin.status;
+  rec.error = pin.message;
+  co_await write_json(client, pin.status, openai_error_json(pin.status, pin.message, pin.type),
+                      &req, request_id, pin.retry_after);
+  co_return false;
+}
+
+/// The policy's choice with its in-flight slot, taken atomically (a full backend is skipped).
+/// `pinned`: the backend that holds the response the request names (gateway/affinity.hpp), the
+/// only candidate then.
+upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFields& fields,
+                    upstream::TriedSet& tried, upstream::Backend* const* pinned) {
+  const HeaderLookup headers{&req};
+  const std::span<upstream::Backend* const> candidates =
+      *pinned ? std::span<upstream::Backend* const>(pinned, 1)
+              : std::span<upstream::Backend* const>(route.backends);
+  return policy::pick_and_acquire(
+      *route.policy, context(route, req, fields, headers, *pinned != nullptr), candidates, tried);
+}
+
+}  // namespace llmux::gateway
