@@ -134,13 +134,12 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     ++attempts;
     // The first attempt starts when the request was ready to go (the pick takes microseconds).
     const std::int64_t attempt_start = attempts == 1 ? ready : mono_ns();
-    // The route's policy may follow the attempt (what it learns from it).
-    std::unique_ptr<policy::AttemptObserver> observer = route.policy->on_dispatch(backend);
     // Each attempt's request is built fresh from the client's, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
     Attempt attempt = co_await send(fleet, worker, backend, req, client, request_id, usage,
                                     rec.queue_depth > 0, outcome);
-    attempt.observer = std::move(observer);
+    // The route's policy may follow the attempt, sent (what it learns from it).
+    attempt.observer = route.policy->on_dispatch(backend);
     if (!attempt.up) {
       client.watch.up = nullptr;
       const std::int64_t now = mono_ns();

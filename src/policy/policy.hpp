@@ -91,8 +91,9 @@ class Policy {
   /// One of `candidates` for which accept() is true, or nullptr when there is none.
   virtual Backend* select(const PickContext& ctx, std::span<Backend* const> candidates,
                           FunctionRef<bool(const Backend&)> accept) = 0;
-  /// An attempt of a request is sent to `backend`: what follows its progress, or none (the
-  /// default: a policy that learns nothing from attempts costs nothing per attempt).
+  /// An attempt of a request went to `backend` (its request sent, or failed on the way): what
+  /// follows its progress, or none (the default: a policy that learns nothing from attempts
+  /// costs nothing per attempt).
   virtual std::unique_ptr<AttemptObserver> on_dispatch(Backend& backend) { return nullptr; }
 
   /// select() accepting what available() allows.
