@@ -98,7 +98,8 @@ TEST(GatewayAffinity, ConversationsFollowTheirResponsesStreamingOrNot) {
   // client's answer).
   int known = 0, named = 0;
   for (const auto until = std::chrono::steady_clock::now() + 5s;
-       named < 24 && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(20ms)) {
+       named < 24 && std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(20ms)) {  // polling interval, bounded by `until`
     known = named = 0;
     for (const auto& rec : gw->access_log()) {
       if (const auto* a = rec.if_contains("affinity")) {

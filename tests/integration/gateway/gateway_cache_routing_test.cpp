@@ -38,7 +38,7 @@ std::string backend_of_session(int port, const std::string& key) {
 /// Waits until GET /health shows `backend` in `state` (bounded).
 bool wait_state(int port, const std::string& backend, const std::string& state) {
   for (const auto until = Clock::now() + 5s; Clock::now() < until;
-       std::this_thread::sleep_for(50ms)) {
+       std::this_thread::sleep_for(50ms)) {  // polling interval, bounded by `until`
     Response r = HttpClient(port).get("/health");
     const boost::json::value health = parse_json(r.body);
     for (const auto& b : health.at("backends").as_array())

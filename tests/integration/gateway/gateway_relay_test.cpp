@@ -85,7 +85,7 @@ class ScriptedBackend {
             in.erase(0, end + 4 + length);
             ++responses_;
             for (const auto& p : pieces_) {
-              std::this_thread::sleep_for(pause_);
+              std::this_thread::sleep_for(pause_);  // the scripted backend's pace under test
               if (::send(c, p.data(), p.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(p.size()))
                 break;
             }
@@ -301,7 +301,7 @@ std::string read_slowly(int port, const std::string& request, std::chrono::milli
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
       ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
           static_cast<ssize_t>(request.size())) {
-    std::this_thread::sleep_for(pause);
+    std::this_thread::sleep_for(pause);  // the slow reader under test: the socket stays full
     const auto deadline = std::chrono::steady_clock::now() + limit;
     char buf[1024];  // small reads: the gateway keeps finding the socket full
     while (!complete(in) && std::chrono::steady_clock::now() < deadline) {

@@ -81,7 +81,8 @@ std::string metric(int port, const std::string& name) {
 /// Waits (bounded) until the gauge `name` reads `value`.
 bool wait_metric(int port, const std::string& name, const std::string& value) {
   for (const auto until = std::chrono::steady_clock::now() + 10s;
-       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(50ms))
+       std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(50ms))  // polling interval, bounded by `until`
     if (metric(port, name) == value) return true;
   return false;
 }
