@@ -88,8 +88,8 @@ void finish(GatewayState& state, const Fleet& fleet, Worker& worker, const Route
   m.count(Family::requests, route.metric_id, bid, rec.status);
   if (rec.attempts > 1) m.count(Family::retries, route.metric_id, 0, 0, rec.attempts - 1);
   if (backend) {
-    m.e2e[static_cast<std::size_t>(bid)].observe(metrics::bounds(metrics::HistKind::e2e),
-                                                 now - start);
+    m.e2e[static_cast<std::size_t>(bid)].record(metrics::bounds(metrics::HistKind::e2e),
+                                                now - start);
     // Models only from answers a backend accepted: a made-up name never becomes a label.
     const int model =
         rec.status >= 200 && rec.status < 300 ? metrics::names().models.id(fields.model) : 0;

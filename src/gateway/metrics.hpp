@@ -64,7 +64,7 @@ inline constexpr int kMaxBuckets = 24;
 class Histogram {
  public:
   /// `n` samples of `ns` each (the inter-token latency of n tokens that came in one read).
-  void observe(const Bounds& bounds, std::int64_t ns, std::uint64_t n = 1) {
+  void record(const Bounds& bounds, std::int64_t ns, std::uint64_t n = 1) {
     std::size_t i = 0;
     while (i < bounds.upper_ns.size() && ns > bounds.upper_ns[i]) ++i;
     bump(buckets_[i], n);

@@ -175,7 +175,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     rec.attempts = attempts;
     first_byte(rec, outcome, start, attempt_start);
     if (fleet.cfg.metrics.enabled)
-      worker.worker_metrics->request_overhead.observe(
+      worker.worker_metrics->request_overhead.record(
           metrics::bounds(metrics::HistKind::request_overhead),
           attempt.sent_ns - start - not_overhead);
     // No attempt follows one that got a response: the body is not needed any more (a Codex

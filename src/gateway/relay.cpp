@@ -396,15 +396,15 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
       const std::int64_t now = counting ? mono_ns() : 0;
       wrote_ns = now;
       if (counting && read_ns > 0)
-        m.relay_overhead.observe(metrics::bounds(metrics::HistKind::relay_overhead), now - read_ns);
+        m.relay_overhead.record(metrics::bounds(metrics::HistKind::relay_overhead), now - read_ns);
       if (const std::uint64_t ev = tap.reader().content_events();
           counting && sse && ev > events_written) {
         if (events_written == 0) {
-          m.ttft[mid].observe(metrics::bounds(metrics::HistKind::ttft), now - rec.received_ns);
+          m.ttft[mid].record(metrics::bounds(metrics::HistKind::ttft), now - rec.received_ns);
           // Events that came in the same read as the first reach the client with it: no gap.
-          if (ev > 1) m.itl[mid].observe(metrics::bounds(metrics::HistKind::itl), 0, ev - 1);
+          if (ev > 1) m.itl[mid].record(metrics::bounds(metrics::HistKind::itl), 0, ev - 1);
         } else {
-          m.itl[mid].observe(
+          m.itl[mid].record(
               metrics::bounds(metrics::HistKind::itl),
               (now - last_content_ns) / static_cast<std::int64_t>(ev - events_written),
               ev - events_written);

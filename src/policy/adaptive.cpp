@@ -73,7 +73,7 @@ void DecodeRateSampler::on_tokens(std::uint64_t tokens, std::int64_t now_ns) {
   const int inflight = backend_.inflight.load(std::memory_order_relaxed);
   const double rate =
       static_cast<double>(tokens - start_tokens_) * 1e9 / static_cast<double>(elapsed);
-  backend_.observations.capacity.observe((start_inflight_ + inflight + 1) / 2, rate);
+  backend_.observations.capacity.add_sample((start_inflight_ + inflight + 1) / 2, rate);
   start_window(tokens, now_ns, inflight);
 }
 

@@ -10,7 +10,7 @@ double CapacityCurve::shape(int n) {
   return 1.0 / (1.0 + beta * (clamp(n) - 1));
 }
 
-void CapacityCurve::observe(int n, double tokens_per_s) {
+void CapacityCurve::add_sample(int n, double tokens_per_s) {
   if (!(tokens_per_s > 0) || !std::isfinite(tokens_per_s)) return;
   const auto i = static_cast<std::size_t>(clamp(n));
   const std::uint32_t k = samples_[i].fetch_add(1, std::memory_order_relaxed);

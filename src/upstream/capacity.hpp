@@ -24,7 +24,7 @@ class CapacityCurve {
   static double shape(int n);
 
   /// One sample: a stream decoded at `tokens_per_s` while the backend had `n` in flight.
-  void observe(int n, double tokens_per_s);
+  void add_sample(int n, double tokens_per_s);
   /// The expected per-stream rate with `n` in flight: the level's own average when it has
   /// samples, else the nearest level's scaled by shape(), else `prior_single` × shape(n).
   double rate(int n, double prior_single) const;

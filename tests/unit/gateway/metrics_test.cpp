@@ -51,9 +51,9 @@ TEST(MetricsCounters, AddUpByKeyAndSurviveCollisions) {
 TEST(MetricsHistogram, BucketsCountsAndSums) {
   const Bounds& b = bounds(HistKind::ttft);
   Histogram h;
-  h.observe(b, 1'000'000);           // 1 ms: the first bucket (5 ms)
-  h.observe(b, 300'000'000, 3);      // 0.3 s three times: the 0.5 s bucket
-  h.observe(b, 10'000'000'000'000);  // beyond the last bound: +Inf only
+  h.record(b, 1'000'000);           // 1 ms: the first bucket (5 ms)
+  h.record(b, 300'000'000, 3);      // 0.3 s three times: the 0.5 s bucket
+  h.record(b, 10'000'000'000'000);  // beyond the last bound: +Inf only
   std::array<std::uint64_t, kMaxBuckets + 1> buckets{};
   std::uint64_t count = 0, sum = 0;
   h.add_to(buckets, count, sum);

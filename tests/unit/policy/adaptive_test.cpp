@@ -18,7 +18,7 @@ using testing::request;
 /// A curve of a machine whose lone stream decodes at `single` tokens/s, sampled at 1..16.
 void learn(Backend& b, double single) {
   for (int n = 1; n <= 16; ++n)
-    b.observations.capacity.observe(n, single * upstream::CapacityCurve::shape(n));
+    b.observations.capacity.add_sample(n, single * upstream::CapacityCurve::shape(n));
 }
 
 TEST(Adaptive, WithoutSamplesItIsLeastInflight) {

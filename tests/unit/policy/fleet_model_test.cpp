@@ -73,7 +73,7 @@ Result run(const std::string& policy_name, const std::vector<Model>& fleet, int 
       for (auto& r : reqs) {
         Backend& b = *r.slot.backend();
         const auto i = static_cast<std::size_t>(b.index);
-        b.observations.capacity.observe(n[i], per_stream_rate(fleet[i].single_rate, n[i]));
+        b.observations.capacity.add_sample(n[i], per_stream_rate(fleet[i].single_rate, n[i]));
       }
     for (auto& r : reqs) {
       const auto i = static_cast<std::size_t>(r.slot.backend()->index);

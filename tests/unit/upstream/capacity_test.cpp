@@ -19,13 +19,13 @@ TEST(CapacityCurve, EmptyFollowsThePrior) {
 
 TEST(CapacityCurve, ALevelAveragesItsSamplesAndOthersScaleFromTheNearest) {
   CapacityCurve c;
-  c.observe(4, 30.0);
-  c.observe(4, 40.0);
+  c.add_sample(4, 30.0);
+  c.add_sample(4, 40.0);
   EXPECT_DOUBLE_EQ(c.rate(4, 999), 35.0);
   // Level 5 has none: from level 4 by the shape; level 1 likewise.
   EXPECT_NEAR(c.rate(5, 999), 35.0 * CapacityCurve::shape(5) / CapacityCurve::shape(4), 1e-4);
   EXPECT_NEAR(c.single_rate(), 35.0 / CapacityCurve::shape(4), 1e-4);
-  c.observe(1, 20.0);  // a level of its own now
+  c.add_sample(1, 20.0);  // a level of its own now
   EXPECT_DOUBLE_EQ(c.rate(1, 999), 20.0);
   EXPECT_NEAR(c.rate(2, 999), 20.0 * CapacityCurve::shape(2), 1e-4) << "nearest: level 1";
   const auto levels = c.levels();
@@ -37,11 +37,11 @@ TEST(CapacityCurve, ALevelAveragesItsSamplesAndOthersScaleFromTheNearest) {
 
 TEST(CapacityCurve, FollowsAMachineThatChanges) {
   CapacityCurve c;
-  for (int i = 0; i < 50; ++i) c.observe(2, 40.0);
-  for (int i = 0; i < 40; ++i) c.observe(2, 10.0);
+  for (int i = 0; i < 50; ++i) c.add_sample(2, 40.0);
+  for (int i = 0; i < 40; ++i) c.add_sample(2, 10.0);
   EXPECT_LT(c.rate(2, 0), 11.0);
-  c.observe(3, -1.0);  // nonsense is ignored
-  c.observe(3, 0.0);
+  c.add_sample(3, -1.0);  // nonsense is ignored
+  c.add_sample(3, 0.0);
   EXPECT_EQ(c.levels().size(), 1u);
 }
 
