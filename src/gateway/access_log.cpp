@@ -18,21 +18,21 @@ namespace {
 
 /// The bytes a JSON string must escape: control characters, the quote and the backslash.
 constexpr std::array<bool, 256> kEscaped = [] {
-  std::array<bool, 256> t{};
-  for (int c = 0; c < 0x20; ++c) t[static_cast<std::size_t>(c)] = true;
-  t['"'] = t['\\'] = true;
-  return t;
+  std::array<bool, 256> escaped{};
+  for (int c = 0; c < 0x20; ++c) escaped[static_cast<std::size_t>(c)] = true;
+  escaped['"'] = escaped['\\'] = true;
+  return escaped;
 }();
 
-/// Whether one of the 8 bytes at `p` is a control character, '"' or '\\' (SWAR: a byte less
-/// than n shows in (x - n*ones) & ~x & highs, exact as to whether any byte does).
-bool escape_in_8(const char* p) {
+/// Whether one of the 8 bytes at `data` is a control character, '"' or '\\' (SWAR: a byte less
+/// than n shows in (word - n*ones) & ~word & highs, exact as to whether any byte does).
+bool escape_in_8(const char* data) {
   constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
-  std::uint64_t x;
-  std::memcpy(&x, p, 8);
-  const std::uint64_t quote = x ^ (kOnes * '"'), slash = x ^ (kOnes * '\\');
+  std::uint64_t word;
+  std::memcpy(&word, data, 8);
+  const std::uint64_t quote = word ^ (kOnes * '"'), slash = word ^ (kOnes * '\\');
   const std::uint64_t hit =
-      ((x - kOnes * 0x20) & ~x) | ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash);
+      ((word - kOnes * 0x20) & ~word) | ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash);
   return (hit & kHighs) != 0;
 }
 
@@ -44,32 +44,32 @@ struct Line {
 
   /// Room a line needs at most for these strings (each escaped, 6 bytes a byte at worst).
   static std::size_t bound(std::initializer_list<std::string_view> strings) {
-    std::size_t n = 640;  // names, punctuation, numbers
-    for (const auto s : strings) n += 6 * s.size();
-    return n;
+    std::size_t room = 640;  // names, punctuation, numbers
+    for (const auto text : strings) room += 6 * text.size();
+    return room;
   }
-  void put(std::string_view s) {
-    if (s.empty()) return;  // (an empty view's data() may be null: no memcpy of it)
-    std::memcpy(p, s.data(), s.size());
-    p += s.size();
+  void put(std::string_view text) {
+    if (text.empty()) return;  // (an empty view's data() may be null: no memcpy of it)
+    std::memcpy(p, text.data(), text.size());
+    p += text.size();
   }
-  /// `s` as a JSON string: runs that need no escape are copied whole.
-  void quoted(std::string_view s) {
+  /// `text` as a JSON string: runs that need no escape are copied whole.
+  void quoted(std::string_view text) {
     *p++ = '"';
     std::size_t run = 0;
-    for (std::size_t i = 0; i < s.size(); ++i) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
       // Eight bytes at a time while none needs an escape (most strings: all of them).
-      while (i + 8 <= s.size() && !escape_in_8(s.data() + i)) i += 8;
-      if (i == s.size()) break;
-      const auto c = static_cast<unsigned char>(s[i]);
-      if (!kEscaped[c]) continue;
-      put(s.substr(run, i - run));
+      while (i + 8 <= text.size() && !escape_in_8(text.data() + i)) i += 8;
+      if (i == text.size()) break;
+      const auto byte = static_cast<unsigned char>(text[i]);
+      if (!kEscaped[byte]) continue;
+      put(text.substr(run, i - run));
       run = i + 1;
       *p++ = '\\';
-      switch (c) {
+      switch (byte) {
         case '"':
         case '\\':
-          *p++ = static_cast<char>(c);
+          *p++ = static_cast<char>(byte);
           break;
         case '\n':
           *p++ = 'n';
@@ -82,28 +82,29 @@ struct Line {
           break;
         default: {
           static constexpr char kHex[] = "0123456789abcdef";
-          const char u[5] = {'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
-          put(std::string_view(u, 5));
+          const char escape[5] = {'u', '0', '0', kHex[byte >> 4], kHex[byte & 0xf]};
+          put(std::string_view(escape, 5));
         }
       }
     }
-    put(s.substr(run));
+    put(text.substr(run));
     *p++ = '"';
   }
-  void integer(std::int64_t v) { p = std::to_chars(p, p + 24, v).ptr; }
-  /// `v` with three decimals, as "{:.3f}" (rounded to the nearest thousandth).
-  void fixed3(double v) {
-    if (!(v == v) || v > 9e15 || v < -9e15) {  // NaN or huge: never a time here, but valid JSON
+  void integer(std::int64_t value) { p = std::to_chars(p, p + 24, value).ptr; }
+  /// `value` with three decimals, as "{:.3f}" (rounded to the nearest thousandth).
+  void fixed3(double value) {
+    // NaN or huge: never a time here, but valid JSON
+    if (!(value == value) || value > 9e15 || value < -9e15) {
       put("null");
       return;
     }
-    std::int64_t m = std::llround(v * 1000.0);
-    if (m < 0) {
+    std::int64_t thousandths = std::llround(value * 1000.0);
+    if (thousandths < 0) {
       *p++ = '-';
-      m = -m;
+      thousandths = -thousandths;
     }
-    integer(m / 1000);
-    const auto frac = static_cast<int>(m % 1000);
+    integer(thousandths / 1000);
+    const auto frac = static_cast<int>(thousandths % 1000);
     p[0] = '.';
     p[1] = static_cast<char>('0' + frac / 100);
     p[2] = static_cast<char>('0' + frac / 10 % 10);
@@ -136,16 +137,16 @@ bool AccessLog::open(const std::string& target, std::string& error) {
 
 bool AccessLog::reopen(std::string& error) {
   if (!owned_) return true;
-  std::FILE* f = std::fopen(path_.c_str(), "a");
-  if (!f) {
+  std::FILE* file = std::fopen(path_.c_str(), "a");
+  if (!file) {
     error = fmt::format("cannot reopen access log '{}': {}", path_, std::strerror(errno));
     return false;
   }
-  std::setvbuf(f, nullptr, _IONBF, 0);
+  std::setvbuf(file, nullptr, _IONBF, 0);
   std::lock_guard<std::mutex> lock(mu_);
   write_pending();  // the lines gathered so far go to the old file
   std::fclose(file_);
-  file_ = f;
+  file_ = file;
   return true;
 }
 
@@ -172,64 +173,64 @@ void AccessLog::write(const AccessRecord& record) {
   out.resize(
       Line::bound({record.request_id, record.client, record.method, record.path, record.route,
                    record.backend, record.model, record.key, record.affinity, record.error}));
-  Line l{out.data()};
+  Line line{out.data()};
   const std::int64_t ms = unix_ms();
-  l.put("{\"ts\":");
-  l.fixed3(static_cast<double>(ms) / 1000.0);
-  l.put(",\"request_id\":");
-  l.quoted(record.request_id);
-  l.put(",\"client\":");
-  l.quoted(record.client);
-  l.put(",\"method\":");
-  l.quoted(record.method);
-  l.put(",\"path\":");
-  l.quoted(record.path);
-  l.put(",\"route\":");
-  l.quoted(record.route);
-  l.put(",\"backend\":");
-  l.quoted(record.backend);
-  l.put(",\"model\":");
-  l.quoted(record.model);
-  l.put(record.stream ? ",\"stream\":true,\"status\":" : ",\"stream\":false,\"status\":");
-  l.integer(record.status);
-  l.put(",\"attempts\":");
-  l.integer(record.attempts);
-  l.put(",\"bytes_in\":");
-  l.integer(static_cast<std::int64_t>(record.bytes_in));
-  l.put(",\"bytes_out\":");
-  l.integer(static_cast<std::int64_t>(record.bytes_out));
-  l.put(",\"ttfb_ms\":");
-  l.fixed3(record.ttfb_ms);
-  l.put(",\"total_ms\":");
-  l.fixed3(record.total_ms);
+  line.put("{\"ts\":");
+  line.fixed3(static_cast<double>(ms) / 1000.0);
+  line.put(",\"request_id\":");
+  line.quoted(record.request_id);
+  line.put(",\"client\":");
+  line.quoted(record.client);
+  line.put(",\"method\":");
+  line.quoted(record.method);
+  line.put(",\"path\":");
+  line.quoted(record.path);
+  line.put(",\"route\":");
+  line.quoted(record.route);
+  line.put(",\"backend\":");
+  line.quoted(record.backend);
+  line.put(",\"model\":");
+  line.quoted(record.model);
+  line.put(record.stream ? ",\"stream\":true,\"status\":" : ",\"stream\":false,\"status\":");
+  line.integer(record.status);
+  line.put(",\"attempts\":");
+  line.integer(record.attempts);
+  line.put(",\"bytes_in\":");
+  line.integer(static_cast<std::int64_t>(record.bytes_in));
+  line.put(",\"bytes_out\":");
+  line.integer(static_cast<std::int64_t>(record.bytes_out));
+  line.put(",\"ttfb_ms\":");
+  line.fixed3(record.ttfb_ms);
+  line.put(",\"total_ms\":");
+  line.fixed3(record.total_ms);
   if (record.queue_depth > 0) {
-    l.put(",\"queue_depth\":");
-    l.integer(record.queue_depth);
-    l.put(",\"queue_ms\":");
-    l.fixed3(record.queue_ms);
+    line.put(",\"queue_depth\":");
+    line.integer(record.queue_depth);
+    line.put(",\"queue_ms\":");
+    line.fixed3(record.queue_ms);
   }
   if (!record.key.empty()) {
-    l.put(",\"key\":");
-    l.quoted(record.key);
+    line.put(",\"key\":");
+    line.quoted(record.key);
   }
   if (!record.affinity.empty()) {
-    l.put(",\"affinity\":");
-    l.quoted(record.affinity);
+    line.put(",\"affinity\":");
+    line.quoted(record.affinity);
   }
   if (record.prompt_tokens) {
-    l.put(",\"prompt_tokens\":");
-    l.integer(*record.prompt_tokens);
+    line.put(",\"prompt_tokens\":");
+    line.integer(*record.prompt_tokens);
   }
   if (record.completion_tokens) {
-    l.put(",\"completion_tokens\":");
-    l.integer(*record.completion_tokens);
+    line.put(",\"completion_tokens\":");
+    line.integer(*record.completion_tokens);
   }
   if (!record.error.empty()) {
-    l.put(",\"error\":");
-    l.quoted(record.error);
+    line.put(",\"error\":");
+    line.quoted(record.error);
   }
-  l.put("}\n");
-  out.resize(static_cast<std::size_t>(l.p - out.data()));
+  line.put("}\n");
+  out.resize(static_cast<std::size_t>(line.p - out.data()));
   std::lock_guard<std::mutex> lock(mu_);
   pending_.append(out.data(), out.size());
   if (pending_.size() >= kBuffer) write_pending();

@@ -22,10 +22,10 @@ constexpr std::string_view kPrefix = "/admin/";
 constexpr std::string_view kBackends = "/admin/backends";
 
 /// Compares without stopping at the first difference (the time taken says nothing of the token).
-bool same_secret(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+bool same_secret(std::string_view given, std::string_view expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < given.size(); ++i)
+    diff |= static_cast<unsigned char>(given[i] ^ (i < expected.size() ? expected[i] : 0));
   return diff == 0;
 }
 
@@ -40,34 +40,34 @@ std::string_view bearer(std::string_view authorization) {
 }
 
 /// A new backend from the JSON body of POST /admin/backends.
-bool read_new_backend(const std::string& body, AdminChange& ch, std::string& error) {
+bool read_new_backend(const std::string& body, AdminChange& change, std::string& error) {
   boost::system::error_code ec;
-  const auto v = boost::json::parse(body, ec);
-  if (ec || !v.is_object()) {
+  const auto parsed = boost::json::parse(body, ec);
+  if (ec || !parsed.is_object()) {
     error = "The body must be a JSON object: {\"name\": ..., \"url\": ...}.";
     return false;
   }
-  const auto& o = v.get_object();
-  for (const auto& [k, val] : o) {
+  const auto& fields = parsed.get_object();
+  for (const auto& [k, val] : fields) {
     const std::string_view key = k;
     if (key == "name" && val.is_string()) {
-      ch.add.name = std::string(val.get_string());
+      change.add.name = std::string(val.get_string());
     } else if (key == "url" && val.is_string()) {
-      ch.add.url = std::string(val.get_string());
+      change.add.url = std::string(val.get_string());
     } else if (key == "api_key" && val.is_string()) {
-      ch.add.api_key = std::string(val.get_string());
+      change.add.api_key = std::string(val.get_string());
     } else if (key == "weight" && val.is_int64()) {
-      ch.add.weight = static_cast<int>(std::clamp<std::int64_t>(val.get_int64(), -1, 1000));
+      change.add.weight = static_cast<int>(std::clamp<std::int64_t>(val.get_int64(), -1, 1000));
     } else if (key == "max_inflight" && val.is_int64()) {
-      ch.add.max_inflight =
+      change.add.max_inflight =
           static_cast<int>(std::clamp<std::int64_t>(val.get_int64(), -1, 1 << 20));
     } else if (key == "routes" && val.is_array()) {
-      for (const auto& r : val.get_array()) {
-        if (!r.is_string()) {
+      for (const auto& route : val.get_array()) {
+        if (!route.is_string()) {
           error = "'routes' must be a list of route names.";
           return false;
         }
-        ch.routes.emplace_back(r.get_string());
+        change.routes.emplace_back(route.get_string());
       }
     } else {
       error = fmt::format(
@@ -77,29 +77,29 @@ bool read_new_backend(const std::string& body, AdminChange& ch, std::string& err
       return false;
     }
   }
-  if (ch.add.name.empty() || ch.add.url.empty()) {
+  if (change.add.name.empty() || change.add.url.empty()) {
     error = "'name' and 'url' are required.";
     return false;
   }
-  ch.backend = ch.add.name;
+  change.backend = change.add.name;
   return true;
 }
 
 net::awaitable<void> run_change(GatewayState& state, ClientConnection& client, const Request& req,
-                                AdminChange ch, const std::string& request_id) {
+                                AdminChange change, const std::string& request_id) {
   if (!state.control || !state.change_fleet) {
     co_await write_error(client, 503, "Run-time changes are not available in this process.", &req,
                          true, request_id);
     co_return;
   }
-  ch.by = client.peer;
+  change.by = client.peer;
   // On the control thread, as a reload; the answer comes back to this worker.
   auto [status, body] = co_await net::co_spawn(
       *state.control,
-      [&state, &ch]() -> net::awaitable<std::pair<int, std::string>> {
-        int st = 200;
-        std::string b = state.change_fleet(ch, st);
-        co_return std::make_pair(st, std::move(b));
+      [&state, &change]() -> net::awaitable<std::pair<int, std::string>> {
+        int change_status = 200;
+        std::string change_body = state.change_fleet(change, change_status);
+        co_return std::make_pair(change_status, std::move(change_body));
       },
       net::use_awaitable);
   if (status >= 400)
@@ -116,64 +116,64 @@ bool is_admin_path(std::string_view path) {
 
 std::string admin_backends_json(const GatewayState& state, const Fleet& fleet) {
   boost::system::error_code ec;
-  auto v = boost::json::parse(admin_backends(fleet), ec);
-  if (ec || !v.is_object()) return admin_backends(fleet);
-  auto& arr = v.get_object()["backends"].as_array();
+  auto listing = boost::json::parse(admin_backends(fleet), ec);
+  if (ec || !listing.is_object()) return admin_backends(fleet);
+  auto& arr = listing.get_object()["backends"].as_array();
   for (std::size_t i = 0; i < arr.size() && i < fleet.backends.size(); ++i) {
-    const auto& b = *fleet.backends[i];
-    auto& o = arr[i].as_object();
-    const BackendTotals t = backend_totals(state, b.metric_id);
-    o["draining"] = b.draining.load(std::memory_order_relaxed);
-    o["ejections"] = b.ejections_total.load(std::memory_order_relaxed);
-    o["requests"] = t.requests;
-    o["errors"] = t.errors;
-    o["prompt_tokens"] = t.prompt_tokens;
-    o["cached_tokens"] = t.cached_tokens;
-    o["generation_tokens"] = t.generation_tokens;
+    const auto& backend = *fleet.backends[i];
+    auto& entry = arr[i].as_object();
+    const BackendTotals totals = backend_totals(state, backend.metric_id);
+    entry["draining"] = backend.draining.load(std::memory_order_relaxed);
+    entry["ejections"] = backend.ejections_total.load(std::memory_order_relaxed);
+    entry["requests"] = totals.requests;
+    entry["errors"] = totals.errors;
+    entry["prompt_tokens"] = totals.prompt_tokens;
+    entry["cached_tokens"] = totals.cached_tokens;
+    entry["generation_tokens"] = totals.generation_tokens;
   }
-  return boost::json::serialize(v);
+  return boost::json::serialize(listing);
 }
 
-bool apply_change(const AdminChange& ch, config::GatewayConfig& cfg, std::string& error,
+bool apply_change(const AdminChange& change, config::GatewayConfig& cfg, std::string& error,
                   int& status) {
-  auto named = [&](const config::Backend& backend) { return backend.name == ch.backend; };
+  auto named = [&](const config::Backend& backend) { return backend.name == change.backend; };
   const bool exists = std::any_of(cfg.backends.begin(), cfg.backends.end(), named);
-  if (ch.kind == AdminChange::Kind::add) {
+  if (change.kind == AdminChange::Kind::add) {
     if (exists) {
       status = 409;
-      error = fmt::format("A backend named '{}' exists already.", ch.backend);
+      error = fmt::format("A backend named '{}' exists already.", change.backend);
       return false;
     }
-    for (const auto& r : ch.routes) {
+    for (const auto& route_name : change.routes) {
       if (std::none_of(cfg.routes.begin(), cfg.routes.end(),
-                       [&](const config::Route& rc) { return rc.name == r; })) {
+                       [&](const config::Route& route) { return route.name == route_name; })) {
         status = 400;
-        error = fmt::format("No route named '{}'.", r);
+        error = fmt::format("No route named '{}'.", route_name);
         return false;
       }
     }
-    config::Backend b = ch.add;
-    b.health_override = {};
-    cfg.backends.push_back(std::move(b));
-    for (auto& r : cfg.routes)
-      if (ch.routes.empty() ||
-          std::find(ch.routes.begin(), ch.routes.end(), r.name) != ch.routes.end())
-        r.backends.push_back(ch.backend);
+    config::Backend backend = change.add;
+    backend.health_override = {};
+    cfg.backends.push_back(std::move(backend));
+    for (auto& route : cfg.routes)
+      if (change.routes.empty() ||
+          std::find(change.routes.begin(), change.routes.end(), route.name) != change.routes.end())
+        route.backends.push_back(change.backend);
     return true;
   }
   if (!exists) {
     status = 404;
-    error = fmt::format("No backend named '{}'.", ch.backend);
+    error = fmt::format("No backend named '{}'.", change.backend);
     return false;
   }
-  if (ch.kind == AdminChange::Kind::remove) {
-    for (auto& r : cfg.routes) {
-      std::erase(r.backends, ch.backend);
-      if (r.backends.empty()) {
+  if (change.kind == AdminChange::Kind::remove) {
+    for (auto& route : cfg.routes) {
+      std::erase(route.backends, change.backend);
+      if (route.backends.empty()) {
         status = 409;
         error = fmt::format(
             "Removing '{}' would leave route '{}' without a backend; add another first.",
-            ch.backend, r.name);
+            change.backend, route.name);
         return false;
       }
     }
@@ -193,20 +193,21 @@ net::awaitable<void> usage_report(GatewayState& state, ClientConnection& client,
                          request_id);
     co_return;
   }
-  std::string key, from, to, format;
-  for (const auto& p : url->params()) {
-    if (p.key == "key")
-      key = p.value;
-    else if (p.key == "from")
-      from = p.value;
-    else if (p.key == "to")
-      to = p.value;
-    else if (p.key == "format")
-      format = p.value;
+  std::string key, from, until, format;
+  for (const auto& param : url->params()) {
+    if (param.key == "key")
+      key = param.value;
+    else if (param.key == "from")
+      from = param.value;
+    else if (param.key == "to")
+      until = param.value;
+    else if (param.key == "format")
+      format = param.value;
     else {
       co_await write_error(
-          client, 400, fmt::format("Unknown parameter '{}': use key, from, to and format.", p.key),
-          &req, true, request_id);
+          client, 400,
+          fmt::format("Unknown parameter '{}': use key, from, to and format.", param.key), &req,
+          true, request_id);
       co_return;
     }
   }
@@ -215,23 +216,23 @@ net::awaitable<void> usage_report(GatewayState& state, ClientConnection& client,
     co_return;
   }
   std::string why;
-  const auto q = auth::parse_usage_query(key, from, to, why);
-  if (!q) {
+  const auto query = auth::parse_usage_query(key, from, until, why);
+  if (!query) {
     co_await write_error(client, 400, why, &req, true, request_id);
     co_return;
   }
   // Shared by the replicas (Redis): every replica's rows; when Redis does not answer, this
   // replica's own, said to be partial.
   std::optional<std::vector<auth::UsageRow>> shared;
-  if (state.usage_redis) shared = co_await state.usage_redis->query_shared(*q);
+  if (state.usage_redis) shared = co_await state.usage_redis->query_shared(*query);
   const bool partial = state.usage_redis && !shared;
-  const auto rows = shared ? std::move(*shared) : state.usage->query(*q);
+  const auto rows = shared ? std::move(*shared) : state.usage->query(*query);
   if (format == "csv")
     co_await write_content(client, 200, "text/csv; charset=utf-8", auth::usage_csv(rows), &req,
                            request_id,
                            partial ? ExtraHeader{"x-llmux-usage-partial", "true"} : ExtraHeader{});
   else
-    co_await write_json(client, 200, auth::usage_json(rows, *q, partial), &req, request_id);
+    co_await write_json(client, 200, auth::usage_json(rows, *query, partial), &req, request_id);
 }
 
 }  // namespace
@@ -265,20 +266,20 @@ net::awaitable<void> admin(GatewayState& state, const Fleet& fleet, ClientConnec
     co_return;
   }
   if (path == "/admin/config" && method == bhttp::verb::get) {
-    boost::json::object o{{"config_generation", fleet.generation},
-                          {"summary", config::describe(fleet.cfg, 0)}};
-    co_await write_json(client, 200, boost::json::serialize(o), &req, request_id);
+    boost::json::object answer{{"config_generation", fleet.generation},
+                               {"summary", config::describe(fleet.cfg, 0)}};
+    co_await write_json(client, 200, boost::json::serialize(answer), &req, request_id);
     co_return;
   }
-  AdminChange ch;
+  AdminChange change;
   if (path == kBackends && method == bhttp::verb::post) {
-    ch.kind = AdminChange::Kind::add;
+    change.kind = AdminChange::Kind::add;
     std::string error;
-    if (!read_new_backend(req.body(), ch, error)) {
+    if (!read_new_backend(req.body(), change, error)) {
       co_await write_error(client, 400, error, &req, true, request_id);
       co_return;
     }
-    co_await run_change(state, client, req, std::move(ch), request_id);
+    co_await run_change(state, client, req, std::move(change), request_id);
     co_return;
   }
   if (path.starts_with(kBackends) && path.size() > kBackends.size() + 1 &&
@@ -287,18 +288,18 @@ net::awaitable<void> admin(GatewayState& state, const Fleet& fleet, ClientConnec
     const auto slash = rest.find('/');
     const std::string_view name = rest.substr(0, slash);
     const std::string_view action = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
-    ch.backend = std::string(name);
+    change.backend = std::string(name);
     bool known = true;
     if (action.empty() && method == bhttp::verb::delete_)
-      ch.kind = AdminChange::Kind::remove;
+      change.kind = AdminChange::Kind::remove;
     else if (action == "drain" && method == bhttp::verb::post)
-      ch.kind = AdminChange::Kind::drain;
+      change.kind = AdminChange::Kind::drain;
     else if (action == "undrain" && method == bhttp::verb::post)
-      ch.kind = AdminChange::Kind::undrain;
+      change.kind = AdminChange::Kind::undrain;
     else
       known = false;
     if (known) {
-      co_await run_change(state, client, req, std::move(ch), request_id);
+      co_await run_change(state, client, req, std::move(change), request_id);
       co_return;
     }
   }

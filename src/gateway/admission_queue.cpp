@@ -8,14 +8,14 @@
 namespace llmux::gateway {
 
 std::shared_ptr<AdmissionQueue::Ticket> AdmissionQueue::join(
-    const boost::asio::any_io_executor& ex) {
+    const boost::asio::any_io_executor& executor) {
   std::lock_guard lock(mu_);
   if (static_cast<int>(q_.size()) >= size_) return nullptr;
-  auto t = std::make_shared<Ticket>(ex);
-  q_.push_back(t);
-  t->depth = static_cast<int>(q_.size());
+  auto ticket = std::make_shared<Ticket>(executor);
+  q_.push_back(ticket);
+  ticket->depth = static_cast<int>(q_.size());
   depth_.store(static_cast<int>(q_.size()), std::memory_order_relaxed);
-  return t;
+  return ticket;
 }
 
 void AdmissionQueue::leave(const std::shared_ptr<Ticket>& ticket) {

@@ -25,7 +25,7 @@ class AdmissionQueue {
  public:
   /// One waiting request. Owned by its waiter (shared with posted wake-ups).
   struct Ticket {
-    explicit Ticket(const boost::asio::any_io_executor& ex) : timer(ex) {}
+    explicit Ticket(const boost::asio::any_io_executor& executor) : timer(executor) {}
     boost::asio::steady_timer timer;
     bool woken = false;  // a wake-up arrived while the waiter was not waiting on the timer
     int depth = 0;       // requests waiting when it joined, itself included
@@ -34,10 +34,10 @@ class AdmissionQueue {
   AdmissionQueue(int size, std::chrono::milliseconds timeout) : size_(size), timeout_(timeout) {}
 
   /// Joins at the back; nullptr when `size` are waiting already (or the queue is off).
-  std::shared_ptr<Ticket> join(const boost::asio::any_io_executor& ex);
+  std::shared_ptr<Ticket> join(const boost::asio::any_io_executor& executor);
   /// Leaves (served, timed out, or the client left) and wakes the next head.
   void leave(const std::shared_ptr<Ticket>& ticket);
-  /// Whether `t` is first in line.
+  /// Whether `ticket` is first in line.
   bool at_head(const Ticket& ticket) const;
   /// Wakes the head (any thread): a slot may have come free.
   void wake_head();

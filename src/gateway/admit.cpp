@@ -53,34 +53,34 @@ net::awaitable<QueueWait> wait_in_queue(ClientConnection& client, const RouteRun
                                         const Request& req, const BodyFields& fields,
                                         upstream::Backend* const* pinned, upstream::Slot& slot,
                                         int& depth) {
-  AdmissionQueue& q = *route.queue;
-  auto t = q.join(co_await net::this_coro::executor);
-  if (!t) co_return QueueWait::full;
-  depth = t->depth;
-  const auto deadline = std::chrono::steady_clock::now() + q.timeout();
+  AdmissionQueue& queue = *route.queue;
+  auto ticket = queue.join(co_await net::this_coro::executor);
+  if (!ticket) co_return QueueWait::full;
+  depth = ticket->depth;
+  const auto deadline = std::chrono::steady_clock::now() + queue.timeout();
   for (;;) {
-    if (q.at_head(*t)) {
+    if (queue.at_head(*ticket)) {
       upstream::TriedSet tried;
       slot = pick(route, req, fields, tried, pinned);
       if (slot) {
-        q.leave(t);
+        queue.leave(ticket);
         co_return QueueWait::slot;
       }
     }
     const auto now = std::chrono::steady_clock::now();
     if (client.watch.client_gone || now >= deadline) {
-      q.leave(t);
+      queue.leave(ticket);
       co_return client.watch.client_gone ? QueueWait::client_left : QueueWait::timeout;
     }
-    if (t->woken) {  // woken while it was not waiting: look again at once
-      t->woken = false;
+    if (ticket->woken) {  // woken while it was not waiting: look again at once
+      ticket->woken = false;
       continue;
     }
     // Woken by a slot coming free, or every 100 ms to see the client and the deadline.
-    t->timer.expires_after(std::min<std::chrono::steady_clock::duration>(
+    ticket->timer.expires_after(std::min<std::chrono::steady_clock::duration>(
         deadline - now, std::chrono::milliseconds(100)));
-    co_await t->timer.async_wait(use_tuple);
-    t->woken = false;
+    co_await ticket->timer.async_wait(use_tuple);
+    ticket->woken = false;
   }
 }
 

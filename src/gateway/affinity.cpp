@@ -28,7 +28,7 @@ std::string_view path_id(std::string_view path) {
 
 /// What asking the backends found, shared by the asks (all on the worker's thread).
 struct Ask {
-  explicit Ask(net::any_io_executor ex) : done(ex) {}
+  explicit Ask(net::any_io_executor executor) : done(executor) {}
   int pending = 0;
   int found = -1;                    // index into the route's backends
   std::vector<std::string> silent;   // "server2 (connect failed: ...)"
@@ -56,14 +56,14 @@ net::awaitable<void> ask_one(std::shared_ptr<Ask> ask, int index, std::string na
   std::vector<http::Header> headers;
   if (!authorization.empty()) headers.push_back({"Authorization", authorization});
   req.headers = headers;
-  http::SimpleResponse r = co_await http::fetch(conn, req);
-  if (r.r.failure != http::Failure::none)
+  http::SimpleResponse response = co_await http::fetch(conn, req);
+  if (response.r.failure != http::Failure::none)
     ask->silent.push_back(
-        fmt::format("{} ({}: {})", name, http::to_string(r.r.failure), r.r.message));
-  else if (r.r.status == 200 && ask->found < 0)
+        fmt::format("{} ({}: {})", name, http::to_string(response.r.failure), response.r.message));
+  else if (response.r.status == 200 && ask->found < 0)
     ask->found = index;
-  else if (r.r.status >= 500)
-    ask->silent.push_back(fmt::format("{} (answered {})", name, r.r.status));
+  else if (response.r.status >= 500)
+    ask->silent.push_back(fmt::format("{} (answered {})", name, response.r.status));
   else
     ask->without.push_back(name);
   if (--ask->pending == 0 || ask->found >= 0) ask->done.cancel();
@@ -77,27 +77,27 @@ std::string percent_encode(std::string_view id) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(id.size());
-  for (const char ch : id) {
-    const auto c = static_cast<unsigned char>(ch);
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
-        c == '_' || c == '.' || c == '~') {
-      out.push_back(ch);
+  for (const char character : id) {
+    const auto byte = static_cast<unsigned char>(character);
+    if ((byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'z') ||
+        (byte >= 'A' && byte <= 'Z') || byte == '-' || byte == '_' || byte == '.' || byte == '~') {
+      out.push_back(character);
     } else {
       out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
+      out.push_back(kHex[byte >> 4]);
+      out.push_back(kHex[byte & 15]);
     }
   }
   return out;
 }
 
 Pin error(int status, std::string message, std::string type = {}, int retry_after = 0) {
-  Pin p;
-  p.status = status;
-  p.message = std::move(message);
-  p.type = std::move(type);
-  p.retry_after = retry_after;
-  return p;
+  Pin pin;
+  pin.status = status;
+  pin.message = std::move(message);
+  pin.type = std::move(type);
+  pin.retry_after = retry_after;
+  return pin;
 }
 
 }  // namespace
@@ -119,19 +119,20 @@ net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& fleet,
                                std::string_view request_id) {
   const std::int64_t now = mono_ns();
   if (auto owner = co_await store.owner(id)) {
-    for (upstream::Backend* b : route.backends) {
-      if (b->name != *owner || b->retired.load(std::memory_order_relaxed)) continue;
-      if (b->usable(now)) {
-        Pin p;
-        p.how = Pin::How::known;
-        p.backend = b;
-        co_return p;
+    for (upstream::Backend* backend : route.backends) {
+      if (backend->name != *owner || backend->retired.load(std::memory_order_relaxed)) continue;
+      if (backend->usable(now)) {
+        Pin pin;
+        pin.how = Pin::How::known;
+        pin.backend = backend;
+        co_return pin;
       }
-      co_return error(503,
-                      fmt::format("Response '{}' is stored on backend '{}', which is unavailable "
-                                  "now ({}); no other backend has it. Retry when '{}' is back.",
-                                  id, b->name, upstream::state_name(*b, now), b->name),
-                      {}, 5);
+      co_return error(
+          503,
+          fmt::format("Response '{}' is stored on backend '{}', which is unavailable "
+                      "now ({}); no other backend has it. Retry when '{}' is back.",
+                      id, backend->name, upstream::state_name(*backend, now), backend->name),
+          {}, 5);
     }
     // Its owner is no longer one of this route's backends (a reload): ask those there are.
     store.forget(id);
@@ -140,26 +141,28 @@ net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& fleet,
   if (id.size() > kMaxIdBytes)
     co_return error(404, fmt::format("Response with id '{}...' not found.", id.substr(0, 64)),
                     "invalid_request_error");
-  const auto ex = co_await net::this_coro::executor;
-  auto ask = std::make_shared<Ask>(ex);
+  const auto executor = co_await net::this_coro::executor;
+  auto ask = std::make_shared<Ask>(executor);
   const std::string target = "/v1/responses/" + percent_encode(id);
   for (std::size_t i = 0; i < route.backends.size(); ++i) {
-    const upstream::Backend& b = *route.backends[i];
-    if (b.retired.load(std::memory_order_relaxed)) continue;
-    if (!b.usable(now)) {  // out (ejected, failing its checks): it may hold the id, not asked
-      ask->silent.push_back(fmt::format("{} ({})", b.name, upstream::state_name(b, now)));
+    const upstream::Backend& backend = *route.backends[i];
+    if (backend.retired.load(std::memory_order_relaxed)) continue;
+    if (!backend.usable(now)) {  // out (ejected, failing its checks): it may hold the id, not asked
+      ask->silent.push_back(
+          fmt::format("{} ({})", backend.name, upstream::state_name(backend, now)));
       continue;
     }
     http::Url url;
-    url.host = b.host;
-    url.port = b.port;
-    url.tls = b.tls != nullptr;
-    url.path = b.base_path;
+    url.host = backend.host;
+    url.port = backend.port;
+    url.tls = backend.tls != nullptr;
+    url.path = backend.base_path;
     ++ask->pending;
-    net::co_spawn(ex,
-                  ask_one(ask, static_cast<int>(i), b.name, url, b.authorization, b.tls,
-                          b.tls_verify, target, fleet.cfg.affinity.lookup_timeout),
-                  net::detached);
+    net::co_spawn(
+        executor,
+        ask_one(ask, static_cast<int>(i), backend.name, url, backend.authorization, backend.tls,
+                backend.tls_verify, target, fleet.cfg.affinity.lookup_timeout),
+        net::detached);
   }
   // The asks cancel the timer when the answer is known (they run on this thread, so none can
   // finish between the check and the wait); it runs out only if they hang.
@@ -170,17 +173,17 @@ net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& fleet,
     co_await ask->done.async_wait(use_tuple);
   }
   if (ask->found >= 0) {
-    upstream::Backend* b = route.backends[static_cast<std::size_t>(ask->found)];
-    store.learn(id, b->name);
-    spdlog::debug("request {}: response {} found on {} by asking", request_id, id, b->name);
-    Pin p;
-    p.how = Pin::How::found;
-    p.backend = b;
-    co_return p;
+    upstream::Backend* backend = route.backends[static_cast<std::size_t>(ask->found)];
+    store.learn(id, backend->name);
+    spdlog::debug("request {}: response {} found on {} by asking", request_id, id, backend->name);
+    Pin pin;
+    pin.how = Pin::How::found;
+    pin.backend = backend;
+    co_return pin;
   }
   if (!ask->silent.empty()) {
     std::string silent;
-    for (const auto& s : ask->silent) silent += (silent.empty() ? "" : ", ") + s;
+    for (const auto& entry : ask->silent) silent += (silent.empty() ? "" : ", ") + entry;
     co_return error(
         503,
         fmt::format("Response '{}' is not known to this gateway and was not found on the backends "

@@ -61,8 +61,9 @@ net::awaitable<bool> write_content(ClientConnection& client, int status,
   client.dl.arm(client.write_timeout);
   boost::system::error_code ec;
   if (req && req->method() == bhttp::verb::head) {
-    bhttp::response_serializer<bhttp::string_body> sr{res};
-    std::tie(ec, std::ignore) = co_await bhttp::async_write_header(client.sock, sr, use_tuple);
+    bhttp::response_serializer<bhttp::string_body> serializer{res};
+    std::tie(ec, std::ignore) =
+        co_await bhttp::async_write_header(client.sock, serializer, use_tuple);
   } else {
     std::tie(ec, std::ignore) = co_await bhttp::async_write(client.sock, res, use_tuple);
   }

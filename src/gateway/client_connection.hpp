@@ -35,7 +35,8 @@ struct ClientWatch {
 };
 
 struct ClientConnection {
-  ClientConnection(tcp::socket s, http::DeadlineList& list) : sock(std::move(s)), dl(list, sock) {}
+  ClientConnection(tcp::socket socket, http::DeadlineList& list)
+      : sock(std::move(socket)), dl(list, sock) {}
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
   ~ClientConnection() { DeferredStartList::unlink(deferred_watch); }

@@ -56,7 +56,7 @@ awaitable<void> GatewayProcess::signal_loop(net::signal_set& signals) {
         } else {
           spdlog::warn("signal {} ({}) while draining: stopping now, {} running requests cut off",
                        signal_number, signal_name(signal_number), state_.active.load());
-          for (auto& w : workers_) w->ioc.stop();
+          for (auto& worker : workers_) worker->ioc.stop();
         }
         break;
       case SIGHUP:
@@ -92,24 +92,25 @@ void GatewayProcess::reload() {
         "reload: the new configuration is invalid ({} error{}); still serving configuration "
         "generation {}",
         next.errors.size(), next.errors.size() == 1 ? "" : "s", fleet_->generation);
-    for (const auto& e : next.errors) spdlog::error("reload:   {}", e.to_string());
+    for (const auto& problem : next.errors) spdlog::error("reload:   {}", problem.to_string());
     return;
   }
-  for (const auto& w : next.warnings) spdlog::warn("reload: configuration: {}", w);
-  for (const auto& w : keep_restart_only(fleet_->cfg, next.cfg)) spdlog::warn("reload: {}", w);
+  for (const auto& warning : next.warnings) spdlog::warn("reload: configuration: {}", warning);
+  for (const auto& warning : keep_restart_only(fleet_->cfg, next.cfg))
+    spdlog::warn("reload: {}", warning);
   auto built = build_fleet(std::move(next.cfg), fleet_.get(), slots_);
   if (built.fleet) {
     // The admin API's changes were run-time only: the file's configuration replaces them.
-    for (const auto& b : built.fleet->backends) b->draining.store(false);
+    for (const auto& backend : built.fleet->backends) backend->draining.store(false);
     if (!runtime_changes_.empty()) {
       spdlog::info("reload: replaces {} run-time change{} made through the admin API:",
                    runtime_changes_.size(), runtime_changes_.size() == 1 ? "" : "s");
-      for (const auto& c : runtime_changes_) spdlog::info("reload:   replaced: {}", c);
+      for (const auto& change : runtime_changes_) spdlog::info("reload:   replaced: {}", change);
       runtime_changes_.clear();
     }
   }
   if (!built.fleet) {
-    for (const auto& e : built.errors) spdlog::error("reload: {}", e);
+    for (const auto& problem : built.errors) spdlog::error("reload: {}", problem);
     spdlog::error("reload: failed; still serving configuration generation {}", fleet_->generation);
     return;
   }
@@ -117,7 +118,7 @@ void GatewayProcess::reload() {
   spdlog::info("reload: configuration generation {} in use ({} backends, {} routes){}",
                fleet_->generation, fleet_->backends.size(), fleet_->routes.size(),
                built.changes.empty() ? "; nothing changed" : ":");
-  for (const auto& c : built.changes) spdlog::info("reload:   {}", c);
+  for (const auto& change : built.changes) spdlog::info("reload:   {}", change);
 }
 
 void GatewayProcess::install(std::shared_ptr<const Fleet> next) {
@@ -134,14 +135,15 @@ void GatewayProcess::install(std::shared_ptr<const Fleet> next) {
   // The last worker to switch says the generation is in use everywhere (each worker takes the
   // reloads in order, so the generations it sets only grow).
   auto left = std::make_shared<std::atomic<std::size_t>>(workers_.size());
-  for (auto& w : workers_) {
-    net::post(w->ioc,
-              [w = w.get(), left, gen = fleet_->generation, &everywhere = state_.generation,
-               fleet_handle = std::make_shared<const FleetHandle>(FleetHandle{fleet_})]() mutable {
-                w->set_fleet(std::move(fleet_handle));
-                if (left->fetch_sub(1, std::memory_order_acq_rel) == 1)
-                  everywhere.store(gen, std::memory_order_release);
-              });
+  for (auto& worker : workers_) {
+    net::post(
+        worker->ioc,
+        [worker = worker.get(), left, gen = fleet_->generation, &everywhere = state_.generation,
+         fleet_handle = std::make_shared<const FleetHandle>(FleetHandle{fleet_})]() mutable {
+          worker->set_fleet(std::move(fleet_handle));
+          if (left->fetch_sub(1, std::memory_order_acq_rel) == 1)
+            everywhere.store(gen, std::memory_order_release);
+        });
   }
   checker_.update(*fleet_);
 }
@@ -155,11 +157,11 @@ std::string GatewayProcess::change_fleet(const AdminChange& change, int& status)
     return "The gateway is shutting down: no changes.";
   }
   if (change.kind == K::drain || change.kind == K::undrain) {
-    for (const auto& b : fleet_->backends) {
-      if (b->name != change.backend) continue;
-      b->draining.store(change.kind == K::drain);
+    for (const auto& backend : fleet_->backends) {
+      if (backend->name != change.backend) continue;
+      backend->draining.store(change.kind == K::drain);
       const std::string what =
-          fmt::format("backend {} {} (admin API, from {})", b->name, verb, change.by);
+          fmt::format("backend {} {} (admin API, from {})", backend->name, verb, change.by);
       spdlog::info("{}", what);
       runtime_changes_.push_back(what);
       return admin_backends_json(state_, *fleet_);
@@ -173,7 +175,7 @@ std::string GatewayProcess::change_fleet(const AdminChange& change, int& status)
   if (auto errors = config::validate(cfg); !errors.empty()) {
     status = 400;
     std::vector<std::string> lines;
-    for (const auto& e : errors) lines.push_back(e.to_string());
+    for (const auto& problem : errors) lines.push_back(problem.to_string());
     return fmt::format("The change makes the configuration invalid: {}", fmt::join(lines, "; "));
   }
   auto built = build_fleet(std::move(cfg), fleet_.get(), slots_);
@@ -200,11 +202,11 @@ void GatewayProcess::begin_drain(int signal_number) {
                signal_name(signal_number), fleet_->cfg.timeouts.drain.count(),
                state_.active.load());
   state_.draining = true;
-  for (auto& w : workers_) {
-    net::post(w->ioc, [w = w.get()] {
-      for (auto& a : w->acceptors) {
+  for (auto& worker : workers_) {
+    net::post(worker->ioc, [worker = worker.get()] {
+      for (auto& acceptor : worker->acceptors) {
         boost::system::error_code ec;
-        a->close(ec);
+        acceptor->close(ec);
       }
     });
   }
@@ -220,7 +222,7 @@ void GatewayProcess::begin_drain(int signal_number) {
     if (state_.active.load() == 0 || MonoClock::now() >= deadline) {
       if (state_.active.load() > 0)
         spdlog::warn("drain timeout: {} requests cut off", state_.active.load());
-      for (auto& w : workers_) w->ioc.stop();
+      for (auto& worker : workers_) worker->ioc.stop();
       *poll = nullptr;  // break the cycle
       return;
     }

@@ -14,8 +14,8 @@ std::span<const DashboardAsset> dashboard_assets() {
 const DashboardAsset* find_dashboard_asset(std::string_view path) {
   if (path.starts_with('/')) path.remove_prefix(1);
   if (path.empty()) path = "index.html";
-  for (const DashboardAsset& a : dashboard_assets()) {  // a dozen files: a scan is enough
-    if (a.path == path) return &a;
+  for (const DashboardAsset& asset : dashboard_assets()) {  // a dozen files: a scan is enough
+    if (asset.path == path) return &asset;
   }
   return nullptr;
 }

@@ -82,19 +82,21 @@ void finish(GatewayState& state, const Fleet& fleet, Worker& worker, const Route
     state.log.write(rec);
     return;
   }
-  metrics::WorkerMetrics& m = *worker.worker_metrics;
+  metrics::WorkerMetrics& worker_metrics = *worker.worker_metrics;
   using metrics::Family;
   const int bid = backend ? backend->metric_id : 0;
-  m.count(Family::requests, route.metric_id, bid, rec.status);
-  if (rec.attempts > 1) m.count(Family::retries, route.metric_id, 0, 0, rec.attempts - 1);
+  worker_metrics.count(Family::requests, route.metric_id, bid, rec.status);
+  if (rec.attempts > 1)
+    worker_metrics.count(Family::retries, route.metric_id, 0, 0, rec.attempts - 1);
   if (backend) {
-    m.e2e[static_cast<std::size_t>(bid)].record(metrics::bounds(metrics::HistKind::e2e),
-                                                now - start);
+    worker_metrics.e2e[static_cast<std::size_t>(bid)].record(
+        metrics::bounds(metrics::HistKind::e2e), now - start);
     // Models only from answers a backend accepted: a made-up name never becomes a label.
     const int model =
         rec.status >= 200 && rec.status < 300 ? metrics::names().models.id(fields.model) : 0;
-    auto tokens = [&](Family family, const std::optional<std::int64_t>& n) {
-      if (n && *n > 0) m.count(family, bid, model, 0, static_cast<std::uint64_t>(*n));
+    auto tokens = [&](Family family, const std::optional<std::int64_t>& count) {
+      if (count && *count > 0)
+        worker_metrics.count(family, bid, model, 0, static_cast<std::uint64_t>(*count));
     };
     tokens(Family::prompt_tokens, rec.prompt_tokens);
     tokens(Family::cached_tokens, rec.cached_tokens);
@@ -102,7 +104,7 @@ void finish(GatewayState& state, const Fleet& fleet, Worker& worker, const Route
     if (rec.completion_tokens && *rec.completion_tokens > 0) {
       const auto total = static_cast<std::uint64_t>(*rec.completion_tokens);
       if (total > rec.streamed_tokens)
-        m.count(Family::generation_tokens, bid, model, 0, total - rec.streamed_tokens);
+        worker_metrics.count(Family::generation_tokens, bid, model, 0, total - rec.streamed_tokens);
     }
   }
   state.log.write(rec);

@@ -33,16 +33,19 @@ namespace {
 std::atomic<std::uint64_t> next_uid{1};
 
 /// The same machine, reached the same way: the backend object (and its state) is kept.
-bool same_backend(const upstream::Backend& backend, const config::Backend& bc) {
-  const std::string auth = bc.api_key.empty() ? std::string() : "Bearer " + bc.api_key;
-  return backend.name == bc.name && backend.url == bc.url && backend.authorization == auth &&
-         backend.pool_idle_timeout == bc.pool_idle_timeout &&
-         backend.tls_ca_file == bc.tls.ca_file && backend.tls_verify == bc.tls.verify;
+bool same_backend(const upstream::Backend& backend, const config::Backend& configured) {
+  const std::string auth =
+      configured.api_key.empty() ? std::string() : "Bearer " + configured.api_key;
+  return backend.name == configured.name && backend.url == configured.url &&
+         backend.authorization == auth &&
+         backend.pool_idle_timeout == configured.pool_idle_timeout &&
+         backend.tls_ca_file == configured.tls.ca_file &&
+         backend.tls_verify == configured.tls.verify;
 }
 
 const config::Route* find_route(const config::GatewayConfig& cfg, const std::string& name) {
-  for (const auto& r : cfg.routes)
-    if (r.name == name) return &r;
+  for (const auto& route : cfg.routes)
+    if (route.name == name) return &route;
   return nullptr;
 }
 
@@ -54,48 +57,52 @@ bool same_match(const config::RouteMatch& left, const config::RouteMatch& right)
 /// One line per difference between `prev` and the new config, for the reload's log.
 void describe_changes(const Fleet& prev, const config::GatewayConfig& next,
                       const std::vector<bool>& kept, std::vector<std::string>& out) {
-  for (const auto& b : prev.backends) {
-    const auto it = std::find_if(next.backends.begin(), next.backends.end(),
-                                 [&](const auto& bc) { return bc.name == b->name; });
+  for (const auto& backend : prev.backends) {
+    const auto it =
+        std::find_if(next.backends.begin(), next.backends.end(),
+                     [&](const auto& configured) { return configured.name == backend->name; });
     if (it == next.backends.end()) {
-      out.push_back(fmt::format("backend {} removed (running requests finish on it)", b->name));
-    } else if (!same_backend(*b, *it)) {
-      out.push_back(fmt::format("backend {} replaced ({} → {}; its state starts afresh)", b->name,
-                                b->url, it->url));
+      out.push_back(
+          fmt::format("backend {} removed (running requests finish on it)", backend->name));
+    } else if (!same_backend(*backend, *it)) {
+      out.push_back(fmt::format("backend {} replaced ({} → {}; its state starts afresh)",
+                                backend->name, backend->url, it->url));
     }
   }
   for (std::size_t i = 0; i < next.backends.size(); ++i) {
-    const auto& bc = next.backends[i];
-    const auto it = std::find_if(prev.backends.begin(), prev.backends.end(),
-                                 [&](const auto& b) { return b->name == bc.name; });
+    const auto& configured = next.backends[i];
+    const auto it =
+        std::find_if(prev.backends.begin(), prev.backends.end(),
+                     [&](const auto& backend) { return backend->name == configured.name; });
     if (it == prev.backends.end()) {
-      out.push_back(fmt::format("backend {} added ({})", bc.name, bc.url));
+      out.push_back(fmt::format("backend {} added ({})", configured.name, configured.url));
       continue;
     }
     if (!kept[i]) continue;
-    const auto& b = **it;
-    if (b.weight.load() != bc.weight)
-      out.push_back(fmt::format("backend {}: weight {} → {}", bc.name, b.weight.load(), bc.weight));
-    if (b.max_inflight.load() != bc.max_inflight)
-      out.push_back(fmt::format("backend {}: max_inflight {} → {}", bc.name, b.max_inflight.load(),
-                                bc.max_inflight));
+    const auto& backend = **it;
+    if (backend.weight.load() != configured.weight)
+      out.push_back(fmt::format("backend {}: weight {} → {}", configured.name,
+                                backend.weight.load(), configured.weight));
+    if (backend.max_inflight.load() != configured.max_inflight)
+      out.push_back(fmt::format("backend {}: max_inflight {} → {}", configured.name,
+                                backend.max_inflight.load(), configured.max_inflight));
   }
-  for (const auto& r : prev.cfg.routes)
-    if (!find_route(next, r.name)) out.push_back(fmt::format("route {} removed", r.name));
-  for (const auto& r : next.routes) {
-    const config::Route* old = find_route(prev.cfg, r.name);
+  for (const auto& route : prev.cfg.routes)
+    if (!find_route(next, route.name)) out.push_back(fmt::format("route {} removed", route.name));
+  for (const auto& route : next.routes) {
+    const config::Route* old = find_route(prev.cfg, route.name);
     if (!old) {
-      out.push_back(
-          fmt::format("route {} added ({} → {})", r.name, r.policy, fmt::join(r.backends, ", ")));
+      out.push_back(fmt::format("route {} added ({} → {})", route.name, route.policy,
+                                fmt::join(route.backends, ", ")));
       continue;
     }
-    if (old->policy != r.policy || old->policy_options != r.policy_options)
-      out.push_back(fmt::format("route {}: policy {} → {}", r.name, old->policy, r.policy));
-    if (old->backends != r.backends)
-      out.push_back(fmt::format("route {}: backends [{}] → [{}]", r.name,
-                                fmt::join(old->backends, ", "), fmt::join(r.backends, ", ")));
-    if (!same_match(old->match, r.match))
-      out.push_back(fmt::format("route {}: match changed", r.name));
+    if (old->policy != route.policy || old->policy_options != route.policy_options)
+      out.push_back(fmt::format("route {}: policy {} → {}", route.name, old->policy, route.policy));
+    if (old->backends != route.backends)
+      out.push_back(fmt::format("route {}: backends [{}] → [{}]", route.name,
+                                fmt::join(old->backends, ", "), fmt::join(route.backends, ", ")));
+    if (!same_match(old->match, route.match))
+      out.push_back(fmt::format("route {}: match changed", route.name));
   }
   if (prev.cfg.routes.size() == next.routes.size()) {
     for (std::size_t i = 0; i < next.routes.size(); ++i) {
@@ -122,22 +129,22 @@ const policy::Policy* previous_policy(const Fleet& previous, const config::Route
 FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
                        const std::shared_ptr<BackendSlots>& slots) {
   FleetBuild out;
-  auto f = std::make_shared<Fleet>();
-  f->cfg = std::move(cfg);
-  f->generation = prev ? prev->generation + 1 : 1;
-  const auto& c = f->cfg;
-  f->keys = auth::KeyTable(c.auth);
+  auto fleet = std::make_shared<Fleet>();
+  fleet->cfg = std::move(cfg);
+  fleet->generation = prev ? prev->generation + 1 : 1;
+  const auto& config = fleet->cfg;
+  fleet->keys = auth::KeyTable(config.auth);
 
   // Backends: the ones kept first (no resolution), then the new ones.
-  std::vector<bool> kept(c.backends.size(), false);
+  std::vector<bool> kept(config.backends.size(), false);
   boost::asio::io_context ioc;
   boost::asio::ip::tcp::resolver resolver(ioc);
-  for (std::size_t i = 0; i < c.backends.size(); ++i) {
-    const auto& bc = c.backends[i];
+  for (std::size_t i = 0; i < config.backends.size(); ++i) {
+    const auto& configured = config.backends[i];
     if (prev) {
-      for (const auto& pb : prev->backends) {
-        if (same_backend(*pb, bc)) {
-          f->backends.push_back(pb);
+      for (const auto& old_backend : prev->backends) {
+        if (same_backend(*old_backend, configured)) {
+          fleet->backends.push_back(old_backend);
           kept[i] = true;
           break;
         }
@@ -149,105 +156,110 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
       out.errors.push_back(fmt::format(
           "backend {}: 64 backends are alive already (removed ones live until their last request "
           "ends); try again later",
-          bc.name));
+          configured.name));
       return out;
     }
-    std::shared_ptr<upstream::Backend> b(new upstream::Backend, [slots](upstream::Backend* p) {
-      slots->give(p->index);
-      delete p;
-    });
-    b->index = slot;
-    b->uid = next_uid.fetch_add(1);
-    b->name = bc.name;
-    b->metric_id = metrics::names().backends.id(bc.name);
-    b->url = bc.url;
-    b->host = bc.host;
-    b->port = bc.port;
-    b->base_path = bc.base_path;
-    b->pool_idle_timeout = bc.pool_idle_timeout;
-    const bool default_port = bc.port == (bc.scheme == "https" ? 443 : 80);
-    b->host_header = default_port ? bc.host : fmt::format("{}:{}", bc.host, bc.port);
-    if (!bc.api_key.empty()) b->authorization = "Bearer " + bc.api_key;
-    b->weight = bc.weight;
-    b->max_inflight = bc.max_inflight;
-    if (bc.scheme == "https") {
+    std::shared_ptr<upstream::Backend> backend(new upstream::Backend,
+                                               [slots](upstream::Backend* released) {
+                                                 slots->give(released->index);
+                                                 delete released;
+                                               });
+    backend->index = slot;
+    backend->uid = next_uid.fetch_add(1);
+    backend->name = configured.name;
+    backend->metric_id = metrics::names().backends.id(configured.name);
+    backend->url = configured.url;
+    backend->host = configured.host;
+    backend->port = configured.port;
+    backend->base_path = configured.base_path;
+    backend->pool_idle_timeout = configured.pool_idle_timeout;
+    const bool default_port = configured.port == (configured.scheme == "https" ? 443 : 80);
+    backend->host_header =
+        default_port ? configured.host : fmt::format("{}:{}", configured.host, configured.port);
+    if (!configured.api_key.empty()) backend->authorization = "Bearer " + configured.api_key;
+    backend->weight = configured.weight;
+    backend->max_inflight = configured.max_inflight;
+    if (configured.scheme == "https") {
       std::string why;
-      b->tls = http::make_client_context(bc.tls.ca_file, bc.tls.verify, why);
-      b->tls_ca_file = bc.tls.ca_file;
-      b->tls_verify = bc.tls.verify;
-      if (!b->tls) {
-        out.errors.push_back(fmt::format("backend {}: {}", bc.name, why));
+      backend->tls = http::make_client_context(configured.tls.ca_file, configured.tls.verify, why);
+      backend->tls_ca_file = configured.tls.ca_file;
+      backend->tls_verify = configured.tls.verify;
+      if (!backend->tls) {
+        out.errors.push_back(fmt::format("backend {}: {}", configured.name, why));
         return out;
       }
     }
     boost::system::error_code ec;
-    auto results = resolver.resolve(bc.host, std::to_string(bc.port), ec);
+    auto results = resolver.resolve(configured.host, std::to_string(configured.port), ec);
     if (ec) {
-      out.errors.push_back(
-          fmt::format("backend {}: cannot resolve '{}': {}", bc.name, bc.host, ec.message()));
+      out.errors.push_back(fmt::format("backend {}: cannot resolve '{}': {}", configured.name,
+                                       configured.host, ec.message()));
       return out;
     }
-    for (auto& r : results) b->endpoints.push_back(r.endpoint());
-    f->backends.push_back(std::move(b));
+    for (auto& entry : results) backend->endpoints.push_back(entry.endpoint());
+    fleet->backends.push_back(std::move(backend));
   }
 
-  for (const auto& l : c.listeners) {
+  for (const auto& listener : config.listeners) {
     http::TlsContextPtr ctx;
-    if (l.tls.enabled()) {
+    if (listener.tls.enabled()) {
       std::string why;
-      ctx = http::make_server_context(l.tls.cert, l.tls.key, why);
+      ctx = http::make_server_context(listener.tls.cert, listener.tls.key, why);
       if (!ctx) {
-        out.errors.push_back(fmt::format("listen {}:{}: {}", l.address, l.port, why));
+        out.errors.push_back(fmt::format("listen {}:{}: {}", listener.address, listener.port, why));
         return out;
       }
     }
-    f->listener_tls.push_back(std::move(ctx));
+    fleet->listener_tls.push_back(std::move(ctx));
   }
 
-  const auto& od = c.outlier_detection;
-  f->outlier = {od.enabled, od.consecutive_failures, od.base_ejection, od.max_ejection,
-                od.stall_timeout};
-  for (const auto& rc : c.routes) {
-    RouteRuntime r;
-    r.cfg = &rc;
-    r.metric_id = metrics::names().routes.id(rc.name);
-    r.retry_budget =
-        std::make_unique<upstream::RetryBudget>(c.retries.budget, c.retries.min_retries_per_second);
+  const auto& detection = config.outlier_detection;
+  fleet->outlier = {detection.enabled, detection.consecutive_failures, detection.base_ejection,
+                    detection.max_ejection, detection.stall_timeout};
+  for (const auto& configured_route : config.routes) {
+    RouteRuntime route;
+    route.cfg = &configured_route;
+    route.metric_id = metrics::names().routes.id(configured_route.name);
+    route.retry_budget = std::make_unique<upstream::RetryBudget>(
+        config.retries.budget, config.retries.min_retries_per_second);
     std::string why;
-    r.policy = policy::make_policy(rc.policy, rc.policy_options, &why);
-    if (!r.policy) {
-      out.errors.push_back(fmt::format("route {}: {}", rc.name, why));
+    route.policy =
+        policy::make_policy(configured_route.policy, configured_route.policy_options, &why);
+    if (!route.policy) {
+      out.errors.push_back(fmt::format("route {}: {}", configured_route.name, why));
       return out;
     }
-    r.queue = std::make_unique<AdmissionQueue>(c.queue.size, c.queue.timeout);
-    for (const auto& name : rc.backends) {
-      for (std::size_t i = 0; i < c.backends.size(); ++i) {
-        if (c.backends[i].name != name) continue;
-        r.backends.push_back(f->backends[i].get());
-        f->queues_by_slot[static_cast<std::size_t>(f->backends[i]->index)].push_back(r.queue.get());
+    route.queue = std::make_unique<AdmissionQueue>(config.queue.size, config.queue.timeout);
+    for (const auto& name : configured_route.backends) {
+      for (std::size_t i = 0; i < config.backends.size(); ++i) {
+        if (config.backends[i].name != name) continue;
+        route.backends.push_back(fleet->backends[i].get());
+        fleet->queues_by_slot[static_cast<std::size_t>(fleet->backends[i]->index)].push_back(
+            route.queue.get());
       }
     }
-    f->routes.push_back(std::move(r));
+    fleet->routes.push_back(std::move(route));
   }
 
   // Committed: the backends kept take their new weights and limits, the dropped ones retire.
   if (prev) {
-    describe_changes(*prev, c, kept, out.changes);
-    for (std::size_t i = 0; i < c.backends.size(); ++i) {
+    describe_changes(*prev, config, kept, out.changes);
+    for (std::size_t i = 0; i < config.backends.size(); ++i) {
       if (!kept[i]) continue;
-      f->backends[i]->weight.store(c.backends[i].weight);
-      f->backends[i]->max_inflight.store(c.backends[i].max_inflight);
+      fleet->backends[i]->weight.store(config.backends[i].weight);
+      fleet->backends[i]->max_inflight.store(config.backends[i].max_inflight);
     }
-    for (const auto& pb : prev->backends) {
-      if (std::find(f->backends.begin(), f->backends.end(), pb) == f->backends.end())
-        pb->retired.store(true);
+    for (const auto& old_backend : prev->backends) {
+      if (std::find(fleet->backends.begin(), fleet->backends.end(), old_backend) ==
+          fleet->backends.end())
+        old_backend->retired.store(true);
     }
   }
   // Each route's policy prepares for its backends, with what the same route's policy learned in
   // the configuration this one replaces when that was the same policy with the same options.
-  for (RouteRuntime& route : f->routes)
+  for (RouteRuntime& route : fleet->routes)
     route.policy->build(route.backends, prev ? previous_policy(*prev, *route.cfg) : nullptr);
-  out.fleet = std::move(f);
+  out.fleet = std::move(fleet);
   return out;
 }
 
@@ -255,10 +267,11 @@ std::vector<std::string> keep_restart_only(const config::GatewayConfig& running,
                                            config::GatewayConfig& next) {
   std::vector<std::string> out;
   auto listeners = [](const config::GatewayConfig& config) {
-    std::vector<std::string> v;
-    for (const auto& l : config.listeners)
-      v.push_back(fmt::format("{}:{}{}", l.address, l.port, l.tls.enabled() ? " (tls)" : ""));
-    return fmt::format("{}", fmt::join(v, ", "));
+    std::vector<std::string> addresses;
+    for (const auto& listener : config.listeners)
+      addresses.push_back(fmt::format("{}:{}{}", listener.address, listener.port,
+                                      listener.tls.enabled() ? " (tls)" : ""));
+    return fmt::format("{}", fmt::join(addresses, ", "));
   };
   if (listeners(running) != listeners(next)) {
     out.push_back(fmt::format("listen: {} → {} needs a restart; still listening on {}",

@@ -42,11 +42,12 @@ net::awaitable<std::pair<bool, std::string>> check_once(const upstream::Backend&
   req.method = "GET";
   req.target = checks.path;
   req.content_type = {};
-  http::SimpleResponse r = co_await http::fetch(conn, req);
-  if (r.r.failure != http::Failure::none)
-    co_return std::pair{false, fmt::format("{}: {}", http::to_string(r.r.failure), r.r.message)};
-  if (r.r.status < 200 || r.r.status > 299)
-    co_return std::pair{false, fmt::format("GET {} answered {}", checks.path, r.r.status)};
+  http::SimpleResponse response = co_await http::fetch(conn, req);
+  if (response.r.failure != http::Failure::none)
+    co_return std::pair{
+        false, fmt::format("{}: {}", http::to_string(response.r.failure), response.r.message)};
+  if (response.r.status < 200 || response.r.status > 299)
+    co_return std::pair{false, fmt::format("GET {} answered {}", checks.path, response.r.status)};
   co_return std::pair{true, std::string()};
 }
 
@@ -71,34 +72,35 @@ constexpr int kProbeTokens = 16;
 /// A short generation on a stalled backend (upstream/stall.hpp): 16 tokens, whatever the model
 /// says, within 2 s. A hung engine fails it however healthy its /health looks.
 net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Task& task) {
-  const upstream::Backend& b = *task.b;
+  const upstream::Backend& backend = *task.b;
   http::Url url;
-  url.host = b.host;
-  url.port = b.port;
-  url.tls = b.tls != nullptr;
-  url.path = b.base_path;
+  url.host = backend.host;
+  url.port = backend.port;
+  url.tls = backend.tls != nullptr;
+  url.path = backend.base_path;
   http::ClientOptions opt;
   opt.mode = http::ConnectionMode::fresh;
-  opt.tls = b.tls;
-  opt.tls_verify = b.tls_verify;
+  opt.tls = backend.tls;
+  opt.tls_verify = backend.tls_verify;
   opt.timeouts.connect = kProbeTimeout;
   opt.timeouts.idle = kProbeTimeout;
   opt.timeouts.total = kProbeTimeout;
   std::vector<http::Header> headers;
-  if (!b.authorization.empty()) headers.push_back({"Authorization", b.authorization});
-  const auto ex = co_await net::this_coro::executor;
+  if (!backend.authorization.empty()) headers.push_back({"Authorization", backend.authorization});
+  const auto executor = co_await net::this_coro::executor;
   if (task.model.empty()) {
-    http::Connection conn(ex, url, opt);
+    http::Connection conn(executor, url, opt);
     http::RequestSpec req;
     req.method = "GET";
     req.target = "/v1/models";
     req.content_type = {};
     req.headers = headers;
-    http::SimpleResponse r = co_await http::fetch(conn, req);
+    http::SimpleResponse response = co_await http::fetch(conn, req);
     boost::system::error_code ec;
-    const auto v = boost::json::parse(r.body, ec);
-    if (!ec && r.r.failure == http::Failure::none && r.r.status == 200 && v.is_object()) {
-      const auto* data = v.as_object().if_contains("data");
+    const auto listing = boost::json::parse(response.body, ec);
+    if (!ec && response.r.failure == http::Failure::none && response.r.status == 200 &&
+        listing.is_object()) {
+      const auto* data = listing.as_object().if_contains("data");
       if (data && data->is_array() && !data->as_array().empty() && data->as_array()[0].is_object())
         if (const auto* id = data->as_array()[0].as_object().if_contains("id");
             id && id->is_string())
@@ -107,7 +109,7 @@ net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Tas
     if (task.model.empty())
       co_return std::pair{false, std::string("GET /v1/models named no model")};
   }
-  http::Connection conn(ex, url, opt);
+  http::Connection conn(executor, url, opt);
   const std::string body = boost::json::serialize(boost::json::object{{"model", task.model},
                                                                       {"prompt", "ping"},
                                                                       {"max_tokens", kProbeTokens},
@@ -118,19 +120,20 @@ net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Tas
   req.body = body;
   req.headers = headers;
   const std::int64_t start = mono_ns();
-  http::SimpleResponse r = co_await http::fetch(conn, req);
-  if (r.r.failure != http::Failure::none)
-    co_return std::pair{false, fmt::format("{}: {}", http::to_string(r.r.failure), r.r.message)};
-  if (r.r.status < 200 || r.r.status > 299)
-    co_return std::pair{false, fmt::format("POST /v1/completions answered {}", r.r.status)};
+  http::SimpleResponse response = co_await http::fetch(conn, req);
+  if (response.r.failure != http::Failure::none)
+    co_return std::pair{
+        false, fmt::format("{}: {}", http::to_string(response.r.failure), response.r.message)};
+  if (response.r.status < 200 || response.r.status > 299)
+    co_return std::pair{false, fmt::format("POST /v1/completions answered {}", response.r.status)};
   co_return std::pair{
       true, fmt::format("{} tokens in {} ms", kProbeTokens, (mono_ns() - start) / 1'000'000)};
 }
 
 net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> task, std::uint64_t seed) {
-  const config::HealthChecks& h = task->h;
+  const config::HealthChecks& checks = task->h;
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> spread(-h.jitter, h.jitter);
+  std::uniform_real_distribution<double> spread(-checks.jitter, checks.jitter);
   net::steady_timer timer(co_await net::this_coro::executor);
   task->timer = &timer;
   struct Unhook {
@@ -140,13 +143,13 @@ net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> task, std::
   upstream::CheckCounts counts;
   // The first check comes within one jittered fraction of the interval, so that checks of many
   // backends do not all start at once.
-  auto wait = std::chrono::milliseconds(
-      static_cast<std::int64_t>(static_cast<double>(h.interval.count()) * std::abs(spread(rng))));
+  auto wait = std::chrono::milliseconds(static_cast<std::int64_t>(
+      static_cast<double>(checks.interval.count()) * std::abs(spread(rng))));
   while (!task->stopped) {
     timer.expires_after(wait);
     auto [ec] = co_await timer.async_wait(use_tuple);
     if (ec || task->stopped) co_return;
-    auto [ok, why] = co_await check_once(*task->b, h);
+    auto [ok, why] = co_await check_once(*task->b, checks);
     if (task->stopped) co_return;
     if (std::exchange(task->first, false)) {
       if (ok)
@@ -156,40 +159,40 @@ net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> task, std::
         spdlog::warn("backend {} ({}): down (first health check failed: {})", task->b->name,
                      task->b->url, why);
     }
-    if (auto ev = upstream::record_check(*task->b, counts, ok, why, h.healthy_threshold,
-                                         h.unhealthy_threshold))
-      log_health_event(*ev);
+    if (auto event = upstream::record_check(*task->b, counts, ok, why, checks.healthy_threshold,
+                                            checks.unhealthy_threshold))
+      log_health_event(*event);
     if (ok && task->b->stalled.load(std::memory_order_relaxed)) {
       // Out for the probe's time at least (its ejection may run out meanwhile): no trial request
       // goes to a backend whose probe has not passed.
-      upstream::record_probe(*task->b, false, mono_ns(), 2 * h.interval + kProbeTimeout, {});
+      upstream::record_probe(*task->b, false, mono_ns(), 2 * checks.interval + kProbeTimeout, {});
       auto [passed, pwhy] = co_await probe_generation(*task);
       if (task->stopped) co_return;
-      if (auto ev = upstream::record_probe(*task->b, passed, mono_ns(),
-                                           2 * h.interval + kProbeTimeout, pwhy))
-        log_health_event(*ev);
+      if (auto event = upstream::record_probe(*task->b, passed, mono_ns(),
+                                              2 * checks.interval + kProbeTimeout, pwhy))
+        log_health_event(*event);
     }
     // A stalled backend is probed twice as often: it is back as soon as it generates again. A
     // failed check that has not yet taken the backend out is confirmed at once, so a dead or
     // hung machine is out within one interval plus `unhealthy_threshold` timeouts.
     double factor = 1.0;
     if (task->b->stalled.load(std::memory_order_relaxed)) factor = 0.5;
-    if (!ok && counts.fails < h.unhealthy_threshold) factor = 0.0;
-    const double interval = static_cast<double>(h.interval.count()) * factor;
+    if (!ok && counts.fails < checks.unhealthy_threshold) factor = 0.0;
+    const double interval = static_cast<double>(checks.interval.count()) * factor;
     wait = std::chrono::milliseconds(static_cast<std::int64_t>(interval * (1.0 + spread(rng))));
   }
 }
 
 }  // namespace
 
-void log_health_event(const upstream::HealthEvent& ev, std::string_view request_id) {
+void log_health_event(const upstream::HealthEvent& event, std::string_view request_id) {
   using K = upstream::HealthEvent::Kind;
-  const auto level =
-      ev.kind == K::ejected || ev.kind == K::unhealthy ? spdlog::level::warn : spdlog::level::info;
+  const auto level = event.kind == K::ejected || event.kind == K::unhealthy ? spdlog::level::warn
+                                                                            : spdlog::level::info;
   if (request_id.empty())
-    spdlog::log(level, "{}", ev.message);
+    spdlog::log(level, "{}", event.message);
   else
-    spdlog::log(level, "request {}: {}", request_id, ev.message);
+    spdlog::log(level, "request {}: {}", request_id, event.message);
 }
 
 HealthChecker::HealthChecker() : work_(net::make_work_guard(ioc_)) {}
@@ -205,41 +208,43 @@ void HealthChecker::start() {
 void HealthChecker::update(const Fleet& fleet) {
   std::vector<std::shared_ptr<Task>> next;
   for (std::size_t i = 0; i < fleet.backends.size(); ++i) {
-    auto t = std::make_shared<Task>();
-    t->b = fleet.backends[i];
-    t->h = fleet.cfg.backends[i].health;
-    next.push_back(std::move(t));
+    auto task = std::make_shared<Task>();
+    task->b = fleet.backends[i];
+    task->h = fleet.cfg.backends[i].health;
+    next.push_back(std::move(task));
   }
   std::vector<std::shared_ptr<ScrapeTask>> scrapes;
   if (fleet.cfg.backend_metrics.enabled)
-    for (const auto& b : fleet.backends)
-      scrapes.push_back(std::make_shared<ScrapeTask>(ScrapeTask{b, fleet.cfg.backend_metrics}));
+    for (const auto& backend : fleet.backends)
+      scrapes.push_back(
+          std::make_shared<ScrapeTask>(ScrapeTask{backend, fleet.cfg.backend_metrics}));
   net::post(ioc_, [this, next = std::move(next), scrapes = std::move(scrapes)]() mutable {
-    for (auto& t : tasks_) {
-      t->stopped = true;
-      if (t->timer) t->timer->cancel();
+    for (auto& task : tasks_) {
+      task->stopped = true;
+      if (task->timer) task->timer->cancel();
     }
     tasks_.clear();
-    for (auto& t : scrapes_) {
-      t->stopped = true;
-      if (t->timer) t->timer->cancel();
+    for (auto& scrape : scrapes_) {
+      scrape->stopped = true;
+      if (scrape->timer) scrape->timer->cancel();
     }
     scrapes_ = std::move(scrapes);
-    for (auto& t : scrapes_) net::co_spawn(ioc_, scrape_loop(t), net::detached);
-    std::random_device rd;
+    for (auto& scrape : scrapes_) net::co_spawn(ioc_, scrape_loop(scrape), net::detached);
+    std::random_device entropy;
     std::vector<const upstream::Backend*> seen;
-    for (auto& t : next) {
-      seen.push_back(t->b.get());
-      t->first = std::find(seen_.begin(), seen_.end(), t->b.get()) == seen_.end();
-      if (!t->h.enabled) {
-        if (t->first)
-          spdlog::info("backend {} ({}): unchecked (health checks off)", t->b->name, t->b->url);
+    for (auto& task : next) {
+      seen.push_back(task->b.get());
+      task->first = std::find(seen_.begin(), seen_.end(), task->b.get()) == seen_.end();
+      if (!task->h.enabled) {
+        if (task->first)
+          spdlog::info("backend {} ({}): unchecked (health checks off)", task->b->name,
+                       task->b->url);
         // No checks (now): nothing they said before keeps the backend out.
-        t->b->checks_ok.store(true, std::memory_order_relaxed);
+        task->b->checks_ok.store(true, std::memory_order_relaxed);
         continue;
       }
-      net::co_spawn(ioc_, check_loop(t, rd()), net::detached);
-      tasks_.push_back(std::move(t));
+      net::co_spawn(ioc_, check_loop(task, entropy()), net::detached);
+      tasks_.push_back(std::move(task));
     }
     seen_ = std::move(seen);  // a backend a reload removed is new if it comes back
   });
@@ -255,24 +260,24 @@ Readiness readiness(const Fleet& fleet, std::int64_t generation) {
   const std::int64_t now = mono_ns();
   boost::json::object body;
   boost::json::array backends;
-  for (const auto& b : fleet.backends) {
-    boost::json::object o;
-    o["name"] = b->name;
-    o["state"] = upstream::state_name(*b, now);
-    o["inflight"] = b->inflight.load(std::memory_order_relaxed);
-    const std::int64_t until = b->ejected_until_ns.load(std::memory_order_relaxed);
-    if (until > now) o["ejected_for_ms"] = (until - now) / 1'000'000;
-    o["failures_in_a_row"] = b->failures_in_a_row.load(std::memory_order_relaxed);
-    backends.push_back(std::move(o));
+  for (const auto& backend : fleet.backends) {
+    boost::json::object entry;
+    entry["name"] = backend->name;
+    entry["state"] = upstream::state_name(*backend, now);
+    entry["inflight"] = backend->inflight.load(std::memory_order_relaxed);
+    const std::int64_t until = backend->ejected_until_ns.load(std::memory_order_relaxed);
+    if (until > now) entry["ejected_for_ms"] = (until - now) / 1'000'000;
+    entry["failures_in_a_row"] = backend->failures_in_a_row.load(std::memory_order_relaxed);
+    backends.push_back(std::move(entry));
   }
   boost::json::array routes;
   bool ready = true;
-  for (const auto& r : fleet.routes) {
-    int up = 0;
-    for (const auto* b : r.backends) up += b->usable(now) ? 1 : 0;
-    if (up == 0) ready = false;
+  for (const auto& route : fleet.routes) {
+    int backends_up = 0;
+    for (const auto* backend : route.backends) backends_up += backend->usable(now) ? 1 : 0;
+    if (backends_up == 0) ready = false;
     routes.push_back(boost::json::object{
-        {"name", r.cfg->name}, {"backends_up", up}, {"queued", r.queue->depth()}});
+        {"name", route.cfg->name}, {"backends_up", backends_up}, {"queued", route.queue->depth()}});
   }
   body["status"] = ready ? "ok" : "unavailable";
   body["config_generation"] = generation;
@@ -285,28 +290,29 @@ std::string admin_backends(const Fleet& fleet) {
   const std::int64_t now = mono_ns();
   boost::json::array backends;
   for (std::size_t i = 0; i < fleet.backends.size(); ++i) {
-    const auto& b = *fleet.backends[i];
-    boost::json::object o;
-    o["name"] = b.name;
-    o["url"] = b.url;
-    o["state"] = upstream::state_name(b, now);
-    o["inflight"] = b.inflight.load(std::memory_order_relaxed);
-    o["outstanding_tokens"] = b.outstanding_tokens.load(std::memory_order_relaxed);
-    o["weight"] = b.weight.load(std::memory_order_relaxed);
-    o["max_inflight"] = b.max_inflight.load(std::memory_order_relaxed);
+    const auto& backend = *fleet.backends[i];
+    boost::json::object entry;
+    entry["name"] = backend.name;
+    entry["url"] = backend.url;
+    entry["state"] = upstream::state_name(backend, now);
+    entry["inflight"] = backend.inflight.load(std::memory_order_relaxed);
+    entry["outstanding_tokens"] = backend.outstanding_tokens.load(std::memory_order_relaxed);
+    entry["weight"] = backend.weight.load(std::memory_order_relaxed);
+    entry["max_inflight"] = backend.max_inflight.load(std::memory_order_relaxed);
     boost::json::array curve;
-    for (const auto& l : b.observations.capacity.levels())
-      curve.push_back(boost::json::object{{"inflight", l.inflight},
-                                          {"tokens_per_s_per_stream", l.tokens_per_s},
-                                          {"samples", l.samples}});
-    o["capacity_curve"] = std::move(curve);
-    if (!b.observations.capacity.empty()) {
+    for (const auto& level : backend.observations.capacity.levels())
+      curve.push_back(boost::json::object{{"inflight", level.inflight},
+                                          {"tokens_per_s_per_stream", level.tokens_per_s},
+                                          {"samples", level.samples}});
+    entry["capacity_curve"] = std::move(curve);
+    if (!backend.observations.capacity.empty()) {
       boost::json::object predicted;
-      for (int n : {1, 2, 4, 8, 16, 32})
-        predicted[std::to_string(n)] = b.observations.capacity.rate(n, 0.0) * n;
-      o["predicted_total_tokens_per_s"] = std::move(predicted);
+      for (int inflight : {1, 2, 4, 8, 16, 32})
+        predicted[std::to_string(inflight)] =
+            backend.observations.capacity.rate(inflight, 0.0) * inflight;
+      entry["predicted_total_tokens_per_s"] = std::move(predicted);
     }
-    backends.push_back(std::move(o));
+    backends.push_back(std::move(entry));
   }
   return boost::json::serialize(boost::json::object{{"config_generation", fleet.generation},
                                                     {"backends", std::move(backends)}});

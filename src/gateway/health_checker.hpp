@@ -28,7 +28,7 @@ struct Fleet;
 
 /// One log line per change of a backend's state (warn when it goes out, info when it returns);
 /// `request_id`: the request whose outcome changed it, which the line then begins with.
-void log_health_event(const upstream::HealthEvent& ev, std::string_view request_id = {});
+void log_health_event(const upstream::HealthEvent& event, std::string_view request_id = {});
 
 /// Runs the active health checks of the backends in use, on a thread of its own.
 class HealthChecker {

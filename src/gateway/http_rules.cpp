@@ -16,10 +16,10 @@ std::string_view coding_name(std::string_view elem) {
   return trim_ows(elem.substr(0, elem.find(';')));
 }
 
-bool is_decimal(std::string_view s) {
-  if (s.empty() || s.size() > 19) return false;  // 19 digits always fit in uint64
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
+bool is_decimal(std::string_view text) {
+  if (text.empty() || text.size() > 19) return false;  // 19 digits always fit in uint64
+  for (char character : text)
+    if (character < '0' || character > '9') return false;
   return true;
 }
 
@@ -31,12 +31,12 @@ std::optional<FramingError> check_request_framing(std::span<const HeaderField> f
                                                   unsigned version) {
   // Content-Length: exactly one field holding one decimal number.
   std::size_t cl_fields = 0;
-  for (const auto& f : fields) {
-    if (f.name != bhttp::field::content_length) continue;
+  for (const auto& field : fields) {
+    if (field.name != bhttp::field::content_length) continue;
     ++cl_fields;
-    if (!is_decimal(trim_ows(f.value)))
+    if (!is_decimal(trim_ows(field.value)))
       return FramingError{
-          400, fmt::format("Bad request: invalid Content-Length '{}'.", f.value.substr(0, 64))};
+          400, fmt::format("Bad request: invalid Content-Length '{}'.", field.value.substr(0, 64))};
   }
   if (cl_fields > 1) return FramingError{400, "Bad request: Content-Length is repeated."};
 
@@ -46,10 +46,10 @@ std::optional<FramingError> check_request_framing(std::span<const HeaderField> f
   bool chunked_before_last = false;
   bool last_is_chunked = false;
   std::string_view first_other;
-  for (const auto& f : fields) {
-    if (f.name != bhttp::field::transfer_encoding) continue;
+  for (const auto& field : fields) {
+    if (field.name != bhttp::field::transfer_encoding) continue;
     any_te = true;
-    for_each_list_element(f.value, [&](std::string_view elem) {
+    for_each_list_element(field.value, [&](std::string_view elem) {
       const auto name = coding_name(elem);
       if (last_is_chunked) chunked_before_last = true;  // something follows a chunked
       last_is_chunked = iequals(name, "chunked");
@@ -73,8 +73,8 @@ std::optional<FramingError> check_request_framing(std::span<const HeaderField> f
   return std::nullopt;
 }
 
-bool is_hop_by_hop(bhttp::field f) {
-  switch (f) {
+bool is_hop_by_hop(bhttp::field name) {
+  switch (name) {
     case bhttp::field::connection:
     case bhttp::field::keep_alive:
     case bhttp::field::proxy_connection:
@@ -93,9 +93,9 @@ bool is_hop_by_hop(bhttp::field f) {
 
 bool named_by_connection(std::span<const HeaderField> fields, std::string_view name) {
   bool found = false;
-  for (const auto& f : fields) {
-    if (f.name != bhttp::field::connection) continue;
-    for_each_list_element(f.value, [&](std::string_view token) {
+  for (const auto& field : fields) {
+    if (field.name != bhttp::field::connection) continue;
+    for_each_list_element(field.value, [&](std::string_view token) {
       if (iequals(token, name)) found = true;
     });
     if (found) break;
@@ -112,13 +112,13 @@ void build_upstream_head(ByteBuilder& out, const Request& client,
 
   // Tokens of the client's Connection fields name fields that end at the gateway.
   std::array<std::string_view, 32> named{};
-  std::size_t n = 0;
+  std::size_t named_count = 0;
   bool overflow = false;
-  for (const auto& f : client) {
-    if (f.name != bhttp::field::connection) continue;
-    for_each_list_element(f.value, [&](std::string_view token) {
-      if (n < named.size()) {
-        named[n++] = token;
+  for (const auto& field : client) {
+    if (field.name != bhttp::field::connection) continue;
+    for_each_list_element(field.value, [&](std::string_view token) {
+      if (named_count < named.size()) {
+        named[named_count++] = token;
       } else {
         overflow = true;
       }
@@ -131,8 +131,8 @@ void build_upstream_head(ByteBuilder& out, const Request& client,
   std::string_view xff_first;  // the client's X-Forwarded-For, when it sent exactly one
   std::string xff_joined;      // several: joined with ", "
   std::size_t xff_count = 0;
-  for (const auto& f : client) {
-    const auto name = f.name;
+  for (const auto& field : client) {
+    const auto name = field.name;
     if (is_hop_by_hop(name)) continue;
     switch (name) {
       case bhttp::field::host:
@@ -144,15 +144,15 @@ void build_upstream_head(ByteBuilder& out, const Request& client,
       default:
         break;
     }
-    const std::string_view name_string = f.name_string;
+    const std::string_view name_string = field.name_string;
     if (name == bhttp::field::unknown) {
       // Set by the gateway below (X-Forwarded-For extended with the client's address).
       if (iequals(name_string, "x-forwarded-for")) {
         if (xff_count++ == 0) {
-          xff_first = f.value;
+          xff_first = field.value;
         } else {
           if (xff_count == 2) xff_joined.assign(xff_first);
-          xff_joined.append(", ").append(f.value);
+          xff_joined.append(", ").append(field.value);
         }
         continue;
       }
@@ -160,10 +160,11 @@ void build_upstream_head(ByteBuilder& out, const Request& client,
         continue;
     }
     bool named_here = false;
-    for (std::size_t i = 0; i < n && !named_here; ++i) named_here = iequals(name_string, named[i]);
+    for (std::size_t i = 0; i < named_count && !named_here; ++i)
+      named_here = iequals(name_string, named[i]);
     if (!named_here && overflow) named_here = named_by_connection(client.fields(), name_string);
     if (named_here) continue;
-    const std::string_view line = f.line();
+    const std::string_view line = field.line();
     if (line.data() != run_end) {
       if (run_begin) out.append(std::string_view(run_begin, run_end - run_begin));
       run_begin = line.data();
@@ -181,8 +182,8 @@ void build_upstream_head(ByteBuilder& out, const Request& client,
   if (parts.body_size > 0 || verb == bhttp::verb::post || verb == bhttp::verb::put ||
       verb == bhttp::verb::patch) {
     char digits[24];
-    const auto r = fmt::format_to_n(digits, sizeof digits, "{}", parts.body_size);
-    out.append("Content-Length: "sv, std::string_view(digits, r.size), "\r\n"sv);
+    const auto formatted = fmt::format_to_n(digits, sizeof digits, "{}", parts.body_size);
+    out.append("Content-Length: "sv, std::string_view(digits, formatted.size), "\r\n"sv);
   }
   out.append("\r\n"sv);
 }

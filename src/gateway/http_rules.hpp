@@ -23,20 +23,20 @@ namespace llmux::gateway {
 namespace bhttp = boost::beast::http;
 
 /// Optional whitespace (spaces, tabs) off both ends.
-inline std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
+inline std::string_view trim_ows(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
 }
 
-/// Calls fn(element) for each non-empty element of a comma-separated field value (RFC 9110
+/// Calls on_element(element) for each non-empty element of a comma-separated field value (RFC 9110
 /// §5.6.1: empty elements are allowed and ignored). Parameters (";q=1") stay on the element.
 template <typename Fn>
-void for_each_list_element(std::string_view value, Fn&& fn) {
+void for_each_list_element(std::string_view value, Fn&& on_element) {
   while (true) {
     const auto comma = value.find(',');
     const auto elem = trim_ows(value.substr(0, comma));
-    if (!elem.empty()) fn(elem);
+    if (!elem.empty()) on_element(elem);
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
   }
@@ -62,7 +62,7 @@ std::optional<FramingError> check_request_framing(std::span<const HeaderField> f
 
 /// True for the fields that are hop-by-hop by definition (Connection, Keep-Alive, TE, Trailer,
 /// Transfer-Encoding, Upgrade, Proxy-*; and Expect, which the gateway answers itself).
-bool is_hop_by_hop(bhttp::field f);
+bool is_hop_by_hop(bhttp::field name);
 
 /// True when `name` is listed by any Connection header of `fields` (RFC 9110 §7.6.1: the tokens
 /// of every Connection header name hop-by-hop fields). `close` and `keep-alive` name none.

@@ -11,26 +11,26 @@ NameTable::NameTable(std::string zero) {
 }
 
 NameTable::~NameTable() {
-  for (auto& n : names_) delete n.load(std::memory_order_relaxed);
+  for (auto& entry : names_) delete entry.load(std::memory_order_relaxed);
 }
 
 int NameTable::find(std::string_view name) const {
-  const int n = size();
-  for (int i = 1; i < n; ++i)
+  const int count = size();
+  for (int i = 1; i < count; ++i)
     if (*names_[static_cast<std::size_t>(i)].load(std::memory_order_acquire) == name) return i;
   return 0;
 }
 
 int NameTable::id(std::string_view name) {
   if (name.empty()) return 0;
-  if (const int i = find(name)) return i;
+  if (const int found = find(name)) return found;
   std::lock_guard lock(mu_);
-  if (const int i = find(name)) return i;
-  const int n = n_.load(std::memory_order_relaxed);
-  if (n >= kMaxNames) return 0;
-  names_[static_cast<std::size_t>(n)].store(new std::string(name), std::memory_order_release);
-  n_.store(n + 1, std::memory_order_release);
-  return n;
+  if (const int found = find(name)) return found;
+  const int next = n_.load(std::memory_order_relaxed);
+  if (next >= kMaxNames) return 0;
+  names_[static_cast<std::size_t>(next)].store(new std::string(name), std::memory_order_release);
+  n_.store(next + 1, std::memory_order_release);
+  return next;
 }
 
 std::string_view NameTable::name(int id) const {
@@ -39,15 +39,15 @@ std::string_view NameTable::name(int id) const {
 }
 
 Names& names() {
-  static Names n;
-  return n;
+  static Names tables;
+  return tables;
 }
 
 namespace {
 
-std::vector<std::int64_t> seconds(std::initializer_list<double> s) {
+std::vector<std::int64_t> seconds(std::initializer_list<double> values) {
   std::vector<std::int64_t> out;
-  for (double v : s) out.push_back(static_cast<std::int64_t>(std::llround(v * 1e9)));
+  for (double value : values) out.push_back(static_cast<std::int64_t>(std::llround(value * 1e9)));
   return out;
 }
 
@@ -88,27 +88,28 @@ void Histogram::add_to(std::array<std::uint64_t, kMaxBuckets + 1>& into, std::ui
   sum_ns += sum_ns_.load(std::memory_order_relaxed);
 }
 
-void CounterTable::add(std::uint64_t key, std::uint64_t n) {
+void CounterTable::add(std::uint64_t key, std::uint64_t amount) {
   const std::uint64_t stored = key + 1;
-  std::size_t i = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 52) % kSlots;
-  for (std::size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) % kSlots) {
-    Slot& s = slots_[i];
-    const std::uint64_t k = s.key.load(std::memory_order_relaxed);
-    if (k == stored) {
-      s.value.store(s.value.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  std::size_t slot_index = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 52) % kSlots;
+  for (std::size_t probe = 0; probe < kSlots; ++probe, slot_index = (slot_index + 1) % kSlots) {
+    Slot& slot = slots_[slot_index];
+    const std::uint64_t slot_key = slot.key.load(std::memory_order_relaxed);
+    if (slot_key == stored) {
+      slot.value.store(slot.value.load(std::memory_order_relaxed) + amount,
+                       std::memory_order_relaxed);
       return;
     }
-    if (k == 0) {
+    if (slot_key == 0) {
       // Only this worker writes: the value first, then the key that publishes it.
-      s.value.store(n, std::memory_order_relaxed);
-      s.key.store(stored, std::memory_order_release);
+      slot.value.store(amount, std::memory_order_relaxed);
+      slot.key.store(stored, std::memory_order_release);
       return;
     }
   }
-  dropped_.store(dropped_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  dropped_.store(dropped_.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
 }
 
-void RareCounters::add(std::string_view family, std::string_view label, std::uint64_t n) {
+void RareCounters::add(std::string_view family, std::string_view label, std::uint64_t amount) {
   std::string key;
   key.reserve(family.size() + 1 + label.size());
   key.append(family).push_back('\0');
@@ -116,11 +117,11 @@ void RareCounters::add(std::string_view family, std::string_view label, std::uin
   std::lock_guard lock(mu_);
   for (auto& [k, v] : items_) {
     if (k == key) {
-      v += n;
+      v += amount;
       return;
     }
   }
-  items_.emplace_back(std::move(key), n);
+  items_.emplace_back(std::move(key), amount);
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> RareCounters::snapshot(
@@ -135,8 +136,8 @@ std::vector<std::pair<std::string, std::uint64_t>> RareCounters::snapshot(
 }
 
 RareCounters& rare() {
-  static RareCounters r;
-  return r;
+  static RareCounters counters;
+  return counters;
 }
 
 WorkerMetrics& Registry::add_worker() {

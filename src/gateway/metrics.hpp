@@ -63,21 +63,22 @@ inline constexpr int kMaxBuckets = 24;
 
 class Histogram {
  public:
-  /// `n` samples of `ns` each (the inter-token latency of n tokens that came in one read).
-  void record(const Bounds& bounds, std::int64_t ns, std::uint64_t n = 1) {
-    std::size_t i = 0;
-    while (i < bounds.upper_ns.size() && ns > bounds.upper_ns[i]) ++i;
-    bump(buckets_[i], n);
-    bump(count_, n);
-    bump(sum_ns_, static_cast<std::uint64_t>(ns < 0 ? 0 : ns) * n);
+  /// `count` samples of `ns` each (the inter-token latency of `count` tokens that came in
+  /// one read).
+  void record(const Bounds& bounds, std::int64_t ns, std::uint64_t count = 1) {
+    std::size_t bucket = 0;
+    while (bucket < bounds.upper_ns.size() && ns > bounds.upper_ns[bucket]) ++bucket;
+    bump(buckets_[bucket], count);
+    bump(count_, count);
+    bump(sum_ns_, static_cast<std::uint64_t>(ns < 0 ? 0 : ns) * count);
   }
   /// Adds this histogram's counts (non-cumulative per bucket) into `into`.
   void add_to(std::array<std::uint64_t, kMaxBuckets + 1>& into, std::uint64_t& count,
               std::uint64_t& sum_ns) const;
 
  private:
-  static void bump(std::atomic<std::uint64_t>& a, std::uint64_t n) {
-    a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t amount) {
+    counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
   }
   std::array<std::atomic<std::uint64_t>, kMaxBuckets + 1> buckets_{};
   std::atomic<std::uint64_t> count_{0};
@@ -106,13 +107,13 @@ class CounterTable {
            (static_cast<std::uint64_t>(first_label) << 32) |
            (static_cast<std::uint64_t>(second_label) << 16) | third_label;
   }
-  void add(std::uint64_t key, std::uint64_t n);
-  /// Calls f(key, value) for every counter.
+  void add(std::uint64_t key, std::uint64_t amount);
+  /// Calls visit(key, value) for every counter.
   template <typename F>
-  void each(F&& f) const {
-    for (const auto& s : slots_) {
-      const std::uint64_t k = s.key.load(std::memory_order_acquire);
-      if (k != 0) f(k - 1, s.value.load(std::memory_order_relaxed));
+  void each(F&& visit) const {
+    for (const auto& slot : slots_) {
+      const std::uint64_t slot_key = slot.key.load(std::memory_order_acquire);
+      if (slot_key != 0) visit(slot_key - 1, slot.value.load(std::memory_order_relaxed));
     }
   }
   std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
@@ -146,7 +147,7 @@ struct WorkerMetrics {
 /// Events that are rare and may come from any thread (ejections, admin actions): a lock is fine.
 class RareCounters {
  public:
-  void add(std::string_view family, std::string_view label, std::uint64_t n = 1);
+  void add(std::string_view family, std::string_view label, std::uint64_t amount = 1);
   std::vector<std::pair<std::string, std::uint64_t>> snapshot(std::string_view family) const;
 
  private:
@@ -160,8 +161,8 @@ class Registry {
  public:
   WorkerMetrics& add_worker();
   template <typename F>
-  void each(F&& f) const {
-    for (const auto& w : workers_) f(*w);
+  void each(F&& visit) const {
+    for (const auto& worker : workers_) visit(*worker);
   }
   std::int64_t start_unix_ms = 0;
   std::int64_t start_mono_ns = 0;

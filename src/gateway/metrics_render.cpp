@@ -31,7 +31,7 @@ using prometheus::MetricType;
 std::map<std::uint64_t, std::uint64_t> counters(const GatewayState& state) {
   std::map<std::uint64_t, std::uint64_t> out;
   state.metrics.each([&](const metrics::WorkerMetrics& metrics) {
-    metrics.counters.each([&](std::uint64_t k, std::uint64_t v) { out[k] += v; });
+    metrics.counters.each([&](std::uint64_t key, std::uint64_t value) { out[key] += value; });
   });
   return out;
 }
@@ -39,8 +39,8 @@ std::map<std::uint64_t, std::uint64_t> counters(const GatewayState& state) {
 Family family_of(std::uint64_t key) {
   return static_cast<Family>(key >> 48);
 }
-int part(std::uint64_t key, int i) {
-  return static_cast<int>((key >> (32 - 16 * i)) & 0xffff);
+int part(std::uint64_t key, int part_index) {
+  return static_cast<int>((key >> (32 - 16 * part_index)) & 0xffff);
 }
 
 struct Summed {
@@ -72,33 +72,33 @@ ClientMetric::Histogram to_prometheus(const Summed& summed, const metrics::Bound
 }
 
 ClientMetric labelled(std::vector<ClientMetric::Label> labels) {
-  ClientMetric m;
-  m.label = std::move(labels);
-  return m;
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  return metric;
 }
 
 MetricFamily family(std::string name, std::string help, MetricType type) {
-  MetricFamily f;
-  f.name = std::move(name);
-  f.help = std::move(help);
-  f.type = type;
-  return f;
+  MetricFamily metric_family;
+  metric_family.name = std::move(name);
+  metric_family.help = std::move(help);
+  metric_family.type = type;
+  return metric_family;
 }
 
 void gauge(std::vector<MetricFamily>& out, std::string name, std::string help, double value) {
-  auto f = family(std::move(name), std::move(help), MetricType::Gauge);
-  ClientMetric m;
-  m.gauge.value = value;
-  f.metric.push_back(std::move(m));
-  out.push_back(std::move(f));
+  auto metric_family = family(std::move(name), std::move(help), MetricType::Gauge);
+  ClientMetric metric;
+  metric.gauge.value = value;
+  metric_family.metric.push_back(std::move(metric));
+  out.push_back(std::move(metric_family));
 }
 
 /// The dashboard's and the API's name for a backend's state.
 std::string_view dashboard_state(const upstream::Backend& backend, std::int64_t now) {
   if (backend.draining.load(std::memory_order_relaxed)) return "draining";
-  const std::string_view st = upstream::state_name(backend, now);
-  if (st == "unhealthy") return "down";
-  if (st == "ejected" || st == "stalled") return "ejected";
+  const std::string_view state = upstream::state_name(backend, now);
+  if (state == "unhealthy") return "down";
+  if (state == "ejected" || state == "stalled") return "ejected";
   return "up";
 }
 
@@ -107,31 +107,31 @@ bool reported_fresh(const upstream::Backend& backend, std::int64_t now) {
 }
 
 BackendTotals totals(const std::map<std::uint64_t, std::uint64_t>& all, int id) {
-  BackendTotals t;
+  BackendTotals result;
   for (const auto& [k, v] : all) {
     switch (family_of(k)) {
       case Family::requests:
         if (part(k, 1) != id) break;
-        t.requests += v;
-        if (part(k, 2) >= 500) t.errors += v;
+        result.requests += v;
+        if (part(k, 2) >= 500) result.errors += v;
         break;
       case Family::attempt_failures:
-        if (part(k, 0) == id) t.errors += v;
+        if (part(k, 0) == id) result.errors += v;
         break;
       case Family::prompt_tokens:
-        if (part(k, 0) == id) t.prompt_tokens += v;
+        if (part(k, 0) == id) result.prompt_tokens += v;
         break;
       case Family::cached_tokens:
-        if (part(k, 0) == id) t.cached_tokens += v;
+        if (part(k, 0) == id) result.cached_tokens += v;
         break;
       case Family::generation_tokens:
-        if (part(k, 0) == id) t.generation_tokens += v;
+        if (part(k, 0) == id) result.generation_tokens += v;
         break;
       default:
         break;
     }
   }
-  return t;
+  return result;
 }
 
 }  // namespace
@@ -189,19 +189,20 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
       if (family_of(key) != spec.fam) continue;
       std::vector<ClientMetric::Label> labels;
       for (std::size_t i = 0; i < spec.labels.size(); ++i) {
-        const std::string& l = spec.labels[i];
+        const std::string& label_name = spec.labels[i];
         const int id = part(key, static_cast<int>(i));
-        std::string v;
-        if (l == "route") v = names.routes.name(id);
-        if (l == "backend") v = names.backends.name(id);
-        if (l == "model") v = names.models.name(id);
-        if (l == "code") v = std::to_string(id);
-        if (l == "reason") v = upstream::to_string(static_cast<upstream::Outcome::Kind>(id));
-        labels.push_back({l, std::move(v)});
+        std::string label_value;
+        if (label_name == "route") label_value = names.routes.name(id);
+        if (label_name == "backend") label_value = names.backends.name(id);
+        if (label_name == "model") label_value = names.models.name(id);
+        if (label_name == "code") label_value = std::to_string(id);
+        if (label_name == "reason")
+          label_value = upstream::to_string(static_cast<upstream::Outcome::Kind>(id));
+        labels.push_back({label_name, std::move(label_value)});
       }
-      auto m = labelled(std::move(labels));
-      m.counter.value = static_cast<double>(value);
-      fam.metric.push_back(std::move(m));
+      auto metric = labelled(std::move(labels));
+      metric.counter.value = static_cast<double>(value);
+      fam.metric.push_back(std::move(metric));
     }
     out.push_back(std::move(fam));
   }
@@ -253,29 +254,31 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
        true},
   };
   std::vector<MetricFamily> gauge_families;
-  for (const auto& g : gauges) gauge_families.push_back(family(g.name, g.help, MetricType::Gauge));
-  for (const auto& bp : fleet.backends) {
-    const auto& b = *bp;
-    auto m = labelled({{"backend", b.name}});
-    m.counter.value = static_cast<double>(b.ejections_total.load(std::memory_order_relaxed));
-    ejections.metric.push_back(m);
+  for (const auto& spec : gauges)
+    gauge_families.push_back(family(spec.name, spec.help, MetricType::Gauge));
+  for (const auto& backend_ptr : fleet.backends) {
+    const auto& backend = *backend_ptr;
+    auto ejection_metric = labelled({{"backend", backend.name}});
+    ejection_metric.counter.value =
+        static_cast<double>(backend.ejections_total.load(std::memory_order_relaxed));
+    ejections.metric.push_back(ejection_metric);
     for (std::size_t i = 0; i < gauges.size(); ++i) {
-      if (gauges[i].only_reported && !reported_fresh(b, now)) continue;
-      auto g = labelled({{"backend", b.name}});
-      g.gauge.value = gauges[i].value(b);
-      gauge_families[i].metric.push_back(std::move(g));
+      if (gauges[i].only_reported && !reported_fresh(backend, now)) continue;
+      auto gauge_metric = labelled({{"backend", backend.name}});
+      gauge_metric.gauge.value = gauges[i].value(backend);
+      gauge_families[i].metric.push_back(std::move(gauge_metric));
     }
   }
   out.push_back(std::move(ejections));
-  for (auto& g : gauge_families) out.push_back(std::move(g));
+  for (auto& gauge_family : gauge_families) out.push_back(std::move(gauge_family));
 
   auto queued = family("llmux_route_queued_requests",
                        "Requests waiting in a route's queue (every backend at max_inflight)",
                        MetricType::Gauge);
-  for (const auto& r : fleet.routes) {
-    auto m = labelled({{"route", r.cfg->name}});
-    m.gauge.value = r.queue->depth();
-    queued.metric.push_back(std::move(m));
+  for (const auto& route : fleet.routes) {
+    auto metric = labelled({{"route", route.cfg->name}});
+    metric.gauge.value = route.queue->depth();
+    queued.metric.push_back(std::move(metric));
   }
   out.push_back(std::move(queued));
 
@@ -296,31 +299,31 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
       {"llmux_request_duration_seconds", "Request received -> its response ended, by backend",
        HistKind::e2e, &metrics::WorkerMetrics::e2e},
   };
-  for (const auto& h : hists) {
-    auto fam = family(h.name, h.help, MetricType::Histogram);
+  for (const auto& spec : hists) {
+    auto fam = family(spec.name, spec.help, MetricType::Histogram);
     for (int id = 1; id < names.backends.size(); ++id) {
-      const Summed sm =
+      const Summed summed =
           sum(state, [&](const metrics::WorkerMetrics& metrics) -> const metrics::Histogram& {
-            return (metrics.*h.per_backend)[static_cast<std::size_t>(id)];
+            return (metrics.*spec.per_backend)[static_cast<std::size_t>(id)];
           });
-      if (sm.count == 0) continue;
-      auto m = labelled({{"backend", std::string(names.backends.name(id))}});
-      m.histogram = to_prometheus(sm, metrics::bounds(h.kind));
-      fam.metric.push_back(std::move(m));
+      if (summed.count == 0) continue;
+      auto metric = labelled({{"backend", std::string(names.backends.name(id))}});
+      metric.histogram = to_prometheus(summed, metrics::bounds(spec.kind));
+      fam.metric.push_back(std::move(metric));
     }
     out.push_back(std::move(fam));
   }
   auto overhead = [&](const char* name, const char* help, HistKind kind,
                       const metrics::Histogram metrics::WorkerMetrics::*which) {
     auto fam = family(name, help, MetricType::Histogram);
-    ClientMetric m;
-    m.histogram =
+    ClientMetric metric;
+    metric.histogram =
         to_prometheus(sum(state,
                           [&](const metrics::WorkerMetrics& metrics) -> const metrics::Histogram& {
                             return metrics.*which;
                           }),
                       metrics::bounds(kind));
-    fam.metric.push_back(std::move(m));
+    fam.metric.push_back(std::move(metric));
     out.push_back(std::move(fam));
   };
   overhead("llmux_gateway_request_overhead_seconds",
@@ -347,15 +350,16 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
       gauge(out, "llmux_state_quota_inflight",
             "Quota increments and reads sent to Redis and not answered yet",
             static_cast<double>(state.quota_redis->stats().inflight));
-    const auto rc = state.redis->counters();
+    const auto redis_counters = state.redis->counters();
     auto failed = family("llmux_state_redis_failures_total",
                          "Redis commands that failed, by how (error, timeout, refused: away)",
                          MetricType::Counter);
-    for (const auto& [how, n] : {std::pair{"error", rc.errors}, std::pair{"timeout", rc.timeouts},
-                                 std::pair{"refused", rc.refused}}) {
-      auto m = labelled({{"how", how}});
-      m.counter.value = static_cast<double>(n);
-      failed.metric.push_back(std::move(m));
+    for (const auto& [how, n] :
+         {std::pair{"error", redis_counters.errors}, std::pair{"timeout", redis_counters.timeouts},
+          std::pair{"refused", redis_counters.refused}}) {
+      auto metric = labelled({{"how", how}});
+      metric.counter.value = static_cast<double>(n);
+      failed.metric.push_back(std::move(metric));
     }
     out.push_back(std::move(failed));
   }
@@ -364,20 +368,20 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
   gauge(out, "llmux_start_time_seconds", "When the gateway started (Unix time)",
         static_cast<double>(state.metrics.start_unix_ms) / 1e3);
   auto info = family("llmux_build_info", "The gateway's version", MetricType::Gauge);
-  auto im = labelled({{"version", LLMUX_VERSION}});
-  im.gauge.value = 1;
-  info.metric.push_back(std::move(im));
+  auto info_metric = labelled({{"version", LLMUX_VERSION}});
+  info_metric.gauge.value = 1;
+  info.metric.push_back(std::move(info_metric));
   out.push_back(std::move(info));
   std::uint64_t dropped = 0;
   state.metrics.each(
       [&](const metrics::WorkerMetrics& metrics) { dropped += metrics.counters.dropped(); });
-  auto d = family("llmux_metrics_dropped_total",
-                  "Counts lost because a worker's counter table was full (should stay 0)",
-                  MetricType::Counter);
-  ClientMetric dm;
-  dm.counter.value = static_cast<double>(dropped);
-  d.metric.push_back(std::move(dm));
-  out.push_back(std::move(d));
+  auto dropped_family = family(
+      "llmux_metrics_dropped_total",
+      "Counts lost because a worker's counter table was full (should stay 0)", MetricType::Counter);
+  ClientMetric dropped_metric;
+  dropped_metric.counter.value = static_cast<double>(dropped);
+  dropped_family.metric.push_back(std::move(dropped_metric));
+  out.push_back(std::move(dropped_family));
 
   return prometheus::TextSerializer().Serialize(out);
 }
@@ -387,16 +391,16 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
 namespace {
 
 boost::json::object hist_json(const Summed& summed, const metrics::Bounds& bounds) {
-  boost::json::array le, counts;
+  boost::json::array upper_bounds, counts;
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < bounds.upper_ns.size(); ++i) {
     cumulative += summed.buckets[i];
-    le.push_back(static_cast<double>(bounds.upper_ns[i]) / 1e9);
+    upper_bounds.push_back(static_cast<double>(bounds.upper_ns[i]) / 1e9);
     counts.push_back(cumulative);
   }
-  le.push_back("+Inf");
+  upper_bounds.push_back("+Inf");
   counts.push_back(summed.count);
-  return {{"le", std::move(le)},
+  return {{"le", std::move(upper_bounds)},
           {"counts", std::move(counts)},
           {"sum", static_cast<double>(summed.sum_ns) / 1e9},
           {"count", summed.count}};
@@ -408,23 +412,23 @@ std::string dashboard_json(const GatewayState& state, const Fleet& fleet) {
   const std::int64_t now = mono_ns();
   const auto all = counters(state);
   boost::json::array backends;
-  for (const auto& bp : fleet.backends) {
-    const auto& b = *bp;
-    const int id = b.metric_id;
-    boost::json::object o;
-    o["name"] = b.name;
-    o["url"] = b.url;
-    o["state"] = dashboard_state(b, now);
-    o["detail"] = upstream::state_name(b, now);
-    o["inflight"] = b.inflight.load(std::memory_order_relaxed);
-    o["max_inflight"] = b.max_inflight.load(std::memory_order_relaxed);
-    o["weight"] = b.weight.load(std::memory_order_relaxed);
-    const BackendTotals t = totals(all, id);
-    o["requests"] = t.requests;
-    o["errors"] = t.errors;
-    o["prompt_tokens"] = t.prompt_tokens;
-    o["cached_tokens"] = t.cached_tokens;
-    o["generation_tokens"] = t.generation_tokens;
+  for (const auto& backend_ptr : fleet.backends) {
+    const auto& backend = *backend_ptr;
+    const int id = backend.metric_id;
+    boost::json::object entry;
+    entry["name"] = backend.name;
+    entry["url"] = backend.url;
+    entry["state"] = dashboard_state(backend, now);
+    entry["detail"] = upstream::state_name(backend, now);
+    entry["inflight"] = backend.inflight.load(std::memory_order_relaxed);
+    entry["max_inflight"] = backend.max_inflight.load(std::memory_order_relaxed);
+    entry["weight"] = backend.weight.load(std::memory_order_relaxed);
+    const BackendTotals sums = totals(all, id);
+    entry["requests"] = sums.requests;
+    entry["errors"] = sums.errors;
+    entry["prompt_tokens"] = sums.prompt_tokens;
+    entry["cached_tokens"] = sums.cached_tokens;
+    entry["generation_tokens"] = sums.generation_tokens;
     const auto per = [&](HistKind kind, const std::array<metrics::Histogram, metrics::kMaxNames>
                                             metrics::WorkerMetrics::*which) {
       return hist_json(sum(state,
@@ -433,34 +437,39 @@ std::string dashboard_json(const GatewayState& state, const Fleet& fleet) {
                            }),
                        metrics::bounds(kind));
     };
-    o["ttft"] = per(HistKind::ttft, &metrics::WorkerMetrics::ttft);
-    o["itl"] = per(HistKind::itl, &metrics::WorkerMetrics::itl);
-    o["e2e"] = per(HistKind::e2e, &metrics::WorkerMetrics::e2e);
-    if (reported_fresh(b, now))
-      o["reported"] = {{"running", b.observations.reported.running.load()},
-                       {"waiting", b.observations.reported.waiting.load()},
-                       {"kv_usage", b.observations.reported.kv_permille.load() / 1000.0}};
+    entry["ttft"] = per(HistKind::ttft, &metrics::WorkerMetrics::ttft);
+    entry["itl"] = per(HistKind::itl, &metrics::WorkerMetrics::itl);
+    entry["e2e"] = per(HistKind::e2e, &metrics::WorkerMetrics::e2e);
+    if (reported_fresh(backend, now))
+      entry["reported"] = {{"running", backend.observations.reported.running.load()},
+                           {"waiting", backend.observations.reported.waiting.load()},
+                           {"kv_usage", backend.observations.reported.kv_permille.load() / 1000.0}};
     else
-      o["reported"] = nullptr;
-    backends.push_back(std::move(o));
+      entry["reported"] = nullptr;
+    backends.push_back(std::move(entry));
   }
   boost::json::array routes;
-  for (const auto& r : fleet.routes) {
-    const auto& m = r.cfg->match;
-    std::string match = m.methods.empty() ? "ANY" : "";
-    for (std::size_t i = 0; i < m.methods.size(); ++i) match += (i ? "," : "") + m.methods[i];
+  for (const auto& route : fleet.routes) {
+    const auto& route_match = route.cfg->match;
+    std::string match = route_match.methods.empty() ? "ANY" : "";
+    for (std::size_t i = 0; i < route_match.methods.size(); ++i)
+      match += (i ? "," : "") + route_match.methods[i];
     match += " ";
-    match += !m.path.empty() ? m.path : !m.path_prefix.empty() ? m.path_prefix + "*" : "*";
+    match += !route_match.path.empty()          ? route_match.path
+             : !route_match.path_prefix.empty() ? route_match.path_prefix + "*"
+                                                : "*";
     std::string model;
-    for (std::size_t i = 0; i < m.models.size(); ++i) model += (i ? "," : "") + m.models[i];
-    boost::json::array bs;
-    for (const auto* b : r.backends) bs.push_back(boost::json::string(b->name));
-    routes.push_back({{"name", r.cfg->name},
+    for (std::size_t i = 0; i < route_match.models.size(); ++i)
+      model += (i ? "," : "") + route_match.models[i];
+    boost::json::array backend_names;
+    for (const auto* backend : route.backends)
+      backend_names.push_back(boost::json::string(backend->name));
+    routes.push_back({{"name", route.cfg->name},
                       {"match", match},
                       {"model", model},
-                      {"policy", r.policy->name()},
-                      {"backends", std::move(bs)},
-                      {"queued", r.queue->depth()}});
+                      {"policy", route.policy->name()},
+                      {"backends", std::move(backend_names)},
+                      {"queued", route.queue->depth()}});
   }
   const auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
@@ -477,7 +486,7 @@ std::string dashboard_json(const GatewayState& state, const Fleet& fleet) {
     state_json["up"] = state.redis->up();
     state_json["pending"] = state.responses_redis->pending();
   }
-  boost::json::object gw{
+  boost::json::object gateway_json{
       {"state", std::move(state_json)},
       {"connections", state.connections.load()},
       {"active_requests", state.active.load()},
@@ -490,7 +499,7 @@ std::string dashboard_json(const GatewayState& state, const Fleet& fleet) {
       {"time", static_cast<double>(unix_ms) / 1e3},
       {"uptime_s", static_cast<double>(now - state.metrics.start_mono_ns) / 1e9},
       {"config_generation", fleet.generation},
-      {"gateway", std::move(gw)},
+      {"gateway", std::move(gateway_json)},
       {"backends", std::move(backends)},
       {"routes", std::move(routes)}});
 }

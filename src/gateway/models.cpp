@@ -20,9 +20,9 @@ net::awaitable<void> models(const Fleet& fleet, Worker& worker, ClientConnection
     const std::string_view authorization = req[bhttp::field::authorization];
     key = fleet.keys.find(authorization);
     if (!key) {
-      const auth::Decision d =
+      const auth::Decision decision =
           authorization.empty() ? auth::KeyTable::missing_key() : auth::KeyTable::invalid_key();
-      co_await write_json(client, d.status, d.body, &req, request_id);
+      co_await write_json(client, decision.status, decision.body, &req, request_id);
       co_return;
     }
   }
@@ -33,15 +33,16 @@ net::awaitable<void> models(const Fleet& fleet, Worker& worker, ClientConnection
   json::array data;
   std::vector<std::string> seen;
   std::vector<std::string> errors;
-  for (auto& bp : fleet.backends) {
-    upstream::Backend& b = *bp;
-    bhttp::request<bhttp::string_body> mreq{bhttp::verb::get, b.base_path + "/v1/models", 11};
-    mreq.set(bhttp::field::host, b.host_header);
-    if (!b.authorization.empty()) mreq.set(bhttp::field::authorization, b.authorization);
+  for (auto& backend_ptr : fleet.backends) {
+    upstream::Backend& backend = *backend_ptr;
+    bhttp::request<bhttp::string_body> mreq{bhttp::verb::get, backend.base_path + "/v1/models", 11};
+    mreq.set(bhttp::field::host, backend.host_header);
+    if (!backend.authorization.empty())
+      mreq.set(bhttp::field::authorization, backend.authorization);
     mreq.keep_alive(true);
     bool ok = false;
     for (int round = 0; round < 2 && !ok; ++round) {
-      auto conn = co_await connect(fleet, worker, b, round == 0);
+      auto conn = co_await connect(fleet, worker, backend, round == 0);
       if (!conn.up) {
         errors.push_back(conn.outcome.message);
         break;
@@ -49,31 +50,34 @@ net::awaitable<void> models(const Fleet& fleet, Worker& worker, ClientConnection
       conn.up->dl.arm(std::chrono::seconds(10));
       auto [wec, wn] = co_await bhttp::async_write(conn.up->sock, mreq, use_tuple);
       if (wec) continue;
-      bhttp::response_parser<bhttp::string_body> rp;
-      rp.body_limit(8 << 20);
-      auto [rec, rn] = co_await bhttp::async_read(conn.up->sock, conn.up->buf, rp, use_tuple);
+      bhttp::response_parser<bhttp::string_body> parser;
+      parser.body_limit(8 << 20);
+      auto [rec, rn] = co_await bhttp::async_read(conn.up->sock, conn.up->buf, parser, use_tuple);
       conn.up->dl.disarm();
       if (rec) {
-        if (!conn.up->reused) errors.push_back(fmt::format("{}: {}", b.name, rec.message()));
+        if (!conn.up->reused) errors.push_back(fmt::format("{}: {}", backend.name, rec.message()));
         continue;
       }
       ok = true;
-      const bool reusable = rp.keep_alive();  // complete, and not ended by close
-      auto res = rp.release();
+      const bool reusable = parser.keep_alive();  // complete, and not ended by close
+      auto res = parser.release();
       boost::system::error_code jec;
-      auto v = json::parse(res.body(), jec);
-      if (!jec && v.is_object() && v.as_object().contains("data") && v.at("data").is_array()) {
-        for (auto& m : v.at("data").as_array()) {
-          if (!m.is_object() || !m.as_object().contains("id") || !m.at("id").is_string()) continue;
-          std::string id(m.at("id").as_string());
+      auto listing = json::parse(res.body(), jec);
+      if (!jec && listing.is_object() && listing.as_object().contains("data") &&
+          listing.at("data").is_array()) {
+        for (auto& model : listing.at("data").as_array()) {
+          if (!model.is_object() || !model.as_object().contains("id") ||
+              !model.at("id").is_string())
+            continue;
+          std::string id(model.at("id").as_string());
           if (!allowed(id) || std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
           seen.push_back(id);
-          data.push_back(m);
+          data.push_back(model);
         }
       } else {
-        errors.push_back(fmt::format("{}: invalid /v1/models body", b.name));
+        errors.push_back(fmt::format("{}: invalid /v1/models body", backend.name));
       }
-      if (reusable) release(worker, b, std::move(conn.up));
+      if (reusable) release(worker, backend, std::move(conn.up));
     }
   }
   if (seen.empty() && !errors.empty()) {

@@ -31,8 +31,8 @@ net::awaitable<void> backoff(Worker& worker, std::chrono::milliseconds base, int
   std::uniform_real_distribution<double> jitter(1.0, 2.0);
   const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
       base * (1 << std::min(attempts - 1, 10)) * jitter(worker.rng));
-  net::steady_timer t(co_await net::this_coro::executor, wait);
-  co_await t.async_wait(use_tuple);
+  net::steady_timer timer(co_await net::this_coro::executor, wait);
+  co_await timer.async_wait(use_tuple);
 }
 
 /// The response header has come: the time to it, from the request's start (the access log)

@@ -23,13 +23,13 @@ namespace llmux::gateway {
 std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_number,
                                   const std::string& message) {
   if (responses_api) {
-    boost::json::object ev;
-    ev["type"] = "error";
-    ev["code"] = "upstream_error";
-    ev["message"] = message;
-    ev["param"] = nullptr;
-    ev["sequence_number"] = sequence_number;
-    return "event: error\ndata: " + boost::json::serialize(ev) + "\n\n";
+    boost::json::object event;
+    event["type"] = "error";
+    event["code"] = "upstream_error";
+    event["message"] = message;
+    event["param"] = nullptr;
+    event["sequence_number"] = sequence_number;
+    return "event: error\ndata: " + boost::json::serialize(event) + "\n\n";
   }
   return "data: " + openai_error_json(502, message) + "\n\ndata: [DONE]\n\n";
 }
@@ -64,8 +64,8 @@ bool stalled(const Fleet& fleet, upstream::Backend& backend, const upstream::Sta
   if (verdict == upstream::StallWatch::Verdict::wait) return false;
   if (verdict == upstream::StallWatch::Verdict::stalled) {
     error = fmt::format("{} stalled: {}", backend.name, why);
-    if (auto ev = upstream::record_stall(backend, mono_ns(), fleet.outlier, why))
-      log_health_event(*ev, request_id);
+    if (auto event = upstream::record_stall(backend, mono_ns(), fleet.outlier, why))
+      log_health_event(*event, request_id);
   }
   return true;
 }
@@ -88,18 +88,18 @@ struct Ready {
 /// format_to_n costs ~450 instructions here, on every event of a relayed stream.)
 std::size_t chunk_size_line(char* out, std::size_t size) {
   char digits[16];
-  std::size_t n = 0;
+  std::size_t digit_count = 0;
   do {
-    digits[n++] = "0123456789abcdef"[size & 0xf];
+    digits[digit_count++] = "0123456789abcdef"[size & 0xf];
     size >>= 4;
   } while (size > 0);
-  for (std::size_t i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
-  out[n] = '\r';
-  out[n + 1] = '\n';
-  return n + 2;
+  for (std::size_t i = 0; i < digit_count; ++i) out[i] = digits[digit_count - 1 - i];
+  out[digit_count] = '\r';
+  out[digit_count + 1] = '\n';
+  return digit_count + 2;
 }
 
-/// Writes `r` at once as far as the socket takes it (the usual case); what it did not take (a
+/// Writes `ready` at once as far as the socket takes it (the usual case); what it did not take (a
 /// slow client, and always over TLS) is copied into `rest`, for the relay to await. A plain
 /// function: the pieces and their framing take no room in the relay's frame, which a
 /// held-open stream keeps.
@@ -108,31 +108,31 @@ void write_at_once(http::Stream& sock, const Ready& ready, std::string& rest,
   char size_line[32];
   char tail_line[32];
   std::array<net::const_buffer, 7> out{};
-  std::size_t k = 0;
-  if (!ready.header.empty()) out[k++] = net::buffer(ready.header);
+  std::size_t pieces = 0;
+  if (!ready.header.empty()) out[pieces++] = net::buffer(ready.header);
   if (ready.chunked) {
     if (!ready.body.empty()) {
-      out[k++] = net::buffer(size_line, chunk_size_line(size_line, ready.body.size()));
-      out[k++] = net::buffer(ready.body);
-      out[k++] = net::buffer("\r\n", 2);
+      out[pieces++] = net::buffer(size_line, chunk_size_line(size_line, ready.body.size()));
+      out[pieces++] = net::buffer(ready.body);
+      out[pieces++] = net::buffer("\r\n", 2);
     }
     if (!ready.tail.empty()) {
-      out[k++] = net::buffer(tail_line, chunk_size_line(tail_line, ready.tail.size()));
-      out[k++] = net::buffer(ready.tail);
-      out[k++] = net::buffer("\r\n0\r\n\r\n", 7);
+      out[pieces++] = net::buffer(tail_line, chunk_size_line(tail_line, ready.tail.size()));
+      out[pieces++] = net::buffer(ready.tail);
+      out[pieces++] = net::buffer("\r\n0\r\n\r\n", 7);
     } else if (ready.last) {
-      out[k++] = net::buffer("0\r\n\r\n", 5);
+      out[pieces++] = net::buffer("0\r\n\r\n", 5);
     }
   } else if (!ready.body.empty()) {
-    out[k++] = net::buffer(ready.body);
+    out[pieces++] = net::buffer(ready.body);
   }
   std::size_t total = 0;
-  for (std::size_t i = 0; i < k; ++i) total += out[i].size();
+  for (std::size_t i = 0; i < pieces; ++i) total += out[i].size();
   const std::size_t sent = sock.write_now(out, ec);
   if (ec || sent == total) return;
   http::skip_bytes(out, sent);
   rest.reserve(total - sent);
-  for (std::size_t i = 0; i < k; ++i)
+  for (std::size_t i = 0; i < pieces; ++i)
     rest.append(static_cast<const char*>(out[i].data()), out[i].size());
 }
 
@@ -211,17 +211,17 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
                            AccessRecord& rec, upstream::Outcome& outcome,
                            state::ResponseStore* affinity_store, bool strip_usage) {
   using namespace std::string_view_literals;
-  UpstreamResponse& p = *attempt.parser;
-  ResponseTap tap(dialect_of(rec.path), p.content_type(), worker.json);
+  UpstreamResponse& parser = *attempt.parser;
+  ResponseTap tap(dialect_of(rec.path), parser.content_type(), worker.json);
   const bool sse = tap.kind() == ResponseTap::Kind::sse;
   const bool responses_api = rec.path.starts_with("/v1/responses");
-  rec.status = p.status();
+  rec.status = parser.status();
   if (rec.status < 200 || rec.status > 299) affinity_store = nullptr;
   const bool head = req.method() == bhttp::verb::head;
-  auto [header_bytes, chunked] = client_header(req, p, backend, rec, client);
+  auto [header_bytes, chunked] = client_header(req, parser, backend, rec, client);
 
-  upstream::BackendConnection* up = attempt.up.get();
-  client.watch.up = up;
+  upstream::BackendConnection* connection = attempt.up.get();
+  client.watch.up = connection;
   bool upstream_failed = false;
   std::string upstream_error;
   bool client_failed = false;
@@ -257,7 +257,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   std::string tail;  // the error event appended when the upstream dies mid-stream
   // Metrics: TTFT and inter-token latency as the client gets them (content events written), and
   // the relay's own delay (the read that completed what is written → its write done).
-  metrics::WorkerMetrics& m = *worker.worker_metrics;
+  metrics::WorkerMetrics& worker_metrics = *worker.worker_metrics;
   const bool counting = fleet.cfg.metrics.enabled;
   const int mid = backend.metric_id;
   std::uint64_t events_written = 0;
@@ -267,29 +267,29 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   std::int64_t wrote_ns = 0;  // when the last write completed (metrics on), else 0
   int model_id = -1;
   while (!client_failed && !head) {
-    bool done = p.is_done();
+    bool done = parser.is_done();
     if (!done) {
       boost::system::error_code ec;
       std::size_t got = 0;
       for (;;) {
         // What the parser's read buffer holds goes first; the socket is read only when the
         // parser needs more.
-        if (up->buf.size() > 0) {
+        if (connection->buf.size() > 0) {
           if (!buf) {
             relay_buf = worker.take_buf(sse);
             buf = relay_buf.data.get();
           }
-          p.body_buffer(buf + have, buf_size - have);
-          const Fed fed = feed(p, up->buf, ec);
-          got = (buf_size - have) - p.body_room();
+          parser.body_buffer(buf + have, buf_size - have);
+          const Fed fed = feed(parser, connection->buf, ec);
+          got = (buf_size - have) - parser.body_room();
           if (fed != Fed::need_more) break;
         }
         // A stream being judged for a stall waits in short steps (its deadline cancels the
         // wait, which then goes on); any other wait has the idle timeout and is closed by it.
         const bool judged = stall.active();
-        up->dl.arm(stall.read_wait(), /*close_on_expiry=*/!judged);
+        connection->dl.arm(stall.read_wait(), /*close_on_expiry=*/!judged);
         // (Not over TLS: bytes OpenSSL already decrypted would not make the socket readable.)
-        if (sse && have == 0 && !up->sock.tls() && park(up->buf, leftover)) {
+        if (sse && have == 0 && !connection->sock.tls() && park(connection->buf, leftover)) {
           if (buf) {
             worker.give_buf(std::move(relay_buf));
             buf = nullptr;
@@ -297,29 +297,31 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
           // The read buffer's memory goes to the worker while the stream waits, and the read
           // that ends the wait borrows one (no allocation per event). The wait re-arms nothing
           // (no system call: it is parked in the worker's ReadinessSet, http/readiness.hpp).
-          worker.take_back_read_buf(up->buf);
-          std::tie(ec) = co_await up->sock.async_wait_readable(use_tuple);
-          worker.lend_read_buf(up->buf);
-          unpark(up->buf, leftover);
+          worker.take_back_read_buf(connection->buf);
+          std::tie(ec) = co_await connection->sock.async_wait_readable(use_tuple);
+          worker.lend_read_buf(connection->buf);
+          unpark(connection->buf, leftover);
         }
         if (!ec) {
           // What has arrived at once; else the read waits for the socket's next event (no
           // system call first when the socket is known to be drained: http/readiness.hpp).
-          const auto room = up->buf.prepare(beast::read_size(up->buf, kMaxBackendRead));
-          std::size_t n = 0;
-          if (up->sock.may_read_now()) n = up->sock.read_now(room, ec);
-          if (n == 0 && !ec) std::tie(ec, n) = co_await up->sock.async_read_some(room, use_tuple);
-          up->buf.commit(n);
+          const auto room =
+              connection->buf.prepare(beast::read_size(connection->buf, kMaxBackendRead));
+          std::size_t bytes_read = 0;
+          if (connection->sock.may_read_now()) bytes_read = connection->sock.read_now(room, ec);
+          if (bytes_read == 0 && !ec)
+            std::tie(ec, bytes_read) = co_await connection->sock.async_read_some(room, use_tuple);
+          connection->buf.commit(bytes_read);
         }
-        up->dl.disarm();
+        connection->dl.disarm();
         if (ec == net::error::eof) {
           // The backend closed: the end of a body delimited by the close, else a truncation.
           ec = {};
-          p.put_eof(ec);
+          parser.put_eof(ec);
           break;
         }
         if (!ec) continue;
-        if (!judged || !up->dl.fired || client.watch.client_gone) break;
+        if (!judged || !connection->dl.fired || client.watch.client_gone) break;
         if (!stalled(fleet, backend, stall, rec.request_id, upstream_error)) {
           ec = {};  // not yet: wait on
           continue;
@@ -335,12 +337,12 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
         upstream_failed = true;
         if (client.watch.client_gone)
           upstream_error = "client left";
-        else if (up->dl.fired && upstream_error.empty())
+        else if (connection->dl.fired && upstream_error.empty())
           upstream_error = fmt::format("{} sent nothing for {} ms", backend.name, idle.count());
         else if (upstream_error.empty())
           upstream_error = fmt::format("{} failed mid-response: {}", backend.name, ec.message());
       }
-      done = p.is_done();
+      done = parser.is_done();
     }
     if (client.watch.client_gone) break;
     // SSE goes out event by event: everything up to the last complete event now, the rest
@@ -361,11 +363,11 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
     if (strip_usage && sse && cut > 0) {
       // The usage chunk the gateway asked for (gateway/stream_usage.hpp): counted by the tap,
       // not seen by the client.
-      const ByteRange r = find_usage_only_event(buf, cut);
-      if (!r.empty()) {
-        std::memmove(buf + r.begin, buf + r.end, have - r.end);
-        have -= r.end - r.begin;
-        cut -= r.end - r.begin;
+      const ByteRange usage_event = find_usage_only_event(buf, cut);
+      if (!usage_event.empty()) {
+        std::memmove(buf + usage_event.begin, buf + usage_event.end, have - usage_event.end);
+        have -= usage_event.end - usage_event.begin;
+        cut -= usage_event.end - usage_event.begin;
         strip_usage = false;
       }
     }
@@ -396,27 +398,32 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
       const std::int64_t now = counting ? mono_ns() : 0;
       wrote_ns = now;
       if (counting && read_ns > 0)
-        m.relay_overhead.record(metrics::bounds(metrics::HistKind::relay_overhead), now - read_ns);
-      if (const std::uint64_t ev = tap.reader().content_events();
-          counting && sse && ev > events_written) {
+        worker_metrics.relay_overhead.record(metrics::bounds(metrics::HistKind::relay_overhead),
+                                             now - read_ns);
+      if (const std::uint64_t content_events = tap.reader().content_events();
+          counting && sse && content_events > events_written) {
         if (events_written == 0) {
-          m.ttft[mid].record(metrics::bounds(metrics::HistKind::ttft), now - rec.received_ns);
+          worker_metrics.ttft[mid].record(metrics::bounds(metrics::HistKind::ttft),
+                                          now - rec.received_ns);
           // Events that came in the same read as the first reach the client with it: no gap.
-          if (ev > 1) m.itl[mid].record(metrics::bounds(metrics::HistKind::itl), 0, ev - 1);
+          if (content_events > 1)
+            worker_metrics.itl[mid].record(metrics::bounds(metrics::HistKind::itl), 0,
+                                           content_events - 1);
         } else {
-          m.itl[mid].record(
+          worker_metrics.itl[mid].record(
               metrics::bounds(metrics::HistKind::itl),
-              (now - last_content_ns) / static_cast<std::int64_t>(ev - events_written),
-              ev - events_written);
+              (now - last_content_ns) / static_cast<std::int64_t>(content_events - events_written),
+              content_events - events_written);
         }
         // Counted as they pass (the dashboard's tokens/s moves with the stream); the usage at
         // the end adds what events do not show (finish.cpp: finish).
         if (rec.status >= 200 && rec.status < 300) {
           if (model_id < 0) model_id = metrics::names().models.id(rec.model);
-          m.count(metrics::Family::generation_tokens, mid, model_id, 0, ev - events_written);
-          rec.streamed_tokens += ev - events_written;
+          worker_metrics.count(metrics::Family::generation_tokens, mid, model_id, 0,
+                               content_events - events_written);
+          rec.streamed_tokens += content_events - events_written;
         }
-        events_written = ev;
+        events_written = content_events;
         last_content_ns = now;
       }
       if (!header_bytes.empty()) {
@@ -441,9 +448,9 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   }
   if (header_bytes.capacity() > 0) worker.give_bytes(std::move(header_bytes));
   stall.end();
-  if (p.is_done() && !upstream_failed && rec.status < 500)
+  if (parser.is_done() && !upstream_failed && rec.status < 500)
     upstream::note_progress(backend, wrote_ns > 0 ? wrote_ns : mono_ns());
-  p.body_buffer(nullptr, 0);
+  parser.body_buffer(nullptr, 0);
   if (buf) worker.give_buf(std::move(relay_buf));
   client.watch.up = nullptr;  // from here on the connection may go back to the pool
   rec.bytes_out = bytes_out;
@@ -458,7 +465,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   }
   // Reusable only when the exchange ended cleanly on both sides and the response neither ended
   // by close nor asked for it (the parser's keep_alive() says both): the caller gives it back.
-  if (!p.is_done() || upstream_failed || client.watch.client_gone || !p.keep_alive()) {
+  if (!parser.is_done() || upstream_failed || client.watch.client_gone || !parser.keep_alive()) {
     boost::system::error_code ignored;
     attempt.up->sock.close(ignored);
     attempt.up.reset();

@@ -49,25 +49,26 @@ std::unique_ptr<http::MessageParser> take_parser() {
 }  // namespace
 
 std::string_view Request::operator[](bhttp::field name) const {
-  for (const auto& f : fields_)
-    if (f.name == name) return f.value;
+  for (const auto& field : fields_)
+    if (field.name == name) return field.value;
   return {};
 }
 
 std::string_view Request::operator[](std::string_view name) const {
-  for (const auto& f : fields_)
-    if (iequals(f.name_string, name)) return f.value;
+  for (const auto& field : fields_)
+    if (iequals(field.name_string, name)) return field.value;
   return {};
 }
 
 std::size_t Request::count(bhttp::field name) const {
-  return static_cast<std::size_t>(
-      std::count_if(fields_.begin(), fields_.end(), [&](const auto& f) { return f.name == name; }));
+  return static_cast<std::size_t>(std::count_if(
+      fields_.begin(), fields_.end(), [&](const auto& field) { return field.name == name; }));
 }
 
 std::size_t Request::count(std::string_view name) const {
-  return static_cast<std::size_t>(std::count_if(
-      fields_.begin(), fields_.end(), [&](const auto& f) { return iequals(f.name_string, name); }));
+  return static_cast<std::size_t>(
+      std::count_if(fields_.begin(), fields_.end(),
+                    [&](const auto& field) { return iequals(field.name_string, name); }));
 }
 
 void Request::release_body() {
@@ -181,14 +182,14 @@ void RequestParser::take_header(std::string_view header) {
       kept.push_back({field.name, moved(field.name_string), moved(field.value)});
       continue;
     }
-    const std::size_t at = block.size();
+    const std::size_t offset = block.size();
     block.insert(block.end(), field.name_string.begin(), field.name_string.end());
     block.insert(block.end(), {':', ' '});
     block.insert(block.end(), field.value.begin(), field.value.end());
     block.insert(block.end(), {'\r', '\n'});
     kept.push_back(
-        {field.name, std::string_view(base + at, field.name_string.size()),
-         std::string_view(base + at + field.name_string.size() + 2, field.value.size())});
+        {field.name, std::string_view(base + offset, field.name_string.size()),
+         std::string_view(base + offset + field.name_string.size() + 2, field.value.size())});
   }
   if (const auto length = parser_->content_length(); length && *length > 0) reserve_body(*length);
 }

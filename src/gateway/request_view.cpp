@@ -22,44 +22,44 @@ bool pad(std::string& body) {
 
 /// A message's content: a string, or parts whose `text` (or `input_text`/`output_text` parts')
 /// count; images and files add nothing.
-void content_text(od::value v, std::string& out) {
-  std::string_view s;
-  if (!v.get_string().get(s)) {
-    out.append(s);
+void content_text(od::value content, std::string& out) {
+  std::string_view text;
+  if (!content.get_string().get(text)) {
+    out.append(text);
     return;
   }
   od::array parts;
-  if (v.get_array().get(parts)) return;
+  if (content.get_array().get(parts)) return;
   for (auto part : parts) {
-    od::object o;
-    if (part.get_object().get(o)) continue;
-    for (auto field : o) {
+    od::object object;
+    if (part.get_object().get(object)) continue;
+    for (auto field : object) {
       std::string_view key;
       if (field.unescaped_key().get(key)) return;
-      if (key == "text" && !field.value().get_string().get(s)) out.append(s);
+      if (key == "text" && !field.value().get_string().get(text)) out.append(text);
     }
   }
 }
 
 /// One message or Responses input item: "role: text" or the call/output it carries.
-void item_text(od::value v, std::string& out) {
-  od::object o;
-  if (v.get_object().get(o)) {
-    std::string_view s;
-    if (!v.get_string().get(s)) out.append(s).push_back('\n');
+void item_text(od::value item, std::string& out) {
+  od::object object;
+  if (item.get_object().get(object)) {
+    std::string_view text;
+    if (!item.get_string().get(text)) out.append(text).push_back('\n');
     return;
   }
-  for (auto field : o) {
-    std::string_view key, s;
+  for (auto field : object) {
+    std::string_view key, text;
     od::value value;
     if (field.unescaped_key().get(key) || field.value().get(value)) return;
     if (key == "role" || key == "type" || key == "name") {
-      if (!value.get_string().get(s)) out.append(s).append(": ");
+      if (!value.get_string().get(text)) out.append(text).append(": ");
     } else if (key == "content") {
       content_text(value, out);
     } else if (key == "arguments" || key == "output" || key == "input") {
-      if (!value.get_string().get(s))
-        out.append(s);
+      if (!value.get_string().get(text))
+        out.append(text);
       else
         content_text(value, out);
     }
@@ -82,77 +82,79 @@ void read_prompt_text(const std::string& body, std::string& out) {
   od::object obj;
   if (doc.error() || doc.get_object().get(obj)) return;
   // `instructions` come before `input` whatever the body's order: a second pass takes them.
-  std::string_view s;
-  if (!obj["instructions"].get_string().get(s)) out.append("instructions: ").append(s).append("\n");
+  std::string_view text;
+  if (!obj["instructions"].get_string().get(text))
+    out.append("instructions: ").append(text).append("\n");
   if (obj.reset().error()) return;
   for (auto field : obj) {
     std::string_view key;
     if (field.unescaped_key().get(key)) return;
     if (key != "messages" && key != "input" && key != "prompt") continue;
     auto value = field.value();
-    if (!value.get_string().get(s)) {
-      out.append(s).push_back('\n');
+    if (!value.get_string().get(text)) {
+      out.append(text).push_back('\n');
       continue;
     }
     od::array items;
     if (value.get_array().get(items)) continue;
     for (auto item : items) {
-      od::value v;
-      if (item.get(v)) return;
-      item_text(v, out);
+      od::value item_value;
+      if (item.get(item_value)) return;
+      item_text(item_value, out);
     }
   }
 }
 
 BodyFields read_body_fields(std::string& body) {
-  BodyFields f;
-  f.body_bytes = body.size();
-  if (!pad(body)) return f;
+  BodyFields fields;
+  fields.body_bytes = body.size();
+  if (!pad(body)) return fields;
   const std::size_t size = body.size();
   thread_local simdjson::ondemand::parser parser;
   simdjson::padded_string_view view(body.data(), size, body.capacity());
   auto doc = parser.iterate(view);
-  if (doc.error()) return f;
+  if (doc.error()) return fields;
   simdjson::ondemand::object obj;
-  if (doc.get_object().get(obj)) return f;
-  f.parsed = true;
+  if (doc.get_object().get(obj)) return fields;
+  fields.parsed = true;
   // One pass over the top-level fields, in whatever order they come.
   for (auto field : obj) {
     std::string_view key;
     if (field.unescaped_key().get(key)) {
-      f.parsed = false;
-      return f;
+      fields.parsed = false;
+      return fields;
     }
     auto value = field.value();
-    std::string_view s;
+    std::string_view text;
     if (key == "model") {
-      if (!value.get_string().get(s)) f.model = std::string(s);
+      if (!value.get_string().get(text)) fields.model = std::string(text);
     } else if (key == "stream") {
-      bool b = false;
-      if (!value.get_bool().get(b)) f.stream = b;
+      bool stream = false;
+      if (!value.get_bool().get(stream)) fields.stream = stream;
     } else if (key == "previous_response_id") {
-      if (!value.get_string().get(s)) f.previous_response_id = std::string(s);
+      if (!value.get_string().get(text)) fields.previous_response_id = std::string(text);
     } else if (key == "user") {
-      if (!value.get_string().get(s)) f.user = std::string(s);
+      if (!value.get_string().get(text)) fields.user = std::string(text);
     } else if (key == "prompt_cache_key") {
-      if (!value.get_string().get(s)) f.prompt_cache_key = std::string(s);
+      if (!value.get_string().get(text)) fields.prompt_cache_key = std::string(text);
     } else if (key == "store") {
-      bool b = true;
-      if (!value.get_bool().get(b)) f.store_false = !b;
+      bool store = true;
+      if (!value.get_bool().get(store)) fields.store_false = !store;
     } else if (key == "stream_options") {
-      f.include_usage = 0;
-      simdjson::ondemand::object so;
-      if (!value.get_object().get(so)) {
-        bool b = false;
-        if (!so["include_usage"].get_bool().get(b) && b) f.include_usage = 1;
+      fields.include_usage = 0;
+      simdjson::ondemand::object options;
+      if (!value.get_object().get(options)) {
+        bool include_usage = false;
+        if (!options["include_usage"].get_bool().get(include_usage) && include_usage)
+          fields.include_usage = 1;
       }
     } else if (key == "max_tokens" || key == "max_completion_tokens" ||
                key == "max_output_tokens") {
-      std::int64_t n = 0;
-      if (!value.get_int64().get(n) && n >= 0) f.max_tokens = n;
+      std::int64_t max_tokens = 0;
+      if (!value.get_int64().get(max_tokens) && max_tokens >= 0) fields.max_tokens = max_tokens;
     }
   }
-  return f;
+  return fields;
 }
 
 }  // namespace llmux::gateway

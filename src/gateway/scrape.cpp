@@ -36,17 +36,17 @@ net::awaitable<std::optional<upstream::LoadReport>> read_once(
   std::vector<http::Header> headers;
   if (!backend.authorization.empty()) headers.push_back({"Authorization", backend.authorization});
   req.headers = headers;
-  http::SimpleResponse r = co_await http::fetch(conn, req);
-  if (r.r.failure != http::Failure::none) {
-    why = fmt::format("{}: {}", http::to_string(r.r.failure), r.r.message);
+  http::SimpleResponse response = co_await http::fetch(conn, req);
+  if (response.r.failure != http::Failure::none) {
+    why = fmt::format("{}: {}", http::to_string(response.r.failure), response.r.message);
     co_return std::nullopt;
   }
-  if (r.r.status != 200) {
-    why = fmt::format("GET {} answered {}", settings.path, r.r.status);
+  if (response.r.status != 200) {
+    why = fmt::format("GET {} answered {}", settings.path, response.r.status);
     co_return std::nullopt;
   }
   std::string_view reason;
-  auto report = upstream::parse_load_report(r.body, &reason);
+  auto report = upstream::parse_load_report(response.body, &reason);
   if (!report) why = std::string(reason);
   co_return report;
 }

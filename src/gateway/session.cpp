@@ -57,9 +57,9 @@ net::awaitable<bool> serve_metrics_and_dashboard(GatewayState& state, const Flee
                            request_id, {"cache-control", "no-store"});
     co_return true;
   }
-  if (const DashboardAsset* a = find_dashboard_asset(file)) {
-    co_await write_content(client, 200, a->content_type, std::string(a->body), &req, request_id,
-                           {"cache-control", "no-cache"});
+  if (const DashboardAsset* asset = find_dashboard_asset(file)) {
+    co_await write_content(client, 200, asset->content_type, std::string(asset->body), &req,
+                           request_id, {"cache-control", "no-cache"});
     co_return true;
   }
   co_await write_error(client, 404, fmt::format("No dashboard file '{}'.", file), &req, true,
@@ -79,8 +79,8 @@ std::string_view path_of(const Request& req) {
 
 std::string peer_address(const tcp::socket& sock) {
   boost::system::error_code ec;
-  auto ep = sock.remote_endpoint(ec);
-  return ec ? std::string() : ep.address().to_string();
+  auto endpoint = sock.remote_endpoint(ec);
+  return ec ? std::string() : endpoint.address().to_string();
 }
 
 /// The 429 of a connection over limits.connection_rate; false when the write failed.
@@ -130,8 +130,8 @@ net::awaitable<void> answer_locally(GatewayState& state, const Fleet& fleet, Wor
                                     const std::string& request_id) {
   switch (local_answer) {
     case LocalAnswer::health: {
-      Readiness r = readiness(fleet, state.generation.load(std::memory_order_acquire));
-      co_await write_json(client, r.status, std::move(r.body), &req, request_id);
+      Readiness report = readiness(fleet, state.generation.load(std::memory_order_acquire));
+      co_await write_json(client, report.status, std::move(report.body), &req, request_id);
       break;
     }
     case LocalAnswer::live:
@@ -195,9 +195,9 @@ enum class Read { ok, closed, answered_linger };
 /// the parser and the error answers exist while a request is read, not in the frame that a
 /// held-open stream keeps.
 net::awaitable<Read> read_request(Worker& worker, ClientConnection& client, Request& req) {
-  const config::Timeouts t = worker.fleet().cfg.timeouts;
+  const config::Timeouts timeouts = worker.fleet().cfg.timeouts;
   const config::Limits limits = worker.fleet().cfg.limits;
-  client.write_timeout = t.idle;
+  client.write_timeout = timeouts.idle;
   RequestParser parser(req);
   parser.header_limit(limits.max_header_bytes);
   parser.body_limit(limits.max_body_bytes);
@@ -210,7 +210,7 @@ net::awaitable<Read> read_request(Worker& worker, ClientConnection& client, Requ
   boost::system::error_code ec;
   worker.lend_read_buf(client.buf);
   if (client.buf.size() == 0) {
-    client.dl.arm(t.client_idle, /*close_on_expiry=*/false);
+    client.dl.arm(timeouts.client_idle, /*close_on_expiry=*/false);
     if (!http::try_read_more(client.sock, client.buf, parser, kFirstRead, true, ec)) {
       const auto room = http::read_room(client.buf, kFirstRead, true);
       auto [e, n] = co_await client.sock.async_read_some(room, use_tuple);
@@ -219,7 +219,7 @@ net::awaitable<Read> read_request(Worker& worker, ClientConnection& client, Requ
     client.dl.disarm();
     if (ec) co_return Read::closed;  // idle timeout or the client closed: nothing to answer
   }
-  client.dl.arm(t.client_header, /*close_on_expiry=*/false);
+  client.dl.arm(timeouts.client_header, /*close_on_expiry=*/false);
   while (!http::try_read_parsed(client.sock, client.buf, parser, http::Until::header, ec)) {
     const auto room = http::read_room(client.buf, kMaxClientRead, false);
     auto [e, n] = co_await client.sock.async_read_some(room, use_tuple);
@@ -242,7 +242,7 @@ net::awaitable<Read> read_request(Worker& worker, ClientConnection& client, Requ
       if (wec) co_return Read::closed;
     }
     while (!http::parse_buffered(parser, client.buf, http::Until::message, ec)) {
-      client.dl.arm(t.client_body, /*close_on_expiry=*/false);
+      client.dl.arm(timeouts.client_body, /*close_on_expiry=*/false);
       ec = co_await http::read_more(client.sock, client.buf, parser);
       client.dl.disarm();
       if (ec) break;
@@ -351,9 +351,9 @@ net::awaitable<void> session(GatewayState& state, Worker& worker, tcp::socket so
     // limits.connection_rate: a token bucket of one second's requests.
     double tokens = worker.fleet().cfg.limits.connection_rate;
     std::int64_t refilled_ns = mono_ns();
-    ClientConnection c(std::move(sock), worker.deadlines);
-    c.peer = peer_address(c.sock.socket());
-    if (tls && !co_await tls_handshake(worker, c, std::move(tls))) co_return;
+    ClientConnection client(std::move(sock), worker.deadlines);
+    client.peer = peer_address(client.sock.socket());
+    if (tls && !co_await tls_handshake(worker, client, std::move(tls))) co_return;
     // An error answered while the client may still be sending: close by lingering, or the
     // unread bytes make the kernel reset the connection and the client never reads the answer.
     bool linger = false;
@@ -364,31 +364,32 @@ net::awaitable<void> session(GatewayState& state, Worker& worker, tcp::socket so
     BodyFields fields;
     LocalAnswer local_answer = LocalAnswer::none;
     for (;;) {
-      const Read read = co_await read_request(worker, c, req);
+      const Read read = co_await read_request(worker, client, req);
       if (read != Read::ok) {
         linger = read == Read::answered_linger;
         break;
       }
-      c.keep_alive = req.keep_alive() && !state.draining.load(std::memory_order_relaxed);
+      client.keep_alive = req.keep_alive() && !state.draining.load(std::memory_order_relaxed);
       if (const double rate = worker.fleet().cfg.limits.connection_rate;
           rate > 0 && !within_rate(rate, tokens, refilled_ns)) {
-        if (!co_await over_rate(c, req, rate) || !c.keep_alive) break;
+        if (!co_await over_rate(client, req, rate) || !client.keep_alive) break;
         continue;
       }
       {
         ActiveGuard active(state.active);
         const FleetHandlePtr fleet_handle =
             worker.fleet_handle;  // the request finishes on the configuration it began on
-        const Fleet& f = *fleet_handle->fleet;
+        const Fleet& fleet = *fleet_handle->fleet;
         if (const RouteRuntime* route =
-                route_request(f, req, metrics_only, request_id, fields, local_answer))
-          co_await proxy(state, f, worker, c, req, *route, fields, request_id);
+                route_request(fleet, req, metrics_only, request_id, fields, local_answer))
+          co_await proxy(state, fleet, worker, client, req, *route, fields, request_id);
         else
-          co_await answer_locally(state, f, worker, c, req, local_answer, path_of(req), request_id);
+          co_await answer_locally(state, fleet, worker, client, req, local_answer, path_of(req),
+                                  request_id);
       }
-      if (!c.keep_alive || state.draining.load(std::memory_order_relaxed)) break;
+      if (!client.keep_alive || state.draining.load(std::memory_order_relaxed)) break;
     }
-    co_await close_connection(c, linger);
+    co_await close_connection(client, linger);
   } catch (const std::exception& e) {
     spdlog::error("a client session ended on an exception: {}", e.what());
   } catch (...) {

@@ -47,13 +47,13 @@ bool streams_usage_on_request(std::string_view path);
 UsageRequest ask_for_usage(std::string_view method, std::string_view path, const std::string& body,
                            const BodyFields& fields);
 
-/// In `data[0, n)` (whole SSE events, as the relay cuts them): the byte range [begin, end) of the
-/// first event that carries usage only — its data a JSON object whose `choices` is an empty array
-/// and whose `usage` is an object. {n, n} when there is none.
+/// In `data[0, size)` (whole SSE events, as the relay cuts them): the byte range [begin, end) of
+/// the first event that carries usage only — its data a JSON object whose `choices` is an empty
+/// array and whose `usage` is an object. {size, size} when there is none.
 struct ByteRange {
   std::size_t begin = 0, end = 0;
   bool empty() const { return begin == end; }
 };
-ByteRange find_usage_only_event(const char* data, std::size_t n);
+ByteRange find_usage_only_event(const char* data, std::size_t size);
 
 }  // namespace llmux::gateway

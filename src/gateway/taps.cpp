@@ -6,10 +6,10 @@
 namespace llmux::gateway {
 namespace {
 
-std::optional<std::int64_t> as_i64(std::optional<std::uint64_t> v) {
-  if (!v || *v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+std::optional<std::int64_t> as_i64(std::optional<std::uint64_t> value) {
+  if (!value || *value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
     return std::nullopt;
-  return static_cast<std::int64_t>(*v);
+  return static_cast<std::int64_t>(*value);
 }
 
 ResponseTap::Kind kind_of(std::string_view content_type) {
@@ -22,8 +22,8 @@ ResponseTap::Kind kind_of(std::string_view content_type) {
 
 }  // namespace
 
-std::size_t last_event_boundary(const char* data, std::size_t n) {
-  for (std::size_t i = n; i >= 2; --i) {
+std::size_t last_event_boundary(const char* data, std::size_t size) {
+  for (std::size_t i = size; i >= 2; --i) {
     if (data[i - 1] == '\n' &&
         (data[i - 2] == '\n' || (i >= 3 && data[i - 2] == '\r' && data[i - 3] == '\n'))) {
       return i;

@@ -13,9 +13,9 @@
 
 namespace llmux::gateway {
 
-/// End of the last complete SSE event in data[0, n): just past its blank line ("\n\n" or
+/// End of the last complete SSE event in data[0, size): just past its blank line ("\n\n" or
 /// "\n\r\n"); 0 when no event is complete yet.
-std::size_t last_event_boundary(const char* data, std::size_t n);
+std::size_t last_event_boundary(const char* data, std::size_t size);
 
 /// The OpenAI dialect of a request path: /v1/responses… → responses, /v1/chat/completions →
 /// chat, anything else → completions (whose reader also finds `usage` in embeddings and

@@ -21,54 +21,55 @@ net::awaitable<ConnectResult> connect(const Fleet& fleet, Worker& worker,
                                       upstream::Backend& backend, bool allow_pooled,
                                       ClientWatch* watch) {
   if (allow_pooled) {
-    if (auto up = worker.pool_for(backend).take()) {
-      if (watch) watch->up = up.get();
-      co_return ConnectResult{std::move(up), {}};
+    if (auto connection = worker.pool_for(backend).take()) {
+      if (watch) watch->up = connection.get();
+      co_return ConnectResult{std::move(connection), {}};
     }
   }
-  auto up =
+  auto connection =
       std::make_shared<upstream::BackendConnection>(worker.ioc.get_executor(), worker.deadlines);
-  if (watch) watch->up = up.get();
-  up->dl.arm(fleet.cfg.timeouts.connect);
-  auto [ec, ep] = co_await net::async_connect(up->sock.socket(), backend.endpoints, use_tuple);
-  up->dl.disarm();
+  if (watch) watch->up = connection.get();
+  connection->dl.arm(fleet.cfg.timeouts.connect);
+  auto [ec, ep] =
+      co_await net::async_connect(connection->sock.socket(), backend.endpoints, use_tuple);
+  connection->dl.disarm();
   if (ec) {
     Outcome failure;
     failure.kind = Kind::connect_failed;
     failure.message = fmt::format("connect to {} ({}:{}) failed: {}", backend.name, backend.host,
-                                  backend.port, up->dl.fired ? "timed out" : ec.message());
+                                  backend.port, connection->dl.fired ? "timed out" : ec.message());
     co_return ConnectResult{nullptr, std::move(failure)};
   }
   boost::system::error_code ignored;
-  up->sock.socket().set_option(tcp::no_delay(true), ignored);
+  connection->sock.socket().set_option(tcp::no_delay(true), ignored);
   if (backend.tls) {
     // https://: the handshake (and the certificate's check) within what is left of
     // timeouts.connect. A failure is a failed connect: nothing was sent, another backend may
     // take the request.
-    up->sock.start_client(backend.tls, backend.host, backend.tls_verify);
-    up->dl.arm(fleet.cfg.timeouts.connect);
-    const boost::system::error_code hec = co_await up->sock.handshake();
-    up->dl.disarm();
+    connection->sock.start_client(backend.tls, backend.host, backend.tls_verify);
+    connection->dl.arm(fleet.cfg.timeouts.connect);
+    const boost::system::error_code hec = co_await connection->sock.handshake();
+    connection->dl.disarm();
     if (hec) {
       Outcome failure;
       failure.kind = Kind::connect_failed;
-      failure.message =
-          fmt::format("TLS handshake with {} ({}:{}) failed: {}", backend.name, backend.host,
-                      backend.port, up->dl.fired ? "timed out" : up->sock.tls_error_message(hec));
+      failure.message = fmt::format(
+          "TLS handshake with {} ({}:{}) failed: {}", backend.name, backend.host, backend.port,
+          connection->dl.fired ? "timed out" : connection->sock.tls_error_message(hec));
       co_return ConnectResult{nullptr, std::move(failure)};
     }
   }
-  co_return ConnectResult{std::move(up), {}};
+  co_return ConnectResult{std::move(connection), {}};
 }
 
 void release(Worker& worker, upstream::Backend& backend,
-             std::shared_ptr<upstream::BackendConnection> up) {
-  if (up->buf.size() != 0 || backend.retired.load(std::memory_order_relaxed)) {
+             std::shared_ptr<upstream::BackendConnection> connection) {
+  if (connection->buf.size() != 0 || backend.retired.load(std::memory_order_relaxed)) {
     boost::system::error_code ignored;
-    up->sock.close(ignored);
+    connection->sock.close(ignored);
     return;
   }
-  worker.pool_for(backend).put(std::move(up), backend.pool_idle_timeout);
+  worker.pool_for(backend).put(std::move(connection), backend.pool_idle_timeout);
 }
 
 namespace {
@@ -132,51 +133,53 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
       outcome = std::move(conn.outcome);
       co_return Attempt{};
     }
-    Attempt a;
-    a.up = std::move(conn.up);
+    Attempt attempt;
+    attempt.up = std::move(conn.up);
     std::array<net::const_buffer, 3> out{net::buffer(head.b.view()),
                                          net::buffer(usage.first(req.body())),
                                          net::buffer(usage.second(req.body()))};
     const std::size_t total = out[0].size() + out[1].size() + out[2].size();
-    a.up->dl.arm(fleet.cfg.timeouts.first_byte);
+    attempt.up->dl.arm(fleet.cfg.timeouts.first_byte);
     // At once when the socket takes it all (the usual case), else the rest awaited.
     boost::system::error_code wec;
-    std::size_t wn = a.up->sock.write_now(out, wec);
-    if (!wec && wn < total) {
-      http::skip_bytes(out, wn);
+    std::size_t written = attempt.up->sock.write_now(out, wec);
+    if (!wec && written < total) {
+      http::skip_bytes(out, written);
       std::size_t more = 0;
-      std::tie(wec, more) = co_await net::async_write(a.up->sock, out, use_tuple);
-      wn += more;
+      std::tie(wec, more) = co_await net::async_write(attempt.up->sock, out, use_tuple);
+      written += more;
     }
     if (watch.client_gone) co_return client_gone();
     if (wec) {
-      a.up->dl.disarm();
-      const bool unsent = wn == 0 && !a.up->dl.fired;
-      if (unsent && a.up->reused && round == 0) continue;  // a pooled connection closed under us
+      attempt.up->dl.disarm();
+      const bool unsent = written == 0 && !attempt.up->dl.fired;
+      if (unsent && attempt.up->reused && round == 0)
+        continue;  // a pooled connection closed under us
       watch.up = nullptr;
       if (unsent)
         co_return failed(outcome, Kind::reset_before_send,
                          fmt::format("sending to {} failed before a byte was written: {}",
                                      backend.name, wec.message()));
-      co_return failed(outcome, a.up->dl.fired ? Kind::timeout : Kind::broken,
-                       fmt::format("sending to {} failed after {} bytes: {}", backend.name, wn,
-                                   a.up->dl.fired ? "timed out" : wec.message()));
+      co_return failed(outcome, attempt.up->dl.fired ? Kind::timeout : Kind::broken,
+                       fmt::format("sending to {} failed after {} bytes: {}", backend.name, written,
+                                   attempt.up->dl.fired ? "timed out" : wec.message()));
     }
-    a.sent_ns = mono_ns();
+    attempt.sent_ns = mono_ns();
     boost::system::error_code rec;
     for (int interim = 0;; ++interim) {
-      a.parser = UpstreamResponse::make(worker.take_bytes());
-      a.parser->omit_queue_depth(queued);
-      if (req.method() == bhttp::verb::head) a.parser->expect_no_body();
+      attempt.parser = UpstreamResponse::make(worker.take_bytes());
+      attempt.parser->omit_queue_depth(queued);
+      if (req.method() == bhttp::verb::head) attempt.parser->expect_no_body();
       // What has arrived is parsed at once; a wait is awaited here (no frame of read_parsed's).
-      while (!http::try_read_parsed(a.up->sock, a.up->buf, *a.parser, http::Until::header, rec)) {
-        const auto room = http::read_room(a.up->buf, 64 * 1024, false);
-        auto [e, n] = co_await a.up->sock.async_read_some(room, use_tuple);
-        rec = http::read_ended(a.up->buf, *a.parser, n, e);
-        if (rec || a.parser->is_done()) break;
+      while (!http::try_read_parsed(attempt.up->sock, attempt.up->buf, *attempt.parser,
+                                    http::Until::header, rec)) {
+        const auto room = http::read_room(attempt.up->buf, 64 * 1024, false);
+        auto [e, n] = co_await attempt.up->sock.async_read_some(room, use_tuple);
+        rec = http::read_ended(attempt.up->buf, *attempt.parser, n, e);
+        if (rec || attempt.parser->is_done()) break;
       }
       if (rec) break;
-      const int status = a.parser->status();
+      const int status = attempt.parser->status();
       if (status >= 200) break;
       // An interim response (100 Continue, 103 Early Hints): the final one follows on this
       // connection. It is not relayed (the client gets the final response only).
@@ -185,13 +188,13 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
         break;
       }
     }
-    a.up->dl.disarm();
+    attempt.up->dl.disarm();
     if (watch.client_gone) co_return client_gone();
     if (rec) {
       const bool nothing = rec == bhttp::error::end_of_stream ||
                            rec == net::error::connection_reset || rec == net::error::eof;
       watch.up = nullptr;
-      if (a.up->dl.fired)
+      if (attempt.up->dl.fired)
         co_return failed(outcome, Kind::timeout,
                          fmt::format("{} sent no response within {} ms", backend.name,
                                      fleet.cfg.timeouts.first_byte.count()));
@@ -201,7 +204,7 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
       co_return failed(outcome, Kind::bad_response,
                        fmt::format("{} sent an invalid response: {}", backend.name, rec.message()));
     }
-    co_return a;
+    co_return attempt;
   }
   co_return failed(outcome, Kind::reset_before_send, "stale connection");
 }

@@ -44,7 +44,7 @@ net::awaitable<ConnectResult> connect(const Fleet& fleet, Worker& worker,
 /// by close, and left nothing unread (the caller checks the first two); never one of a backend a
 /// reload removed.
 void release(Worker& worker, upstream::Backend& backend,
-             std::shared_ptr<upstream::BackendConnection> up);
+             std::shared_ptr<upstream::BackendConnection> connection);
 
 /// Sends the request (its head built here for this backend from the client's `req`, which is
 /// never modified, then the client's body) to `backend` and reads

@@ -14,14 +14,14 @@ namespace bhttp = boost::beast::http;
 
 /// Gives the parser what its read buffer holds, until body bytes come out (into the body
 /// buffer it was given), it needs more bytes than there are, the message is complete, the body
-/// buffer is full, or the bytes are not HTTP (`ec`). When it needs more, what is left in `in` is
+/// buffer is full, or the bytes are not HTTP (`ec`). When it needs more, what is left in `input` is
 /// an incomplete piece (a chunk header or its closing CRLF), never one it could parse.
-Fed feed(UpstreamParser& parser, beast::flat_buffer& in, boost::system::error_code& ec) {
+Fed feed(UpstreamParser& parser, beast::flat_buffer& input, boost::system::error_code& ec) {
   const std::size_t room = parser.body_room();
-  while (in.size() > 0) {
-    const std::size_t used =
-        parser.put(std::string_view(static_cast<const char*>(in.data().data()), in.size()), ec);
-    in.consume(used);
+  while (input.size() > 0) {
+    const std::size_t used = parser.put(
+        std::string_view(static_cast<const char*>(input.data().data()), input.size()), ec);
+    input.consume(used);
     if (ec == bhttp::error::need_more) {
       // Everything the bytes held went out: body bytes (the caller takes them before it reads),
       // or none.

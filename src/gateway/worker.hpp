@@ -102,7 +102,9 @@ using FleetHandlePtr = std::shared_ptr<const FleetHandle>;
 /// RAII count of requests in progress.
 class ActiveGuard {
  public:
-  explicit ActiveGuard(std::atomic<int>& a) : a_(a) { a_.fetch_add(1, std::memory_order_relaxed); }
+  explicit ActiveGuard(std::atomic<int>& active) : a_(active) {
+    a_.fetch_add(1, std::memory_order_relaxed);
+  }
   ~ActiveGuard() { a_.fetch_sub(1, std::memory_order_relaxed); }
   ActiveGuard(const ActiveGuard&) = delete;
   ActiveGuard& operator=(const ActiveGuard&) = delete;
@@ -184,11 +186,12 @@ struct Worker {
   /// no longer has.
   void set_fleet(FleetHandlePtr next) {
     fleet_handle = std::move(next);
-    for (auto& e : pools) {
-      if (!e.pool || e.uid == 0) continue;
-      const auto& bs = fleet().backends;
-      if (std::none_of(bs.begin(), bs.end(), [&](const auto& b) { return b->uid == e.uid; }))
-        e.pool->close_all();
+    for (auto& entry : pools) {
+      if (!entry.pool || entry.uid == 0) continue;
+      const auto& backends = fleet().backends;
+      if (std::none_of(backends.begin(), backends.end(),
+                       [&](const auto& backend) { return backend->uid == entry.uid; }))
+        entry.pool->close_all();
     }
   }
 
@@ -201,18 +204,18 @@ struct Worker {
   std::vector<PoolEntry> pools = std::vector<PoolEntry>(64);
   /// Every pool's sweep (upstream::Pool::sweep), from the worker's ticker.
   void sweep_pools() {
-    for (auto& e : pools)
-      if (e.pool) e.pool->sweep();
+    for (auto& entry : pools)
+      if (entry.pool) entry.pool->sweep();
   }
   upstream::Pool& pool_for(const upstream::Backend& backend) {
-    auto& e = pools[static_cast<std::size_t>(backend.index)];
-    if (!e.pool) {
-      e.pool = std::make_unique<upstream::Pool>();
-    } else if (e.uid != backend.uid) {
-      e.pool->close_all();
+    auto& entry = pools[static_cast<std::size_t>(backend.index)];
+    if (!entry.pool) {
+      entry.pool = std::make_unique<upstream::Pool>();
+    } else if (entry.uid != backend.uid) {
+      entry.pool->close_all();
     }
-    e.uid = backend.uid;
-    return *e.pool;
+    entry.uid = backend.uid;
+    return *entry.pool;
   }
 
   // Relay buffers, reused: a request takes one for its response body and gives it back. An
@@ -229,9 +232,9 @@ struct Worker {
     const std::size_t size = stream ? kStreamBuf : kRelayBuf;
     auto& free = free_bufs[stream ? 1 : 0];
     if (free.empty()) return {std::unique_ptr<char[]>(new char[size]), size};
-    RelayBuf b{std::move(free.back()), size};
+    RelayBuf buffer{std::move(free.back()), size};
     free.pop_back();
-    return b;
+    return buffer;
   }
   void give_buf(RelayBuf buffer) {
     auto& free = free_bufs[buffer.size == kStreamBuf ? 1 : 0];
@@ -243,18 +246,18 @@ struct Worker {
   // A buffer that grew past kKeptReadBuf (a large body) is freed instead.
   static constexpr std::size_t kKeptReadBuf = 16 * 1024;
   std::vector<boost::beast::flat_buffer> free_read_bufs;
-  void lend_read_buf(boost::beast::flat_buffer& b) {
-    if (b.capacity() > 0 || free_read_bufs.empty()) return;
-    b = std::move(free_read_bufs.back());  // a moved-from flat_buffer has no memory
+  void lend_read_buf(boost::beast::flat_buffer& buffer) {
+    if (buffer.capacity() > 0 || free_read_bufs.empty()) return;
+    buffer = std::move(free_read_bufs.back());  // a moved-from flat_buffer has no memory
     free_read_bufs.pop_back();
   }
   /// Takes an empty buffer's memory back (a buffer that holds bytes keeps them).
-  void take_back_read_buf(boost::beast::flat_buffer& b) {
-    if (b.size() > 0 || b.capacity() == 0) return;
-    if (b.capacity() <= kKeptReadBuf && free_read_bufs.size() < 256)
-      free_read_bufs.push_back(std::move(b));
+  void take_back_read_buf(boost::beast::flat_buffer& buffer) {
+    if (buffer.size() > 0 || buffer.capacity() == 0) return;
+    if (buffer.capacity() <= kKeptReadBuf && free_read_bufs.size() < 256)
+      free_read_bufs.push_back(std::move(buffer));
     else
-      b.shrink_to_fit();
+      buffer.shrink_to_fit();
   }
 
   // This worker's metrics (in GatewayState::metrics; only this thread writes them).
