@@ -9,40 +9,42 @@
 namespace llmux::policy {
 
 double Adaptive::marginal_gain(const Backend& backend, double prior_single) {
-  const int n = backend.inflight.load(std::memory_order_relaxed);
-  const double after = (n + 1) * backend.observations.capacity.rate(n + 1, prior_single);
-  const double now = n > 0 ? n * backend.observations.capacity.rate(n, prior_single) : 0.0;
+  const int inflight = backend.inflight.load(std::memory_order_relaxed);
+  const double after =
+      (inflight + 1) * backend.observations.capacity.rate(inflight + 1, prior_single);
+  const double now =
+      inflight > 0 ? inflight * backend.observations.capacity.rate(inflight, prior_single) : 0.0;
   return after - now;
 }
 
 Backend* Adaptive::select(const PickContext&, std::span<Backend* const> candidates,
                           FunctionRef<bool(const Backend&)> accept) {
-  const std::size_t n = candidates.size();
-  if (n == 0) return nullptr;
+  const std::size_t count = candidates.size();
+  if (count == 0) return nullptr;
   // The prior for backends without samples: the others' mean single-stream rate.
   double sum = 0;
   int with = 0;
   for (auto* backend : candidates) {
-    const double r = backend->observations.capacity.single_rate();
-    if (r > 0) {
-      sum += r;
+    const double rate = backend->observations.capacity.single_rate();
+    if (rate > 0) {
+      sum += rate;
       ++with;
     }
   }
   const double prior = with > 0 ? sum / with : 50.0;
-  const std::size_t start = rotate_.fetch_add(1, std::memory_order_relaxed) % n;
+  const std::size_t start = rotate_.fetch_add(1, std::memory_order_relaxed) % count;
   Backend* best = nullptr;
   double best_gain = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    Backend* backend = candidates[(start + k) % n];
+  for (std::size_t k = 0; k < count; ++k) {
+    Backend* backend = candidates[(start + k) % count];
     if (!accept(*backend)) continue;
-    const double g = marginal_gain(*backend, prior);
+    const double gain = marginal_gain(*backend, prior);
     // Within 1% counts as a tie (samples are noisy): then the less loaded.
-    const double tol = 0.01 * std::max(std::abs(g), std::abs(best_gain));
-    if (!best || g > best_gain + tol ||
-        (g >= best_gain - tol && compare_load(*backend, *best) < 0)) {
+    const double tol = 0.01 * std::max(std::abs(gain), std::abs(best_gain));
+    if (!best || gain > best_gain + tol ||
+        (gain >= best_gain - tol && compare_load(*backend, *best) < 0)) {
       best = backend;
-      best_gain = g;
+      best_gain = gain;
     }
   }
   return best;

@@ -66,14 +66,14 @@ std::shared_ptr<const ConsistentHash::Ring> ConsistentHash::ring(
     if (!(members & (1ull << backend->index))) continue;
     // A backend's points depend on its name alone, so they are the same in every ring.
     const int points = settings_.replicas * weight_of(*backend);
-    std::uint64_t h = XXH3_64bits(backend->name.data(), backend->name.size());
+    std::uint64_t hash = XXH3_64bits(backend->name.data(), backend->name.size());
     for (int i = 0; i < points; ++i) {
-      h = XXH3_64bits_withSeed(&i, sizeof i, h);
-      next->points.emplace_back(h, backend);
+      hash = XXH3_64bits_withSeed(&i, sizeof i, hash);
+      next->points.emplace_back(hash, backend);
     }
   }
   std::sort(next->points.begin(), next->points.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+            [](const auto& left, const auto& right) { return left.first < right.first; });
   builds_.fetch_add(1, std::memory_order_relaxed);
   std::shared_ptr<const Ring> built = std::move(next);
   ring_.store(built, std::memory_order_release);
@@ -101,9 +101,10 @@ Backend* ConsistentHash::select(const PickContext& ctx, std::span<Backend* const
   const double bound = settings_.load_factor > 0
                            ? std::max(std::ceil(settings_.load_factor * even), std::ceil(even) + 1)
                            : 0.0;
-  const std::uint64_t h = XXH3_64bits(key.data(), key.size());
-  auto it = std::lower_bound(hash_ring->points.begin(), hash_ring->points.end(), h,
-                             [](const auto& p, std::uint64_t v) { return p.first < v; });
+  const std::uint64_t hash = XXH3_64bits(key.data(), key.size());
+  auto it = std::lower_bound(
+      hash_ring->points.begin(), hash_ring->points.end(), hash,
+      [](const auto& point, std::uint64_t target) { return point.first < target; });
   // Walk clockwise: the first backend that accepts and is under the bound; the first that
   // accepts at all if every one is over it.
   Backend* first_ok = nullptr;

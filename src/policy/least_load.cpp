@@ -17,9 +17,10 @@ Backend* LeastLoad::select(const PickContext& ctx, std::span<Backend* const> can
     if (!accept(*backend)) continue;
     const auto report = upstream::fresh_report(*backend, now);
     if (!report) continue;  // stale or never read: after every fresh one
-    const int w = weight_of(*backend);
+    const int weight = weight_of(*backend);
     const double own = backend->inflight.load(std::memory_order_relaxed);
-    const double load = (std::max(own, report->running + report->waiting) + report->waiting) / w;
+    const double load =
+        (std::max(own, report->running + report->waiting) + report->waiting) / weight;
     const bool better =
         !best || load < best_load ||
         (load == best_load && (report->kv_usage < best_kv ||

@@ -56,14 +56,14 @@ const PrefixTable* PrefixAware::table_of(const Backend& backend) const {
 Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> candidates,
                              FunctionRef<bool(const Backend&)> accept) {
   // The guard: a fleet out of balance is balanced first, whatever is cached where.
-  int lo = -1, hi = 0;
+  int lowest_inflight = -1, highest_inflight = 0;
   for (const Backend* backend : candidates) {
     if (!accept(*backend)) continue;
-    const int n = backend->inflight.load(std::memory_order_relaxed);
-    lo = lo < 0 ? n : std::min(lo, n);
-    hi = std::max(hi, n);
+    const int inflight = backend->inflight.load(std::memory_order_relaxed);
+    lowest_inflight = lowest_inflight < 0 ? inflight : std::min(lowest_inflight, inflight);
+    highest_inflight = std::max(highest_inflight, inflight);
   }
-  if (lo < 0) return nullptr;
+  if (lowest_inflight < 0) return nullptr;
   thread_local std::vector<std::uint64_t> hashes;
   hashes.clear();
   prefix_hashes(ctx.prompt, settings_.block_chars, settings_.max_blocks, hashes);
@@ -71,7 +71,8 @@ Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> c
   const std::uint64_t hint_h = hint ? hint_hash(ctx.prompt_cache_key) : 0;
 
   Backend* chosen = nullptr;
-  if (hi > settings_.balance_abs && hi > settings_.balance_rel * lo) {
+  if (highest_inflight > settings_.balance_abs &&
+      highest_inflight > settings_.balance_rel * lowest_inflight) {
     chosen = least_.select(ctx, candidates, accept);
     counts_.by_guard.fetch_add(1, std::memory_order_relaxed);
   } else {
@@ -82,17 +83,17 @@ Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> c
       if (!accept(*backend)) continue;
       const PrefixTable* table = table_for(*backend);
       if (!table) continue;
-      const std::size_t m = table->match(hashes);
-      const bool h = hint && table->contains(hint_h);
+      const std::size_t matched = table->match(hashes);
+      const bool holds_hint = hint && table->contains(hint_h);
       // A held cache hint counts as the longest match; then blocks matched; then load.
       const bool better =
-          !best || (h && !best_hint) ||
-          (h == best_hint &&
-           (m > best_match || (m == best_match && compare_load(*backend, *best) < 0)));
+          !best || (holds_hint && !best_hint) ||
+          (holds_hint == best_hint &&
+           (matched > best_match || (matched == best_match && compare_load(*backend, *best) < 0)));
       if (better) {
         best = backend;
-        best_match = m;
-        best_hint = h;
+        best_match = matched;
+        best_hint = holds_hint;
       }
     }
     const double covered =
@@ -108,15 +109,17 @@ Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> c
         const PrefixTable* table = table_for(*backend);
         return table ? table->starts() : 0;
       };
-      auto eligible = [&](const Backend& b) {
-        return accept(b) && b.inflight.load(std::memory_order_relaxed) <= lo + kNewPrefixSlack;
+      auto eligible = [&](const Backend& backend) {
+        return accept(backend) && backend.inflight.load(std::memory_order_relaxed) <=
+                                      lowest_inflight + kNewPrefixSlack;
       };
       std::uint64_t fewest = UINT64_MAX;
       for (const Backend* backend : candidates)
         if (eligible(*backend)) fewest = std::min(fewest, starts(backend));
       // Ties as least_inflight breaks them (load, then in turn).
-      chosen = least_.select(ctx, candidates,
-                             [&](const Backend& b) { return eligible(b) && starts(&b) == fewest; });
+      chosen = least_.select(ctx, candidates, [&](const Backend& backend) {
+        return eligible(backend) && starts(&backend) == fewest;
+      });
       counts_.by_load.fetch_add(1, std::memory_order_relaxed);
     }
   }

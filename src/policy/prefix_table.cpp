@@ -10,11 +10,11 @@ namespace llmux::policy {
 void prefix_hashes(std::string_view text, std::size_t block_chars, std::size_t max_blocks,
                    std::vector<std::uint64_t>& out) {
   if (block_chars == 0) return;
-  std::uint64_t h = 0x9e3779b97f4a7c15ull;
+  std::uint64_t hash = 0x9e3779b97f4a7c15ull;
   for (std::size_t at = 0, n = 0; at + block_chars <= text.size() && n < max_blocks;
        at += block_chars, ++n) {
-    h = XXH3_64bits_withSeed(text.data() + at, block_chars, h);
-    out.push_back(h);
+    hash = XXH3_64bits_withSeed(text.data() + at, block_chars, hash);
+    out.push_back(hash);
   }
 }
 
@@ -39,42 +39,42 @@ std::atomic<std::uint64_t>* PrefixTable::entries_for_insert() {
   return expected;
 }
 
-bool PrefixTable::contains(std::uint64_t h) const {
+bool PrefixTable::contains(std::uint64_t hash) const {
   const std::atomic<std::uint64_t>* slots = entries();
   if (!slots) return false;
-  const std::size_t set = set_of(h);
-  const std::uint64_t tag = tag_of(h);
+  const std::size_t set = set_of(hash);
+  const std::uint64_t tag = tag_of(hash);
   for (int w = 0; w < kWays; ++w)
     if ((slots[set + w].load(std::memory_order_relaxed) & ~kAgeMask) == tag) return true;
   return false;
 }
 
 std::size_t PrefixTable::match(std::span<const std::uint64_t> hashes) const {
-  std::size_t n = 0;
-  while (n < hashes.size() && contains(hashes[n])) ++n;
-  return n;
+  std::size_t matched = 0;
+  while (matched < hashes.size() && contains(hashes[matched])) ++matched;
+  return matched;
 }
 
 void PrefixTable::insert(std::span<const std::uint64_t> hashes) {
   if (hashes.empty()) return;
   if (!contains(hashes[0])) starts_.fetch_add(1, std::memory_order_relaxed);
   std::atomic<std::uint64_t>* slots = entries_for_insert();
-  for (const std::uint64_t h : hashes) {
+  for (const std::uint64_t hash : hashes) {
     const std::uint64_t now = clock_.fetch_add(1, std::memory_order_relaxed) & kAgeMask;
-    const std::size_t set = set_of(h);
-    const std::uint64_t tag = tag_of(h);
+    const std::size_t set = set_of(hash);
+    const std::uint64_t tag = tag_of(hash);
     int victim = 0;
     std::uint64_t oldest = 0;
     bool found = false;
     for (int w = 0; w < kWays; ++w) {
-      const std::uint64_t e = slots[set + w].load(std::memory_order_relaxed);
-      if ((e & ~kAgeMask) == tag) {
+      const std::uint64_t entry = slots[set + w].load(std::memory_order_relaxed);
+      if ((entry & ~kAgeMask) == tag) {
         victim = w;
         found = true;
         break;
       }
       // Age in stamps (mod 2^24); an empty slot is the oldest of all.
-      const std::uint64_t age = e == 0 ? kAgeMask + 1 : ((now - (e & kAgeMask)) & kAgeMask);
+      const std::uint64_t age = entry == 0 ? kAgeMask + 1 : ((now - (entry & kAgeMask)) & kAgeMask);
       if (age > oldest || w == 0) {
         oldest = age;
         victim = w;

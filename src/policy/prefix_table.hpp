@@ -41,7 +41,7 @@ class PrefixTable {
 
   /// How many of `hashes` from the first are in the table (the cached prefix, in blocks).
   std::size_t match(std::span<const std::uint64_t> hashes) const;
-  bool contains(std::uint64_t h) const;
+  bool contains(std::uint64_t hash) const;
   /// Records `hashes` as cached (again: refreshes their age).
   void insert(std::span<const std::uint64_t> hashes);
   std::size_t capacity() const { return mask_ + 1; }
@@ -54,8 +54,8 @@ class PrefixTable {
   static constexpr int kAgeBits = 24;
   static constexpr std::uint64_t kAgeMask = (1ull << kAgeBits) - 1;
   // An entry: the hash's high 40 bits (its tag) and a 24-bit age stamp; 0 is empty.
-  std::size_t set_of(std::uint64_t h) const { return (h & mask_) & ~std::size_t(kWays - 1); }
-  static std::uint64_t tag_of(std::uint64_t h) { return (h | 1) & ~kAgeMask; }
+  std::size_t set_of(std::uint64_t hash) const { return (hash & mask_) & ~std::size_t(kWays - 1); }
+  static std::uint64_t tag_of(std::uint64_t hash) { return (hash | 1) & ~kAgeMask; }
   /// The entries, allocated by the first insert (null before: nothing is found).
   std::atomic<std::uint64_t>* entries() const { return slots_.load(std::memory_order_acquire); }
   std::atomic<std::uint64_t>* entries_for_insert();

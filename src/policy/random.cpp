@@ -45,11 +45,11 @@ struct Available {
   /// Index drawn with probability weights[i] / total, leaving out `skip` (its weight `skip_w`).
   std::size_t draw(std::size_t skip = SIZE_MAX) {
     const std::int64_t sum = skip == SIZE_MAX ? total : total - weights[skip];
-    std::int64_t r = std::uniform_int_distribution<std::int64_t>(0, sum - 1)(rng());
+    std::int64_t point = std::uniform_int_distribution<std::int64_t>(0, sum - 1)(rng());
     for (std::size_t i = 0; i < n; ++i) {
       if (i == skip) continue;
-      if (r < weights[i]) return i;
-      r -= weights[i];
+      if (point < weights[i]) return i;
+      point -= weights[i];
     }
     return n - 1;
   }
@@ -58,14 +58,14 @@ struct Available {
 }  // namespace
 
 std::size_t draw_available(std::span<Backend* const> candidates,
-                           FunctionRef<bool(const Backend&)> accept, bool weighted, std::size_t k,
-                           Backend** out) {
+                           FunctionRef<bool(const Backend&)> accept, bool weighted,
+                           std::size_t wanted, Backend** out) {
   Available usable(candidates, accept, weighted);
-  if (usable.n == 0 || k == 0) return 0;
-  const std::size_t i = usable.draw();
-  out[0] = usable.backends[i];
-  if (k == 1 || usable.n == 1) return 1;
-  out[1] = usable.backends[usable.draw(i)];
+  if (usable.n == 0 || wanted == 0) return 0;
+  const std::size_t first = usable.draw();
+  out[0] = usable.backends[first];
+  if (wanted == 1 || usable.n == 1) return 1;
+  out[1] = usable.backends[usable.draw(first)];
   return 2;
 }
 

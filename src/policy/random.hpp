@@ -29,10 +29,10 @@ struct RandomWeighted final : Random {
   RandomWeighted() : Random(true) {}
 };
 
-/// Up to `k` (1 or 2) distinct available candidates drawn at random, each with probability
+/// Up to `wanted` (1 or 2) distinct available candidates drawn at random, each with probability
 /// proportional to its weight (`weighted`) or uniformly, into `out`; returns how many.
 std::size_t draw_available(std::span<Backend* const> candidates,
-                           FunctionRef<bool(const Backend&)> accept, bool weighted, std::size_t k,
-                           Backend** out);
+                           FunctionRef<bool(const Backend&)> accept, bool weighted,
+                           std::size_t wanted, Backend** out);
 
 }  // namespace llmux::policy
