@@ -140,8 +140,8 @@ class Slot {
     if (!backend_) return;
     Backend* owner = std::exchange(backend_, nullptr);
     if (std::exchange(trial_, false)) owner->trial_taken.store(false, std::memory_order_relaxed);
-    if (const std::int64_t t = std::exchange(tokens_, 0); t > 0)
-      owner->outstanding_tokens.fetch_sub(t, std::memory_order_relaxed);
+    if (const std::int64_t tokens = std::exchange(tokens_, 0); tokens > 0)
+      owner->outstanding_tokens.fetch_sub(tokens, std::memory_order_relaxed);
     owner->release();
   }
   Backend* backend() const { return backend_; }

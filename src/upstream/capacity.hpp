@@ -21,13 +21,15 @@ class CapacityCurve {
   static constexpr int kMax = 64;  // in-flight counts above it share its bucket
   /// The shape used where no sample exists yet (the seed's Spark: 8 streams give 6x one), from
   /// the nearest level that has one.
-  static double shape(int n);
+  static double shape(int inflight);
 
-  /// One sample: a stream decoded at `tokens_per_s` while the backend had `n` in flight.
-  void add_sample(int n, double tokens_per_s);
-  /// The expected per-stream rate with `n` in flight: the level's own average when it has
-  /// samples, else the nearest level's scaled by shape(), else `prior_single` × shape(n).
-  double rate(int n, double prior_single) const;
+  /// One sample: a stream decoded at `tokens_per_s` while the backend had `inflight`
+  /// requests in flight.
+  void add_sample(int inflight, double tokens_per_s);
+  /// The expected per-stream rate with `inflight` requests in flight: the level's own
+  /// average when it has samples, else the nearest level's scaled by shape(), else
+  /// `prior_single` × shape(inflight).
+  double rate(int inflight, double prior_single) const;
   /// The rate of one stream alone, as the curve suggests (0 when it has no sample).
   double single_rate() const;
   bool empty() const { return levels_.load(std::memory_order_relaxed) == 0; }
@@ -41,7 +43,7 @@ class CapacityCurve {
   std::vector<Level> levels() const;
 
  private:
-  static int clamp(int n) { return n < 1 ? 1 : (n > kMax ? kMax : n); }
+  static int clamp(int inflight) { return inflight < 1 ? 1 : (inflight > kMax ? kMax : inflight); }
   std::array<std::atomic<float>, kMax + 1> rate_{};
   std::array<std::atomic<std::uint32_t>, kMax + 1> samples_{};
   std::atomic<int> levels_{0};  // levels with samples

@@ -34,10 +34,11 @@ Verdict judge(const Outcome& outcome) {
 }
 
 std::chrono::milliseconds next_ejection(const Backend& backend, const OutlierSettings& settings) {
-  const int k = std::clamp(backend.ejections_in_a_row.load(std::memory_order_relaxed), 0, 30);
-  const auto d = settings.base_ejection.count() << k;
-  return std::chrono::milliseconds(std::min<std::int64_t>(d > 0 ? d : settings.max_ejection.count(),
-                                                          settings.max_ejection.count()));
+  const int doublings =
+      std::clamp(backend.ejections_in_a_row.load(std::memory_order_relaxed), 0, 30);
+  const auto backoff_ms = settings.base_ejection.count() << doublings;
+  return std::chrono::milliseconds(std::min<std::int64_t>(
+      backoff_ms > 0 ? backoff_ms : settings.max_ejection.count(), settings.max_ejection.count()));
 }
 
 std::optional<HealthEvent> record_outcome(Backend& backend, const Outcome& outcome,
@@ -62,10 +63,10 @@ std::optional<HealthEvent> record_outcome(Backend& backend, const Outcome& outco
   if (!settings.enabled) return std::nullopt;
   // Failures of requests that began before an ejection do not extend it.
   if (now_ns < backend.ejected_until_ns.load(std::memory_order_relaxed)) return std::nullopt;
-  const int n = backend.failures_in_a_row.fetch_add(1, std::memory_order_relaxed) + 1;
+  const int failures = backend.failures_in_a_row.fetch_add(1, std::memory_order_relaxed) + 1;
   const bool trial = backend.on_trial();
-  if (!trial && n < settings.consecutive_failures) return std::nullopt;
-  int expected = n;
+  if (!trial && failures < settings.consecutive_failures) return std::nullopt;
+  int expected = failures;
   // One caller ejects: the one whose count is still current.
   if (!backend.failures_in_a_row.compare_exchange_strong(expected, 0, std::memory_order_relaxed))
     return std::nullopt;
@@ -83,10 +84,10 @@ std::optional<HealthEvent> record_outcome(Backend& backend, const Outcome& outco
                   outcome.message.empty() ? to_string(outcome.kind) : outcome.message)};
 }
 
-std::optional<HealthEvent> record_check(Backend& backend, CheckCounts& counts, bool ok,
+std::optional<HealthEvent> record_check(Backend& backend, CheckCounts& counts, bool passed,
                                         std::string_view why, int healthy_threshold,
                                         int unhealthy_threshold) {
-  if (ok) {
+  if (passed) {
     counts.fails = 0;
     ++counts.passes;
     if (!backend.checks_ok.load(std::memory_order_relaxed) && counts.passes >= healthy_threshold) {

@@ -62,7 +62,7 @@ struct CheckCounts {
   int passes = 0;  // in a row
   int fails = 0;   // in a row
 };
-std::optional<HealthEvent> record_check(Backend& backend, CheckCounts& counts, bool ok,
+std::optional<HealthEvent> record_check(Backend& backend, CheckCounts& counts, bool passed,
                                         std::string_view why, int healthy_threshold,
                                         int unhealthy_threshold);
 

@@ -14,9 +14,9 @@ namespace {
 /// True when nothing (no byte, no EOF, no error) is waiting on the socket: one look without
 /// blocking (MSG_PEEK).
 bool nothing_waiting(boost::asio::ip::tcp::socket& sock) {
-  char c;
-  const ssize_t r = ::recv(sock.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  char byte;
+  const ssize_t received = ::recv(sock.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
 /// The same, without a system call when the worker's ReadinessSet has seen no event on the
@@ -30,53 +30,54 @@ bool quiet(http::Stream& sock) {
 }
 }  // namespace
 
-void Pool::put(std::shared_ptr<BackendConnection> up, std::chrono::milliseconds idle_timeout) {
+void Pool::put(std::shared_ptr<BackendConnection> connection,
+               std::chrono::milliseconds idle_timeout) {
   boost::system::error_code ignored;
   if (idle_.size() >= max_idle_)  // first forget the ones their idle timeout closed
-    std::erase_if(idle_, [](const auto& p) { return !p->sock.is_open(); });
-  if (idle_.size() >= max_idle_ || !up->sock.is_open()) {
-    up->sock.close(ignored);
+    std::erase_if(idle_, [](const auto& idle) { return !idle->sock.is_open(); });
+  if (idle_.size() >= max_idle_ || !connection->sock.is_open()) {
+    connection->sock.close(ignored);
     return;
   }
-  up->pooled = true;
+  connection->pooled = true;
   // Nothing is kept pending on an idle connection (a read there would cost a failed system call
   // and a cancellation per request): its idle timeout closes it, sweep() finds the ones the
   // backend closed, and take() looks once more before handing one out.
-  up->dl.arm(idle_timeout, /*close_on_expiry=*/true);
-  idle_.push_back(std::move(up));
+  connection->dl.arm(idle_timeout, /*close_on_expiry=*/true);
+  idle_.push_back(std::move(connection));
 }
 
 void Pool::sweep() {
   boost::system::error_code ignored;
-  std::erase_if(idle_, [&](const auto& up) {
-    if (!up->sock.is_open()) return true;  // its idle timeout closed it
-    if (nothing_waiting(up->sock.socket())) return false;
-    up->dl.disarm();
-    up->sock.close(ignored);  // EOF, reset or stray bytes from the backend
+  std::erase_if(idle_, [&](const auto& connection) {
+    if (!connection->sock.is_open()) return true;  // its idle timeout closed it
+    if (nothing_waiting(connection->sock.socket())) return false;
+    connection->dl.disarm();
+    connection->sock.close(ignored);  // EOF, reset or stray bytes from the backend
     return true;
   });
 }
 
 std::shared_ptr<BackendConnection> Pool::take() {
   while (!idle_.empty()) {
-    std::shared_ptr<BackendConnection> up = std::move(idle_.back());
+    std::shared_ptr<BackendConnection> connection = std::move(idle_.back());
     idle_.pop_back();
-    up->pooled = false;
-    up->dl.disarm();
+    connection->pooled = false;
+    connection->dl.disarm();
     boost::system::error_code ignored;
-    if (!up->sock.is_open() || !quiet(up->sock)) {
-      up->sock.close(ignored);
+    if (!connection->sock.is_open() || !quiet(connection->sock)) {
+      connection->sock.close(ignored);
       continue;
     }
-    up->reused = true;
-    return up;
+    connection->reused = true;
+    return connection;
   }
   return nullptr;
 }
 
 void Pool::close_all() {
   boost::system::error_code ignored;
-  for (auto& up : idle_) up->sock.close(ignored);
+  for (auto& connection : idle_) connection->sock.close(ignored);
 }
 
 }  // namespace llmux::upstream

@@ -27,8 +27,9 @@
 namespace llmux::upstream {
 
 struct BackendConnection {
-  BackendConnection(const boost::asio::ip::tcp::socket::executor_type& ex, http::DeadlineList& list)
-      : sock(ex), dl(list, sock) {}
+  BackendConnection(const boost::asio::ip::tcp::socket::executor_type& executor,
+                    http::DeadlineList& list)
+      : sock(executor), dl(list, sock) {}
   http::Stream sock;  // TLS on it for an https:// backend (gateway::connect() shakes hands)
   boost::beast::flat_buffer buf;
   bool reused = false;  // taken from the pool (it carried an earlier exchange)
@@ -43,9 +44,9 @@ class Pool {
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
-  /// Keeps `up` for reuse for at most `idle_timeout`. `up` must be open with no operation
-  /// pending and nothing left unread; a full pool closes it instead.
-  void put(std::shared_ptr<BackendConnection> up, std::chrono::milliseconds idle_timeout);
+  /// Keeps `connection` for reuse for at most `idle_timeout`. `connection` must be open with no
+  /// operation pending and nothing left unread; a full pool closes it instead.
+  void put(std::shared_ptr<BackendConnection> connection, std::chrono::milliseconds idle_timeout);
   /// The most recently returned live connection (marked reused), or nullptr when none is.
   std::shared_ptr<BackendConnection> take();
   std::size_t size() const { return idle_.size(); }
