@@ -34,8 +34,8 @@
 // one lock per counter touched). Clocks are injected: `now_ms` is Unix time in milliseconds
 // (wall clock: windows must line up across replicas), so the logic is tested without sleeping.
 //
-// In the gateway's request path (gateway/admit.cpp: admit_client; gateway/finish.cpp: charge_key), after
-// KeyTable::authorize():
+// In the gateway's request path (gateway/admit.cpp: admit_client; gateway/finish.cpp: charge_key),
+// after KeyTable::authorize():
 //   auto adm = quotas.admit(*key, now_ms);          // before choosing a backend
 //   if (!adm.decision.ok()) -> answer status, body and `Retry-After: retry_after_s`
 //   keep adm.permit alive until the response (stream included) has ended, then

@@ -56,8 +56,8 @@ net::awaitable<std::pair<bool, std::string>> check_once(const upstream::Backend&
 /// One backend's checks: the loop holds it; update() stops it by setting `stopped` and
 /// cancelling its timer (a check in progress runs out its timeout and records nothing).
 struct HealthChecker::Task {
-  std::shared_ptr<upstream::Backend> b;
-  config::HealthChecks h;
+  std::shared_ptr<upstream::Backend> backend;
+  config::HealthChecks checks;
   std::string model;  // for probe generations: the backend's first model, asked once
   bool stopped = false;
   bool first = false;  // the backend is new: its first check's result is logged (its first state)
@@ -72,7 +72,7 @@ constexpr int kProbeTokens = 16;
 /// A short generation on a stalled backend (upstream/stall.hpp): 16 tokens, whatever the model
 /// says, within 2 s. A hung engine fails it however healthy its /health looks.
 net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Task& task) {
-  const upstream::Backend& backend = *task.b;
+  const upstream::Backend& backend = *task.backend;
   http::Url url;
   url.host = backend.host;
   url.port = backend.port;
@@ -131,7 +131,7 @@ net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Tas
 }
 
 net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> task, std::uint64_t seed) {
-  const config::HealthChecks& checks = task->h;
+  const config::HealthChecks& checks = task->checks;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> spread(-checks.jitter, checks.jitter);
   net::steady_timer timer(co_await net::this_coro::executor);
@@ -149,26 +149,27 @@ net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> task, std::
     timer.expires_after(wait);
     auto [ec] = co_await timer.async_wait(use_tuple);
     if (ec || task->stopped) co_return;
-    auto [ok, why] = co_await check_once(*task->b, checks);
+    auto [ok, why] = co_await check_once(*task->backend, checks);
     if (task->stopped) co_return;
     if (std::exchange(task->first, false)) {
       if (ok)
-        spdlog::info("backend {} ({}): up (first health check passed)", task->b->name,
-                     task->b->url);
+        spdlog::info("backend {} ({}): up (first health check passed)", task->backend->name,
+                     task->backend->url);
       else
-        spdlog::warn("backend {} ({}): down (first health check failed: {})", task->b->name,
-                     task->b->url, why);
+        spdlog::warn("backend {} ({}): down (first health check failed: {})", task->backend->name,
+                     task->backend->url, why);
     }
-    if (auto event = upstream::record_check(*task->b, counts, ok, why, checks.healthy_threshold,
-                                            checks.unhealthy_threshold))
+    if (auto event = upstream::record_check(*task->backend, counts, ok, why,
+                                            checks.healthy_threshold, checks.unhealthy_threshold))
       log_health_event(*event);
-    if (ok && task->b->stalled.load(std::memory_order_relaxed)) {
+    if (ok && task->backend->stalled.load(std::memory_order_relaxed)) {
       // Out for the probe's time at least (its ejection may run out meanwhile): no trial request
       // goes to a backend whose probe has not passed.
-      upstream::record_probe(*task->b, false, mono_ns(), 2 * checks.interval + kProbeTimeout, {});
+      upstream::record_probe(*task->backend, false, mono_ns(), 2 * checks.interval + kProbeTimeout,
+                             {});
       auto [passed, pwhy] = co_await probe_generation(*task);
       if (task->stopped) co_return;
-      if (auto event = upstream::record_probe(*task->b, passed, mono_ns(),
+      if (auto event = upstream::record_probe(*task->backend, passed, mono_ns(),
                                               2 * checks.interval + kProbeTimeout, pwhy))
         log_health_event(*event);
     }
@@ -176,7 +177,7 @@ net::awaitable<void> check_loop(std::shared_ptr<HealthChecker::Task> task, std::
     // failed check that has not yet taken the backend out is confirmed at once, so a dead or
     // hung machine is out within one interval plus `unhealthy_threshold` timeouts.
     double factor = 1.0;
-    if (task->b->stalled.load(std::memory_order_relaxed)) factor = 0.5;
+    if (task->backend->stalled.load(std::memory_order_relaxed)) factor = 0.5;
     if (!ok && counts.fails < checks.unhealthy_threshold) factor = 0.0;
     const double interval = static_cast<double>(checks.interval.count()) * factor;
     wait = std::chrono::milliseconds(static_cast<std::int64_t>(interval * (1.0 + spread(rng))));
@@ -209,8 +210,8 @@ void HealthChecker::update(const Fleet& fleet) {
   std::vector<std::shared_ptr<Task>> next;
   for (std::size_t i = 0; i < fleet.backends.size(); ++i) {
     auto task = std::make_shared<Task>();
-    task->b = fleet.backends[i];
-    task->h = fleet.cfg.backends[i].health;
+    task->backend = fleet.backends[i];
+    task->checks = fleet.cfg.backends[i].health;
     next.push_back(std::move(task));
   }
   std::vector<std::shared_ptr<ScrapeTask>> scrapes;
@@ -233,14 +234,14 @@ void HealthChecker::update(const Fleet& fleet) {
     std::random_device entropy;
     std::vector<const upstream::Backend*> seen;
     for (auto& task : next) {
-      seen.push_back(task->b.get());
-      task->first = std::find(seen_.begin(), seen_.end(), task->b.get()) == seen_.end();
-      if (!task->h.enabled) {
+      seen.push_back(task->backend.get());
+      task->first = std::find(seen_.begin(), seen_.end(), task->backend.get()) == seen_.end();
+      if (!task->checks.enabled) {
         if (task->first)
-          spdlog::info("backend {} ({}): unchecked (health checks off)", task->b->name,
-                       task->b->url);
+          spdlog::info("backend {} ({}): unchecked (health checks off)", task->backend->name,
+                       task->backend->url);
         // No checks (now): nothing they said before keeps the backend out.
-        task->b->checks_ok.store(true, std::memory_order_relaxed);
+        task->backend->checks_ok.store(true, std::memory_order_relaxed);
         continue;
       }
       net::co_spawn(ioc_, check_loop(task, entropy()), net::detached);

@@ -342,8 +342,8 @@ net::awaitable<void> session(GatewayState& state, Worker& worker, tcp::socket so
                              bool metrics_only, http::TlsContextPtr tls) {
   // The accept loop counted this connection (limits.max_connections); it ends here.
   struct Counted {
-    std::atomic<int>& n;
-    ~Counted() { n.fetch_sub(1, std::memory_order_relaxed); }
+    std::atomic<int>& connections;
+    ~Counted() { connections.fetch_sub(1, std::memory_order_relaxed); }
   } counted{state.connections};
   // Nothing escapes (co_spawn's `detached` would drop it unseen): what would is logged, and the
   // connection closes as the frame ends.

@@ -104,9 +104,9 @@ ByteBuilder upstream_head(Worker& worker, const upstream::Backend& backend, cons
 
 /// A pooled builder given back to its worker when the scope ends.
 struct PooledBytes {
-  Worker& w;
-  ByteBuilder b;
-  ~PooledBytes() { w.give_bytes(std::move(b)); }
+  Worker& worker;
+  ByteBuilder bytes;
+  ~PooledBytes() { worker.give_bytes(std::move(bytes)); }
 };
 
 }  // namespace
@@ -135,7 +135,7 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
     }
     Attempt attempt;
     attempt.up = std::move(conn.up);
-    std::array<net::const_buffer, 3> out{net::buffer(head.b.view()),
+    std::array<net::const_buffer, 3> out{net::buffer(head.bytes.view()),
                                          net::buffer(usage.first(req.body())),
                                          net::buffer(usage.second(req.body()))};
     const std::size_t total = out[0].size() + out[1].size() + out[2].size();

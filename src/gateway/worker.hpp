@@ -102,15 +102,15 @@ using FleetHandlePtr = std::shared_ptr<const FleetHandle>;
 /// RAII count of requests in progress.
 class ActiveGuard {
  public:
-  explicit ActiveGuard(std::atomic<int>& active) : a_(active) {
-    a_.fetch_add(1, std::memory_order_relaxed);
+  explicit ActiveGuard(std::atomic<int>& active) : active_(active) {
+    active_.fetch_add(1, std::memory_order_relaxed);
   }
-  ~ActiveGuard() { a_.fetch_sub(1, std::memory_order_relaxed); }
+  ~ActiveGuard() { active_.fetch_sub(1, std::memory_order_relaxed); }
   ActiveGuard(const ActiveGuard&) = delete;
   ActiveGuard& operator=(const ActiveGuard&) = delete;
 
  private:
-  std::atomic<int>& a_;
+  std::atomic<int>& active_;
 };
 
 /// Work a request starts only if it is still being served a tick later
