@@ -15,6 +15,17 @@
 namespace llmux::bench {
 namespace json = boost::json;
 
+namespace {
+
+bool contains_any(std::string_view text, std::initializer_list<std::string_view> needles) {
+  for (auto needle : needles) {
+    if (text.find(needle) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Direction guess_direction(std::string_view metric) {
   std::string lower(metric);
   std::transform(lower.begin(), lower.end(), lower.begin(),

@@ -208,13 +208,6 @@ void flatten(const json::value& value, const std::string& prefix,
   }
 }
 
-bool contains_any(std::string_view text, std::initializer_list<std::string_view> needles) {
-  for (auto needle : needles) {
-    if (text.find(needle) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::string pretty_json(const json::value& value) {
