@@ -14,20 +14,20 @@
 namespace llmux::auth {
 namespace {
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t';
+bool is_space(char character) {
+  return character == ' ' || character == '\t';
 }
 
 std::uint64_t prefix(const Digest& hash) {
-  std::uint64_t v = 0;
-  std::memcpy(&v, hash.data(), sizeof v);
-  return v;
+  std::uint64_t value = 0;
+  std::memcpy(&value, hash.data(), sizeof value);
+  return value;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+int hex_value(char digit) {
+  if (digit >= '0' && digit <= '9') return digit - '0';
+  if (digit >= 'a' && digit <= 'f') return digit - 'a' + 10;
+  if (digit >= 'A' && digit <= 'F') return digit - 'A' + 10;
   return -1;
 }
 
@@ -35,9 +35,9 @@ int hex_value(char c) {
 bool from_hex(std::string_view hex, Digest& out) {
   if (hex.size() != 64) return false;
   for (std::size_t i = 0; i < 32; ++i) {
-    const int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out[i] = static_cast<unsigned char>(hi * 16 + lo);
+    const int high = hex_value(hex[2 * i]), low = hex_value(hex[2 * i + 1]);
+    if (high < 0 || low < 0) return false;
+    out[i] = static_cast<unsigned char>(high * 16 + low);
   }
   return true;
 }

@@ -12,8 +12,8 @@
 namespace llmux::auth {
 namespace {
 
-constexpr std::int64_t kB = kQuotaBucketMs;
-constexpr int kN = kQuotaBuckets;
+constexpr std::int64_t kBucketMs = kQuotaBucketMs;
+constexpr int kBuckets = kQuotaBuckets;
 // Estimates are fractional: comparisons allow for rounding (an estimate of exactly the limit
 // admits).
 constexpr double kEps = 1e-6;
@@ -23,9 +23,9 @@ std::size_t shard_of(std::string_view key) {
 }
 
 std::int64_t bucket_start(std::int64_t now_ms) {
-  std::int64_t w = now_ms / kB;
-  if (now_ms % kB < 0) --w;  // before 1970: still the bucket that contains now
-  return w * kB;
+  std::int64_t bucket = now_ms / kBucketMs;
+  if (now_ms % kBucketMs < 0) --bucket;  // before 1970: still the bucket that contains now
+  return bucket * kBucketMs;
 }
 
 std::int64_t retry_after_s(std::int64_t ms) {
@@ -41,12 +41,12 @@ Decision too_many(std::string_view type, const std::string& message, std::int64_
 std::optional<std::int64_t> MemoryQuotaCounters::incr(std::string_view key,
                                                       std::int64_t bucket_start_ms,
                                                       std::int64_t amount) {
-  Shard& sh = shards_[shard_of(key)];
-  std::lock_guard lock(sh.mutex);
-  auto it = sh.keys.find(std::string(key));
-  if (it == sh.keys.end()) {
+  Shard& shard = shards_[shard_of(key)];
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.keys.find(std::string(key));
+  if (it == shard.keys.end()) {
     if (amount == 0) return 0;
-    it = sh.keys.emplace(std::string(key), Slots{}).first;
+    it = shard.keys.emplace(std::string(key), Slots{}).first;
   }
   Slots& slots = it->second;
   for (int i = 0; i < kSlots; ++i)
@@ -64,9 +64,9 @@ std::optional<std::int64_t> MemoryQuotaCounters::incr(std::string_view key,
 namespace window {
 
 double estimate(const BucketCounts& buckets, std::int64_t elapsed_ms) {
-  const double f = std::clamp(static_cast<double>(elapsed_ms) / kB, 0.0, 1.0);
-  double sum = static_cast<double>(buckets[0]) * (1.0 - f);
-  for (int i = 1; i <= kN; ++i) sum += static_cast<double>(buckets[i]);
+  const double fraction = std::clamp(static_cast<double>(elapsed_ms) / kBucketMs, 0.0, 1.0);
+  double sum = static_cast<double>(buckets[0]) * (1.0 - fraction);
+  for (int i = 1; i <= kBuckets; ++i) sum += static_cast<double>(buckets[i]);
   return sum;
 }
 
@@ -76,19 +76,20 @@ std::int64_t ms_until_at_most(const BucketCounts& buckets, std::int64_t elapsed_
   // Phase k (k buckets from the current one's start): buckets[k] is leaving the minute,
   // buckets[k+1..] count whole. The estimate only falls; find the first phase where it reaches
   // `threshold`.
-  for (int k = 0; k <= kN; ++k) {
+  for (int k = 0; k <= kBuckets; ++k) {
     double rest = 0;
-    for (int j = k + 1; j <= kN; ++j) rest += static_cast<double>(buckets[j]);
+    for (int j = k + 1; j <= kBuckets; ++j) rest += static_cast<double>(buckets[j]);
     if (rest > threshold + kEps) continue;
-    // buckets[k] * (1 - f) + rest <= threshold
-    const double f = buckets[k] > 0
-                         ? std::max(0.0, 1.0 - (threshold - rest) / static_cast<double>(buckets[k]))
-                         : 0.0;
-    const double t = (static_cast<double>(k) + f) * static_cast<double>(kB);
-    return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(t - kEps)) - elapsed_ms);
+    // buckets[k] * (1 - fraction) + rest <= threshold
+    const double fraction =
+        buckets[k] > 0 ? std::max(0.0, 1.0 - (threshold - rest) / static_cast<double>(buckets[k]))
+                       : 0.0;
+    const double reached_ms = (static_cast<double>(k) + fraction) * static_cast<double>(kBucketMs);
+    return std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(reached_ms - kEps)) - elapsed_ms);
   }
   // A threshold below zero: once every bucket has left.
-  return (kN + 1) * kB - elapsed_ms;
+  return (kBuckets + 1) * kBucketMs - elapsed_ms;
 }
 
 }  // namespace window
@@ -109,15 +110,15 @@ QuotaLimiter::Counts QuotaLimiter::count(const std::string& counter, std::int64_
   Counts counts;
   if (shared_) {
     bool ok = true;
-    for (int i = 0; i < kN && ok; ++i) {
-      const auto bucket_count = shared_->incr(counter, bucket - (kN - i) * kB, 0);
+    for (int i = 0; i < kBuckets && ok; ++i) {
+      const auto bucket_count = shared_->incr(counter, bucket - (kBuckets - i) * kBucketMs, 0);
       ok = bucket_count.has_value();
       counts.buckets[i] = bucket_count.value_or(0);
     }
     std::optional<std::int64_t> cur;
     if (ok) cur = shared_->incr(counter, bucket, amount);
     if (cur) {
-      counts.buckets[kN] = *cur;
+      counts.buckets[kBuckets] = *cur;
       shared_ok_.store(true, std::memory_order_relaxed);
       if (amount != 0) local_.incr(counter, bucket, amount);  // in step, for a fallback later
       counts.limit = static_cast<double>(limit);
@@ -126,9 +127,9 @@ QuotaLimiter::Counts QuotaLimiter::count(const std::string& counter, std::int64_
     }
     shared_ok_.store(false, std::memory_order_relaxed);
   }
-  for (int i = 0; i < kN; ++i)
-    counts.buckets[i] = local_.incr(counter, bucket - (kN - i) * kB, 0).value_or(0);
-  counts.buckets[kN] = local_.incr(counter, bucket, amount).value_or(0);
+  for (int i = 0; i < kBuckets; ++i)
+    counts.buckets[i] = local_.incr(counter, bucket - (kBuckets - i) * kBucketMs, 0).value_or(0);
+  counts.buckets[kBuckets] = local_.incr(counter, bucket, amount).value_or(0);
   counts.limit = shared_ ? std::max(1.0, static_cast<double>(limit) * local_share())
                          : static_cast<double>(limit);
   return counts;
@@ -141,9 +142,9 @@ void QuotaLimiter::take_back(const std::string& counter, std::int64_t bucket, st
 }
 
 std::shared_ptr<std::atomic<std::int64_t>> QuotaLimiter::slot(std::string_view key_name) {
-  ConcurrencyShard& sh = concurrency_[shard_of(key_name)];
-  std::lock_guard lock(sh.mutex);
-  auto& in_flight = sh.keys[std::string(key_name)];
+  ConcurrencyShard& shard = concurrency_[shard_of(key_name)];
+  std::lock_guard lock(shard.mutex);
+  auto& in_flight = shard.keys[std::string(key_name)];
   if (!in_flight) in_flight = std::make_shared<std::atomic<std::int64_t>>(0);
   return in_flight;
 }
@@ -154,21 +155,21 @@ std::int64_t QuotaLimiter::concurrent(std::string_view key_name) {
 
 QuotaLimiter::Admission QuotaLimiter::admit(const KeyEntry& key, std::int64_t now_ms) {
   const config::KeyLimits& limits = key.limits;
-  const std::int64_t w = bucket_start(now_ms);
-  const std::int64_t elapsed = now_ms - w;
+  const std::int64_t bucket = bucket_start(now_ms);
+  const std::int64_t elapsed = now_ms - bucket;
 
   if (limits.tokens_per_minute > 0) {
-    const Counts counts = count("t:" + key.name, w, 0, limits.tokens_per_minute);
+    const Counts counts = count("t:" + key.name, bucket, 0, limits.tokens_per_minute);
     const double used = window::estimate(counts.buckets, elapsed);
     if (used >= counts.limit - kEps) {
-      const std::int64_t s =
+      const std::int64_t retry_s =
           retry_after_s(window::ms_until_at_most(counts.buckets, elapsed, counts.limit - 1));
       return {too_many("tokens",
                        fmt::format("Rate limit reached for key '{}' on tokens per minute (TPM): "
                                    "Limit {}, Used {}. Please try again in {}s.",
                                    key.name, static_cast<std::int64_t>(counts.limit),
-                                   static_cast<std::int64_t>(used), s),
-                       s),
+                                   static_cast<std::int64_t>(used), retry_s),
+                       retry_s),
               {}};
     }
   }
@@ -190,18 +191,18 @@ QuotaLimiter::Admission QuotaLimiter::admit(const KeyEntry& key, std::int64_t no
 
   if (limits.requests_per_minute > 0) {
     const std::string counter = "r:" + key.name;
-    const Counts counts = count(counter, w, 1, limits.requests_per_minute);
+    const Counts counts = count(counter, bucket, 1, limits.requests_per_minute);
     if (window::estimate(counts.buckets, elapsed) > counts.limit + kEps) {
-      take_back(counter, w, 1, counts.shared);
+      take_back(counter, bucket, 1, counts.shared);
       BucketCounts without = counts.buckets;
-      without[kN] -= 1;  // the request just taken back
-      const std::int64_t s =
+      without[kBuckets] -= 1;  // the request just taken back
+      const std::int64_t retry_s =
           retry_after_s(window::ms_until_at_most(without, elapsed, counts.limit - 1));
       return {too_many("requests",
                        fmt::format("Rate limit reached for key '{}' on requests per minute (RPM): "
                                    "Limit {}, Requested 1. Please try again in {}s.",
-                                   key.name, static_cast<std::int64_t>(counts.limit), s),
-                       s),
+                                   key.name, static_cast<std::int64_t>(counts.limit), retry_s),
+                       retry_s),
               {}};
     }
   }

@@ -15,28 +15,28 @@ namespace {
 constexpr std::int64_t kHour = 3600;
 
 std::int64_t hour_of(std::int64_t unix_s) {
-  std::int64_t h = unix_s / kHour;
-  if (unix_s % kHour < 0) --h;
-  return h * kHour;
+  std::int64_t hour = unix_s / kHour;
+  if (unix_s % kHour < 0) --hour;
+  return hour * kHour;
 }
 
-/// `n` digits at `text[pos]` as a number; -1 when they are not all digits.
-int digits(std::string_view text, std::size_t pos, std::size_t n) {
-  if (pos + n > text.size()) return -1;
-  int v = 0;
-  for (std::size_t i = pos; i < pos + n; ++i) {
+/// `count` digits at `text[pos]` as a number; -1 when they are not all digits.
+int digits(std::string_view text, std::size_t pos, std::size_t count) {
+  if (pos + count > text.size()) return -1;
+  int value = 0;
+  for (std::size_t i = pos; i < pos + count; ++i) {
     if (!std::isdigit(static_cast<unsigned char>(text[i]))) return -1;
-    v = v * 10 + (text[i] - '0');
+    value = value * 10 + (text[i] - '0');
   }
-  return v;
+  return value;
 }
 
 std::string csv_field(std::string_view value) {
   if (value.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(value);
   std::string out = "\"";
-  for (char c : value) {
-    if (c == '"') out += '"';
-    out += c;
+  for (char character : value) {
+    if (character == '"') out += '"';
+    out += character;
   }
   out += '"';
   return out;
@@ -107,24 +107,27 @@ std::size_t MemoryUsageLedger::rows() const {
 std::optional<std::int64_t> parse_time(std::string_view text) {
   if (text.empty()) return std::nullopt;
   if (std::all_of(text.begin(), text.end(),
-                  [](char c) { return std::isdigit((unsigned char)c); })) {
-    std::int64_t v = 0;
-    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+                  [](char character) { return std::isdigit((unsigned char)character); })) {
+    std::int64_t seconds = 0;
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
     if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
-    return v;
+    return seconds;
   }
-  const int y = digits(text, 0, 4), mo = digits(text, 5, 2), d = digits(text, 8, 2);
-  if (y < 0 || mo < 0 || d < 0 || text[4] != '-' || text[7] != '-') return std::nullopt;
-  const std::chrono::year_month_day ymd{std::chrono::year(y), std::chrono::month(mo),
-                                        std::chrono::day(d)};
+  const int year = digits(text, 0, 4), month = digits(text, 5, 2),
+            day_of_month = digits(text, 8, 2);
+  if (year < 0 || month < 0 || day_of_month < 0 || text[4] != '-' || text[7] != '-')
+    return std::nullopt;
+  const std::chrono::year_month_day ymd{std::chrono::year(year), std::chrono::month(month),
+                                        std::chrono::day(day_of_month)};
   if (!ymd.ok()) return std::nullopt;
   const std::int64_t day = std::chrono::sys_days(ymd).time_since_epoch().count() * 86400;
   if (text.size() == 10) return day;
   if (text.size() < 20 || (text[10] != 'T' && text[10] != 't' && text[10] != ' ') ||
       text[13] != ':' || text[16] != ':')
     return std::nullopt;
-  const int h = digits(text, 11, 2), mi = digits(text, 14, 2), sec = digits(text, 17, 2);
-  if (h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60) return std::nullopt;
+  const int hour = digits(text, 11, 2), minute = digits(text, 14, 2), second = digits(text, 17, 2);
+  if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 60)
+    return std::nullopt;
   std::size_t pos = 19;
   if (text[pos] == '.') {
     ++pos;
@@ -137,13 +140,14 @@ std::optional<std::int64_t> parse_time(std::string_view text) {
   if (zone == "Z" || zone == "z") {
     offset = 0;
   } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
-    const int oh = digits(zone, 1, 2), om = digits(zone, 4, 2);
-    if (oh < 0 || oh > 23 || om < 0 || om > 59) return std::nullopt;
-    offset = (zone[0] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+    const int offset_hours = digits(zone, 1, 2), offset_minutes = digits(zone, 4, 2);
+    if (offset_hours < 0 || offset_hours > 23 || offset_minutes < 0 || offset_minutes > 59)
+      return std::nullopt;
+    offset = (zone[0] == '+' ? 1 : -1) * (offset_hours * 3600 + offset_minutes * 60);
   } else {
     return std::nullopt;
   }
-  return day + h * 3600 + mi * 60 + sec - offset;
+  return day + hour * 3600 + minute * 60 + second - offset;
 }
 
 std::string format_time(std::int64_t unix_s) {
@@ -159,11 +163,11 @@ std::string format_time(std::int64_t unix_s) {
 }
 
 std::optional<UsageQuery> parse_usage_query(std::string_view key, std::string_view from,
-                                            std::string_view to, std::string& why) {
+                                            std::string_view until, std::string& why) {
   UsageQuery filter;
   filter.key = std::string(key);
   const std::pair<std::string_view, std::int64_t*> times[] = {{from, &filter.from},
-                                                              {to, &filter.to}};
+                                                              {until, &filter.to}};
   for (const auto& [text, out] : times) {
     if (text.empty()) continue;
     const auto parsed = parse_time(text);
@@ -177,7 +181,7 @@ std::optional<UsageQuery> parse_usage_query(std::string_view key, std::string_vi
     *out = *parsed;
   }
   if (filter.from >= filter.to) {
-    why = fmt::format("from ({}) must be before to ({})", from, to);
+    why = fmt::format("from ({}) must be before to ({})", from, until);
     return std::nullopt;
   }
   return filter;

@@ -96,7 +96,7 @@ std::string format_time(std::int64_t unix_s);
 /// The query of `/admin/usage?key=&from=&to=` (values already percent-decoded; empty: not
 /// given). nullopt with `why` set when a time is malformed or from is not before to.
 std::optional<UsageQuery> parse_usage_query(std::string_view key, std::string_view from,
-                                            std::string_view to, std::string& why);
+                                            std::string_view until, std::string& why);
 
 /// {"object":"usage","key":K|null,"from":T|null,"to":T|null,"data":[ROW...],
 ///  "totals":{"requests":..,"prompt_tokens":..,"cached_tokens":..,"completion_tokens":..,
