@@ -11,13 +11,13 @@ struct ReleaseAtExit {
 /// Frees every block of one class's list with std::free; how many there were.
 template <typename Node>
 std::size_t free_all(Node*& head) noexcept {
-  std::size_t n = 0;
+  std::size_t freed = 0;
   while (Node* block = head) {
     head = block->next;
     std::free(block);
-    ++n;
+    ++freed;
   }
-  return n;
+  return freed;
 }
 }  // namespace
 

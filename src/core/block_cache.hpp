@@ -46,37 +46,37 @@ class BlockCache {
   /// The class a block of `usable` bytes is kept under: its size rounded down to kGranule; 0 when
   /// it is kept under none (smaller than kGranule, larger than kMax + kGranule - 1).
   static constexpr std::size_t class_of_block(std::size_t usable) {
-    const std::size_t k = usable & ~(kGranule - 1);
-    return k <= kMax ? k : 0;
+    const std::size_t size_class = usable & ~(kGranule - 1);
+    return size_class <= kMax ? size_class : 0;
   }
-  /// The class whose blocks serve a request for n bytes: n rounded up to kGranule (every block of
-  /// the class has at least that many); 0 when none does.
-  static constexpr std::size_t class_for_request(std::size_t n) {
-    const std::size_t k = (n + kGranule - 1) & ~(kGranule - 1);
-    return k <= kMax ? k : 0;
+  /// The class whose blocks serve a request for `size` bytes: `size` rounded up to kGranule (every
+  /// block of the class has at least that many); 0 when none does.
+  static constexpr std::size_t class_for_request(std::size_t size) {
+    const std::size_t size_class = (size + kGranule - 1) & ~(kGranule - 1);
+    return size_class <= kMax ? size_class : 0;
   }
 
-  /// A kept block of class k (non-zero, from class_for_request), or nullptr.
-  void* take(std::size_t k) noexcept {
-    const std::size_t c = k / kGranule - 1;
-    Node* block = head_[c];
+  /// A kept block of class `size_class` (non-zero, from class_for_request), or nullptr.
+  void* take(std::size_t size_class) noexcept {
+    const std::size_t index = size_class / kGranule - 1;
+    Node* block = head_[index];
     if (block == nullptr) return nullptr;
-    head_[c] = block->next;
-    --count_[c];
-    taken_[c] = true;
-    bytes_ -= k;
+    head_[index] = block->next;
+    --count_[index];
+    taken_[index] = true;
+    bytes_ -= size_class;
     return block;
   }
 
-  /// Keeps `p`, a block of class k (non-zero, from class_of_block of its usable size); false when
-  /// the cache is full for that class or in all, or closed: then the caller frees it.
-  bool keep(void* p, std::size_t k) noexcept {
-    const std::size_t c = k / kGranule - 1;
-    if (count_[c] >= kDepth || bytes_ + k > kBytes || closed_) return false;
+  /// Keeps `block`, of class `size_class` (non-zero, from class_of_block of its usable size); false
+  /// when the cache is full for that class or in all, or closed: then the caller frees it.
+  bool keep(void* block, std::size_t size_class) noexcept {
+    const std::size_t index = size_class / kGranule - 1;
+    if (count_[index] >= kDepth || bytes_ + size_class > kBytes || closed_) return false;
     if (!registered_) register_exit();
-    head_[c] = ::new (p) Node{head_[c]};
-    ++count_[c];
-    bytes_ += k;
+    head_[index] = ::new (block) Node{head_[index]};
+    ++count_[index];
+    bytes_ += size_class;
     return true;
   }
 
@@ -91,7 +91,7 @@ class BlockCache {
   void trim() noexcept;
 
   std::size_t bytes() const { return bytes_; }
-  std::size_t count(std::size_t k) const { return count_[k / kGranule - 1]; }
+  std::size_t count(std::size_t size_class) const { return count_[size_class / kGranule - 1]; }
 
  private:
   struct Node {
@@ -130,15 +130,15 @@ struct SizedAllocator {
   template <typename U>
   SizedAllocator(const SizedAllocator<U>&) noexcept {}
 
-  T* allocate(std::size_t n) {
+  T* allocate(std::size_t count) {
     static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-    return static_cast<T*>(::operator new(n * sizeof(T)));
+    return static_cast<T*>(::operator new(count * sizeof(T)));
   }
-  void deallocate(T* objects, std::size_t n) noexcept {
+  void deallocate(T* objects, std::size_t count) noexcept {
 #if defined(__cpp_sized_deallocation)
-    ::operator delete(objects, n * sizeof(T));
+    ::operator delete(objects, count * sizeof(T));
 #else  // clang before 19 declares the sized form only with -fsized-deallocation (the fuzz build)
-    (void)n;
+    (void)count;
     ::operator delete(objects);
 #endif
   }

@@ -26,9 +26,9 @@ inline std::int64_t mono_ns() {
 /// 36 ns here). For what is checked at a coarser step anyway: per-socket deadlines (armed several
 /// times a request, checked every 50 ms).
 inline std::int64_t coarse_ns() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  timespec now;
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
 
 /// Seconds since the Unix epoch (wall clock), as a double.

@@ -27,32 +27,33 @@ std::string_view trim(std::string_view text) {
 
 std::optional<long long> number(std::string_view text) {
   text = trim(text);
-  long long v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  long long value = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
-  return v;
+  return value;
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::ifstream file(path);
+  if (!file) return {};
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  return contents.str();
 }
 
 }  // namespace
 
 std::optional<std::string> cgroup_path(std::string_view text, std::string_view controller) {
   while (!text.empty()) {
-    const auto nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    const auto c1 = line.find(':');
-    const auto c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
-    if (c2 != std::string_view::npos) {
-      const std::string_view id = line.substr(0, c1);
-      std::string_view ctrls = line.substr(c1 + 1, c2 - c1 - 1);
-      const std::string_view path = trim(line.substr(c2 + 1));
+    const auto newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    const auto first_colon = line.find(':');
+    const auto second_colon =
+        first_colon == std::string_view::npos ? first_colon : line.find(':', first_colon + 1);
+    if (second_colon != std::string_view::npos) {
+      const std::string_view id = line.substr(0, first_colon);
+      std::string_view ctrls = line.substr(first_colon + 1, second_colon - first_colon - 1);
+      const std::string_view path = trim(line.substr(second_colon + 1));
       if (controller.empty()) {
         if (id == "0" && ctrls.empty()) return std::string(path);
       } else {
@@ -64,18 +65,18 @@ std::optional<std::string> cgroup_path(std::string_view text, std::string_view c
         }
       }
     }
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
+    if (newline == std::string_view::npos) break;
+    text.remove_prefix(newline + 1);
   }
   return std::nullopt;
 }
 
 std::optional<double> cpu_max_quota(std::string_view cpu_max) {
   cpu_max = trim(cpu_max);
-  const auto sp = cpu_max.find(' ');
-  if (sp == std::string_view::npos) return std::nullopt;
-  const auto quota = number(cpu_max.substr(0, sp));  // "max": no number, unlimited
-  const auto period = number(cpu_max.substr(sp + 1));
+  const auto space = cpu_max.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  const auto quota = number(cpu_max.substr(0, space));  // "max": no number, unlimited
+  const auto period = number(cpu_max.substr(space + 1));
   if (!quota || !period || *quota <= 0 || *period <= 0) return std::nullopt;
   return static_cast<double>(*quota) / static_cast<double>(*period);
 }
@@ -88,9 +89,10 @@ std::optional<double> cfs_quota(std::string_view quota_us, std::string_view peri
 }
 
 int cpus_for(int affinity, std::optional<double> quota) {
-  int n = std::max(1, affinity);
-  if (quota && *quota > 0) n = std::min(n, std::max(1, static_cast<int>(std::ceil(*quota - 1e-9))));
-  return n;
+  int count = std::max(1, affinity);
+  if (quota && *quota > 0)
+    count = std::min(count, std::max(1, static_cast<int>(std::ceil(*quota - 1e-9))));
+  return count;
 }
 
 std::string CpuBudget::describe() const {

@@ -19,8 +19,8 @@ class FunctionRef<R(Args...)> {
            std::is_invocable_r_v<R, F&, Args...>) FunctionRef(F&& callable)
   noexcept  // NOLINT: implicit, like std::function
       : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(callable)))),
-        call_([](void* o, Args... a) -> R {
-          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...);
+        call_([](void* object, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
         }) {}
   R operator()(Args... args) const { return call_(obj_, std::forward<Args>(args)...); }
 

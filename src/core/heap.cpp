@@ -38,99 +38,101 @@ using llmux::core::BlockCache;
 // are 8 bytes apart, finer than the cache's classes).
 constexpr std::size_t kSmall = 128;
 
-// The class serving a request of n bytes, by n rounded up to BlockCache::kGranule: the class of
-// the bin mimalloc serves that rounded size from (so of every n it rounds from: the bins above
-// kSmall are whole multiples of kGranule). Filled as sizes are first asked for (mi_good_size costs
-// as much as the rest of an allocation from the cache); written by any thread, always the same
-// value.
+// The class serving a request of `size` bytes, by `size` rounded up to BlockCache::kGranule: the
+// class of the bin mimalloc serves that rounded size from (so of every size it rounds from: the
+// bins above kSmall are whole multiples of kGranule). Filled as sizes are first asked for
+// (mi_good_size costs as much as the rest of an allocation from the cache); written by any thread,
+// always the same value.
 std::atomic<std::uint16_t> request_class[BlockCache::kMax / BlockCache::kGranule];
 
-std::size_t class_for(std::size_t n) noexcept {
-  const std::size_t i = (n - 1) / BlockCache::kGranule;
-  std::size_t k = request_class[i].load(std::memory_order_relaxed);
-  if (k == 0) {
-    k = BlockCache::class_for_request(mi_good_size((i + 1) * BlockCache::kGranule));
-    request_class[i].store(static_cast<std::uint16_t>(k == 0 ? 1 : k), std::memory_order_relaxed);
+std::size_t class_for(std::size_t size) noexcept {
+  const std::size_t index = (size - 1) / BlockCache::kGranule;
+  std::size_t size_class = request_class[index].load(std::memory_order_relaxed);
+  if (size_class == 0) {
+    size_class = BlockCache::class_for_request(mi_good_size((index + 1) * BlockCache::kGranule));
+    request_class[index].store(static_cast<std::uint16_t>(size_class == 0 ? 1 : size_class),
+                               std::memory_order_relaxed);
   }
-  return k == 1 ? 0 : k;  // 1: served by no class
+  return size_class == 1 ? 0 : size_class;  // 1: served by no class
 }
 
-void* allocate(std::size_t n) noexcept {
-  if (n - (kSmall + 1) < BlockCache::kMax - kSmall) {  // kSmall < n ≤ kMax
-    if (const std::size_t k = class_for(n)) {
-      if (void* p = llmux::core::thread_blocks().take(k)) return p;
+void* allocate(std::size_t size) noexcept {
+  if (size - (kSmall + 1) < BlockCache::kMax - kSmall) {  // kSmall < size ≤ kMax
+    if (const std::size_t size_class = class_for(size)) {
+      if (void* block = llmux::core::thread_blocks().take(size_class)) return block;
     }
   }
-  return mi_malloc(n);
+  return mi_malloc(size);
 }
 
-void* allocate_or_throw(std::size_t n) {
+void* allocate_or_throw(std::size_t size) {
   for (;;) {
-    if (void* p = allocate(n)) return p;
-    std::new_handler h = std::get_new_handler();
-    if (h == nullptr) throw std::bad_alloc();
-    h();
+    if (void* block = allocate(size)) return block;
+    std::new_handler handler = std::get_new_handler();
+    if (handler == nullptr) throw std::bad_alloc();
+    handler();
   }
 }
 
-void free_block(void* p) noexcept {
-  if (p == nullptr) return;
-  const std::size_t k = BlockCache::class_of_block(mi_usable_size(p));
-  if (k > kSmall && llmux::core::thread_blocks().keep(p, k)) return;
-  mi_free(p);
+void free_block(void* block) noexcept {
+  if (block == nullptr) return;
+  const std::size_t size_class = BlockCache::class_of_block(mi_usable_size(block));
+  if (size_class > kSmall && llmux::core::thread_blocks().keep(block, size_class)) return;
+  mi_free(block);
 }
 
-void free_block(void* p, std::size_t n) noexcept {
-  if (n <= kSmall) {
-    mi_free(p);  // its bin holds at most kSmall bytes: never kept
+void free_block(void* block, std::size_t size) noexcept {
+  if (size <= kSmall) {
+    mi_free(block);  // its bin holds at most kSmall bytes: never kept
     return;
   }
-  free_block(p);
+  free_block(block);
 }
 
 }  // namespace
 
-void* operator new(std::size_t n) {
-  return allocate_or_throw(n);
+void* operator new(std::size_t size) {
+  return allocate_or_throw(size);
 }
-void* operator new[](std::size_t n) {
-  return allocate_or_throw(n);
+void* operator new[](std::size_t size) {
+  return allocate_or_throw(size);
 }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
   try {
-    return allocate_or_throw(n);
+    return allocate_or_throw(size);
   } catch (...) {
     return nullptr;
   }
 }
-void* operator new[](std::size_t n, const std::nothrow_t& tag) noexcept {
-  return operator new(n, tag);
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept {
+  return operator new(size, tag);
 }
 
-void operator delete(void* p) noexcept {
-  free_block(p);
+void operator delete(void* block) noexcept {
+  free_block(block);
 }
-void operator delete[](void* p) noexcept {
-  free_block(p);
+void operator delete[](void* block) noexcept {
+  free_block(block);
 }
-void operator delete(void* p, const std::nothrow_t&) noexcept {
-  free_block(p);
+void operator delete(void* block, const std::nothrow_t&) noexcept {
+  free_block(block);
 }
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-  free_block(p);
+void operator delete[](void* block, const std::nothrow_t&) noexcept {
+  free_block(block);
 }
-void operator delete(void* p, std::size_t n) noexcept {
-  free_block(p, n);
+void operator delete(void* block, std::size_t size) noexcept {
+  free_block(block, size);
 }
-void operator delete[](void* p, std::size_t n) noexcept {
-  free_block(p, n);
+void operator delete[](void* block, std::size_t size) noexcept {
+  free_block(block, size);
 }
 
-extern "C" void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept {
-  if (alignment <= alignof(std::max_align_t) && n > kSmall) {
-    void* p = mi_malloc(n);
-    if (reinterpret_cast<std::uintptr_t>(p) % alignment == 0) return p;  // always, above kSmall
-    mi_free(p);
+extern "C" void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
+  if (alignment <= alignof(std::max_align_t) && size > kSmall) {
+    void* block = mi_malloc(size);
+    if (reinterpret_cast<std::uintptr_t>(block) % alignment == 0)
+      return block;  // always, above kSmall
+    mi_free(block);
   }
-  return mi_aligned_alloc(alignment, n);
+  return mi_aligned_alloc(alignment, size);
 }

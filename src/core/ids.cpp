@@ -17,16 +17,16 @@ namespace {
 struct SplitMix64 {
   std::uint64_t state;
   std::uint64_t operator()() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    std::uint64_t mixed = (state += 0x9e3779b97f4a7c15ULL);
+    mixed = (mixed ^ (mixed >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    mixed = (mixed ^ (mixed >> 27)) * 0x94d049bb133111ebULL;
+    return mixed ^ (mixed >> 31);
   }
 };
 
 std::uint64_t seed() {
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  std::random_device device;
+  return (static_cast<std::uint64_t>(device()) << 32) ^ device();
 }
 
 /// Every byte's two hex digits, as one 16-bit store.
@@ -43,18 +43,18 @@ void random_id_into(std::string& out, std::string_view prefix, int hex_digits) {
   thread_local SplitMix64 rng{seed()};
   out.assign(prefix);
   out.resize(prefix.size() + static_cast<std::size_t>(hex_digits));
-  char* p = out.data() + prefix.size();
+  char* cursor = out.data() + prefix.size();
   std::size_t left = static_cast<std::size_t>(hex_digits);
   while (left >= 16) {  // 64 bits, 16 digits
     const std::uint64_t bits = rng();
     for (int i = 0; i < 8; ++i)
-      std::memcpy(p + 2 * i, kHexPairs[(bits >> (8 * i)) & 0xff].data(), 2);
-    p += 16;
+      std::memcpy(cursor + 2 * i, kHexPairs[(bits >> (8 * i)) & 0xff].data(), 2);
+    cursor += 16;
     left -= 16;
   }
   if (left > 0) {
     const std::uint64_t bits = rng();
-    for (std::size_t i = 0; i < left; ++i) p[i] = kHexPairs[(bits >> (4 * i)) & 0xf][1];
+    for (std::size_t i = 0; i < left; ++i) cursor[i] = kHexPairs[(bits >> (4 * i)) & 0xf][1];
   }
 }
 

@@ -17,27 +17,27 @@ namespace {
 /// The length of the valid UTF-8 sequence at the start of `text`, or 0 when it is not one
 /// (overlong forms, surrogates and code points past U+10FFFF are not).
 std::size_t utf8_sequence(std::string_view text) {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char c = byte(0);
-  std::size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
+  const auto byte = [&](std::size_t index) { return static_cast<unsigned char>(text[index]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
   } else {
     return 0;
   }
-  if (text.size() < n || byte(1) < lo || byte(1) > hi) return 0;
-  for (std::size_t i = 2; i < n; ++i)
+  if (text.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (std::size_t i = 2; i < length; ++i)
     if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
-  return n;
+  return length;
 }
 
 std::string_view level_name(spdlog::level::level_enum level) {
@@ -89,8 +89,8 @@ void apply(Format format) {
 }
 
 void apply_from_env() {
-  const char* v = std::getenv("LLMUX_LOG_FORMAT");
-  const std::string_view value = v ? v : "";
+  const char* env = std::getenv("LLMUX_LOG_FORMAT");
+  const std::string_view value = env ? env : "";
   const auto format =
       value.empty() ? std::optional<Format>(Format::automatic) : parse_format(value);
   apply(format.value_or(Format::automatic));
@@ -100,21 +100,21 @@ void apply_from_env() {
 
 void append_json_string(std::string& out, std::string_view text) {
   out.push_back('"');
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) {
-      const std::size_t n = utf8_sequence(text.substr(i));
-      if (n == 0) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[pos]);
+    if (byte >= 0x80) {
+      const std::size_t length = utf8_sequence(text.substr(pos));
+      if (length == 0) {
         out.append("\\ufffd");
-        ++i;
+        ++pos;
       } else {
-        out.append(text.substr(i, n));
-        i += n;
+        out.append(text.substr(pos, length));
+        pos += length;
       }
       continue;
     }
-    switch (c) {
+    switch (byte) {
       case '"':
         out.append("\\\"");
         break;
@@ -131,12 +131,12 @@ void append_json_string(std::string& out, std::string_view text) {
         out.append("\\t");
         break;
       default:
-        if (c < 0x20 || c == 0x7f)
-          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+        if (byte < 0x20 || byte == 0x7f)
+          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(byte));
         else
-          out.push_back(static_cast<char>(c));
+          out.push_back(static_cast<char>(byte));
     }
-    ++i;
+    ++pos;
   }
   out.push_back('"');
 }
@@ -164,14 +164,14 @@ void JsonFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_b
       std::chrono::duration_cast<std::chrono::seconds>(since_epoch).count());
   const auto millis =
       std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch).count() % 1000;
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
+  std::tm utc{};
+  ::gmtime_r(&secs, &utc);
   std::string line;
   line.reserve(96 + text.size());
   fmt::format_to(std::back_inserter(line),
                  R"({{"ts":"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z","level":"{}")",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                 static_cast<int>(millis), level_name(msg.level));
+                 utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
+                 utc.tm_sec, static_cast<int>(millis), level_name(msg.level));
   const Fields fields = lift_fields(text);
   if (!fields.request_id.empty()) {
     line.append(R"(,"request_id":)");

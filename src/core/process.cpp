@@ -69,9 +69,9 @@ int decode_status(int wait_status) {
 
 LineStatus read_line(int fd, std::string& buffer, std::string& line, Clock::time_point deadline) {
   for (;;) {
-    if (const auto nl = buffer.find('\n'); nl != std::string::npos) {
-      line.assign(buffer, 0, nl);
-      buffer.erase(0, nl + 1);
+    if (const auto newline = buffer.find('\n'); newline != std::string::npos) {
+      line.assign(buffer, 0, newline);
+      buffer.erase(0, newline + 1);
       return LineStatus::line;
     }
     const int left = ms_left(deadline);
@@ -92,24 +92,24 @@ std::optional<int> wait_for_exit(pid_t pid, std::chrono::milliseconds timeout) {
   if (pid <= 0) return -1;  // waitpid would take it for "any child"
   const auto deadline = Clock::now() + timeout;
   for (;;) {
-    int st = 0;
-    const pid_t w = ::waitpid(pid, &st, WNOHANG);
-    if (w == pid) return decode_status(st);
-    if (w < 0 && errno != EINTR) return -1;  // not (or no longer) our child
-    if (w == 0 && Clock::now() >= deadline) return std::nullopt;
-    if (w == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling interval
+    int wait_status = 0;
+    const pid_t waited = ::waitpid(pid, &wait_status, WNOHANG);
+    if (waited == pid) return decode_status(wait_status);
+    if (waited < 0 && errno != EINTR) return -1;  // not (or no longer) our child
+    if (waited == 0 && Clock::now() >= deadline) return std::nullopt;
+    if (waited == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling interval
   }
 }
 
 int kill_and_reap(pid_t pid) {
   if (pid <= 0) return -1;
   ::kill(pid, SIGKILL);
-  int st = 0;
-  pid_t w;
+  int wait_status = 0;
+  pid_t waited;
   do {
-    w = ::waitpid(pid, &st, 0);
-  } while (w < 0 && errno == EINTR);
-  return w == pid ? decode_status(st) : -1;
+    waited = ::waitpid(pid, &wait_status, 0);
+  } while (waited < 0 && errno == EINTR);
+  return waited == pid ? decode_status(wait_status) : -1;
 }
 
 std::optional<int> stop(pid_t pid, std::chrono::milliseconds grace, int* final_status) {

@@ -37,15 +37,15 @@ constexpr bool kSanitized = false;
 void fatal_signal(int sig) {
   // Async-signal-safe only: write(2) of a message built without allocation.
   char msg[96] = "llmux: fatal signal ";
-  std::size_t n = std::strlen(msg);
+  std::size_t length = std::strlen(msg);
   const char* abbrev = sigabbrev_np(sig);
   if (abbrev) {
-    msg[n++] = 'S', msg[n++] = 'I', msg[n++] = 'G';
-    for (const char* p = abbrev; *p && n < sizeof msg - 40; ++p) msg[n++] = *p;
+    msg[length++] = 'S', msg[length++] = 'I', msg[length++] = 'G';
+    for (const char* p = abbrev; *p && length < sizeof msg - 40; ++p) msg[length++] = *p;
   }
   const char tail[] = "; the process ends (a bug: please report it)\n";
-  for (const char* p = tail; *p && n < sizeof msg; ++p) msg[n++] = *p;
-  [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, msg, n);
+  for (const char* p = tail; *p && length < sizeof msg; ++p) msg[length++] = *p;
+  [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, msg, length);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -54,19 +54,19 @@ void fatal_signal(int sig) {
 
 void install_fatal_signal_report() {
   if (kSanitized) return;
-  struct sigaction sa {};
-  sa.sa_handler = fatal_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;
+  struct sigaction action {};
+  action.sa_handler = fatal_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP})
-    ::sigaction(sig, &sa, nullptr);
+    ::sigaction(sig, &action, nullptr);
 }
 
 PidFile::~PidFile() {
   if (path_.empty()) return;
-  std::ifstream in(path_);
+  std::ifstream file(path_);
   long pid = 0;
-  if (in >> pid && pid == static_cast<long>(::getpid())) ::unlink(path_.c_str());
+  if (file >> pid && pid == static_cast<long>(::getpid())) ::unlink(path_.c_str());
 }
 
 bool PidFile::write(const std::string& path, std::string& error) {
@@ -82,13 +82,13 @@ bool PidFile::write(const std::string& path, std::string& error) {
 }
 
 pid_t read_pid_file(const std::string& path, std::string& error) {
-  std::ifstream in(path);
-  if (!in) {
+  std::ifstream file(path);
+  if (!file) {
     error = fmt::format("cannot read pid file '{}': {}", path, std::strerror(errno));
     return -1;
   }
   std::stringstream text;
-  text << in.rdbuf();
+  text << file.rdbuf();
   long pid = 0;
   std::string rest;
   if (!(text >> pid) || pid <= 1 || (text >> rest)) {

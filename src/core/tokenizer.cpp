@@ -6,16 +6,18 @@
 namespace llmux {
 namespace {
 
-inline bool is_word_char(unsigned char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+inline bool is_word_char(unsigned char byte) {
+  return (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'z') ||
+         (byte >= 'A' && byte <= 'Z');
 }
-inline bool is_space(unsigned char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+inline bool is_space(unsigned char byte) {
+  return byte == ' ' || byte == '\t' || byte == '\n' || byte == '\r' || byte == '\v' ||
+         byte == '\f';
 }
-inline std::size_t utf8_len(unsigned char c) {
-  if (c >= 0xF0) return 4;
-  if (c >= 0xE0) return 3;
-  if (c >= 0xC0) return 2;
+inline std::size_t utf8_len(unsigned char byte) {
+  if (byte >= 0xF0) return 4;
+  if (byte >= 0xE0) return 3;
+  if (byte >= 0xC0) return 2;
   return 1;  // stray continuation byte: one token by itself
 }
 
@@ -23,49 +25,49 @@ inline std::size_t utf8_len(unsigned char c) {
 
 template <typename F>
 void Tokenizer::split(std::string_view text, F&& on_piece) {
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  while (i < n) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    std::size_t start = i;
-    if (c == ' ' && i + 1 < n && is_word_char(static_cast<unsigned char>(text[i + 1]))) {
-      ++i;  // the space joins the word after it
+  const std::size_t size = text.size();
+  std::size_t pos = 0;
+  while (pos < size) {
+    const auto byte = static_cast<unsigned char>(text[pos]);
+    std::size_t start = pos;
+    if (byte == ' ' && pos + 1 < size && is_word_char(static_cast<unsigned char>(text[pos + 1]))) {
+      ++pos;  // the space joins the word after it
     }
-    if (is_word_char(static_cast<unsigned char>(text[i]))) {
-      std::size_t word_begin = i;
-      while (i < n && is_word_char(static_cast<unsigned char>(text[i]))) ++i;
+    if (is_word_char(static_cast<unsigned char>(text[pos]))) {
+      std::size_t word_begin = pos;
+      while (pos < size && is_word_char(static_cast<unsigned char>(text[pos]))) ++pos;
       // Pieces of 4 word characters; the first one carries the leading space, if any.
-      std::size_t p = word_begin;
+      std::size_t piece_begin = word_begin;
       bool first = true;
-      while (p < i) {
-        std::size_t end = std::min(p + 4, i);
-        on_piece(text.substr(first ? start : p, end - (first ? start : p)));
+      while (piece_begin < pos) {
+        std::size_t end = std::min(piece_begin + 4, pos);
+        on_piece(text.substr(first ? start : piece_begin, end - (first ? start : piece_begin)));
         first = false;
-        p = end;
+        piece_begin = end;
       }
-    } else if (c >= 0x80) {
-      std::size_t len = std::min(utf8_len(c), n - i);
-      on_piece(text.substr(i, len));
-      i += len;
-    } else if (is_space(c)) {
-      while (i < n && is_space(static_cast<unsigned char>(text[i])) &&
-             !(text[i] == ' ' && i + 1 < n &&
-               is_word_char(static_cast<unsigned char>(text[i + 1])) && i > start)) {
-        ++i;
+    } else if (byte >= 0x80) {
+      std::size_t len = std::min(utf8_len(byte), size - pos);
+      on_piece(text.substr(pos, len));
+      pos += len;
+    } else if (is_space(byte)) {
+      while (pos < size && is_space(static_cast<unsigned char>(text[pos])) &&
+             !(text[pos] == ' ' && pos + 1 < size &&
+               is_word_char(static_cast<unsigned char>(text[pos + 1])) && pos > start)) {
+        ++pos;
       }
-      if (i == start) ++i;
-      on_piece(text.substr(start, i - start));
+      if (pos == start) ++pos;
+      on_piece(text.substr(start, pos - start));
     } else {
-      on_piece(text.substr(i, 1));
-      ++i;
+      on_piece(text.substr(pos, 1));
+      ++pos;
     }
   }
 }
 
 std::size_t Tokenizer::count(std::string_view text) {
-  std::size_t n = 0;
-  split(text, [&](std::string_view) { ++n; });
-  return n;
+  std::size_t tokens = 0;
+  split(text, [&](std::string_view) { ++tokens; });
+  return tokens;
 }
 
 void Tokenizer::encode(std::string_view text, std::vector<std::uint32_t>& out) {
