@@ -129,8 +129,8 @@ std::string_view to_string(Failure failure) {
 // Connection
 
 struct Connection::Impl : std::enable_shared_from_this<Impl> {
-  Impl(net::any_io_executor ex, Url server_url, ClientOptions options)
-      : sock(ex), timer(ex), url(std::move(server_url)), opt(options) {}
+  Impl(net::any_io_executor executor, Url server_url, ClientOptions options)
+      : sock(executor), timer(executor), url(std::move(server_url)), opt(options) {}
 
   Stream sock;  // TLS on it for an https:// url (connect() shakes hands)
   net::steady_timer timer;
@@ -158,9 +158,9 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
 
   std::int64_t next_deadline() const {
     const std::int64_t idle = opt.timeouts.idle.count() * 1'000'000;
-    std::int64_t d = connecting ? connect_deadline_ns : last_progress_ns + idle;
-    if (total_deadline_ns && total_deadline_ns < d) d = total_deadline_ns;
-    return d;
+    std::int64_t deadline = connecting ? connect_deadline_ns : last_progress_ns + idle;
+    if (total_deadline_ns && total_deadline_ns < deadline) deadline = total_deadline_ns;
+    return deadline;
   }
 
   void arm() {
@@ -309,8 +309,8 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
     for (;;) {
       if (buf.size() > 0) {
         beast::error_code pec;
-        const std::size_t n = reader.put(unconsumed(), pec);
-        buf.consume(n);
+        const std::size_t consumed = reader.put(unconsumed(), pec);
+        buf.consume(consumed);
         if (pec && pec != bhttp::error::need_more) {
           response.failure = Failure::protocol;
           response.message = fmt::format("HTTP parse: {}", pec.message());
@@ -318,16 +318,16 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
           co_return false;
         }
         if (reader.is_done()) break;
-        if (!pec && n > 0) continue;
+        if (!pec && consumed > 0) continue;
       }
       auto [ec, n] = co_await sock.async_read_some(buf.prepare(opt.read_size), use_tuple);
-      const std::int64_t t = mono_ns();
+      const std::int64_t now_ns = mono_ns();
       if (n > 0) {
         buf.commit(n);
-        if (!any) response.first_byte_ns = t;
+        if (!any) response.first_byte_ns = now_ns;
         any = true;
-        last_progress_ns = t;
-        reader.read_ns = t;
+        last_progress_ns = now_ns;
+        reader.read_ns = now_ns;
       }
       if (ec) {
         if (ec == net::error::eof && reader.is_header_done()) {
@@ -357,8 +357,8 @@ struct Connection::Impl : std::enable_shared_from_this<Impl> {
   }
 };
 
-Connection::Connection(net::any_io_executor ex, Url url, ClientOptions opt)
-    : impl_(std::make_shared<Impl>(std::move(ex), std::move(url), opt)) {}
+Connection::Connection(net::any_io_executor executor, Url url, ClientOptions opt)
+    : impl_(std::make_shared<Impl>(std::move(executor), std::move(url), opt)) {}
 
 Connection::~Connection() {
   if (impl_) {
@@ -387,7 +387,7 @@ const Url& Connection::url() const {
 
 net::awaitable<SimpleResponse> fetch(Connection& connection, const RequestSpec& req) {
   SimpleResponse out;
-  BodyCallback sink = [&out](std::string_view b, std::int64_t) { out.body.append(b); };
+  BodyCallback sink = [&out](std::string_view bytes, std::int64_t) { out.body.append(bytes); };
   out.r = co_await connection.request(req, {}, sink);
   co_return out;
 }

@@ -105,7 +105,7 @@ using BodyCallback = std::function<void(std::string_view bytes, std::int64_t t_n
 
 class Connection {
  public:
-  Connection(boost::asio::any_io_executor ex, Url url, ClientOptions opt = {});
+  Connection(boost::asio::any_io_executor executor, Url url, ClientOptions opt = {});
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;

@@ -113,12 +113,12 @@ ParseStep MessageParser::parse(std::string_view input) {
       return parse_header(input);
     case Stage::length_body: {
       if (input.empty()) return {ParseEvent::need_more, 0, {}, {}};
-      const std::size_t n =
+      const std::size_t taken =
           static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, input.size()));
-      remaining_ -= n;
-      body_received_ += n;
+      remaining_ -= taken;
+      body_received_ += taken;
       if (remaining_ == 0) stage_ = Stage::done;
-      return {ParseEvent::body, n, input.substr(0, n), {}};
+      return {ParseEvent::body, taken, input.substr(0, taken), {}};
     }
     case Stage::eof_body: {
       if (input.empty()) return {ParseEvent::need_more, 0, {}, {}};
@@ -218,10 +218,10 @@ MessageParser::SectionResult MessageParser::scan_start_line(const char* section,
   const bool request = kind_ == MessageKind::request;
   switch (step_) {
     case LineStep::method: {
-      const char* p = parser_detail::find_non_token(section + position_, end);
-      position_ = static_cast<std::size_t>(p - section);
-      if (p == end) return section_need_more(size);
-      if (*p != ' ' || position_ == 0) return section_error(bhttp::error::bad_method, position_);
+      const char* stop = parser_detail::find_non_token(section + position_, end);
+      position_ = static_cast<std::size_t>(stop - section);
+      if (stop == end) return section_need_more(size);
+      if (*stop != ' ' || position_ == 0) return section_error(bhttp::error::bad_method, position_);
       method_ = {0, static_cast<std::uint32_t>(position_)};
       ++position_;
       token_start_ = position_;
@@ -230,10 +230,10 @@ MessageParser::SectionResult MessageParser::scan_start_line(const char* section,
     }
     case LineStep::target: {
       // Any visible byte (obs-text included), as Beast takes a request-target.
-      const char* p = parser_detail::find_non_path(section + position_, end);
-      position_ = static_cast<std::size_t>(p - section);
-      if (p == end) return section_need_more(size);
-      if (*p != ' ' || position_ == token_start_)
+      const char* stop = parser_detail::find_non_path(section + position_, end);
+      position_ = static_cast<std::size_t>(stop - section);
+      if (stop == end) return section_need_more(size);
+      if (*stop != ' ' || position_ == token_start_)
         return section_error(bhttp::error::bad_target, position_);
       target_ = {static_cast<std::uint32_t>(token_start_),
                  static_cast<std::uint32_t>(position_ - token_start_)};
@@ -246,9 +246,9 @@ MessageParser::SectionResult MessageParser::scan_start_line(const char* section,
       // Checked byte by byte: an error is found at the first wrong byte, however the bytes come.
       static constexpr std::string_view prefix = "HTTP/1.";
       for (; position_ < size && position_ - token_start_ < 8; ++position_) {
-        const std::size_t i = position_ - token_start_;
-        const char c = section[position_];
-        if (i < prefix.size() ? c != prefix[i] : (c != '0' && c != '1'))
+        const std::size_t offset = position_ - token_start_;
+        const char byte = section[position_];
+        if (offset < prefix.size() ? byte != prefix[offset] : (byte != '0' && byte != '1'))
           return section_error(bhttp::error::bad_version, position_);
       }
       if (position_ - token_start_ < 8) return section_need_more(size);
@@ -261,14 +261,14 @@ MessageParser::SectionResult MessageParser::scan_start_line(const char* section,
     case LineStep::status: {
       // SP, three digits, SP.
       for (; position_ < size && position_ - token_start_ < 5; ++position_) {
-        const std::size_t i = position_ - token_start_;
-        const char c = section[position_];
-        if (i == 0 && c != ' ') return section_error(bhttp::error::bad_version, position_);
-        if (i == 4 && c != ' ') return section_error(bhttp::error::bad_status, position_);
-        if (i >= 1 && i <= 3) {
-          if (!message_detail::is_digit(c))
+        const std::size_t offset = position_ - token_start_;
+        const char byte = section[position_];
+        if (offset == 0 && byte != ' ') return section_error(bhttp::error::bad_version, position_);
+        if (offset == 4 && byte != ' ') return section_error(bhttp::error::bad_status, position_);
+        if (offset >= 1 && offset <= 3) {
+          if (!message_detail::is_digit(byte))
             return section_error(bhttp::error::bad_status, position_);
-          status_ = status_ * 10 + static_cast<unsigned>(c - '0');
+          status_ = status_ * 10 + static_cast<unsigned>(byte - '0');
         }
       }
       if (position_ - token_start_ < 5) return section_need_more(size);
@@ -278,10 +278,10 @@ MessageParser::SectionResult MessageParser::scan_start_line(const char* section,
     }
     case LineStep::reason: {
       // reason-phrase = 1*( HTAB / SP / VCHAR / obs-text )
-      const char* p = parser_detail::find_value_stop(section + position_, end);
-      position_ = static_cast<std::size_t>(p - section);
-      if (p == end) return section_need_more(size);
-      if (*p != '\r') return section_error(bhttp::error::bad_reason, position_);
+      const char* stop = parser_detail::find_value_stop(section + position_, end);
+      position_ = static_cast<std::size_t>(stop - section);
+      if (stop == end) return section_need_more(size);
+      if (*stop != '\r') return section_error(bhttp::error::bad_reason, position_);
       reason_ = {static_cast<std::uint32_t>(token_start_),
                  static_cast<std::uint32_t>(position_ - token_start_)};
       step_ = LineStep::start_line_end;
@@ -317,15 +317,15 @@ MessageParser::SectionResult MessageParser::scan_field_lines(const char* section
     switch (step_) {
       case LineStep::line_start: {
         if (position_ == size) return SectionResult::need_more;
-        const char c = section[position_];
-        if (c == '\r') {  // the blank line that ends the section
+        const char byte = section[position_];
+        if (byte == '\r') {  // the blank line that ends the section
           if (position_ + 1 == size) return SectionResult::need_more;
           if (section[position_ + 1] != '\n')
             return section_error(bhttp::error::bad_line_ending, position_ + 1);
           position_ += 2;
           return SectionResult::complete;
         }
-        if (message_detail::is_whitespace(c)) {
+        if (message_detail::is_whitespace(byte)) {
           // Whitespace before the first field line (RFC 9112 §2.2), or obs-fold (§5.2):
           // deliberate difference 1.
           return section_error(
@@ -337,11 +337,11 @@ MessageParser::SectionResult MessageParser::scan_field_lines(const char* section
         [[fallthrough]];
       }
       case LineStep::name: {
-        const char* p = parser_detail::find_non_token(section + position_, end);
-        position_ = static_cast<std::size_t>(p - section);
-        if (p == end) return section_need_more(size);
+        const char* stop = parser_detail::find_non_token(section + position_, end);
+        position_ = static_cast<std::size_t>(stop - section);
+        if (stop == end) return section_need_more(size);
         // No whitespace between the name and the colon (RFC 9112 §5.1), no empty name.
-        if (*p != ':' || position_ == line_start_)
+        if (*stop != ':' || position_ == line_start_)
           return section_error(bhttp::error::bad_field, position_);
         name_ = {static_cast<std::uint32_t>(line_start_),
                  static_cast<std::uint32_t>(position_ - line_start_)};
@@ -357,11 +357,11 @@ MessageParser::SectionResult MessageParser::scan_field_lines(const char* section
         [[fallthrough]];
       }
       case LineStep::value: {
-        const char* p = parser_detail::find_value_stop(section + position_, end);
-        position_ = static_cast<std::size_t>(p - section);
-        if (p == end) return section_need_more(size);
+        const char* stop = parser_detail::find_value_stop(section + position_, end);
+        position_ = static_cast<std::size_t>(stop - section);
+        if (stop == end) return section_need_more(size);
         // A control byte, DEL, or a bare LF (Beast's bad_value too).
-        if (*p != '\r') return section_error(bhttp::error::bad_value, position_);
+        if (*stop != '\r') return section_error(bhttp::error::bad_value, position_);
         step_ = LineStep::after_cr;
         [[fallthrough]];
       }

@@ -20,55 +20,56 @@ namespace bhttp = boost::beast::http;
 namespace {
 
 // qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text (RFC 9110 §5.6.4)
-bool chunk_is_qdtext(unsigned char c) {
-  return c == '\t' || c == ' ' || c == 0x21 || (c >= 0x23 && c <= 0x5b) ||
-         (c >= 0x5d && c <= 0x7e) || c >= 0x80;
+bool chunk_is_qdtext(unsigned char byte) {
+  return byte == '\t' || byte == ' ' || byte == 0x21 || (byte >= 0x23 && byte <= 0x5b) ||
+         (byte >= 0x5d && byte <= 0x7e) || byte >= 0x80;
 }
 
 // quoted-pair = "\" ( HTAB / SP / VCHAR / obs-text )
-bool chunk_is_quotable(unsigned char c) {
-  return c == '\t' || c == ' ' || (c >= 0x21 && c != 0x7f);
+bool chunk_is_quotable(unsigned char byte) {
+  return byte == '\t' || byte == ' ' || (byte >= 0x21 && byte != 0x7f);
 }
 
-const char* chunk_skip_whitespace(const char* p, const char* end) {
-  while (p < end && message_detail::is_whitespace(*p)) ++p;
-  return p;
+const char* chunk_skip_whitespace(const char* cursor, const char* end) {
+  while (cursor < end && message_detail::is_whitespace(*cursor)) ++cursor;
+  return cursor;
 }
 
-const char* chunk_skip_token(const char* p, const char* end) {
-  return parser_detail::find_non_token(p, end);
+const char* chunk_skip_token(const char* cursor, const char* end) {
+  return parser_detail::find_non_token(cursor, end);
 }
 
 /// chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ) (RFC 9112 §7.1.1),
-/// chunk-ext-name = token, chunk-ext-val = token / quoted-string: the whole of [p, end).
-bool chunk_extensions_valid(const char* p, const char* end) {
-  while (p < end) {
-    p = chunk_skip_whitespace(p, end);
-    if (p == end || *p != ';') return false;  // whitespace must come before a ';'
-    p = chunk_skip_whitespace(p + 1, end);
-    const char* name_end = chunk_skip_token(p, end);
-    if (name_end == p) return false;
-    p = name_end;
-    const char* after = chunk_skip_whitespace(p, end);
+/// chunk-ext-name = token, chunk-ext-val = token / quoted-string: the whole of [cursor, end).
+bool chunk_extensions_valid(const char* cursor, const char* end) {
+  while (cursor < end) {
+    cursor = chunk_skip_whitespace(cursor, end);
+    if (cursor == end || *cursor != ';') return false;  // whitespace must come before a ';'
+    cursor = chunk_skip_whitespace(cursor + 1, end);
+    const char* name_end = chunk_skip_token(cursor, end);
+    if (name_end == cursor) return false;
+    cursor = name_end;
+    const char* after = chunk_skip_whitespace(cursor, end);
     if (after == end || *after != '=') continue;  // no value; the loop checks what follows
-    p = chunk_skip_whitespace(after + 1, end);
-    if (p == end) return false;
-    if (*p == '"') {
-      for (++p;; ++p) {
-        if (p == end) return false;
-        const auto c = static_cast<unsigned char>(*p);
-        if (c == '"') break;
-        if (c == '\\') {
-          if (++p == end || !chunk_is_quotable(static_cast<unsigned char>(*p))) return false;
-        } else if (!chunk_is_qdtext(c)) {
+    cursor = chunk_skip_whitespace(after + 1, end);
+    if (cursor == end) return false;
+    if (*cursor == '"') {
+      for (++cursor;; ++cursor) {
+        if (cursor == end) return false;
+        const auto byte = static_cast<unsigned char>(*cursor);
+        if (byte == '"') break;
+        if (byte == '\\') {
+          if (++cursor == end || !chunk_is_quotable(static_cast<unsigned char>(*cursor)))
+            return false;
+        } else if (!chunk_is_qdtext(byte)) {
           return false;
         }
       }
-      ++p;
+      ++cursor;
     } else {
-      const char* value_end = chunk_skip_token(p, end);
-      if (value_end == p) return false;
-      p = value_end;
+      const char* value_end = chunk_skip_token(cursor, end);
+      if (value_end == cursor) return false;
+      cursor = value_end;
     }
   }
   return true;
@@ -77,42 +78,45 @@ bool chunk_extensions_valid(const char* p, const char* end) {
 }  // namespace
 
 ParseStep MessageParser::parse_chunked(std::string_view input) {
-  std::size_t at = 0;  // bytes of the input consumed by this call
+  std::size_t consumed = 0;  // bytes of the input consumed by this call
   for (;;) {
     switch (stage_) {
       case Stage::chunk_line: {
         // chunk-size [ chunk-ext ] CRLF, found whole before it is read (the scan for its CR
         // resumes where it stopped); at most header_bytes long (deliberate difference 6).
-        const char* const line = input.data() + at;
-        const std::size_t available = input.size() - at;
+        const char* const line = input.data() + consumed;
+        const std::size_t available = input.size() - consumed;
         const std::size_t window = static_cast<std::size_t>(
             std::min<std::uint64_t>(available, limits_.header_bytes + 1ull));
-        const char* const cr = parser_detail::find_cr(line + position_, line + window);
-        const std::size_t length = static_cast<std::size_t>(cr - line);
-        if (length > limits_.header_bytes) return fail(bhttp::error::bad_chunk_extension, at);
-        if (cr == line + window) {
+        const char* const line_end = parser_detail::find_cr(line + position_, line + window);
+        const std::size_t length = static_cast<std::size_t>(line_end - line);
+        if (length > limits_.header_bytes) return fail(bhttp::error::bad_chunk_extension, consumed);
+        if (line_end == line + window) {
           position_ = window;
-          return {ParseEvent::need_more, at, {}, {}};
+          return {ParseEvent::need_more, consumed, {}, {}};
         }
         if (length + 1 == available) {
           position_ = length;
-          return {ParseEvent::need_more, at, {}, {}};
+          return {ParseEvent::need_more, consumed, {}, {}};
         }
-        if (cr[1] != '\n') return fail(bhttp::error::bad_line_ending, at);
+        if (line_end[1] != '\n') return fail(bhttp::error::bad_line_ending, consumed);
         // chunk-size = 1*HEXDIG
         std::uint64_t size = 0;
-        const char* p = line;
-        for (; p < cr && parser_detail::tables.hex[static_cast<unsigned char>(*p)] >= 0; ++p) {
-          if (size >> 60) return fail(bhttp::error::bad_chunk, at);  // overflow
+        const char* size_end = line;
+        for (; size_end < line_end &&
+               parser_detail::tables.hex[static_cast<unsigned char>(*size_end)] >= 0;
+             ++size_end) {
+          if (size >> 60) return fail(bhttp::error::bad_chunk, consumed);  // overflow
           size = size << 4 | static_cast<std::uint64_t>(
-                                 parser_detail::tables.hex[static_cast<unsigned char>(*p)]);
+                                 parser_detail::tables.hex[static_cast<unsigned char>(*size_end)]);
         }
-        if (p == line) return fail(bhttp::error::bad_chunk, at);
+        if (size_end == line) return fail(bhttp::error::bad_chunk, consumed);
         // The limit first, as Beast checks it.
         if (limits_.body_bytes && size > *limits_.body_bytes - body_received_)
-          return fail(bhttp::error::body_limit, at);
-        if (!chunk_extensions_valid(p, cr)) return fail(bhttp::error::bad_chunk_extension, at);
-        at += length + 2;
+          return fail(bhttp::error::body_limit, consumed);
+        if (!chunk_extensions_valid(size_end, line_end))
+          return fail(bhttp::error::bad_chunk_extension, consumed);
+        consumed += length + 2;
         position_ = 0;
         if (size == 0) {  // last-chunk: the trailer section follows
           stage_ = Stage::trailer_lines;
@@ -125,40 +129,42 @@ ParseStep MessageParser::parse_chunked(std::string_view input) {
         break;
       }
       case Stage::chunk_data: {
-        const std::size_t available = input.size() - at;
-        if (available == 0) return {ParseEvent::need_more, at, {}, {}};
-        const std::size_t n =
+        const std::size_t available = input.size() - consumed;
+        if (available == 0) return {ParseEvent::need_more, consumed, {}, {}};
+        const std::size_t taken =
             static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, available));
-        remaining_ -= n;
-        body_received_ += n;
+        remaining_ -= taken;
+        body_received_ += taken;
         if (remaining_ == 0) stage_ = Stage::chunk_data_end;
-        return {ParseEvent::body, at + n, input.substr(at, n), {}};
+        return {ParseEvent::body, consumed + taken, input.substr(consumed, taken), {}};
       }
       case Stage::chunk_data_end: {
-        const std::size_t available = input.size() - at;
-        if (available >= 1 && input[at] != '\r') return fail(bhttp::error::bad_chunk, at);
-        if (available >= 2 && input[at + 1] != '\n') return fail(bhttp::error::bad_chunk, at);
-        if (available < 2) return {ParseEvent::need_more, at, {}, {}};
-        at += 2;
+        const std::size_t available = input.size() - consumed;
+        if (available >= 1 && input[consumed] != '\r')
+          return fail(bhttp::error::bad_chunk, consumed);
+        if (available >= 2 && input[consumed + 1] != '\n')
+          return fail(bhttp::error::bad_chunk, consumed);
+        if (available < 2) return {ParseEvent::need_more, consumed, {}, {}};
+        consumed += 2;
         stage_ = Stage::chunk_line;
         position_ = 0;
         break;
       }
       case Stage::trailer_lines: {
-        const char* const section = input.data() + at;
+        const char* const section = input.data() + consumed;
         const std::size_t size = static_cast<std::size_t>(
-            std::min<std::uint64_t>(input.size() - at, limits_.header_bytes + 2ull));
+            std::min<std::uint64_t>(input.size() - consumed, limits_.header_bytes + 2ull));
         const SectionResult result = scan_field_lines(section, size, /*trailers=*/true);
-        if (result == SectionResult::need_more) return {ParseEvent::need_more, at, {}, {}};
-        if (result == SectionResult::failed) return fail(error_, at);
+        if (result == SectionResult::need_more) return {ParseEvent::need_more, consumed, {}, {}};
+        if (result == SectionResult::failed) return fail(error_, consumed);
         make_views(section, tables().trailer_slots, tables().trailer_fields);
-        at += position_;
+        consumed += position_;
         position_ = 0;
         stage_ = Stage::done;
-        return {ParseEvent::message_end, at, {}, {}};
+        return {ParseEvent::message_end, consumed, {}, {}};
       }
       default:  // not a stage of a chunked body: parse() does not come here for one
-        return {ParseEvent::error, at, {}, error_};
+        return {ParseEvent::error, consumed, {}, error_};
     }
   }
 }

@@ -21,12 +21,12 @@ boost::beast::http::field lookup_field(std::string_view name);
 namespace message_detail {
 
 /// Optional whitespace (RFC 9110 §5.6.3): SP or HTAB.
-inline bool is_whitespace(char c) {
-  return c == ' ' || c == '\t';
+inline bool is_whitespace(char byte) {
+  return byte == ' ' || byte == '\t';
 }
 
-inline bool is_digit(char c) {
-  return static_cast<unsigned char>(c - '0') < 10;
+inline bool is_digit(char byte) {
+  return static_cast<unsigned char>(byte - '0') < 10;
 }
 
 /// `text` without the whitespace around it.
@@ -40,9 +40,9 @@ inline std::string_view trim_whitespace(std::string_view text) {
 inline bool equals_ignoring_case(std::string_view text, std::string_view lower) {
   if (text.size() != lower.size()) return false;
   for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
-    if (c != lower[i]) return false;
+    char folded = text[i];
+    if (folded >= 'A' && folded <= 'Z') folded = static_cast<char>(folded + ('a' - 'A'));
+    if (folded != lower[i]) return false;
   }
   return true;
 }

@@ -60,12 +60,12 @@ bool MessageParser::take_content_length(std::string_view value) {
   if (!content_length_ && !value.empty() && value.size() <= 19) {
     std::uint64_t length = 0;
     bool digits = true;
-    for (const char c : value) {
-      if (!message_detail::is_digit(c)) {
+    for (const char character : value) {
+      if (!message_detail::is_digit(character)) {
         digits = false;
         break;
       }
-      length = length * 10 + static_cast<std::uint64_t>(c - '0');
+      length = length * 10 + static_cast<std::uint64_t>(character - '0');
     }
     if (digits) {
       content_length_ = length;
@@ -78,15 +78,16 @@ bool MessageParser::take_content_length(std::string_view value) {
   bool differ = false;
   const bool valid = message_detail::for_each_element(value, [&](std::string_view item) {
     if (item.empty()) return false;
-    std::uint64_t n = 0;
-    for (const char c : item) {
-      if (!message_detail::is_digit(c)) return false;
-      const auto digit = static_cast<std::uint64_t>(c - '0');
-      if (n > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return false;  // overflow
-      n = n * 10 + digit;
+    std::uint64_t number = 0;
+    for (const char character : item) {
+      if (!message_detail::is_digit(character)) return false;
+      const auto digit = static_cast<std::uint64_t>(character - '0');
+      if (number > (std::numeric_limits<std::uint64_t>::max() - digit) / 10)
+        return false;  // overflow
+      number = number * 10 + digit;
     }
-    if (have && n != first) differ = true;
-    first = n;
+    if (have && number != first) differ = true;
+    first = number;
     have = true;
     return true;
   });

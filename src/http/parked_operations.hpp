@@ -148,15 +148,15 @@ class ParkedRead final : public ParkedOperation<ParkedRead<Handler>, Handler> {
       return true;
     }
     if (!socket_->non_blocking()) socket_->non_blocking(true, ec);
-    std::size_t n = 0;
-    if (!ec) n = socket_->read_some(buffer_, ec);
+    std::size_t bytes_read = 0;
+    if (!ec) bytes_read = socket_->read_some(buffer_, ec);
     if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
       this->readiness_->drained(socket_->native_handle(), socket_->get_executor());
       return false;
     }
-    if (!ec && n < buffer_.size())
+    if (!ec && bytes_read < buffer_.size())
       this->readiness_->drained(socket_->native_handle(), socket_->get_executor());
-    this->complete(post_it, ec, n);
+    this->complete(post_it, ec, bytes_read);
     return true;
   }
 

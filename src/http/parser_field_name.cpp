@@ -28,46 +28,48 @@ using boost::beast::http::field;
 
 constexpr unsigned field_count = static_cast<unsigned>(field::xref) + 1;  // xref: the last
 
-std::uint32_t load4_folded(const char* p) {
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v | 0x20202020u;
+std::uint32_t load4_folded(const char* bytes) {
+  std::uint32_t word;
+  std::memcpy(&word, bytes, 4);
+  return word | 0x20202020u;
 }
 
 // Equal names (in Beast's sense) hash the same: only bytes with 0x20 set are used.
-[[gnu::always_inline]] inline std::uint32_t hash(const char* p, std::size_t n) {
-  std::uint32_t h = static_cast<std::uint32_t>(n) * 0x9e3779b1u;
-  if (n >= 4) {
-    h ^= load4_folded(p);
-    h = (h ^ (h >> 15)) * 0x85ebca6bu;
-    h ^= load4_folded(p + n - 4);
+[[gnu::always_inline]] inline std::uint32_t hash(const char* name, std::size_t size) {
+  std::uint32_t mixed = static_cast<std::uint32_t>(size) * 0x9e3779b1u;
+  if (size >= 4) {
+    mixed ^= load4_folded(name);
+    mixed = (mixed ^ (mixed >> 15)) * 0x85ebca6bu;
+    mixed ^= load4_folded(name + size - 4);
   } else {
-    for (std::size_t i = 0; i < n; ++i)
-      h = (h ^ (static_cast<unsigned char>(p[i]) | 0x20u)) * 0x01000193u;
+    for (std::size_t i = 0; i < size; ++i)
+      mixed = (mixed ^ (static_cast<unsigned char>(name[i]) | 0x20u)) * 0x01000193u;
   }
-  h = (h ^ (h >> 13)) * 0xc2b2ae35u;
-  return h ^ (h >> 16);
+  mixed = (mixed ^ (mixed >> 13)) * 0xc2b2ae35u;
+  return mixed ^ (mixed >> 16);
 }
 
 template <class Int>
-[[gnu::always_inline]] inline bool differ(const char* a, const char* b) {
-  Int word_a, word_b;
-  std::memcpy(&word_a, a, sizeof word_a);
-  std::memcpy(&word_b, b, sizeof word_b);
-  return ((word_a ^ word_b) & static_cast<Int>(0xdfdfdfdfdfdfdfdfull)) != 0;
+[[gnu::always_inline]] inline bool differ(const char* left, const char* right) {
+  Int left_word, right_word;
+  std::memcpy(&left_word, left, sizeof left_word);
+  std::memcpy(&right_word, right, sizeof right_word);
+  return ((left_word ^ right_word) & static_cast<Int>(0xdfdfdfdfdfdfdfdfull)) != 0;
 }
 
-// Beast's field_table::equals (every byte pair equal but for bit 0x20), on n bytes: in 8- or
+// Beast's field_table::equals (every byte pair equal but for bit 0x20), on `size` bytes: in 8- or
 // 4-byte words, the last word overlapping the one before (bytes compared twice compare alike).
-[[gnu::always_inline]] inline bool equals(const char* a, const char* b, std::size_t n) {
-  if (n >= 8) {
-    for (std::size_t i = 0; i + 8 < n; i += 8)
-      if (differ<std::uint64_t>(a + i, b + i)) return false;
-    return !differ<std::uint64_t>(a + n - 8, b + n - 8);
+[[gnu::always_inline]] inline bool equals(const char* left, const char* right, std::size_t size) {
+  if (size >= 8) {
+    for (std::size_t i = 0; i + 8 < size; i += 8)
+      if (differ<std::uint64_t>(left + i, right + i)) return false;
+    return !differ<std::uint64_t>(left + size - 8, right + size - 8);
   }
-  if (n >= 4) return !differ<std::uint32_t>(a, b) && !differ<std::uint32_t>(a + n - 4, b + n - 4);
-  for (; n; ++a, ++b, --n)
-    if ((*a ^ *b) & 0xdf) return false;
+  if (size >= 4)
+    return !differ<std::uint32_t>(left, right) &&
+           !differ<std::uint32_t>(left + size - 4, right + size - 4);
+  for (; size; ++left, ++right, --size)
+    if ((*left ^ *right) & 0xdf) return false;
   return true;
 }
 
@@ -79,9 +81,9 @@ struct FieldIndex {
   FieldIndex() {
     for (unsigned i = 1; i < field_count; ++i) {
       names[i] = boost::beast::http::to_string(static_cast<field>(i));
-      std::size_t h = hash(names[i].data(), names[i].size()) & (size - 1);
-      while (slot[h] != 0) h = (h + 1) & (size - 1);
-      slot[h] = static_cast<std::uint16_t>(i);
+      std::size_t bucket = hash(names[i].data(), names[i].size()) & (size - 1);
+      while (slot[bucket] != 0) bucket = (bucket + 1) & (size - 1);
+      slot[bucket] = static_cast<std::uint16_t>(i);
     }
   }
 };
@@ -96,13 +98,13 @@ const FieldIndex& field_index() {
 field lookup_field(std::string_view name) {
   if (name.empty()) return boost::beast::http::string_to_field(name);
   const FieldIndex& index = field_index();
-  for (std::size_t h = hash(name.data(), name.size()) & (FieldIndex::size - 1);;
-       h = (h + 1) & (FieldIndex::size - 1)) {
-    const unsigned i = index.slot[h];
-    if (i == 0) return field::unknown;
-    if (index.names[i].size() == name.size() &&
-        equals(name.data(), index.names[i].data(), name.size()))
-      return static_cast<field>(i);
+  for (std::size_t bucket = hash(name.data(), name.size()) & (FieldIndex::size - 1);;
+       bucket = (bucket + 1) & (FieldIndex::size - 1)) {
+    const unsigned code = index.slot[bucket];
+    if (code == 0) return field::unknown;
+    if (index.names[code].size() == name.size() &&
+        equals(name.data(), index.names[code].data(), name.size()))
+      return static_cast<field>(code);
   }
 }
 

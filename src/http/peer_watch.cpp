@@ -22,8 +22,8 @@ using core::use_tuple;
 /// The read's completion handler: one pointer, so Asio's recycled operation memory holds it.
 struct PeerWatch::Handler {
   PeerWatch* self;
-  void operator()(const boost::system::error_code& ec, std::size_t n) const {
-    self->on_read(ec, n);
+  void operator()(const boost::system::error_code& ec, std::size_t bytes_read) const {
+    self->on_read(ec, bytes_read);
   }
 };
 
@@ -59,8 +59,8 @@ void PeerWatch::on_ready(const boost::system::error_code& ec) {
   Stream& stream = *std::exchange(stream_, nullptr);
   if (ec) return on_read(ec, 0);  // aborted: the socket was closed or cancelled under the watch
   boost::system::error_code read_error;
-  const std::size_t n = stream.read_now(net::buffer(bytes_, max_read_), read_error);
-  if (n > 0 || read_error) return on_read(read_error, n);
+  const std::size_t bytes_read = stream.read_now(net::buffer(bytes_, max_read_), read_error);
+  if (bytes_read > 0 || read_error) return on_read(read_error, bytes_read);
   // Nothing after all (the event was for bytes read since): wait on.
   if (stream.park(*this)) {
     stream_ = &stream;
@@ -83,14 +83,14 @@ bool PeerWatch::stop_now() {
   return !active_;
 }
 
-void PeerWatch::on_read(const boost::system::error_code& ec, std::size_t n) {
+void PeerWatch::on_read(const boost::system::error_code& ec, std::size_t bytes_read) {
   active_ = false;
   if (!ec) {
     // A pipelined next request: its first bytes go to the connection's buffer, where the
     // session's next read finds them (and reads the rest from the socket).
-    const auto room = buf_->prepare(n);
-    std::memcpy(room.data(), bytes_, n);
-    buf_->commit(n);
+    const auto room = buf_->prepare(bytes_read);
+    std::memcpy(room.data(), bytes_, bytes_read);
+    buf_->commit(bytes_read);
   } else if (!stopping_ && ec != net::error::operation_aborted) {
     gone_ = true;
     if (on_gone_) on_gone_(ctx_);
@@ -104,8 +104,8 @@ net::awaitable<void> PeerWatch::stop(net::ip::tcp::socket& sock) {
   sock.cancel(ignored);
   // The cancelled read's handler is queued on this thread ahead of the continuation posted here
   // (no timer to wake this: a held-open stream should cost little).
-  const auto ex = co_await net::this_coro::executor;
-  while (active_) co_await net::post(ex, net::use_awaitable);
+  const auto executor = co_await net::this_coro::executor;
+  while (active_) co_await net::post(executor, net::use_awaitable);
 }
 
 net::awaitable<void> PeerWatch::until_gone() {
@@ -115,8 +115,8 @@ net::awaitable<void> PeerWatch::until_gone() {
     wake_ = std::make_unique<net::steady_timer>(co_await net::this_coro::executor,
                                                 net::steady_timer::time_point::max());
   while (!gone_) {
-    auto cs = co_await net::this_coro::cancellation_state;
-    if (cs.cancelled() != net::cancellation_type::none) co_return;
+    auto cancellation = co_await net::this_coro::cancellation_state;
+    if (cancellation.cancelled() != net::cancellation_type::none) co_return;
     co_await wake_->async_wait(use_tuple);
   }
 }

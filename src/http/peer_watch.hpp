@@ -79,7 +79,7 @@ class PeerWatch final : public ReadyWaiter {
   struct Handler;
   /// The state of a new watch (both start()s).
   void arm(boost::beast::flat_buffer& buf, OnGone on_gone, void* ctx);
-  void on_read(const boost::system::error_code& ec, std::size_t n);
+  void on_read(const boost::system::error_code& ec, std::size_t bytes_read);
   // Parked in the stream's ReadinessSet: the socket may be readable now (or the wait aborted).
   void on_ready(const boost::system::error_code& ec) override;
   void discard() override;

@@ -215,21 +215,21 @@ void ReadinessSet::watch() {
 void ReadinessSet::take_events() {
   std::array<epoll_event, 128> events;
   for (;;) {
-    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    const int ready = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 0);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return;
     // Every flag first, then the waiters: a waiter's handler that asks about another socket
     // (the pool: did the backend close this idle connection?) sees that socket's event of this
     // same batch, not a flag one wake-up old (Readiness::drained_and_watched).
-    const bool whole_batch = static_cast<std::size_t>(n) < events.size();
-    for (int i = 0; i < n; ++i) {
+    const bool whole_batch = static_cast<std::size_t>(ready) < events.size();
+    for (int i = 0; i < ready; ++i) {
       Readiness* entry = entry_of(events[i].data.fd);
       if (!entry) continue;
       entry->readable_ = true;
       entry->hangup_ = (events[i].events & kHangup) != 0;
     }
     taking_events_ = whole_batch;
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < ready; ++i) {
       // A waiter run before this one may have closed this socket, and another one taken its
       // number (its flag is then its own: set only when its own read found bytes, or a later
       // event), or drained it again after the event (its next bytes raise an event still to

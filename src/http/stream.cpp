@@ -32,7 +32,7 @@ struct Stream::Tls {
 };
 
 Stream::Stream(tcp::socket tcp_socket) : sock_(std::move(tcp_socket)) {}
-Stream::Stream(const executor_type& ex) : sock_(ex) {}
+Stream::Stream(const executor_type& executor) : sock_(executor) {}
 Stream::Stream(Stream&&) noexcept = default;
 Stream& Stream::operator=(Stream&&) noexcept = default;
 Stream::~Stream() = default;
@@ -65,9 +65,10 @@ net::awaitable<void> Stream::tls_shutdown() {
 
 std::string Stream::tls_error_message(const boost::system::error_code& ec) const {
   if (tls_) {
-    const long v = SSL_get_verify_result(tls_->stream.native_handle());
-    if (v != X509_V_OK)
-      return fmt::format("certificate verify failed: {}", X509_verify_cert_error_string(v));
+    const long verify_result = SSL_get_verify_result(tls_->stream.native_handle());
+    if (verify_result != X509_V_OK)
+      return fmt::format("certificate verify failed: {}",
+                         X509_verify_cert_error_string(verify_result));
   }
   if (ec == ssl::error::stream_truncated) return "the peer closed the connection during TLS";
   return ec.message();
@@ -82,15 +83,15 @@ void Stream::tls_read(net::mutable_buffer buffer, IoHandler handler) {
   // A peer that closes without close_notify ends the stream as a plain TCP close does: HTTP's
   // own framing tells a complete message from a truncated one (as browsers and curl do).
   auto slot = net::get_associated_cancellation_slot(handler);
-  auto ex = net::get_associated_executor(handler, sock_.get_executor());
+  auto executor = net::get_associated_executor(handler, sock_.get_executor());
   tls_->stream.async_read_some(
-      buffer,
-      net::bind_cancellation_slot(
-          slot, net::bind_executor(ex, [handler = std::move(handler)](boost::system::error_code ec,
-                                                                      std::size_t n) mutable {
-            if (ec == ssl::error::stream_truncated) ec = net::error::eof;
-            std::move(handler)(ec, n);
-          })));
+      buffer, net::bind_cancellation_slot(
+                  slot, net::bind_executor(executor, [handler = std::move(handler)](
+                                                         boost::system::error_code ec,
+                                                         std::size_t bytes_read) mutable {
+                    if (ec == ssl::error::stream_truncated) ec = net::error::eof;
+                    std::move(handler)(ec, bytes_read);
+                  })));
 }
 
 void Stream::tls_write(net::const_buffer buffer, IoHandler handler) {

@@ -49,7 +49,7 @@ class Stream {
       boost::asio::any_completion_handler<void(boost::system::error_code, std::size_t)>;
 
   explicit Stream(boost::asio::ip::tcp::socket tcp_socket);
-  explicit Stream(const executor_type& ex);
+  explicit Stream(const executor_type& executor);
   Stream(Stream&&) noexcept;
   Stream& operator=(Stream&&) noexcept;
   ~Stream();
@@ -102,9 +102,9 @@ class Stream {
       sock_.non_blocking(true, ec);
       if (ec) return 0;
     }
-    const std::size_t n = sock_.write_some(buffers, ec);
+    const std::size_t written = sock_.write_some(buffers, ec);
     if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) ec = {};
-    return ec ? 0 : n;
+    return ec ? 0 : written;
   }
 
   /// Reads what has arrived, without suspending: one non-blocking recv (plain TCP; nothing over
@@ -118,14 +118,15 @@ class Stream {
       sock_.non_blocking(true, ec);
       if (ec) return 0;
     }
-    const std::size_t n = sock_.read_some(buffer, ec);
+    const std::size_t bytes_read = sock_.read_some(buffer, ec);
     if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
       ec = {};
       readiness_.drained(sock_.native_handle(), sock_.get_executor());
       return 0;
     }
-    if (!ec && n < buffer.size()) readiness_.drained(sock_.native_handle(), sock_.get_executor());
-    return ec ? 0 : n;
+    if (!ec && bytes_read < buffer.size())
+      readiness_.drained(sock_.native_handle(), sock_.get_executor());
+    return ec ? 0 : bytes_read;
   }
   /// Whether read_now() may find bytes (false over TLS, and when the socket was drained and no
   /// event came since: then await async_read_some, which waits without a system call first).
@@ -209,8 +210,8 @@ class Stream {
             return;
           }
           const boost::asio::mutable_buffer staging = tls_staging();
-          const std::size_t n = boost::asio::buffer_copy(staging, sequence);
-          tls_write(boost::asio::buffer(staging.data(), n), IoHandler(std::move(handler)));
+          const std::size_t copied = boost::asio::buffer_copy(staging, sequence);
+          tls_write(boost::asio::buffer(staging.data(), copied), IoHandler(std::move(handler)));
         },
         token, buffers);
   }
@@ -234,13 +235,13 @@ class Stream {
   Readiness readiness_;  // the socket's flag in the worker's ReadinessSet (plain TCP)
 };
 
-/// Drops the first `n` bytes of `buffers` (what write_now() sent): the rest, in place.
+/// Drops the first `sent` bytes of `buffers` (what write_now() sent): the rest, in place.
 template <std::size_t N>
-void skip_bytes(std::array<boost::asio::const_buffer, N>& buffers, std::size_t n) {
+void skip_bytes(std::array<boost::asio::const_buffer, N>& buffers, std::size_t sent) {
   for (auto& piece : buffers) {
-    const std::size_t k = n < piece.size() ? n : piece.size();
-    piece += k;
-    n -= k;
+    const std::size_t skipped = sent < piece.size() ? sent : piece.size();
+    piece += skipped;
+    sent -= skipped;
   }
 }
 

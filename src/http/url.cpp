@@ -13,24 +13,24 @@ namespace llmux::http {
 
 namespace {
 
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
+bool is_digit(char character) {
+  return character >= '0' && character <= '9';
 }
 
 /// The length of a dotted IPv4 address at the start of `host` ("192.0.2.1" in "192.0.2.1x"),
 /// or 0 when it does not start with one.
 std::size_t ipv4_prefix_length(std::string_view host) {
-  std::size_t at = 0;
+  std::size_t pos = 0;
   for (int label = 0; label < 4; ++label) {
     if (label > 0) {
-      if (at >= host.size() || host[at] != '.') return 0;
-      ++at;
+      if (pos >= host.size() || host[pos] != '.') return 0;
+      ++pos;
     }
-    const std::size_t start = at;
-    while (at < host.size() && is_digit(host[at]) && at - start < 3) ++at;
-    if (at == start) return 0;
+    const std::size_t start = pos;
+    while (pos < host.size() && is_digit(host[pos]) && pos - start < 3) ++pos;
+    if (pos == start) return 0;
   }
-  return at;
+  return pos;
 }
 
 /// The host, port and path of a URL as written: the authority is what lies between "://" and
@@ -54,8 +54,8 @@ WrittenParts split_written(std::string_view url) {
   std::string_view authority = url.substr(begin, end - begin);
   const std::string_view after_authority = url.substr(end);
   parts.path = after_authority.substr(0, after_authority.find_first_of("?#"));
-  if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos)
-    authority.remove_prefix(at + 1);
+  if (const std::size_t at_sign = authority.rfind('@'); at_sign != std::string_view::npos)
+    authority.remove_prefix(at_sign + 1);
   std::string_view& host = parts.host;
   std::string_view& port = parts.port;
   host = authority;
@@ -116,7 +116,8 @@ std::optional<Url> Url::parse(std::string_view text, std::string* error, Options
   if (!parsed) return fail(fmt::format("not a valid URL ({})", parsed.error().message()));
   const boost::urls::url_view uri = *parsed;
   std::string scheme(uri.scheme());
-  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& character : scheme)
+    character = static_cast<char>(std::tolower(static_cast<unsigned char>(character)));
   if (scheme == "https" && !options.https)
     return fail("https:// is not supported here; only http:// is supported");
   if (scheme != "http" && scheme != "https")
