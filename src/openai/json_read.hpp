@@ -20,8 +20,8 @@ namespace llmux::openai::json_read {
 namespace od = simdjson::ondemand;
 
 inline bool is_type(od::value& value, od::json_type want) {
-  od::json_type t;
-  return !value.type().get(t) && t == want;
+  od::json_type type;
+  return !value.type().get(type) && type == want;
 }
 
 /// The string in `value`, or false when it is null or not a string.
@@ -32,21 +32,21 @@ inline bool get_str(od::value& value, std::string_view& out) {
 
 inline std::optional<std::uint64_t> get_u64(od::value& value) {
   if (!is_type(value, od::json_type::number)) return std::nullopt;
-  std::uint64_t x;
-  if (!value.get_uint64().get(x)) return x;
+  std::uint64_t number;
+  if (!value.get_uint64().get(number)) return number;
   return std::nullopt;
 }
 
 /// A scalar as text: strings unescaped, numbers and booleans as written, null as "".
 inline std::string scalar_text(od::value& value) {
-  od::json_type t;
-  if (value.type().get(t)) return {};
-  if (t == od::json_type::string) {
+  od::json_type type;
+  if (value.type().get(type)) return {};
+  if (type == od::json_type::string) {
     std::string_view text;
     if (!value.get_string().get(text)) return std::string(text);
     return {};
   }
-  if (t == od::json_type::number || t == od::json_type::boolean) {
+  if (type == od::json_type::number || type == od::json_type::boolean) {
     std::string_view raw = value.raw_json_token();
     while (!raw.empty() &&
            (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t')) {
@@ -67,9 +67,9 @@ inline std::string_view last_usage_object(std::string_view body) {
   const char* const base = body.data();
   std::size_t key = std::string_view::npos;
   for (std::size_t end = body.size(); end >= kKey.size();) {
-    const void* q = ::memrchr(base, '"', end);
-    if (!q) return {};
-    const auto close = static_cast<std::size_t>(static_cast<const char*>(q) - base);
+    const void* quote = ::memrchr(base, '"', end);
+    if (!quote) return {};
+    const auto close = static_cast<std::size_t>(static_cast<const char*>(quote) - base);
     if (close + 1 >= kKey.size() && base[close - 1] == 'e' &&
         std::memcmp(base + close + 1 - kKey.size(), kKey.data(), kKey.size() - 2) == 0) {
       key = close + 1 - kKey.size();
@@ -78,35 +78,35 @@ inline std::string_view last_usage_object(std::string_view body) {
     end = close;
   }
   if (key == std::string_view::npos) return {};
-  std::size_t i = key + kKey.size();
+  std::size_t pos = key + kKey.size();
   auto skip_ws = [&] {
-    while (i < body.size() &&
-           (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r'))
-      ++i;
+    while (pos < body.size() &&
+           (body[pos] == ' ' || body[pos] == '\t' || body[pos] == '\n' || body[pos] == '\r'))
+      ++pos;
   };
   skip_ws();
-  if (i >= body.size() || body[i] != ':') return {};
-  ++i;
+  if (pos >= body.size() || body[pos] != ':') return {};
+  ++pos;
   skip_ws();
-  if (i >= body.size() || body[i] != '{') return {};
-  const std::size_t begin = i;
+  if (pos >= body.size() || body[pos] != '{') return {};
+  const std::size_t begin = pos;
   int depth = 0;
-  for (; i < body.size(); ++i) {
-    const char c = body[i];
-    if (c == '"') {
+  for (; pos < body.size(); ++pos) {
+    const char byte = body[pos];
+    if (byte == '"') {
       // A string: to its closing quote, one not escaped (preceded by an even run of '\\').
       for (;;) {
-        const void* q = std::memchr(base + i + 1, '"', body.size() - i - 1);
-        if (!q) return {};
-        i = static_cast<std::size_t>(static_cast<const char*>(q) - base);
+        const void* quote = std::memchr(base + pos + 1, '"', body.size() - pos - 1);
+        if (!quote) return {};
+        pos = static_cast<std::size_t>(static_cast<const char*>(quote) - base);
         std::size_t slashes = 0;
-        while (base[i - 1 - slashes] == '\\') ++slashes;
+        while (base[pos - 1 - slashes] == '\\') ++slashes;
         if (slashes % 2 == 0) break;
       }
-    } else if (c == '{') {
+    } else if (byte == '{') {
       ++depth;
-    } else if (c == '}' && --depth == 0) {
-      return body.substr(begin, i + 1 - begin);
+    } else if (byte == '}' && --depth == 0) {
+      return body.substr(begin, pos + 1 - begin);
     }
   }
   return {};
@@ -129,68 +129,69 @@ inline constexpr auto kPlainKeyByte = [] {
 /// reading; on the path of every non-streaming answer. tests/fuzz/tap_fuzz.cpp checks it against
 /// parse_usage().)
 inline bool read_usage_flat(std::string_view obj, StreamUsage& usage) {
-  // Every scan stops at the '}' that ends `obj` at the latest, so none checks for the end: p
-  // reaches it only by taking a '}', and that is checked where it can happen. (Each scan on a
-  // local copy of p, which the compiler keeps in a register.)
+  // Every scan stops at the '}' that ends `obj` at the latest, so none checks for the end:
+  // `cursor` reaches it only by taking a '}', and that is checked where it can happen. (Each scan
+  // on a local copy of `cursor`, `scan`, which the compiler keeps in a register.)
   if (obj.size() < 2 || obj.back() != '}') return false;
-  const char* p = obj.data();
-  const char* const end = p + obj.size();
-  auto ws = [&] {
-    const char* q = p;
-    while (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t') ++q;
-    p = q;
+  const char* cursor = obj.data();
+  const char* const end = cursor + obj.size();
+  auto skip_ws = [&] {
+    const char* scan = cursor;
+    while (*scan == ' ' || *scan == '\n' || *scan == '\r' || *scan == '\t') ++scan;
+    cursor = scan;
   };
   auto key = [&](std::string_view& name) {
-    if (*p != '"') return false;
-    const char* const b = p + 1;
-    const char* q = b;
-    while (kPlainKeyByte[static_cast<unsigned char>(*q)]) ++q;
-    if (*q != '"') return false;
-    name = std::string_view(b, static_cast<std::size_t>(q - b));
-    p = q + 1;
-    ws();
-    if (*p != ':') return false;
-    ++p;
-    ws();
+    if (*cursor != '"') return false;
+    const char* const name_begin = cursor + 1;
+    const char* scan = name_begin;
+    while (kPlainKeyByte[static_cast<unsigned char>(*scan)]) ++scan;
+    if (*scan != '"') return false;
+    name = std::string_view(name_begin, static_cast<std::size_t>(scan - name_begin));
+    cursor = scan + 1;
+    skip_ws();
+    if (*cursor != ':') return false;
+    ++cursor;
+    skip_ws();
     return true;
   };
   // An unsigned integer or null (nullopt); false for any other value.
   auto scalar = [&](std::optional<std::uint64_t>& value) {
-    if (end - p >= 4 && std::memcmp(p, "null", 4) == 0) {
-      p += 4;
+    if (end - cursor >= 4 && std::memcmp(cursor, "null", 4) == 0) {
+      cursor += 4;
       value.reset();
     } else {
-      const char* const b = p;
-      const char* q = b;
-      std::uint64_t n = 0;
-      while (*q >= '0' && *q <= '9') n = n * 10 + static_cast<unsigned>(*q++ - '0');
-      p = q;
-      const auto digits = q - b;
-      if (digits == 0 || digits > 19 || (digits > 1 && *b == '0')) return false;
-      value = n;
+      const char* const digits_begin = cursor;
+      const char* scan = digits_begin;
+      std::uint64_t number = 0;
+      while (*scan >= '0' && *scan <= '9')
+        number = number * 10 + static_cast<unsigned>(*scan++ - '0');
+      cursor = scan;
+      const auto digits = scan - digits_begin;
+      if (digits == 0 || digits > 19 || (digits > 1 && *digits_begin == '0')) return false;
+      value = number;
     }
-    return p < end &&
-           (*p == ',' || *p == '}' || *p == ' ' || *p == '\n' || *p == '\r' || *p == '\t');
+    return cursor < end && (*cursor == ',' || *cursor == '}' || *cursor == ' ' || *cursor == '\n' ||
+                            *cursor == '\r' || *cursor == '\t');
   };
-  // The members of an object up to its '}' (p just past its '{'), each handed to `member`.
+  // The members of an object up to its '}' (`cursor` just past its '{'), each handed to `member`.
   auto members = [&](auto&& member) {
-    ws();
-    if (*p == '}') {
-      ++p;
+    skip_ws();
+    if (*cursor == '}') {
+      ++cursor;
       return true;
     }
     for (;;) {
       std::string_view name;
       if (!key(name) || !member(name)) return false;
-      if (p == end) return false;  // a value's '}' ended the text
-      ws();
-      if (*p == '}') {
-        ++p;
+      if (cursor == end) return false;  // a value's '}' ended the text
+      skip_ws();
+      if (*cursor == '}') {
+        ++cursor;
         return true;
       }
-      if (*p != ',') return false;
-      ++p;
-      ws();
+      if (*cursor != ',') return false;
+      ++cursor;
+      skip_ws();
     }
   };
   StreamUsage parsed;
@@ -200,26 +201,26 @@ inline bool read_usage_flat(std::string_view obj, StreamUsage& usage) {
     if (name == "completion_tokens" || name == "output_tokens") return &parsed.completion_tokens;
     return nullptr;
   };
-  ws();
-  if (*p != '{') return false;
-  ++p;
+  skip_ws();
+  if (*cursor != '{') return false;
+  ++cursor;
   const bool ok = members([&](std::string_view name) {
     std::optional<std::uint64_t> value;
-    if (*p == '{') {  // details: only cached_tokens is read, of the prompt's
-      ++p;
-      if (auto* to = slot(name)) to->reset();  // not a number: none (as get_u64)
+    if (*cursor == '{') {  // details: only cached_tokens is read, of the prompt's
+      ++cursor;
+      if (auto* target = slot(name)) target->reset();  // not a number: none (as get_u64)
       const bool details = name == "prompt_tokens_details" || name == "input_tokens_details";
-      return members([&](std::string_view dk) {
+      return members([&](std::string_view detail_key) {
         if (!scalar(value)) return false;
-        if (details && dk == "cached_tokens") parsed.cached_tokens = value;
+        if (details && detail_key == "cached_tokens") parsed.cached_tokens = value;
         return true;
       });
     }
     if (!scalar(value)) return false;
-    if (auto* to = slot(name)) *to = value;
+    if (auto* target = slot(name)) *target = value;
     return true;
   });
-  if (!ok || p != end) return false;
+  if (!ok || cursor != end) return false;
   usage = parsed;
   return true;
 }
@@ -237,10 +238,10 @@ inline void parse_usage(od::value& value, StreamUsage& usage) {
     } else if (key == "prompt_tokens_details" || key == "input_tokens_details") {
       if (!is_type(val, od::json_type::object)) continue;
       for (auto detail : val.get_object()) {
-        std::string_view dk = detail.unescaped_key();
-        if (dk == "cached_tokens") {
-          od::value dv = detail.value();
-          usage.cached_tokens = get_u64(dv);
+        std::string_view detail_key = detail.unescaped_key();
+        if (detail_key == "cached_tokens") {
+          od::value detail_value = detail.value();
+          usage.cached_tokens = get_u64(detail_value);
         }
       }
     }

@@ -115,57 +115,60 @@ class SseParser {
 };
 
 template <typename F>
-std::size_t SseParser::feed(std::string_view in, F&& on_event) {
+std::size_t SseParser::feed(std::string_view bytes, F&& on_event) {
   std::size_t dispatched = 0;
-  std::size_t i = 0;
-  const std::size_t n = in.size();
-  // Where the next LF at or after i is (n: none), found again once i has passed it: a line ends
-  // at the first CR before it, else at it. Two memchr scans instead of string_view's
+  std::size_t pos = 0;
+  const std::size_t size = bytes.size();
+  // Where the next LF at or after pos is (size: none), found again once pos has passed it: a line
+  // ends at the first CR before it, else at it. Two memchr scans instead of string_view's
   // find_first_of, which calls memchr on "\r\n" for every byte (~40 instructions per byte of an
   // event stream, measured with callgrind); each byte is scanned for LF once, so a run of CR-only
   // lines costs no more than one line.
-  std::size_t lf = 0;
+  std::size_t lf_pos = 0;
   bool lf_known = false;
-  while (i < n && !failed_) {
+  while (pos < size && !failed_) {
     if (skip_lf_) {
       skip_lf_ = false;
-      if (in[i] == '\n') {
-        ++i;
+      if (bytes[pos] == '\n') {
+        ++pos;
         continue;
       }
     }
-    if (!lf_known || lf < i) {
-      const void* q = std::memchr(in.data() + i, '\n', n - i);
-      lf = q ? static_cast<std::size_t>(static_cast<const char*>(q) - in.data()) : n;
+    if (!lf_known || lf_pos < pos) {
+      const void* lf_found = std::memchr(bytes.data() + pos, '\n', size - pos);
+      lf_pos = lf_found
+                   ? static_cast<std::size_t>(static_cast<const char*>(lf_found) - bytes.data())
+                   : size;
       lf_known = true;
     }
-    const void* cr = std::memchr(in.data() + i, '\r', lf - i);
-    const std::size_t j = cr ? static_cast<std::size_t>(static_cast<const char*>(cr) - in.data())
-                          : lf < n ? lf
-                                   : std::string_view::npos;
-    if (j == std::string_view::npos) {
-      if (line_size() + (n - i) > limits_.max_line) {
+    const void* cr_found = std::memchr(bytes.data() + pos, '\r', lf_pos - pos);
+    const std::size_t line_end =
+        cr_found ? static_cast<std::size_t>(static_cast<const char*>(cr_found) - bytes.data())
+        : lf_pos < size ? lf_pos
+                        : std::string_view::npos;
+    if (line_end == std::string_view::npos) {
+      if (line_size() + (size - pos) > limits_.max_line) {
         failed_ = true;
         break;
       }
-      bufs().line.append(in.substr(i));
+      bufs().line.append(bytes.substr(pos));
       break;
     }
     std::string_view line;
     const bool in_chunk = line_size() == 0;
     if (in_chunk) {
-      line = in.substr(i, j - i);
+      line = bytes.substr(pos, line_end - pos);
     } else {
-      bufs().line.append(in.substr(i, j - i));
+      bufs().line.append(bytes.substr(pos, line_end - pos));
       line = bufs_->line;
     }
     if (line.size() > limits_.max_line) {
       failed_ = true;
       break;
     }
-    skip_lf_ = in[j] == '\r';
+    skip_lf_ = bytes[line_end] == '\r';
     if (skip_lf_) ++cr_line_ends_;
-    i = j + 1;
+    pos = line_end + 1;
     const bool dispatch = on_line(line, in_chunk);
     if (bufs_) bufs_->line.clear();
     if (failed_) break;

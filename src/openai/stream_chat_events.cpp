@@ -23,15 +23,16 @@ void EventParser::parse_delta(od::value& delta) {
     } else if (key == "tool_calls" && is_type(val, od::json_type::array)) {
       for (od::value call : val.get_array()) {
         if (!is_type(call, od::json_type::object)) continue;
-        for (auto cf : call.get_object()) {
-          std::string_view ck = cf.unescaped_key();
-          if (ck != "function") continue;
-          od::value fn = cf.value();
-          if (!is_type(fn, od::json_type::object)) continue;
-          for (auto ff : fn.get_object()) {
-            std::string_view fk = ff.unescaped_key();
-            od::value fv = ff.value();
-            if (fk == "name" || fk == "arguments") add_text_value(fv);
+        for (auto call_field : call.get_object()) {
+          std::string_view call_key = call_field.unescaped_key();
+          if (call_key != "function") continue;
+          od::value function = call_field.value();
+          if (!is_type(function, od::json_type::object)) continue;
+          for (auto function_field : function.get_object()) {
+            std::string_view function_key = function_field.unescaped_key();
+            od::value function_value = function_field.value();
+            if (function_key == "name" || function_key == "arguments")
+              add_text_value(function_value);
           }
         }
       }

@@ -51,12 +51,12 @@ EventInfo EventParser::on_body(std::string_view body) {
   estimated_tokens_ = 0;
   any_text_ = false;
   EventInfo info;
-  const std::size_t n = body.size();
-  if (buffer_.size() < n + simdjson::SIMDJSON_PADDING)
-    buffer_.resize(n + simdjson::SIMDJSON_PADDING);
-  if (n > 0) std::memcpy(buffer_.data(), body.data(), n);
+  const std::size_t size = body.size();
+  if (buffer_.size() < size + simdjson::SIMDJSON_PADDING)
+    buffer_.resize(size + simdjson::SIMDJSON_PADDING);
+  if (size > 0) std::memcpy(buffer_.data(), body.data(), size);
   try {
-    od::document doc = parser_.iterate(buffer_.data(), n, buffer_.size());
+    od::document doc = parser_.iterate(buffer_.data(), size, buffer_.size());
     od::object obj = doc.get_object();
     info =
         interpreter_.dialect_ == Dialect::responses ? responses_body(obj) : chat_or_completion(obj);
@@ -82,12 +82,12 @@ EventInfo EventParser::on_body_usage(std::string_view body) {
     interpreter_.done_ = true;
     return info;
   }
-  const std::size_t n = obj.size();
-  if (buffer_.size() < n + simdjson::SIMDJSON_PADDING)
-    buffer_.resize(n + simdjson::SIMDJSON_PADDING);
-  std::memcpy(buffer_.data(), obj.data(), n);
+  const std::size_t size = obj.size();
+  if (buffer_.size() < size + simdjson::SIMDJSON_PADDING)
+    buffer_.resize(size + simdjson::SIMDJSON_PADDING);
+  std::memcpy(buffer_.data(), obj.data(), size);
   try {
-    od::document doc = parser_.iterate(buffer_.data(), n, buffer_.size());
+    od::document doc = parser_.iterate(buffer_.data(), size, buffer_.size());
     od::value value = doc.get_value();
     StreamUsage usage;
     parse_usage(value, usage);
@@ -119,12 +119,12 @@ EventInfo EventParser::on_event(std::string_view event_name, std::string_view da
     interpreter_.done_ = true;
     return info;
   }
-  const std::size_t n = data.size();
-  if (buffer_.size() < n + simdjson::SIMDJSON_PADDING)
-    buffer_.resize(n + simdjson::SIMDJSON_PADDING);
-  if (n > 0) std::memcpy(buffer_.data(), data.data(), n);
+  const std::size_t size = data.size();
+  if (buffer_.size() < size + simdjson::SIMDJSON_PADDING)
+    buffer_.resize(size + simdjson::SIMDJSON_PADDING);
+  if (size > 0) std::memcpy(buffer_.data(), data.data(), size);
   try {
-    od::document doc = parser_.iterate(buffer_.data(), n, buffer_.size());
+    od::document doc = parser_.iterate(buffer_.data(), size, buffer_.size());
     od::object obj = doc.get_object();
     info = interpreter_.dialect_ == Dialect::responses ? responses(event_name, obj)
                                                        : chat_or_completion(obj);

@@ -35,23 +35,23 @@ EventInfo EventParser::responses(std::string_view event_name, od::object& obj) {
       has_delta = get_str(val, delta);
     } else if (key == "response") {
       if (!is_type(val, od::json_type::object)) continue;
-      for (auto rf : val.get_object()) {
-        std::string_view rk = rf.unescaped_key();
-        od::value rv = rf.value();
-        if (rk == "id") {
+      for (auto response_field : val.get_object()) {
+        std::string_view response_key = response_field.unescaped_key();
+        od::value response_value = response_field.value();
+        if (response_key == "id") {
           std::string_view id;
-          if (get_str(rv, id)) set_id(id, /*first_only=*/false);
-        } else if (rk == "status") {
-          status = scalar_text(rv);
-        } else if (rk == "usage") {
-          if (is_type(rv, od::json_type::object)) {
-            parse_usage(rv, usage);
+          if (get_str(response_value, id)) set_id(id, /*first_only=*/false);
+        } else if (response_key == "status") {
+          status = scalar_text(response_value);
+        } else if (response_key == "usage") {
+          if (is_type(response_value, od::json_type::object)) {
+            parse_usage(response_value, usage);
             got_usage = true;
           }
-        } else if (rk == "error") {
-          if (!is_type(rv, od::json_type::null)) {
+        } else if (response_key == "error") {
+          if (!is_type(response_value, od::json_type::null)) {
             resp_error.emplace();
-            parse_error_object(rv, *resp_error);
+            parse_error_object(response_value, *resp_error);
           }
         }
       }
@@ -128,18 +128,18 @@ EventInfo EventParser::responses_body(od::object& obj) {
       if (!is_type(val, od::json_type::array)) continue;
       for (od::value item : val.get_array()) {
         if (!is_type(item, od::json_type::object)) continue;
-        for (auto itf : item.get_object()) {
-          std::string_view ik = itf.unescaped_key();
-          od::value iv = itf.value();
-          if (ik == "arguments") {
-            add_text_value(iv);
-          } else if (ik == "content" && is_type(iv, od::json_type::array)) {
-            for (od::value part : iv.get_array()) {
+        for (auto item_field : item.get_object()) {
+          std::string_view item_key = item_field.unescaped_key();
+          od::value item_value = item_field.value();
+          if (item_key == "arguments") {
+            add_text_value(item_value);
+          } else if (item_key == "content" && is_type(item_value, od::json_type::array)) {
+            for (od::value part : item_value.get_array()) {
               if (!is_type(part, od::json_type::object)) continue;
-              for (auto pf : part.get_object()) {
-                std::string_view pk = pf.unescaped_key();
-                od::value pv = pf.value();
-                if (pk == "text") add_text_value(pv);
+              for (auto part_field : part.get_object()) {
+                std::string_view part_key = part_field.unescaped_key();
+                od::value part_value = part_field.value();
+                if (part_key == "text") add_text_value(part_value);
               }
             }
           }
