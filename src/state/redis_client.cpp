@@ -157,9 +157,9 @@ struct RedisClient::Impl {
     send({"PING"}, true);
   }
 
-  static void on_handshake(redisAsyncContext* context, void* r, void* priv) {
+  static void on_handshake(redisAsyncContext* context, void* raw_reply, void* priv) {
     auto* self = static_cast<Impl*>(context->data);
-    auto* reply = static_cast<redisReply*>(r);
+    auto* reply = static_cast<redisReply*>(raw_reply);
     if (reply == nullptr || (context->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING))) return;
     if (reply->type == REDIS_REPLY_ERROR) {
       self->last_error = std::string("handshake: ") + std::string(reply->str, reply->len);
@@ -236,12 +236,12 @@ struct RedisClient::Impl {
 
   // --- commands --------------------------------------------------------------------------------
 
-  static void on_reply(redisAsyncContext* context, void* r, void* priv) {
+  static void on_reply(redisAsyncContext* context, void* raw_reply, void* priv) {
     auto* self = static_cast<Impl*>(context->data);
     std::unique_ptr<std::shared_ptr<Op>> holder(static_cast<std::shared_ptr<Op>*>(priv));
     const std::shared_ptr<Op>& op = *holder;
     if (self->inflight > 0) --self->inflight;
-    auto* reply = static_cast<redisReply*>(r);
+    auto* reply = static_cast<redisReply*>(raw_reply);
     RedisReply out = reply ? to_redis_reply(reply) : RedisReply::failure("disconnected");
     if (out.kind == RedisReply::Kind::error || out.kind == RedisReply::Kind::failed) ++self->errors;
     if (op->done) return;  // timed out already: the late reply is dropped
@@ -384,16 +384,16 @@ void RedisClient::fire(std::vector<std::string> args,
   });
 }
 
-std::size_t RedisClient::on_up(std::function<void()> fn) {
+std::size_t RedisClient::on_up(std::function<void()> listener) {
   std::lock_guard lock(impl_->listeners_mu);
   std::size_t id = impl_->next_listener++;
-  impl_->listeners.emplace_back(id, std::move(fn));
+  impl_->listeners.emplace_back(id, std::move(listener));
   return id;
 }
 
 void RedisClient::remove_on_up(std::size_t id) {
   std::lock_guard lock(impl_->listeners_mu);
-  std::erase_if(impl_->listeners, [id](const auto& l) { return l.first == id; });
+  std::erase_if(impl_->listeners, [id](const auto& listener) { return listener.first == id; });
 }
 
 RedisClient::Counters RedisClient::counters() const {

@@ -124,9 +124,9 @@ class RedisClient {
   /// not block. After stop() it is called at once, on the caller's thread, with a failure.
   void fire(std::vector<std::string> args, std::function<void(const RedisReply&)> on_done = {});
 
-  /// Calls `fn` on the Redis thread each time the connection comes up (the first time included),
-  /// before any command sent after that; returns an id for remove_on_up().
-  std::size_t on_up(std::function<void()> fn);
+  /// Calls `listener` on the Redis thread each time the connection comes up (the first time
+  /// included), before any command sent after that; returns an id for remove_on_up().
+  std::size_t on_up(std::function<void()> listener);
   /// After it returns, the listener is not running and will not be called.
   void remove_on_up(std::size_t id);
 
@@ -153,10 +153,11 @@ class RedisClient {
     explicit CompletionImpl(Handler&& callback)
         : handler(std::move(callback)), work(boost::asio::get_associated_executor(handler)) {}
     void complete(RedisReply reply) override {
-      Executor ex = work.get_executor();
-      boost::asio::post(
-          ex, [callback = std::move(handler), reply = std::move(reply),
-               work_guard = std::move(work)]() mutable { std::move(callback)(std::move(reply)); });
+      Executor executor = work.get_executor();
+      boost::asio::post(executor, [callback = std::move(handler), reply = std::move(reply),
+                                   work_guard = std::move(work)]() mutable {
+        std::move(callback)(std::move(reply));
+      });
     }
     Handler handler;
     boost::asio::executor_work_guard<Executor> work;

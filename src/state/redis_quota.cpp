@@ -30,9 +30,10 @@ std::optional<std::int64_t> total_of(const RedisReply& reply) {
   if (reply.kind == K::integer) return reply.integer;
   if (reply.kind == K::nil) return 0;
   if (reply.kind == K::string) {
-    std::int64_t v = 0;
-    const auto [p, ec] = std::from_chars(reply.str.data(), reply.str.data() + reply.str.size(), v);
-    if (ec == std::errc() && p == reply.str.data() + reply.str.size()) return v;
+    std::int64_t total = 0;
+    const auto [p, ec] =
+        std::from_chars(reply.str.data(), reply.str.data() + reply.str.size(), total);
+    if (ec == std::errc() && p == reply.str.data() + reply.str.size()) return total;
   }
   return std::nullopt;
 }
@@ -79,10 +80,10 @@ std::optional<std::int64_t> RedisQuotaCounters::incr(std::string_view key,
   std::int64_t total = 0;
   bool refresh = false;
   {
-    Shard& sh = mirror.shards[shard_of(key)];
-    std::lock_guard lock(sh.mutex);
-    auto it = sh.counters.find(key);
-    if (it == sh.counters.end()) it = sh.counters.emplace(std::string(key), Counter{}).first;
+    Shard& shard = mirror.shards[shard_of(key)];
+    std::lock_guard lock(shard.mutex);
+    auto it = shard.counters.find(key);
+    if (it == shard.counters.end()) it = shard.counters.emplace(std::string(key), Counter{}).first;
     Slot* slot = nullptr;
     Slot* oldest = &it->second.slots[0];
     std::int64_t newest = -1;
@@ -138,9 +139,9 @@ void RedisQuotaCounters::Mirror::on_reply(const std::string& key, std::int64_t s
                                           bool refresh) {
   const std::int64_t now = clock();
   {
-    Shard& sh = shards[shard_of(key)];
-    std::lock_guard lock(sh.mutex);
-    if (auto it = sh.counters.find(key); it != sh.counters.end()) {
+    Shard& shard = shards[shard_of(key)];
+    std::lock_guard lock(shard.mutex);
+    if (auto it = shard.counters.find(key); it != shard.counters.end()) {
       for (Slot& slot : it->second.slots) {
         if (slot.start != start) continue;  // pruned meanwhile: nothing to update
         slot.unacked -= amount;

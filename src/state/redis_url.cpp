@@ -17,21 +17,22 @@ bool fail(std::string* error, std::string why) {
   return false;
 }
 
-bool parse_int(std::string_view text, int lo, int hi, int& out) {
+bool parse_int(std::string_view text, int lowest, int highest, int& out) {
   if (text.empty()) return false;
-  int v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size() || v < lo || v > hi) return false;
-  out = v;
+  int value = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || p != text.data() + text.size() || value < lowest || value > highest)
+    return false;
+  out = value;
   return true;
 }
 
 bool iequals_prefix(std::string_view text, std::string_view prefix) {
   if (text.size() < prefix.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i) {
-    char c = text[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != prefix[i]) return false;
+    char folded = text[i];
+    if (folded >= 'A' && folded <= 'Z') folded = static_cast<char>(folded - 'A' + 'a');
+    if (folded != prefix[i]) return false;
   }
   return true;
 }
@@ -61,9 +62,9 @@ std::optional<RedisUrl> RedisUrl::parse(std::string_view url, std::string* error
     return std::nullopt;
   }
   // Credentials: the last '@' ends them (a password may hold '@').
-  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
-    std::string_view cred = rest.substr(0, at);
-    rest = rest.substr(at + 1);
+  if (auto at_sign = rest.rfind('@'); at_sign != std::string_view::npos) {
+    std::string_view cred = rest.substr(0, at_sign);
+    rest = rest.substr(at_sign + 1);
     if (auto colon = cred.find(':'); colon != std::string_view::npos) {
       parsed.user.assign(cred.substr(0, colon));
       parsed.password.assign(cred.substr(colon + 1));
@@ -122,8 +123,8 @@ std::optional<RedisUrl> RedisUrl::parse(std::string_view url, std::string* error
 }
 
 std::string RedisUrl::str() const {
-  const bool v6 = host.find(':') != std::string::npos;
-  return fmt::format("redis://{}{}{}:{}/{}", v6 ? "[" : "", host, v6 ? "]" : "", port, db);
+  const bool ipv6 = host.find(':') != std::string::npos;
+  return fmt::format("redis://{}{}{}:{}/{}", ipv6 ? "[" : "", host, ipv6 ? "]" : "", port, db);
 }
 
 }  // namespace llmux::state

@@ -22,9 +22,9 @@ constexpr std::size_t kFlushRows = 1000;  // pending rows written back per round
 constexpr char kSep = '\x1f';
 
 std::int64_t hour_of(std::int64_t unix_s) {
-  std::int64_t h = unix_s / kHour;
-  if (unix_s % kHour < 0) --h;
-  return h * kHour;
+  std::int64_t hour = unix_s / kHour;
+  if (unix_s % kHour < 0) --hour;
+  return hour * kHour;
 }
 
 std::int64_t system_s() {
@@ -34,13 +34,13 @@ std::int64_t system_s() {
 }
 
 void escape(std::string& out, std::string_view text) {
-  for (char c : text) {
-    if (c == '%')
+  for (char character : text) {
+    if (character == '%')
       out += "%25";
-    else if (c == kSep)
+    else if (character == kSep)
       out += "%1F";
     else
-      out += c;
+      out += character;
   }
 }
 
@@ -62,10 +62,10 @@ std::string unescape(std::string_view text) {
 }
 
 std::optional<std::int64_t> to_int(std::string_view text) {
-  std::int64_t v = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  std::int64_t value = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
-  return v;
+  return value;
 }
 
 }  // namespace
@@ -206,8 +206,8 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
       std::lock_guard lock(pending_mu);
       resend.swap(unsure);
       std::map<std::int64_t, Write> by_hour;
-      std::size_t n = 0;
-      while (!pending.empty() && n++ < kFlushRows) {
+      std::size_t taken = 0;
+      while (!pending.empty() && taken++ < kFlushRows) {
         auto node = pending.extract(pending.begin());
         Write& write = by_hour[std::get<0>(node.key())];
         write.hour = std::get<0>(node.key());
@@ -217,18 +217,18 @@ struct RedisUsageLedger::Core : std::enable_shared_from_this<Core> {
       count_waiting();
       inflight += static_cast<std::int64_t>(resend.size() + fresh.size());
     }
-    std::sort(resend.begin(), resend.end(), [](const Write& a, const Write& b) {
-      return std::tie(a.epoch, a.seq) < std::tie(b.epoch, b.seq);
+    std::sort(resend.begin(), resend.end(), [](const Write& left, const Write& right) {
+      return std::tie(left.epoch, left.seq) < std::tie(right.epoch, right.seq);
     });
     const std::size_t total = resend.size() + fresh.size();
     if (total == 0) {
       flushing = false;
       return;
     }
-    std::size_t i = 0;
+    std::size_t sent = 0;
     resent += resend.size();
-    for (auto& write : resend) send(std::move(write), ++i == total);
-    for (auto& write : fresh) send_fresh(std::move(write), ++i == total);
+    for (auto& write : resend) send(std::move(write), ++sent == total);
+    for (auto& write : fresh) send_fresh(std::move(write), ++sent == total);
   }
 };
 
@@ -241,8 +241,8 @@ RedisUsageLedger::RedisUsageLedger(std::shared_ptr<RedisClient> redis, RedisUsag
   Core& core = *core_;
   core.redis = redis_.get();
   core.prefix = opts_.prefix;
-  std::random_device rd;
-  core.replica = fmt::format("{:08x}{:08x}", rd(), rd());
+  std::random_device device;
+  core.replica = fmt::format("{:08x}{:08x}", device(), device());
   core.retention_s = std::max<std::int64_t>(1, opts_.retention.count()) * kHour;
   core.max_pending = std::max<std::size_t>(1, opts_.max_pending);
   core.now_s = opts_.now_s;
@@ -321,16 +321,18 @@ boost::asio::awaitable<std::optional<std::vector<auth::UsageRow>>> RedisUsageLed
       for (std::size_t j = 0; j + 1 < fields.size(); j += 2) {
         const std::string_view field_name = fields[j].str;
         const auto amount = to_int(fields[j + 1].str);
-        const auto a = field_name.find(kSep), b = field_name.find(kSep, a + 1),
-                   m = field_name.find(kSep, b + 1);
-        if (!amount || a == field_name.npos || b == field_name.npos || m == field_name.npos)
+        const auto key_end = field_name.find(kSep), model_end = field_name.find(kSep, key_end + 1),
+                   backend_end = field_name.find(kSep, model_end + 1);
+        if (!amount || key_end == field_name.npos || model_end == field_name.npos ||
+            backend_end == field_name.npos)
           continue;  // not a field of ours
-        std::string key = unescape(field_name.substr(0, a));
+        std::string key = unescape(field_name.substr(0, key_end));
         if (!filter.key.empty() && key != filter.key) continue;
         Sums& sums =
-            rows[RowKey(hours[i], std::move(key), unescape(field_name.substr(a + 1, b - a - 1)),
-                        unescape(field_name.substr(b + 1, m - b - 1)))];
-        const std::string_view measure = field_name.substr(m + 1);
+            rows[RowKey(hours[i], std::move(key),
+                        unescape(field_name.substr(key_end + 1, model_end - key_end - 1)),
+                        unescape(field_name.substr(model_end + 1, backend_end - model_end - 1)))];
+        const std::string_view measure = field_name.substr(backend_end + 1);
         if (measure == "requests")
           sums.requests += *amount;
         else if (measure == "prompt")

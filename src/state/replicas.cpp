@@ -44,9 +44,11 @@ void ReplicaPresence::beat(std::int64_t now_ms) {
                 std::to_string(now_ms - stale), std::to_string(stale * 4)},
                [state = state_](const RedisReply& reply) {
                  if (reply.kind != RedisReply::Kind::integer || reply.integer < 1) return;
-                 const int n = static_cast<int>(std::min<std::int64_t>(reply.integer, 1 << 20));
-                 if (state->count.exchange(n, std::memory_order_relaxed) != n && state->on_count)
-                   state->on_count(n);
+                 const int replicas =
+                     static_cast<int>(std::min<std::int64_t>(reply.integer, 1 << 20));
+                 if (state->count.exchange(replicas, std::memory_order_relaxed) != replicas &&
+                     state->on_count)
+                   state->on_count(replicas);
                });
 }
 

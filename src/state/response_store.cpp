@@ -12,8 +12,8 @@ constexpr std::size_t kShardedFrom = 4096;  // smaller tables keep exact LRU ord
 
 MemoryResponseStore::MemoryResponseStore(std::size_t max_entries, std::chrono::milliseconds ttl)
     : ttl_(ttl) {
-  const std::size_t n = max_entries >= kShardedFrom ? kShards : 1;
-  for (std::size_t i = 0; i < n; ++i) shards_.push_back(std::make_unique<Shard>());
+  const std::size_t shard_count = max_entries >= kShardedFrom ? kShards : 1;
+  for (std::size_t i = 0; i < shard_count; ++i) shards_.push_back(std::make_unique<Shard>());
   set_limits(max_entries, ttl);
 }
 
@@ -22,11 +22,12 @@ void MemoryResponseStore::set_limits(std::size_t max_entries, std::chrono::milli
     std::lock_guard lock(limits_mu_);
     ttl_ = ttl;
   }
-  const std::size_t n = shards_.size();
-  for (std::size_t i = 0; i < n; ++i) {
+  const std::size_t shard_count = shards_.size();
+  for (std::size_t i = 0; i < shard_count; ++i) {
     Shard& shard = *shards_[i];
     std::lock_guard lock(shard.mu);
-    shard.max = std::max<std::size_t>(1, max_entries / n + (i < max_entries % n ? 1 : 0));
+    shard.max = std::max<std::size_t>(
+        1, max_entries / shard_count + (i < max_entries % shard_count ? 1 : 0));
     trim(shard);
   }
 }
@@ -110,12 +111,12 @@ void MemoryResponseStore::forget(std::string_view id) {
 }
 
 std::size_t MemoryResponseStore::size() const {
-  std::size_t n = 0;
+  std::size_t entries = 0;
   for (const auto& shard : shards_) {
     std::lock_guard lock(shard->mu);
-    n += shard->lru.size();
+    entries += shard->lru.size();
   }
-  return n;
+  return entries;
 }
 
 }  // namespace llmux::state
