@@ -55,8 +55,8 @@ bool is_ip(std::string_view address) {
 
 bool is_wildcard(std::string_view address) {
   if (address == "0.0.0.0") return true;
-  auto v6 = boost::urls::parse_ipv6_address(address);
-  return v6 && v6->is_unspecified();
+  auto ipv6 = boost::urls::parse_ipv6_address(address);
+  return ipv6 && ipv6->is_unspecified();
 }
 
 std::string host_port(const Listener& listener) {

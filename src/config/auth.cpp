@@ -37,15 +37,15 @@
 namespace llmux::config {
 
 std::string hash_key(std::string_view key) {
-  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (EVP_Digest(key.data(), key.size(), md, &len, EVP_sha256(), nullptr) != 1 || len != 32)
+  if (EVP_Digest(key.data(), key.size(), digest, &len, EVP_sha256(), nullptr) != 1 || len != 32)
     return {};  // only when libcrypto itself is broken; "" never matches a valid sha256
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out(64, '0');
   for (unsigned int i = 0; i < 32; ++i) {
-    out[2 * i] = kHex[md[i] >> 4];
-    out[2 * i + 1] = kHex[md[i] & 15];
+    out[2 * i] = kHex[digest[i] >> 4];
+    out[2 * i + 1] = kHex[digest[i] & 15];
   }
   return out;
 }
@@ -82,8 +82,8 @@ void load_key(const YAML::Node& node, const std::string& field, ApiKey& key, Yam
       const std::string& text = value.Scalar();
       if (text.empty()) {
         reader.error(child_field, value, "", "must not be empty");
-      } else if (std::any_of(text.begin(), text.end(), [](char c) {
-                   return static_cast<unsigned char>(c) <= ' ' || c == 127;
+      } else if (std::any_of(text.begin(), text.end(), [](char character) {
+                   return static_cast<unsigned char>(character) <= ' ' || character == 127;
                  })) {
         reader.error(child_field, value, "(hidden)", "must be printable characters without spaces");
       } else {
@@ -144,15 +144,16 @@ void read_keys_file(const std::string& path, std::vector<ApiKey>& out,
 }
 
 bool valid_key_name(std::string_view name) {
-  return !name.empty() && name.size() <= 128 && std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
-           c == '@';
-  });
+  return !name.empty() && name.size() <= 128 &&
+         std::all_of(name.begin(), name.end(), [](char character) {
+           return std::isalnum(static_cast<unsigned char>(character)) || character == '-' ||
+                  character == '_' || character == '.' || character == '@';
+         });
 }
 
 bool is_hex64(std::string_view text) {
-  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
-           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char character) {
+           return std::isxdigit(static_cast<unsigned char>(character)) != 0;
          });
 }
 
@@ -186,7 +187,7 @@ void validate_auth(GatewayConfig& cfg, std::vector<ConfigError>& errs) {
   if (!auth.keys_file.empty()) read_keys_file(auth.keys_file, auth.file_keys, errs);
 
   std::vector<std::string> route_names;
-  for (const Route& rt : cfg.routes) route_names.push_back(rt.name);
+  for (const Route& route : cfg.routes) route_names.push_back(route.name);
   std::map<std::string, std::string> names, hashes;  // -> the field that has it first
   auto check = [&](ApiKey& key, const std::string& field) {
     if (key.name.empty())
@@ -209,12 +210,14 @@ void validate_auth(GatewayConfig& cfg, std::vector<ConfigError>& errs) {
     for (std::size_t i = 0; i < key.models.size(); ++i)
       if (key.models[i].empty()) add(index(field + ".models", i), "", "an empty model name");
     for (std::size_t i = 0; i < key.routes.size(); ++i) {
-      const std::string& rn = key.routes[i];
-      if (std::find(route_names.begin(), route_names.end(), rn) != route_names.end()) continue;
-      const std::string near = suggest(rn, route_names);
-      add(index(field + ".routes", i), rn,
-          near.empty() ? fmt::format("no route named '{}' (known: {})", rn, join(route_names))
-                       : fmt::format("no route named '{}'; did you mean '{}'?", rn, near));
+      const std::string& route_name = key.routes[i];
+      if (std::find(route_names.begin(), route_names.end(), route_name) != route_names.end())
+        continue;
+      const std::string near = suggest(route_name, route_names);
+      add(index(field + ".routes", i), route_name,
+          near.empty()
+              ? fmt::format("no route named '{}' (known: {})", route_name, join(route_names))
+              : fmt::format("no route named '{}'; did you mean '{}'?", route_name, near));
     }
     const std::pair<const char*, std::int64_t> limits[] = {
         {"requests_per_minute", key.limits.requests_per_minute},

@@ -20,15 +20,15 @@ namespace {
 /// A TOML basic string.
 std::string toml_string(const std::string& text) {
   std::string out = "\"";
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
+  for (const char character : text) {
+    const auto code = static_cast<unsigned char>(character);
+    if (character == '"' || character == '\\') {
       out += '\\';
-      out += ch;
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\u{:04X}", c);
+      out += character;
+    } else if (code < 0x20 || code == 0x7f) {
+      out += fmt::format("\\u{:04X}", code);
     } else {
-      out += ch;
+      out += character;
     }
   }
   return out + '"';
@@ -36,17 +36,18 @@ std::string toml_string(const std::string& text) {
 
 /// A key as TOML writes it: bare when it can be, else quoted.
 std::string toml_key(const std::string& key) {
-  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char character) {
+    return std::isalnum(static_cast<unsigned char>(character)) || character == '-' ||
+           character == '_';
   });
   return bare ? key : toml_string(key);
 }
 
 std::string trim(std::string_view text) {
-  const auto b = text.find_first_not_of(" \t\r");
-  if (b == std::string_view::npos) return {};
-  const auto e = text.find_last_not_of(" \t\r");
-  return std::string(text.substr(b, e - b + 1));
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t\r");
+  return std::string(text.substr(first, last - first + 1));
 }
 
 /// A dotted key with each part unquoted and trimmed: `model_providers . "dgx"` ->
@@ -55,20 +56,20 @@ std::string normal_key(std::string_view key) {
   std::vector<std::string> parts;
   std::string cur;
   char quote = 0;
-  for (const char c : key) {
+  for (const char character : key) {
     if (quote) {
-      if (c == quote) {
+      if (character == quote) {
         quote = 0;
       } else {
-        cur += c;
+        cur += character;
       }
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '.') {
+    } else if (character == '"' || character == '\'') {
+      quote = character;
+    } else if (character == '.') {
       parts.push_back(trim(cur));
       cur.clear();
     } else {
-      cur += c;
+      cur += character;
     }
   }
   parts.push_back(trim(cur));
@@ -92,16 +93,16 @@ struct Line {
 /// and arrays/inline tables spanning lines, so a `[` inside a value is never a header.
 std::vector<Line> scan(const std::string& text) {
   std::vector<Line> lines;
-  std::istringstream in(text);
+  std::istringstream input(text);
   std::string raw;
-  int depth = 0;         // open [ { of a value
-  std::string ml;        // the delimiter of an open multi-line string ("""/''')
-  bool headers = false;  // a header was seen: keys are no longer top-level
-  while (std::getline(in, raw)) {
+  int depth = 0;                    // open [ { of a value
+  std::string multiline_delimiter;  // the delimiter of an open multi-line string ("""/''')
+  bool headers = false;             // a header was seen: keys are no longer top-level
+  while (std::getline(input, raw)) {
     Line line;
     line.text = raw;
     const std::string trimmed = trim(raw);
-    if (ml.empty() && depth == 0 && !trimmed.empty() && trimmed[0] == '[') {
+    if (multiline_delimiter.empty() && depth == 0 && !trimmed.empty() && trimmed[0] == '[') {
       const bool arr = trimmed.starts_with("[[");
       const auto close = trimmed.find(arr ? "]]" : "]");
       line.header = normal_key(trimmed.substr(
@@ -110,39 +111,40 @@ std::vector<Line> scan(const std::string& text) {
       lines.push_back(std::move(line));
       continue;
     }
-    std::size_t i = 0;
-    if (ml.empty() && depth == 0 && !headers && !trimmed.empty() && trimmed[0] != '#') {
-      const auto eq = raw.find('=');
-      if (eq != std::string::npos) line.key = normal_key(raw.substr(0, eq));
-      i = eq == std::string::npos ? raw.size() : eq + 1;
+    std::size_t pos = 0;
+    if (multiline_delimiter.empty() && depth == 0 && !headers && !trimmed.empty() &&
+        trimmed[0] != '#') {
+      const auto equals_sign = raw.find('=');
+      if (equals_sign != std::string::npos) line.key = normal_key(raw.substr(0, equals_sign));
+      pos = equals_sign == std::string::npos ? raw.size() : equals_sign + 1;
     }
     // Follow the value's strings and brackets to the line's end.
-    while (i < raw.size()) {
-      if (!ml.empty()) {
-        if (raw.compare(i, 3, ml) == 0) {
-          i += 3;
-          ml.clear();
+    while (pos < raw.size()) {
+      if (!multiline_delimiter.empty()) {
+        if (raw.compare(pos, 3, multiline_delimiter) == 0) {
+          pos += 3;
+          multiline_delimiter.clear();
         } else {
-          i += (ml == "\"\"\"" && raw[i] == '\\') ? 2 : 1;
+          pos += (multiline_delimiter == "\"\"\"" && raw[pos] == '\\') ? 2 : 1;
         }
         continue;
       }
-      const char c = raw[i];
-      if (c == '#') break;
-      if (raw.compare(i, 3, "\"\"\"") == 0 || raw.compare(i, 3, "'''") == 0) {
-        ml = raw.substr(i, 3);
-        i += 3;
+      const char character = raw[pos];
+      if (character == '#') break;
+      if (raw.compare(pos, 3, "\"\"\"") == 0 || raw.compare(pos, 3, "'''") == 0) {
+        multiline_delimiter = raw.substr(pos, 3);
+        pos += 3;
         continue;
       }
-      if (c == '"' || c == '\'') {
-        for (++i; i < raw.size() && raw[i] != c; ++i)
-          if (c == '"' && raw[i] == '\\') ++i;
-        ++i;
+      if (character == '"' || character == '\'') {
+        for (++pos; pos < raw.size() && raw[pos] != character; ++pos)
+          if (character == '"' && raw[pos] == '\\') ++pos;
+        ++pos;
         continue;
       }
-      if (c == '[' || c == '{') ++depth;
-      if ((c == ']' || c == '}') && depth > 0) --depth;
-      ++i;
+      if (character == '[' || character == '{') ++depth;
+      if ((character == ']' || character == '}') && depth > 0) --depth;
+      ++pos;
     }
     lines.push_back(std::move(line));
   }
@@ -155,19 +157,20 @@ std::string join(const std::vector<Line>& lines) {
   return out;
 }
 
-/// The line index after the section that starts at header `h` (the next header or the end).
-std::size_t section_end(const std::vector<Line>& lines, std::size_t h) {
-  std::size_t e = h + 1;
-  while (e < lines.size() && lines[e].header.empty()) ++e;
-  return e;
+/// The line index after the section that starts at line `header_index` (the next header or the
+/// end).
+std::size_t section_end(const std::vector<Line>& lines, std::size_t header_index) {
+  std::size_t end = header_index + 1;
+  while (end < lines.size() && lines[end].header.empty()) ++end;
+  return end;
 }
 
 std::vector<Line> body_lines(const std::string& header, const std::string& body) {
   std::vector<Line> out;
   out.push_back(Line{"[" + header + "]", header, {}});
-  std::istringstream in(body);
+  std::istringstream input(body);
   std::string raw;
-  while (std::getline(in, raw)) out.push_back(Line{raw, {}, {}});
+  while (std::getline(input, raw)) out.push_back(Line{raw, {}, {}});
   return out;
 }
 
@@ -210,8 +213,9 @@ std::string codex_base_url(const std::string& url) {
 CodexFiles codex_files(const CodexOptions& options) {
   if (options.name.empty() || options.model.empty())
     throw std::invalid_argument("the profile name and the model must not be empty");
-  for (const char c : options.name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
+  for (const char character : options.name)
+    if (!std::isalnum(static_cast<unsigned char>(character)) && character != '-' &&
+        character != '_')
       throw std::invalid_argument(fmt::format(
           "profile name '{}': use letters, digits, '-' and '_' (it names a file)", options.name));
   CodexFiles files;
@@ -273,18 +277,19 @@ std::string merge_codex_config(const std::string& existing, const CodexFiles& fi
     }
   }
   for (const auto& [header, body] : files.tables) {
-    const auto it =
-        std::find_if(lines.begin(), lines.end(), [&](const Line& l) { return l.header == header; });
+    const auto it = std::find_if(lines.begin(), lines.end(),
+                                 [&](const Line& candidate) { return candidate.header == header; });
     std::vector<Line> ours = body_lines(header, body);
     if (it != lines.end()) {
-      const std::size_t h = static_cast<std::size_t>(it - lines.begin());
-      std::size_t e = section_end(lines, h);
+      const std::size_t start = static_cast<std::size_t>(it - lines.begin());
+      std::size_t end = section_end(lines, start);
       // Keep the blank lines and comments that lead into the next section.
-      while (e > h + 1 && (trim(lines[e - 1].text).empty() || trim(lines[e - 1].text)[0] == '#'))
-        --e;
-      lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(h),
-                  lines.begin() + static_cast<std::ptrdiff_t>(e));
-      lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(h), ours.begin(), ours.end());
+      while (end > start + 1 &&
+             (trim(lines[end - 1].text).empty() || trim(lines[end - 1].text)[0] == '#'))
+        --end;
+      lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(start),
+                  lines.begin() + static_cast<std::ptrdiff_t>(end));
+      lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(start), ours.begin(), ours.end());
       notes.push_back(fmt::format("replaced [{}]", header));
     } else {
       if (!lines.empty() && !trim(lines.back().text).empty()) lines.push_back(Line{});
@@ -294,15 +299,16 @@ std::string merge_codex_config(const std::string& existing, const CodexFiles& fi
   }
   for (const auto& [key, value] : files.top_keys) {
     const std::string text = key + " = " + value;
-    const auto it =
-        std::find_if(lines.begin(), lines.end(), [&](const Line& l) { return l.key == key; });
+    const auto it = std::find_if(lines.begin(), lines.end(),
+                                 [&](const Line& candidate) { return candidate.key == key; });
     if (it != lines.end()) {
       it->text = text;
       notes.push_back(fmt::format("set {} (top level: every model)", key));
       continue;
     }
-    const auto first =
-        std::find_if(lines.begin(), lines.end(), [](const Line& l) { return !l.header.empty(); });
+    const auto first = std::find_if(lines.begin(), lines.end(), [](const Line& candidate) {
+      return !candidate.header.empty();
+    });
     lines.insert(first, {Line{text, {}, key}, Line{}});
     notes.push_back(fmt::format("added {} (top level: every model)", key));
   }
@@ -349,16 +355,16 @@ std::string merge_codex_profile(const std::string& existing, const std::string& 
   std::vector<Line> add;
   for (const auto& line : mine) {
     if (line.key.empty()) continue;
-    const auto it =
-        std::find_if(lines.begin(), lines.end(), [&](const Line& l) { return l.key == line.key; });
+    const auto it = std::find_if(lines.begin(), lines.end(),
+                                 [&](const Line& candidate) { return candidate.key == line.key; });
     if (it != lines.end()) {
       it->text = line.text;
     } else {
       add.push_back(line);
     }
   }
-  const auto first =
-      std::find_if(lines.begin(), lines.end(), [](const Line& l) { return !l.header.empty(); });
+  const auto first = std::find_if(lines.begin(), lines.end(),
+                                  [](const Line& candidate) { return !candidate.header.empty(); });
   lines.insert(first, add.begin(), add.end());
   return join(lines);
 }
@@ -367,9 +373,9 @@ std::vector<std::string> write_codex_home(const std::filesystem::path& home,
                                           const CodexFiles& files) {
   namespace fs = std::filesystem;
   auto read = [](const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream file(path, std::ios::binary);
     std::ostringstream contents;
-    contents << in.rdbuf();
+    contents << file.rdbuf();
     return contents.str();
   };
   std::error_code ec;

@@ -45,14 +45,14 @@ bool inside(std::string_view field, std::string_view prefix) {
 }  // namespace
 
 GatewayConfig load_yaml_file(const std::string& path, std::vector<ConfigError>& errors) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
     errors.push_back({"", path, fmt::format("cannot open: {}", std::strerror(errno))});
     return GatewayConfig{};
   }
   std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
+  text << file.rdbuf();
+  if (file.bad()) {
     errors.push_back({"", path, fmt::format("cannot read: {}", std::strerror(errno))});
     return GatewayConfig{};
   }
@@ -66,22 +66,23 @@ GatewayConfig load_and_validate(const std::string& text, std::vector<ConfigError
   for (const auto& error : load_errors)
     if (error.field.empty()) return cfg;  // syntax error or empty document: nothing to validate
   for (auto& error : validate(cfg)) {
-    const bool reported = std::any_of(load_errors.begin(), load_errors.end(), [&](auto& le) {
-      return inside(error.field, le.field) || inside(le.field, error.field);
-    });
+    const bool reported =
+        std::any_of(load_errors.begin(), load_errors.end(), [&](auto& load_error) {
+          return inside(error.field, load_error.field) || inside(load_error.field, error.field);
+        });
     if (!reported) errors.push_back(std::move(error));
   }
   return cfg;
 }
 
 GatewayConfig load_and_validate_file(const std::string& path, std::vector<ConfigError>& errors) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
     errors.push_back({"", path, fmt::format("cannot open: {}", std::strerror(errno))});
     return GatewayConfig{};
   }
   std::ostringstream text;
-  text << in.rdbuf();
+  text << file.rdbuf();
   return load_and_validate(text.str(), errors);
 }
 

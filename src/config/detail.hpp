@@ -40,8 +40,8 @@ std::string upper(std::string_view text);
 /// one is a prefix of the other and the shorter has at least 4 characters); "" otherwise.
 std::string suggest(std::string_view word, const std::vector<std::string>& known);
 
-/// The field path of element `i` of `field`: "routes" and 2 give "routes[2]".
-std::string index(const std::string& field, std::size_t i);
+/// The field path of element `position` of `field`: "routes" and 2 give "routes[2]".
+std::string index(const std::string& field, std::size_t position);
 
 // --- units.cpp
 

@@ -33,8 +33,8 @@ class Linter {
  public:
   std::vector<ConfigWarning> out;
 
-  void warn(ConfigWarning warning, const YAML::Node& at) {
-    const YAML::Mark mark = at.Mark();
+  void warn(ConfigWarning warning, const YAML::Node& node) {
+    const YAML::Mark mark = node.Mark();
     if (!mark.is_null() && mark.line >= 0) {
       warning.line = mark.line + 1;
       warning.column = mark.column + 1;
@@ -47,11 +47,12 @@ class Linter {
   void duration(const YAML::Node& node, const std::string& field) {
     if (!node.IsScalar()) return;
     const std::string& text = node.Scalar();
-    if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
-          return std::isdigit(static_cast<unsigned char>(c)) != 0;
+    if (text.empty() || !std::all_of(text.begin(), text.end(), [](char character) {
+          return std::isdigit(static_cast<unsigned char>(character)) != 0;
         }))
       return;
-    if (std::all_of(text.begin(), text.end(), [](char c) { return c == '0'; })) return;
+    if (std::all_of(text.begin(), text.end(), [](char character) { return character == '0'; }))
+      return;
     warn({field, text,
           fmt::format("a bare number is milliseconds: this is {0}ms; write {0}ms if that is "
                       "meant, or give the unit ({0}s)",
@@ -75,12 +76,13 @@ class Linter {
       if (key == "pool_idle_timeout") duration(value, child_field);
       if (key == "health_checks") health_checks(value, child_field);
       if (key == "tls")
-        each(value, [&](const std::string& tk, const YAML::Node& tv) {
-          if (tk == "verify" && tv.IsScalar() && (tv.Scalar() == "false" || tv.Scalar() == "no"))
-            warn({child(child_field, tk), tv.Scalar(),
+        each(value, [&](const std::string& tls_key, const YAML::Node& tls_value) {
+          if (tls_key == "verify" && tls_value.IsScalar() &&
+              (tls_value.Scalar() == "false" || tls_value.Scalar() == "no"))
+            warn({child(child_field, tls_key), tls_value.Scalar(),
                   "the backend's certificate is not checked: anyone on the path can read and "
                   "change its traffic; prefer ca_file"},
-                 tv);
+                 tls_value);
         });
     });
   }

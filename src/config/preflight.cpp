@@ -31,8 +31,8 @@ using tcp = net::ip::tcp;
 /// One line of a response body, shortened, for a report.
 std::string excerpt(std::string_view body) {
   std::string line(body.substr(0, 120));
-  for (char& c : line)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  for (char& character : line)
+    if (character == '\n' || character == '\r' || character == '\t') character = ' ';
   return body.size() > 120 ? line + "..." : line;
 }
 
@@ -71,8 +71,8 @@ std::optional<std::vector<std::string>> model_ids(std::string_view body) {
 std::vector<CheckResult> probe_one(const Backend& backend, Millis timeout) {
   std::vector<CheckResult> out;
   const std::string subject = "backend " + backend.name;
-  const auto ms = [](const http::Response& r) {
-    return static_cast<double>(r.end_ns - r.start_ns) / 1e6;
+  const auto ms = [](const http::Response& response) {
+    return static_cast<double>(response.end_ns - response.start_ns) / 1e6;
   };
 
   // As the health checks ask (src/gateway/health_checker.cpp): host and port, the path as
@@ -90,16 +90,18 @@ std::vector<CheckResult> probe_one(const Backend& backend, Millis timeout) {
   health.target = backend.health.path;
   health.content_type = {};
   const auto health_response = http::fetch_blocking(root, health, timeout, tls, backend.tls.verify);
-  CheckResult hr{true, subject, fmt::format("GET {}: ", backend.health.path)};
+  CheckResult health_check{true, subject, fmt::format("GET {}: ", backend.health.path)};
   if (health_response.r.failure != http::Failure::none) {
-    hr.ok = false;
-    hr.detail += transport_failure(health_response.r);
+    health_check.ok = false;
+    health_check.detail += transport_failure(health_response.r);
   } else {
-    hr.ok = health_response.r.status >= 200 && health_response.r.status <= 299;
-    hr.detail += fmt::format("{} in {:.1f} ms", health_response.r.status, ms(health_response.r));
-    if (!hr.ok) hr.detail += fmt::format(" (not 2xx: {})", error_text(health_response.body));
+    health_check.ok = health_response.r.status >= 200 && health_response.r.status <= 299;
+    health_check.detail +=
+        fmt::format("{} in {:.1f} ms", health_response.r.status, ms(health_response.r));
+    if (!health_check.ok)
+      health_check.detail += fmt::format(" (not 2xx: {})", error_text(health_response.body));
   }
-  out.push_back(std::move(hr));
+  out.push_back(std::move(health_check));
 
   // As the gateway asks for its /v1/models union (src/gateway/models.cpp): base path, api_key.
   http::Url base = root;
@@ -111,24 +113,25 @@ std::vector<CheckResult> probe_one(const Backend& backend, Millis timeout) {
   models.content_type = {};
   if (!backend.api_key.empty()) models.headers = auth;
   const auto models_response = http::fetch_blocking(base, models, timeout, tls, backend.tls.verify);
-  CheckResult mr{true, subject, fmt::format("GET {}/v1/models: ", backend.base_path)};
+  CheckResult models_check{true, subject, fmt::format("GET {}/v1/models: ", backend.base_path)};
   if (models_response.r.failure != http::Failure::none) {
-    mr.ok = false;
-    mr.detail += transport_failure(models_response.r);
+    models_check.ok = false;
+    models_check.detail += transport_failure(models_response.r);
   } else if (models_response.r.status < 200 || models_response.r.status > 299) {
-    mr.ok = false;
-    mr.detail += fmt::format("{} in {:.1f} ms (not 2xx: {})", models_response.r.status,
-                             ms(models_response.r), error_text(models_response.body));
+    models_check.ok = false;
+    models_check.detail += fmt::format("{} in {:.1f} ms (not 2xx: {})", models_response.r.status,
+                                       ms(models_response.r), error_text(models_response.body));
   } else if (auto ids = model_ids(models_response.body)) {
-    mr.detail +=
+    models_check.detail +=
         fmt::format("{} in {:.1f} ms, models: {}", models_response.r.status, ms(models_response.r),
                     ids->empty() ? std::string("(none listed)") : detail::join(*ids));
   } else {
-    mr.ok = false;
-    mr.detail += fmt::format("{} in {:.1f} ms, but not a model list: {}", models_response.r.status,
-                             ms(models_response.r), excerpt(models_response.body));
+    models_check.ok = false;
+    models_check.detail +=
+        fmt::format("{} in {:.1f} ms, but not a model list: {}", models_response.r.status,
+                    ms(models_response.r), excerpt(models_response.body));
   }
-  out.push_back(std::move(mr));
+  out.push_back(std::move(models_check));
   return out;
 }
 
@@ -183,12 +186,12 @@ CheckResult check_access_log(const std::string& target) {
   }
   std::string dir = std::filesystem::path(target).parent_path().string();
   if (dir.empty()) dir = ".";
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) {
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0) {
     result.ok = false;
     result.detail = fmt::format("directory '{}' {}", dir,
                                 errno == ENOENT ? "does not exist" : std::strerror(errno));
-  } else if (!S_ISDIR(st.st_mode)) {
+  } else if (!S_ISDIR(info.st_mode)) {
     result.ok = false;
     result.detail = fmt::format("'{}' is not a directory", dir);
   } else if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
@@ -219,10 +222,10 @@ CheckResult check_listener(const Listener& listener) {
   // TIME_WAIT is no obstacle, but no SO_REUSEPORT, so a port another process holds fails.
   net::io_context ioc;
   tcp::acceptor probe(ioc);
-  const tcp::endpoint ep(addr, listener.port);
-  probe.open(ep.protocol(), ec);
+  const tcp::endpoint endpoint(addr, listener.port);
+  probe.open(endpoint.protocol(), ec);
   if (!ec) probe.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) probe.bind(ep, ec);
+  if (!ec) probe.bind(endpoint, ec);
   boost::system::error_code ignored;
   probe.close(ignored);
   if (ec == net::error::address_in_use) {

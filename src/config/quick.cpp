@@ -17,15 +17,15 @@ GatewayConfig quick_config(std::uint16_t port, const std::vector<std::string>& b
   all.policy = "round_robin";
   for (std::size_t i = 0; i < backends.size(); ++i) {
     const std::string& spec = backends[i];
-    const auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    const auto equals_sign = spec.find('=');
+    if (equals_sign == std::string::npos || equals_sign == 0 || equals_sign + 1 == spec.size()) {
       errors.push_back({fmt::format("--backend #{}", i + 1), spec,
                         "expected NAME=URL, e.g. server1=http://127.0.0.1:30000"});
       continue;
     }
     Backend backend;
-    backend.name = spec.substr(0, eq);
-    backend.url = spec.substr(eq + 1);
+    backend.name = spec.substr(0, equals_sign);
+    backend.url = spec.substr(equals_sign + 1);
     all.backends.push_back(backend.name);
     cfg.backends.push_back(std::move(backend));
   }

@@ -77,13 +77,13 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
     fmt::format_to(out, "threads: {}\n", cfg.threads);
 
   fmt::format_to(out, "backends:\n");
-  for (const auto& be : cfg.backends) {
+  for (const auto& backend : cfg.backends) {
     fmt::format_to(
-        out, "  {}: {} (weight {}, max_inflight {}, pool_idle_timeout {}{})\n", be.name, be.url,
-        be.weight,
-        be.max_inflight == 0 ? std::string("unlimited") : std::to_string(be.max_inflight),
-        format_duration(be.pool_idle_timeout), be.api_key.empty() ? "" : ", api_key set");
-    fmt::format_to(out, "    health_checks: {}\n", health_line(be.health));
+        out, "  {}: {} (weight {}, max_inflight {}, pool_idle_timeout {}{})\n", backend.name,
+        backend.url, backend.weight,
+        backend.max_inflight == 0 ? std::string("unlimited") : std::to_string(backend.max_inflight),
+        format_duration(backend.pool_idle_timeout), backend.api_key.empty() ? "" : ", api_key set");
+    fmt::format_to(out, "    health_checks: {}\n", health_line(backend.health));
   }
 
   const Timeouts& configured = cfg.timeouts;
@@ -103,16 +103,17 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
   fmt::format_to(out, "limits: max_body_bytes {}, max_header_bytes {}\n",
                  format_size(cfg.limits.max_body_bytes), format_size(cfg.limits.max_header_bytes));
   fmt::format_to(out, "access_log: {}\n", cfg.access_log.target);
-  const OutlierDetection& od = cfg.outlier_detection;
-  if (od.enabled)
+  const OutlierDetection& outlier = cfg.outlier_detection;
+  if (outlier.enabled)
     fmt::format_to(
         out, "outlier_detection: eject after {} failure{} in a row for {}, doubling up to {}\n",
-        od.consecutive_failures, od.consecutive_failures == 1 ? "" : "s",
-        format_duration(od.base_ejection), format_duration(od.max_ejection));
-  if (od.enabled && od.stall_timeout.count() > 0)
+        outlier.consecutive_failures, outlier.consecutive_failures == 1 ? "" : "s",
+        format_duration(outlier.base_ejection), format_duration(outlier.max_ejection));
+  if (outlier.enabled && outlier.stall_timeout.count() > 0)
     fmt::format_to(out, "stall detection: streams silent for {} (all flowing ones: {})\n",
-                   format_duration(od.stall_timeout), format_duration(od.stall_timeout / 2));
-  else if (od.enabled)
+                   format_duration(outlier.stall_timeout),
+                   format_duration(outlier.stall_timeout / 2));
+  else if (outlier.enabled)
     fmt::format_to(out, "stall detection: off\n");
   else
     fmt::format_to(out, "outlier_detection: off\n");
@@ -127,7 +128,8 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
   if (cfg.state.redis()) {
     // The URL without its password, if any.
     std::string url = cfg.state.url;
-    if (const auto at = url.find('@'); at != std::string::npos) url = "redis://…" + url.substr(at);
+    if (const auto at_sign = url.find('@'); at_sign != std::string::npos)
+      url = "redis://…" + url.substr(at_sign);
     fmt::format_to(out,
                    "state: shared in Redis at {} (keys {}*; a request waits at most {} for it)\n",
                    url, cfg.state.prefix, format_duration(cfg.state.timeout));
@@ -139,13 +141,13 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
                    format_duration(cfg.backend_metrics.interval),
                    format_duration(cfg.backend_metrics.stale_after));
   if (cfg.auth.enabled()) {
-    const std::size_t n = cfg.auth.keys.size() + cfg.auth.file_keys.size();
+    const std::size_t key_count = cfg.auth.keys.size() + cfg.auth.file_keys.size();
     const std::string from_file =
         cfg.auth.keys_file.empty()
             ? ""
             : fmt::format(" ({} from {})", cfg.auth.file_keys.size(), cfg.auth.keys_file);
     fmt::format_to(
-        out, "auth: {} key{}{}, usage kept {}h\n", n, n == 1 ? "" : "s", from_file,
+        out, "auth: {} key{}{}, usage kept {}h\n", key_count, key_count == 1 ? "" : "s", from_file,
         std::chrono::duration_cast<std::chrono::hours>(cfg.auth.usage_retention).count());
   }
   if (cfg.quotas.local_share)

@@ -39,36 +39,38 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
 
 std::string lower(std::string_view text) {
   std::string out(text);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& character : out)
+    character = static_cast<char>(std::tolower(static_cast<unsigned char>(character)));
   return out;
 }
 
 std::string upper(std::string_view text) {
   std::string out(text);
-  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (auto& character : out)
+    character = static_cast<char>(std::toupper(static_cast<unsigned char>(character)));
   return out;
 }
 
 std::string suggest(std::string_view word, const std::vector<std::string>& known) {
   const std::string lowered = lower(word);
   std::string best;
-  std::size_t best_d = 3;
+  std::size_t best_distance = 3;
   for (const auto& candidate : known) {
-    const std::string kl = lower(candidate);
-    std::size_t d = edit_distance(lowered, kl);
-    if (d > 2 && std::min(lowered.size(), kl.size()) >= 4 &&
-        (kl.starts_with(lowered) || lowered.starts_with(kl)))
-      d = 2;
-    if (d < best_d) {
-      best_d = d;
+    const std::string candidate_lower = lower(candidate);
+    std::size_t distance = edit_distance(lowered, candidate_lower);
+    if (distance > 2 && std::min(lowered.size(), candidate_lower.size()) >= 4 &&
+        (candidate_lower.starts_with(lowered) || lowered.starts_with(candidate_lower)))
+      distance = 2;
+    if (distance < best_distance) {
+      best_distance = distance;
       best = candidate;
     }
   }
   return best;
 }
 
-std::string index(const std::string& field, std::size_t i) {
-  return fmt::format("{}[{}]", field, i);
+std::string index(const std::string& field, std::size_t position) {
+  return fmt::format("{}[{}]", field, position);
 }
 
 }  // namespace llmux::config::detail

@@ -34,8 +34,8 @@ std::optional<Millis> parse_duration(const std::string& text) {
   std::string_view view = text;
   std::size_t digits = 0;
   while (digits < view.size() && std::isdigit(static_cast<unsigned char>(view[digits]))) ++digits;
-  std::uint64_t n = 0;
-  if (!parse_uint(view.substr(0, digits), n)) return std::nullopt;
+  std::uint64_t amount = 0;
+  if (!parse_uint(view.substr(0, digits), amount)) return std::nullopt;
   std::string_view unit = view.substr(digits);
   if (unit.starts_with(' ')) {  // "5 s", but not "5 "
     while (unit.starts_with(' ')) unit.remove_prefix(1);
@@ -52,17 +52,17 @@ std::optional<Millis> parse_duration(const std::string& text) {
     factor = 60 * 60 * 1000;
   else
     return std::nullopt;
-  if (n > static_cast<std::uint64_t>(std::numeric_limits<Millis::rep>::max()) / factor)
+  if (amount > static_cast<std::uint64_t>(std::numeric_limits<Millis::rep>::max()) / factor)
     return std::nullopt;
-  return Millis(static_cast<Millis::rep>(n * factor));
+  return Millis(static_cast<Millis::rep>(amount * factor));
 }
 
 std::optional<std::uint64_t> parse_size(const std::string& text) {
   std::string_view view = text;
   std::size_t digits = 0;
   while (digits < view.size() && std::isdigit(static_cast<unsigned char>(view[digits]))) ++digits;
-  std::uint64_t n = 0;
-  if (!parse_uint(view.substr(0, digits), n)) return std::nullopt;
+  std::uint64_t amount = 0;
+  if (!parse_uint(view.substr(0, digits), amount)) return std::nullopt;
   std::string_view rest = view.substr(digits);
   if (rest.starts_with(' ')) {  // "16 MiB", but not "16 "
     while (rest.starts_with(' ')) rest.remove_prefix(1);
@@ -83,8 +83,8 @@ std::optional<std::uint64_t> parse_size(const std::string& text) {
   };
   for (const auto& [name, factor] : units) {
     if (unit != name) continue;
-    if (n > std::numeric_limits<std::uint64_t>::max() / factor) return std::nullopt;
-    return n * factor;
+    if (amount > std::numeric_limits<std::uint64_t>::max() / factor) return std::nullopt;
+    return amount * factor;
   }
   return std::nullopt;
 }

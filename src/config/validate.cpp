@@ -39,14 +39,15 @@ constexpr int kMaxWeight = 100;   // RoundRobin walks the weight cycle on every 
 constexpr int kMaxThreads = 1024;
 
 bool valid_backend_name(std::string_view name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char character) {
+    return std::isalnum(static_cast<unsigned char>(character)) || character == '-' ||
+           character == '_' || character == '.';
   });
 }
 
 bool subset(const std::vector<std::string>& inner, const std::vector<std::string>& outer) {
-  return std::all_of(inner.begin(), inner.end(), [&](const std::string& s) {
-    return std::find(outer.begin(), outer.end(), s) != outer.end();
+  return std::all_of(inner.begin(), inner.end(), [&](const std::string& item) {
+    return std::find(outer.begin(), outer.end(), item) != outer.end();
   });
 }
 
@@ -206,8 +207,9 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
     if (!backend.name.empty()) names.push_back(backend.name);
     parse_backend_url(backend, field + ".url", errs);
     check_backend_tls(backend, field + ".tls", errs);
-    if (std::any_of(backend.api_key.begin(), backend.api_key.end(),
-                    [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0; }))
+    if (std::any_of(backend.api_key.begin(), backend.api_key.end(), [](char character) {
+          return std::iscntrl(static_cast<unsigned char>(character)) != 0;
+        }))
       add(field + ".api_key", "(hidden)", "must not contain control characters");
     if (backend.weight < 1 || backend.weight > kMaxWeight)
       add(field + ".weight", std::to_string(backend.weight),
@@ -256,10 +258,10 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
       const std::string& method = match.methods[j];
       if (std::find(kHttpMethods.begin(), kHttpMethods.end(), method) != kHttpMethods.end())
         continue;
-      const std::string up = upper(method);
-      if (std::find(kHttpMethods.begin(), kHttpMethods.end(), up) != kHttpMethods.end())
+      const std::string upper_case = upper(method);
+      if (std::find(kHttpMethods.begin(), kHttpMethods.end(), upper_case) != kHttpMethods.end())
         add(index(field + ".match.methods", j), method,
-            fmt::format("methods are upper case; did you mean '{}'?", up));
+            fmt::format("methods are upper case; did you mean '{}'?", upper_case));
       else
         add(index(field + ".match.methods", j), method,
             fmt::format("unknown HTTP method (known: {})", join(kHttpMethods)));
@@ -270,14 +272,14 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
     if (route.backends.empty()) add(field + ".backends", "", "a route needs at least one backend");
     for (std::size_t j = 0; j < route.backends.size(); ++j) {
       const std::string& name = route.backends[j];
-      const std::string bf = index(field + ".backends", j);
+      const std::string backend_field = index(field + ".backends", j);
       if (std::find(known_names.begin(), known_names.end(), name) == known_names.end()) {
-        add(bf, name,
+        add(backend_field, name,
             fmt::format("no backend named '{}' (known: {})", name,
                         known_names.empty() ? "none" : join(known_names)));
       } else if (auto first = std::find(route.backends.begin(), route.backends.end(), name);
                  first - route.backends.begin() < static_cast<std::ptrdiff_t>(j)) {
-        add(bf, name,
+        add(backend_field, name,
             fmt::format("listed twice (also {}[{}]); use weight to favour a backend",
                         field + ".backends", first - route.backends.begin()));
       }
@@ -330,18 +332,18 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
 
   // Health checks and outlier detection.
   check_health(cfg.health_checks, "health_checks", errs);
-  const auto& od = cfg.outlier_detection;
-  if (od.consecutive_failures < 1 || od.consecutive_failures > 1000)
-    add("outlier_detection.consecutive_failures", std::to_string(od.consecutive_failures),
+  const auto& outlier = cfg.outlier_detection;
+  if (outlier.consecutive_failures < 1 || outlier.consecutive_failures > 1000)
+    add("outlier_detection.consecutive_failures", std::to_string(outlier.consecutive_failures),
         "must be 1-1000");
-  if (od.base_ejection.count() <= 0)
-    add("outlier_detection.base_ejection", format_millis(od.base_ejection),
+  if (outlier.base_ejection.count() <= 0)
+    add("outlier_detection.base_ejection", format_millis(outlier.base_ejection),
         "must be greater than 0");
-  if (od.max_ejection < od.base_ejection)
-    add("outlier_detection.max_ejection", format_millis(od.max_ejection),
-        fmt::format("must be at least base_ejection ({})", format_millis(od.base_ejection)));
-  if (od.stall_timeout.count() != 0 && od.stall_timeout.count() < 200)
-    add("outlier_detection.stall_timeout", format_millis(od.stall_timeout),
+  if (outlier.max_ejection < outlier.base_ejection)
+    add("outlier_detection.max_ejection", format_millis(outlier.max_ejection),
+        fmt::format("must be at least base_ejection ({})", format_millis(outlier.base_ejection)));
+  if (outlier.stall_timeout.count() != 0 && outlier.stall_timeout.count() < 200)
+    add("outlier_detection.stall_timeout", format_millis(outlier.stall_timeout),
         "must be 0 (off) or at least 200ms");
 
   // Admission queue.
@@ -351,12 +353,14 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
     add("queue.timeout", format_millis(cfg.queue.timeout), "must be greater than 0");
 
   // Response affinity.
-  const auto& af = cfg.affinity;
-  if (af.max_entries < 1 || af.max_entries > 100000000)
-    add("affinity.max_entries", std::to_string(af.max_entries), "must be 1-100000000");
-  if (af.ttl.count() <= 0) add("affinity.ttl", format_millis(af.ttl), "must be greater than 0");
-  if (af.lookup_timeout.count() <= 0)
-    add("affinity.lookup_timeout", format_millis(af.lookup_timeout), "must be greater than 0");
+  const auto& affinity = cfg.affinity;
+  if (affinity.max_entries < 1 || affinity.max_entries > 100000000)
+    add("affinity.max_entries", std::to_string(affinity.max_entries), "must be 1-100000000");
+  if (affinity.ttl.count() <= 0)
+    add("affinity.ttl", format_millis(affinity.ttl), "must be greater than 0");
+  if (affinity.lookup_timeout.count() <= 0)
+    add("affinity.lookup_timeout", format_millis(affinity.lookup_timeout),
+        "must be greater than 0");
 
   // Shared state.
   if (cfg.state.redis()) {
@@ -369,16 +373,16 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
     add("state.timeout", format_millis(cfg.state.timeout), "must be 1ms-10s");
 
   // Backend metrics.
-  const auto& bm = cfg.backend_metrics;
-  if (bm.path.empty() || bm.path[0] != '/')
-    add("backend_metrics.path", bm.path, "must be a path starting with '/'");
-  if (bm.interval.count() < 100)
-    add("backend_metrics.interval", format_millis(bm.interval), "must be at least 100ms");
-  if (bm.timeout.count() <= 0)
-    add("backend_metrics.timeout", format_millis(bm.timeout), "must be greater than 0");
-  if (bm.stale_after < bm.interval)
-    add("backend_metrics.stale_after", format_millis(bm.stale_after),
-        fmt::format("must be at least the interval ({})", format_millis(bm.interval)));
+  const auto& metrics = cfg.backend_metrics;
+  if (metrics.path.empty() || metrics.path[0] != '/')
+    add("backend_metrics.path", metrics.path, "must be a path starting with '/'");
+  if (metrics.interval.count() < 100)
+    add("backend_metrics.interval", format_millis(metrics.interval), "must be at least 100ms");
+  if (metrics.timeout.count() <= 0)
+    add("backend_metrics.timeout", format_millis(metrics.timeout), "must be greater than 0");
+  if (metrics.stale_after < metrics.interval)
+    add("backend_metrics.stale_after", format_millis(metrics.stale_after),
+        fmt::format("must be at least the interval ({})", format_millis(metrics.interval)));
 
   // Metrics and admin.
   if (cfg.metrics.listen.size() > 1)
@@ -396,9 +400,9 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   if (!cfg.admin.token.empty() && !cfg.admin.token_file.empty())
     add("admin.token_file", cfg.admin.token_file, "set either admin.token or admin.token_file");
   if (cfg.admin.token.empty() && !cfg.admin.token_file.empty()) {
-    std::ifstream in(cfg.admin.token_file);
+    std::ifstream file(cfg.admin.token_file);
     std::string line;
-    if (!in || !std::getline(in, line))
+    if (!file || !std::getline(file, line))
       add("admin.token_file", cfg.admin.token_file, "cannot be read");
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
     cfg.admin.token = line;
@@ -406,24 +410,25 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   if ((!cfg.admin.token.empty() || !cfg.admin.token_file.empty()) && cfg.admin.token.size() < 16)
     add(cfg.admin.token_file.empty() ? "admin.token" : "admin.token_file", "(hidden)",
         "the admin token must be at least 16 characters");
-  for (char ch : cfg.admin.token)
-    if (static_cast<unsigned char>(ch) <= ' ' || ch == 127) {
+  for (char character : cfg.admin.token)
+    if (static_cast<unsigned char>(character) <= ' ' || character == 127) {
       add("admin.token", "(hidden)", "must be printable characters without spaces");
       break;
     }
 
   // Retries.
-  const auto& rt = cfg.retries;
-  if (rt.max_attempts < 1 || rt.max_attempts > 10)
-    add("retries.max_attempts", std::to_string(rt.max_attempts), "must be 1-10 (1: no retry)");
-  if (rt.backoff.count() < 0)
-    add("retries.backoff", format_millis(rt.backoff), "must not be negative");
-  if (rt.request_budget.count() <= 0)
-    add("retries.request_budget", format_millis(rt.request_budget), "must be greater than 0");
-  if (!(rt.budget >= 0 && rt.budget <= 1))
-    add("retries.budget", fmt::format("{}", rt.budget), "must be 0-1 (a fraction of requests)");
-  if (rt.min_retries_per_second < 0)
-    add("retries.min_retries_per_second", std::to_string(rt.min_retries_per_second),
+  const auto& retries = cfg.retries;
+  if (retries.max_attempts < 1 || retries.max_attempts > 10)
+    add("retries.max_attempts", std::to_string(retries.max_attempts), "must be 1-10 (1: no retry)");
+  if (retries.backoff.count() < 0)
+    add("retries.backoff", format_millis(retries.backoff), "must not be negative");
+  if (retries.request_budget.count() <= 0)
+    add("retries.request_budget", format_millis(retries.request_budget), "must be greater than 0");
+  if (!(retries.budget >= 0 && retries.budget <= 1))
+    add("retries.budget", fmt::format("{}", retries.budget),
+        "must be 0-1 (a fraction of requests)");
+  if (retries.min_retries_per_second < 0)
+    add("retries.min_retries_per_second", std::to_string(retries.min_retries_per_second),
         "must not be negative");
 
   // Limits.

@@ -33,8 +33,8 @@ struct NullHandler : YAML::EventHandler {
 /// parser keeps reporting documents without consuming input. A real document takes at least one
 /// byte, so more documents than bytes means that loop. Throws YAML::Exception on a syntax error.
 bool parser_would_loop(const std::string& text) {
-  std::istringstream in(text);
-  YAML::Parser parser(in);
+  std::istringstream input(text);
+  YAML::Parser parser(input);
   NullHandler handler;
   for (std::size_t docs = 0; parser.HandleNextDocument(handler);)
     if (++docs > text.size() + 1) return true;

@@ -50,10 +50,10 @@ class YamlReader {
  public:
   explicit YamlReader(std::vector<ConfigError>& errors) : errors_(errors) {}
 
-  void error(const std::string& field, const YAML::Node& at, std::string value,
+  void error(const std::string& field, const YAML::Node& node, std::string value,
              std::string reason) {
     ConfigError problem{field, std::move(value), std::move(reason)};
-    const YAML::Mark mark = at.Mark();
+    const YAML::Mark mark = node.Mark();
     if (!mark.is_null() && mark.line >= 0) {
       problem.line = mark.line + 1;
       problem.column = mark.column + 1;
@@ -118,18 +118,18 @@ class YamlReader {
       return false;
     }
     const std::string& text = node.Scalar();
-    long long v = 0;
-    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    long long value = 0;
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || p != text.data() + text.size() || ec == std::errc::invalid_argument) {
       error(field, node, text, "expected an integer");
       return false;
     }
-    if (ec == std::errc::result_out_of_range || v < std::numeric_limits<Int>::min() ||
-        v > std::numeric_limits<Int>::max()) {
+    if (ec == std::errc::result_out_of_range || value < std::numeric_limits<Int>::min() ||
+        value > std::numeric_limits<Int>::max()) {
       error(field, node, text, "out of range");
       return false;
     }
-    out = static_cast<Int>(v);
+    out = static_cast<Int>(value);
     return true;
   }
 
@@ -152,11 +152,11 @@ class YamlReader {
   bool number(const YAML::Node& node, const std::string& field, double& out) {
     if (node.IsScalar()) {
       const std::string& text = node.Scalar();
-      double v = 0;
-      const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      double value = 0;
+      const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
       if (!text.empty() && p == text.data() + text.size() && ec == std::errc() &&
-          std::isfinite(v)) {
-        out = v;
+          std::isfinite(value)) {
+        out = value;
         return true;
       }
     }
