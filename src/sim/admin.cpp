@@ -52,9 +52,9 @@ bool same_secret(std::string_view given, std::string_view secret) {
 
 bool iequals(std::string_view left, std::string_view right) {
   return left.size() == right.size() &&
-         std::equal(left.begin(), left.end(), right.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
+         std::equal(left.begin(), left.end(), right.begin(), [](char left_char, char right_char) {
+           return std::tolower(static_cast<unsigned char>(left_char)) ==
+                  std::tolower(static_cast<unsigned char>(right_char));
          });
 }
 
@@ -74,9 +74,9 @@ awaitable<void> wait_cancelled(net::steady_timer& timer) {
 
 bool is_loopback(const net::ip::address& address) {
   if (address.is_v4()) return address.to_v4().is_loopback();
-  const auto v6 = address.to_v6();
-  if (v6.is_v4_mapped()) return net::ip::make_address_v4(net::ip::v4_mapped, v6).is_loopback();
-  return v6.is_loopback();
+  const auto ipv6 = address.to_v6();
+  if (ipv6.is_v4_mapped()) return net::ip::make_address_v4(net::ip::v4_mapped, ipv6).is_loopback();
+  return ipv6.is_loopback();
 }
 
 AdminVerdict admin_access(const net::ip::address& peer, std::string_view authorization,

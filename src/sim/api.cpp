@@ -106,7 +106,7 @@ std::vector<std::uint32_t> render_chat(const std::vector<Message>& messages) {
   return ids;
 }
 
-std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view body,
+std::variant<GenRequest, ApiError> parse_request(Endpoint endpoint, std::string_view body,
                                                  const ApiContext& ctx) {
   boost::system::error_code ec;
   json::value doc = json::parse(body, ec);
@@ -115,21 +115,24 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
   const json::object& object = doc.get_object();
   Fields fields{object, std::nullopt};
   GenRequest request;
-  request.endpoint = ep;
+  request.endpoint = endpoint;
 
   auto model = fields.string("model");
   request.stream = fields.boolean("stream").value_or(false);
-  if (auto* so = fields.get("stream_options")) {
-    if (!so->is_object()) {
-      fields.type_error("stream_options", "an object", *so);
+  if (auto* stream_options = fields.get("stream_options")) {
+    if (!stream_options->is_object()) {
+      fields.type_error("stream_options", "an object", *stream_options);
     } else {
-      const auto& soo = so->get_object();
-      auto iu = soo.find("include_usage");
-      auto cu = soo.find("continuous_usage_stats");
-      request.include_usage = iu == soo.end() || iu->value().is_null()
-                                  ? true
-                                  : (iu->value().is_bool() ? iu->value().get_bool() : true);
-      request.continuous_usage = cu != soo.end() && cu->value().is_bool() && cu->value().get_bool();
+      const auto& option_fields = stream_options->get_object();
+      auto include_usage = option_fields.find("include_usage");
+      auto continuous_usage = option_fields.find("continuous_usage_stats");
+      request.include_usage =
+          include_usage == option_fields.end() || include_usage->value().is_null()
+              ? true
+              : (include_usage->value().is_bool() ? include_usage->value().get_bool() : true);
+      request.continuous_usage = continuous_usage != option_fields.end() &&
+                                 continuous_usage->value().is_bool() &&
+                                 continuous_usage->value().get_bool();
       if (!request.stream && !fields.err)
         fields.err =
             bad("Stream options can only be defined when `stream=True`.", "stream_options");
@@ -149,7 +152,7 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
 
   const char* max_field = "max_tokens";
   std::optional<std::int64_t> max_tokens;
-  switch (ep) {
+  switch (endpoint) {
     case Endpoint::Completions: {
       max_tokens = fields.integer("max_tokens");
       const json::value* prompt = fields.get("prompt");
@@ -157,13 +160,13 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
         if (!fields.err) fields.err = bad("'prompt' is a required field", "prompt");
         break;
       }
-      auto take_text = [&](std::string_view s) { Tokenizer::encode(s, request.prompt_ids); };
+      auto take_text = [&](std::string_view text) { Tokenizer::encode(text, request.prompt_ids); };
       auto take_ids = [&](const json::array& ids) -> bool {
         for (const auto& id : ids) {
           if (!id.is_int64() && !id.is_uint64()) return false;
-          auto v = id.to_number<std::int64_t>();
-          if (v < 0 || v > std::numeric_limits<std::uint32_t>::max()) return false;
-          request.prompt_ids.push_back(static_cast<std::uint32_t>(v));
+          auto token_id = id.to_number<std::int64_t>();
+          if (token_id < 0 || token_id > std::numeric_limits<std::uint32_t>::max()) return false;
+          request.prompt_ids.push_back(static_cast<std::uint32_t>(token_id));
         }
         return true;
       };
@@ -213,7 +216,7 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
       if (!fields.err && conv.empty())
         fields.err = bad("'messages' must contain at least one message", "messages");
       std::string tools_text;
-      if (auto error = parse_tools(ep, object, request, tools_text); error && !fields.err)
+      if (auto error = parse_tools(endpoint, object, request, tools_text); error && !fields.err)
         fields.err = error;
       if (fields.err) break;
       request.last_input = last_input_text(conv);
@@ -229,19 +232,19 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
       if (auto ins = fields.string("instructions")) request.instructions = std::string(*ins);
       if (auto prev = fields.string("previous_response_id"))
         request.previous_response_id = std::string(*prev);
-      const json::value* in = fields.get("input");
-      if (!in) {
+      const json::value* input_value = fields.get("input");
+      if (!input_value) {
         if (!fields.err) fields.err = bad("'input' is a required field", "input");
         break;
       }
       std::vector<Message> input;
-      if (in->is_string()) {
-        input.push_back(Message{"user", std::string(in->get_string())});
-      } else if (auto error = parse_response_input(*in, input); error && !fields.err) {
+      if (input_value->is_string()) {
+        input.push_back(Message{"user", std::string(input_value->get_string())});
+      } else if (auto error = parse_response_input(*input_value, input); error && !fields.err) {
         fields.err = error;
       }
       std::string tools_text;
-      if (auto error = parse_tools(ep, object, request, tools_text); error && !fields.err)
+      if (auto error = parse_tools(endpoint, object, request, tools_text); error && !fields.err)
         fields.err = error;
       if (fields.err) break;
       if (request.background && !request.store) {
@@ -287,33 +290,34 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view b
 
 std::variant<std::int64_t, ApiError> effective_max_tokens(const GenRequest& req,
                                                           std::int64_t max_model_len) {
-  const auto p = static_cast<std::int64_t>(req.prompt_ids.size());
+  const auto prompt_tokens = static_cast<std::int64_t>(req.prompt_ids.size());
   // Chat appends the exception's cause (None) to the message: vLLM's own quirk.
   const std::string_view tail = req.endpoint == Endpoint::Chat ? " None" : "";
-  if (p >= max_model_len) {
+  if (prompt_tokens >= max_model_len) {
     if (req.endpoint == Endpoint::Responses) {
       return ApiError{400,
                       fmt::format("The engine prompt length {} exceeds the max_model_len {}. "
                                   "Please reduce prompt.",
-                                  p, max_model_len),
+                                  prompt_tokens, max_model_len),
                       "invalid_request_error", std::nullopt};
     }
     return serving_error(fmt::format(
         "This model's maximum context length is {} tokens. However, your request has {} input "
         "tokens. Please reduce the length of the input messages.{}",
-        max_model_len, p, tail));
+        max_model_len, prompt_tokens, tail));
   }
   std::optional<std::int64_t> max_tokens = req.max_tokens;
   if (!max_tokens && req.endpoint == Endpoint::Completions)
     max_tokens = 16;  // vLLM's completions default
-  if (!max_tokens) return max_model_len - p;
-  if (p + *max_tokens > max_model_len) {
+  if (!max_tokens) return max_model_len - prompt_tokens;
+  if (prompt_tokens + *max_tokens > max_model_len) {
     // The Responses API clamps max_output_tokens instead of refusing.
-    if (req.endpoint == Endpoint::Responses) return max_model_len - p;
+    if (req.endpoint == Endpoint::Responses) return max_model_len - prompt_tokens;
     return serving_error(fmt::format(
         "'max_tokens' or 'max_completion_tokens' is too large: {}. This model's maximum context "
         "length is {} tokens and your request has {} input tokens ({} > {} - {}).{}",
-        *max_tokens, max_model_len, p, *max_tokens, max_model_len, p, tail));
+        *max_tokens, max_model_len, prompt_tokens, *max_tokens, max_model_len, prompt_tokens,
+        tail));
   }
   return *max_tokens;
 }
@@ -335,8 +339,8 @@ std::string usage_json(const Usage& usage, bool null_details) {
 }
 
 namespace {
-std::string finish_json(std::string_view fr) {
-  return fr.empty() ? "null" : fmt::format("\"{}\"", fr);
+std::string finish_json(std::string_view finish_reason) {
+  return finish_reason.empty() ? "null" : fmt::format("\"{}\"", finish_reason);
 }
 // A chat chunk's continuous usage: vLLM writes chat chunks with exclude_unset (no details).
 std::string usage_tail(const std::optional<Usage>& usage) {
@@ -476,11 +480,11 @@ boost::json::object response_object(const ResponseMeta& meta, const GenRequest& 
 }
 
 std::string responses_event(std::string_view type, boost::json::object data, std::int64_t seq) {
-  json::object ev;
-  ev["type"] = type;
-  ev["sequence_number"] = seq;
-  for (auto& kv : data) ev[kv.key()] = std::move(kv.value());
-  return fmt::format("event: {}\ndata: {}\n\n", type, json::serialize(ev));
+  json::object event;
+  event["type"] = type;
+  event["sequence_number"] = seq;
+  for (auto& member : data) event[member.key()] = std::move(member.value());
+  return fmt::format("event: {}\ndata: {}\n\n", type, json::serialize(event));
 }
 
 }  // namespace llmux::sim

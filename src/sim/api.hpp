@@ -94,8 +94,8 @@ struct ApiContext {
   std::function<std::optional<std::vector<Message>>(std::string_view)> lookup_conversation;
 };
 
-/// Parses and validates a request body for `ep`. Never throws.
-std::variant<GenRequest, ApiError> parse_request(Endpoint ep, std::string_view body,
+/// Parses and validates a request body for `endpoint`. Never throws.
+std::variant<GenRequest, ApiError> parse_request(Endpoint endpoint, std::string_view body,
                                                  const ApiContext& ctx);
 
 /// Completion budget once the prompt is known: the effective max_tokens, or a context-length

@@ -34,8 +34,8 @@ constexpr std::string_view kVersion = "0.11.0";  // the vLLM version whose diale
 /// `?limit=N` of /debug/requests (100 by default).
 std::size_t debug_limit(std::string_view target) {
   std::size_t limit = 100;
-  if (auto q = target.find("limit="); q != std::string_view::npos) {
-    limit = std::strtoull(std::string(target.substr(q + 6)).c_str(), nullptr, 10);
+  if (auto pos = target.find("limit="); pos != std::string_view::npos) {
+    limit = std::strtoull(std::string(target.substr(pos + 6)).c_str(), nullptr, 10);
   }
   return limit;
 }
@@ -66,11 +66,11 @@ awaitable<void> Dispatcher::dispatch(Conn& connection, Request& req) {
   const bool get = method == http::verb::get, post = method == http::verb::post;
   if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses") {
     if (!post) co_return co_await write_method_not_allowed(connection, req, "POST");
-    const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions
-                        : path == "/v1/responses" ? Endpoint::Responses
-                                                  : Endpoint::Chat;
+    const Endpoint endpoint = path == "/v1/completions" ? Endpoint::Completions
+                              : path == "/v1/responses" ? Endpoint::Responses
+                                                        : Endpoint::Chat;
     control_.count_generation();  // the crash_after_requests-th dies here, unanswered
-    co_return co_await handle_generate(connection, req, ep);
+    co_return co_await handle_generate(connection, req, endpoint);
   }
   if (path == kAdminFaultsPath) co_return co_await control_.handle(connection, req);
   if (path == "/health" && get) {
@@ -118,8 +118,8 @@ std::string Dispatcher::models_json() const {
 }
 
 awaitable<void> Dispatcher::get_response(Conn& connection, Request& req, std::string_view id) {
-  if (const StoredResponse* st = store_.find(id))
-    co_return co_await write_json(connection, 200, json::serialize(st->response), &req);
+  if (const StoredResponse* stored = store_.find(id))
+    co_return co_await write_json(connection, 200, json::serialize(stored->response), &req);
   if (auto running = store_.running(id)) {
     auto& job = *running;
     const char* status = job.timing->scheduled_ns ? "in_progress" : "queued";
@@ -137,8 +137,8 @@ awaitable<void> Dispatcher::cancel_response(Conn& connection, Request& req, std:
     driver_.drop(*job, "cancelled");
     job->aborted = true;
     json::object resp = response_object(job->meta, job->req, "cancelled", "", std::nullopt);
-    StoredResponse st{resp, job->req.conversation, true};
-    store_.put(job->meta.id, std::move(st));
+    StoredResponse stored{resp, job->req.conversation, true};
+    store_.put(job->meta.id, std::move(stored));
     co_return co_await write_json(connection, 200, json::serialize(resp), &req);
   }
   if (store_.contains(id))
@@ -165,15 +165,15 @@ std::shared_ptr<const TurnPlan> Dispatcher::plan_turn(const GenRequest& gen_requ
   if (cfg_.tool_call_share <= 0 || gen_request.function_tools.empty()) return nullptr;
   // Drawn from the request's seed: greedy requests with the same prompt decide alike.
   std::mt19937_64 draw(seed ^ 0x746f6f6c63616c6cull);
-  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(draw);
-  auto call = statistical_call(gen_request, cfg_.tool_call_share, u, draw());
+  const double roll = std::uniform_real_distribution<double>(0.0, 1.0)(draw);
+  auto call = statistical_call(gen_request, cfg_.tool_call_share, roll, draw());
   if (!call) return nullptr;
   return std::make_shared<TurnPlan>(make_plan("", "", {std::move(*call)}, prefix, hex));
 }
 
-awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endpoint ep) {
+awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endpoint endpoint) {
   const std::int64_t arrival = mono_ns();
-  auto parsed = parse_request(ep, req.body(), api_);
+  auto parsed = parse_request(endpoint, req.body(), api_);
   if (auto* error = std::get_if<ApiError>(&parsed))
     co_return co_await write_api_error(connection, *error, req);
   GenRequest gen_request = std::move(std::get<GenRequest>(parsed));
@@ -181,7 +181,7 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
   if (auto* error = std::get_if<ApiError>(&maxv))
     co_return co_await write_api_error(connection, *error, req);
   const std::int64_t max_tokens = std::get<std::int64_t>(maxv);
-  if (ep == Endpoint::Responses)
+  if (endpoint == Endpoint::Responses)
     gen_request.max_tokens = max_tokens;  // echoed resolved, as vLLM does
 
   auto job = std::make_shared<Job>(ioc_.get_executor());
@@ -220,40 +220,40 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
   }
   if (!job->plan) job->words = generate_words(seed, static_cast<std::size_t>(n_out));
   job->seq = driver_.next_seq();
-  job->meta.endpoint = ep;
+  job->meta.endpoint = endpoint;
   job->meta.model = gen_request.model;
   job->meta.created = unix_time();
   job->meta.finish_reason = finish;
-  job->meta.id = ep == Endpoint::Completions ? random_id("cmpl-")
-                 : ep == Endpoint::Chat      ? random_id("chatcmpl-")
-                                             : random_id("resp_");
+  job->meta.id = endpoint == Endpoint::Completions ? random_id("cmpl-")
+                 : endpoint == Endpoint::Chat      ? random_id("chatcmpl-")
+                                                   : random_id("resp_");
   job->meta.item_id = random_id("msg_");
   job->usage.prompt_tokens = static_cast<std::int64_t>(gen_request.prompt_ids.size());
   job->usage.prompt_tokens_details = cfg_.enable_prompt_tokens_details;
   job->req = std::move(gen_request);
-  auto& tm = *(job->timing = std::make_shared<Timing>());
-  tm.id = job->meta.id;
-  tm.request_id = std::string(req["x-request-id"]);
-  tm.endpoint = std::string(req.target());
-  tm.stream = job->req.stream;
-  tm.arrival_ns = arrival;
-  tm.prompt_tokens = job->usage.prompt_tokens;
+  auto& timing = *(job->timing = std::make_shared<Timing>());
+  timing.id = job->meta.id;
+  timing.request_id = std::string(req["x-request-id"]);
+  timing.endpoint = std::string(req.target());
+  timing.stream = job->req.stream;
+  timing.arrival_ns = arrival;
+  timing.prompt_tokens = job->usage.prompt_tokens;
   timings_.remember(job->timing);
 
-  SeqRequest sr;
-  sr.id = job->seq;
-  sr.prompt = job->req.prompt_ids;
-  sr.output.reserve(static_cast<std::size_t>(n_out));
-  for (auto w : job->words) sr.output.push_back(vocab_id(w));
+  SeqRequest seq_request;
+  seq_request.id = job->seq;
+  seq_request.prompt = job->req.prompt_ids;
+  seq_request.output.reserve(static_cast<std::size_t>(n_out));
+  for (auto word : job->words) seq_request.output.push_back(vocab_id(word));
   if (job->plan) {
     for (std::int64_t i = 0; i < n_out; ++i) {
       const TurnPiece& piece = job->plan->pieces[static_cast<std::size_t>(i)];
-      sr.output.push_back(Tokenizer::piece_id(
+      seq_request.output.push_back(Tokenizer::piece_id(
           piece.seg == Seg::CallHeader ? job->plan->full.calls[piece.call].name : piece.text));
     }
   }
-  if (!driver_.submit(job, std::move(sr))) {
-    tm.outcome = "rejected";
+  if (!driver_.submit(job, std::move(seq_request))) {
+    timing.outcome = "rejected";
     co_return co_await write_error(
         connection, 400,
         fmt::format("The request needs {} tokens of KV cache but the cache holds only {}.",
@@ -262,7 +262,7 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
         true, &req);
   }
 
-  if (ep == Endpoint::Responses && job->req.background) {
+  if (endpoint == Endpoint::Responses && job->req.background) {
     store_.add_running(job->meta.id, job);
     co_return co_await write_json(
         connection, 200,

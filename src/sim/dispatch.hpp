@@ -36,7 +36,7 @@ class Dispatcher {
   boost::asio::awaitable<void> dispatch(Conn& connection, Request& req);
 
  private:
-  boost::asio::awaitable<void> handle_generate(Conn& connection, Request& req, Endpoint ep);
+  boost::asio::awaitable<void> handle_generate(Conn& connection, Request& req, Endpoint endpoint);
   boost::asio::awaitable<void> get_response(Conn& connection, Request& req, std::string_view id);
   boost::asio::awaitable<void> cancel_response(Conn& connection, Request& req, std::string_view id);
   std::string models_json() const;

@@ -29,9 +29,9 @@ double EngineDriver::model_now() const {
   return static_cast<double>(now - base_ns_) * 1e-9 * cfg_.time_scale;
 }
 
-void EngineDriver::freeze(bool on) {
-  if (on == frozen_) return;
-  if (on) {
+void EngineDriver::freeze(bool frozen) {
+  if (frozen == frozen_) return;
+  if (frozen) {
     frozen_ = true;
     frozen_at_ns_ = mono_ns();
     step_timer_.cancel();
@@ -47,8 +47,8 @@ std::int64_t EngineDriver::wall_ns(double model_s) const {
   return base_ns_ + static_cast<std::int64_t>(model_s / cfg_.time_scale * 1e9);
 }
 
-bool EngineDriver::submit(const std::shared_ptr<Job>& job, SeqRequest sr) {
-  if (!engine_.submit(std::move(sr), model_now())) return false;
+bool EngineDriver::submit(const std::shared_ptr<Job>& job, SeqRequest seq_request) {
+  if (!engine_.submit(std::move(seq_request), model_now())) return false;
   job->in_engine = true;
   jobs_[job->seq] = job;
   metrics_.sync(engine_.stats());
@@ -58,10 +58,11 @@ bool EngineDriver::submit(const std::shared_ptr<Job>& job, SeqRequest sr) {
 
 void EngineDriver::arm() {
   if (timer_armed_ || frozen_) return;
-  auto dl = engine_.deadline();
-  if (!dl) return;
+  auto deadline = engine_.deadline();
+  if (!deadline) return;
   timer_armed_ = true;
-  step_timer_.expires_at(net::steady_timer::time_point(std::chrono::nanoseconds(wall_ns(*dl))));
+  step_timer_.expires_at(
+      net::steady_timer::time_point(std::chrono::nanoseconds(wall_ns(*deadline))));
   step_timer_.async_wait([this](boost::system::error_code) {
     timer_armed_ = false;
     on_step();
@@ -70,9 +71,9 @@ void EngineDriver::arm() {
 
 void EngineDriver::on_step() {
   if (frozen_) return;
-  auto dl = engine_.deadline();
-  if (!dl) return;
-  const std::int64_t due = wall_ns(*dl);
+  auto deadline = engine_.deadline();
+  if (!deadline) return;
+  const std::int64_t due = wall_ns(*deadline);
   const std::int64_t now = mono_ns();
   if (now < due) {  // woke early
     arm();
@@ -96,20 +97,20 @@ void EngineDriver::on_step() {
 }
 
 void EngineDriver::on_token(Job& job, const TokenOut& token, std::int64_t due, std::int64_t now) {
-  Timing& tm = *job.timing;
+  Timing& timing = *job.timing;
   if (token.index == 0) {
     job.usage.cached_tokens = token.cached_tokens;
-    tm.cached_tokens = token.cached_tokens;
-    if (tm.scheduled_ns == 0) tm.scheduled_ns = due;
-    if (!job.req.stream) tm.first_token_ns = now;
-    metrics_.ttft(static_cast<double>(now - tm.arrival_ns) * 1e-9);
+    timing.cached_tokens = token.cached_tokens;
+    if (timing.scheduled_ns == 0) timing.scheduled_ns = due;
+    if (!job.req.stream) timing.first_token_ns = now;
+    metrics_.ttft(static_cast<double>(now - timing.arrival_ns) * 1e-9);
   } else {
     metrics_.itl(static_cast<double>(now - job.last_emit_ns) * 1e-9);
   }
   job.last_emit_ns = now;
   job.emitted = token.index + 1;
   job.usage.completion_tokens = job.emitted;
-  tm.token_sched_ns.push_back(due);
+  timing.token_sched_ns.push_back(due);
   if (job.req.stream) append_token_frame(job, token.index, token.last);
   if (token.last) {
     finish(job, now);
@@ -139,20 +140,21 @@ void EngineDriver::finish(Job& job, std::int64_t now) {
   job.finished = true;
   job.in_engine = false;
   jobs_.erase(job.seq);
-  Timing& tm = *job.timing;
-  tm.completion_tokens = job.emitted;
-  tm.finish_reason = job.meta.finish_reason;
-  tm.outcome = "ok";
-  const double e2e = static_cast<double>(now - tm.arrival_ns) * 1e-9;
+  Timing& timing = *job.timing;
+  timing.completion_tokens = job.emitted;
+  timing.finish_reason = job.meta.finish_reason;
+  timing.outcome = "ok";
+  const double e2e = static_cast<double>(now - timing.arrival_ns) * 1e-9;
   const double queue =
-      static_cast<double>(std::max<std::int64_t>(tm.scheduled_ns - tm.arrival_ns, 0)) * 1e-9;
-  const std::int64_t first = tm.token_sched_ns.empty() ? now : tm.token_sched_ns.front();
+      static_cast<double>(std::max<std::int64_t>(timing.scheduled_ns - timing.arrival_ns, 0)) *
+      1e-9;
+  const std::int64_t first = timing.token_sched_ns.empty() ? now : timing.token_sched_ns.front();
   const double prefill =
-      static_cast<double>(std::max<std::int64_t>(first - tm.scheduled_ns, 0)) * 1e-9;
+      static_cast<double>(std::max<std::int64_t>(first - timing.scheduled_ns, 0)) * 1e-9;
   const double decode = static_cast<double>(std::max<std::int64_t>(now - first, 0)) * 1e-9;
   metrics_.request_done(job.meta.finish_reason, e2e, queue, prefill, decode,
                         job.usage.prompt_tokens, job.usage.completion_tokens);
-  if (!job.req.stream) tm.end_ns = now;
+  if (!job.req.stream) timing.end_ns = now;
 
   if (job.req.endpoint == Endpoint::Responses) {
     std::optional<TurnOutput> turn;
@@ -162,12 +164,12 @@ void EngineDriver::finish(Job& job, std::int64_t now) {
                                         job.usage, turn ? &*turn : nullptr);
     if (job.req.stream) append_responses_done_events(job, text, resp);
     if (job.req.store) {
-      StoredResponse st;
-      st.response = std::move(resp);
-      st.conversation = job.req.conversation;
-      st.conversation.push_back(Message{"assistant", turn ? assistant_history(*turn) : text});
-      st.background = job.req.background;
-      store_.put(job.meta.id, std::move(st));
+      StoredResponse stored;
+      stored.response = std::move(resp);
+      stored.conversation = job.req.conversation;
+      stored.conversation.push_back(Message{"assistant", turn ? assistant_history(*turn) : text});
+      stored.background = job.req.background;
+      store_.put(job.meta.id, std::move(stored));
     }
     store_.erase_running(job.meta.id);
   } else if (job.req.stream) {

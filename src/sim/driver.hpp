@@ -30,16 +30,16 @@ class EngineDriver {
   /// A new sequence id for the engine.
   std::uint64_t next_seq() { return next_seq_++; }
 
-  /// Submits `sr` (the sequence of `job`) at the current model time and tracks the job. False
-  /// when the KV cache could never hold it (then nothing is tracked).
-  bool submit(const std::shared_ptr<Job>& job, SeqRequest sr);
+  /// Submits `seq_request` (the sequence of `job`) at the current model time and tracks the job.
+  /// False when the KV cache could never hold it (then nothing is tracked).
+  bool submit(const std::shared_ptr<Job>& job, SeqRequest seq_request);
   /// Removes a job from the engine (client left, cancelled, or a fault) without finishing it.
   void drop(Job& job, std::string_view outcome);
   /// Whether the driver still tracks the job of sequence `seq` (submitted, not finished/dropped).
   bool tracks(std::uint64_t seq) const { return jobs_.count(seq) != 0; }
   /// Stops the engine (no step runs, the model clock stands still: every running stream stops
   /// where it is, new requests wait) or lets it go on from where it stood.
-  void freeze(bool on);
+  void freeze(bool frozen);
 
  private:
   std::int64_t wall_ns(double model_s) const;

@@ -13,13 +13,13 @@ double EngineParams::step_time(int batch, std::int64_t decode_ctx,
                                std::int64_t prefill_tokens) const {
   if (batch <= 0) return 0.0;
   const double base = batch_exp == 0.0 ? t0 : t0 * std::pow(static_cast<double>(batch), batch_exp);
-  double t = std::max(base + m * (batch - 1), c * batch);
-  t += ctx_cost * static_cast<double>(decode_ctx);
+  double seconds = std::max(base + m * (batch - 1), c * batch);
+  seconds += ctx_cost * static_cast<double>(decode_ctx);
   if (prefill_tokens > 0) {
-    if (prefill_rate > 0) t += static_cast<double>(prefill_tokens) / prefill_rate;
-    t += prefill_overhead;
+    if (prefill_rate > 0) seconds += static_cast<double>(prefill_tokens) / prefill_rate;
+    seconds += prefill_overhead;
   }
-  return std::max(t, 0.0);
+  return std::max(seconds, 0.0);
 }
 
 double EngineStats::kv_usage() const {
@@ -95,32 +95,33 @@ std::optional<SeqInfo> Engine::info(std::uint64_t id) const {
 
 std::uint64_t Engine::block_hash(const Seq& sequence, std::int32_t block_index) const {
   // Chained hash: a block's identity includes every token before it, as in vLLM.
-  std::uint64_t h = 0x9e3779b97f4a7c15ull;
+  std::uint64_t chained = 0x9e3779b97f4a7c15ull;
   for (std::int32_t i = 0; i <= block_index; ++i) {
-    h = XXH3_64bits_withSeed(sequence.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
-                             sizeof(std::uint32_t) * p_.block_size, h);
+    chained =
+        XXH3_64bits_withSeed(sequence.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
+                             sizeof(std::uint32_t) * p_.block_size, chained);
   }
-  return h;
+  return chained;
 }
 
 std::optional<std::int64_t> Engine::alloc_block() {
-  std::int64_t b;
+  std::int64_t block;
   if (!free_list_.empty()) {
-    b = free_list_.back();
+    block = free_list_.back();
     free_list_.pop_back();
   } else if (!lru_.empty()) {
-    b = lru_.front();  // evict the least recently used cached block
+    block = lru_.front();  // evict the least recently used cached block
     lru_.pop_front();
-    Block& blk = blocks_[b];
+    Block& blk = blocks_[block];
     auto it = cached_.find(blk.hash);
-    if (it != cached_.end() && it->second == b) cached_.erase(it);
+    if (it != cached_.end() && it->second == block) cached_.erase(it);
     blk.has_hash = false;
   } else {
     return std::nullopt;
   }
-  blocks_[b].ref = 1;
+  blocks_[block].ref = 1;
   ++used_blocks_;
-  return b;
+  return block;
 }
 
 void Engine::release_blocks(Seq& sequence) {
@@ -154,16 +155,18 @@ void Engine::register_full_blocks(Seq& sequence) {
   if (!p_.enable_prefix_caching) return;
   const std::int32_t full = sequence.computed / p_.block_size;
   if (full <= sequence.hashed_blocks) return;
-  std::uint64_t h = sequence.hashed_blocks > 0 ? block_hash(sequence, sequence.hashed_blocks - 1)
-                                               : 0x9e3779b97f4a7c15ull;
+  std::uint64_t chained = sequence.hashed_blocks > 0
+                              ? block_hash(sequence, sequence.hashed_blocks - 1)
+                              : 0x9e3779b97f4a7c15ull;
   for (std::int32_t i = sequence.hashed_blocks; i < full; ++i) {
-    h = XXH3_64bits_withSeed(sequence.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
-                             sizeof(std::uint32_t) * p_.block_size, h);
+    chained =
+        XXH3_64bits_withSeed(sequence.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
+                             sizeof(std::uint32_t) * p_.block_size, chained);
     Block& blk = blocks_[sequence.blocks[i]];
-    if (!blk.has_hash && !cached_.count(h)) {
-      blk.hash = h;
+    if (!blk.has_hash && !cached_.count(chained)) {
+      blk.hash = chained;
       blk.has_hash = true;
-      cached_.emplace(h, sequence.blocks[i]);
+      cached_.emplace(chained, sequence.blocks[i]);
     }
   }
   sequence.hashed_blocks = full;
@@ -175,27 +178,28 @@ bool Engine::try_admit(Seq& sequence, std::int32_t budget) {
   std::vector<std::int64_t> hits;
   if (p_.enable_prefix_caching) {
     const std::int32_t max_hit = (len - 1) / p_.block_size;
-    std::uint64_t h = 0x9e3779b97f4a7c15ull;
+    std::uint64_t chained = 0x9e3779b97f4a7c15ull;
     for (std::int32_t i = 0; i < max_hit; ++i) {
-      h = XXH3_64bits_withSeed(sequence.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
-                               sizeof(std::uint32_t) * p_.block_size, h);
-      auto it = cached_.find(h);
+      chained =
+          XXH3_64bits_withSeed(sequence.tokens.data() + static_cast<std::size_t>(i) * p_.block_size,
+                               sizeof(std::uint32_t) * p_.block_size, chained);
+      auto it = cached_.find(chained);
       if (it == cached_.end()) break;
       hits.push_back(it->second);
     }
   }
   std::int64_t hits_evictable = 0;
-  for (auto b : hits) hits_evictable += blocks_[b].ref == 0;
+  for (auto block : hits) hits_evictable += blocks_[block].ref == 0;
   const std::int64_t needed = blocks_for(len) - static_cast<std::int64_t>(hits.size());
   if (free_blocks() - hits_evictable < needed) return false;
 
-  for (auto b : hits) {
-    Block& blk = blocks_[b];
+  for (auto block : hits) {
+    Block& blk = blocks_[block];
     if (blk.ref++ == 0) {
       lru_.erase(blk.lru);
       ++used_blocks_;
     }
-    sequence.blocks.push_back(b);
+    sequence.blocks.push_back(block);
   }
   const auto hit_tokens = static_cast<std::int32_t>(hits.size()) * p_.block_size;
   sequence.computed = hit_tokens;
@@ -290,12 +294,12 @@ StepResult Engine::complete_step() {
   StepResult result = std::move(pending_);
   result.end = step_end_;
   ++stats_.steps;
-  for (const Planned& pl : planned_) {
-    auto it = seqs_.find(pl.id);
+  for (const Planned& entry : planned_) {
+    auto it = seqs_.find(entry.id);
     if (it == seqs_.end()) continue;  // aborted during the step
     Seq& sequence = it->second;
     if (!sequence.running) continue;
-    sequence.computed += pl.tokens;
+    sequence.computed += entry.tokens;
     register_full_blocks(sequence);
     if (sequence.computed < sequence.target) continue;  // prefill not finished yet
     const std::int32_t idx = sequence.generated;
@@ -303,10 +307,11 @@ StepResult Engine::complete_step() {
     ++sequence.generated;
     ++stats_.generation_tokens;
     const bool last = sequence.generated >= static_cast<std::int32_t>(sequence.req.output.size());
-    result.tokens.push_back({pl.id, idx, last, idx == 0 ? std::max(sequence.cached_tokens, 0) : 0});
+    result.tokens.push_back(
+        {entry.id, idx, last, idx == 0 ? std::max(sequence.cached_tokens, 0) : 0});
     if (last) {
       release_blocks(sequence);
-      running_.erase(std::remove(running_.begin(), running_.end(), pl.id), running_.end());
+      running_.erase(std::remove(running_.begin(), running_.end(), entry.id), running_.end());
       seqs_.erase(it);
     } else {
       sequence.tokens.push_back(sequence.req.output[idx]);

@@ -31,7 +31,7 @@ struct RequestFaults {
 };
 
 /// The faults the flags give one request; each rate is a draw from `rng`.
-RequestFaults draw_faults(const FaultConfig& fc, std::mt19937_64& rng);
+RequestFaults draw_faults(const FaultConfig& config, std::mt19937_64& rng);
 
 /// Applies an `X-Llmux-Fault` header value on top of `faults`. The value is a comma-separated list
 /// of `key=value` items: `error=503, close-after=5, stall-after=2, latency-ms=50`. Spaces before a

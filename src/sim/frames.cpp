@@ -52,13 +52,13 @@ void append_token_frame(Job& job, int index, bool last) {
     return;
   }
   const std::string_view piece = vocab_piece(job.words[index]);
-  const std::string_view fr = last ? job.meta.finish_reason : std::string_view();
+  const std::string_view finish_reason = last ? job.meta.finish_reason : std::string_view();
   switch (job.req.endpoint) {
     case Endpoint::Completions:
-      job.out += completion_token_frame(job.meta, piece, fr, continuous_usage(job));
+      job.out += completion_token_frame(job.meta, piece, finish_reason, continuous_usage(job));
       break;
     case Endpoint::Chat:
-      job.out += chat_token_frame(job.meta, piece, fr, continuous_usage(job));
+      job.out += chat_token_frame(job.meta, piece, finish_reason, continuous_usage(job));
       break;
     case Endpoint::Responses:
       job.out += fmt::format(

@@ -37,12 +37,12 @@ std::string python_json(const json::value& value) {
   if (value.is_object()) {
     std::string out = "{";
     bool first = true;
-    for (const auto& kv : value.get_object()) {
+    for (const auto& member : value.get_object()) {
       if (!first) out += ", ";
       first = false;
-      out += json::serialize(json::string_view(kv.key()));
+      out += json::serialize(json::string_view(member.key()));
       out += ": ";
-      out += python_json(kv.value());
+      out += python_json(member.value());
     }
     return out + "}";
   }
@@ -94,12 +94,12 @@ std::optional<std::string> parts_text(const json::array& parts, bool responses, 
       why = "content parts must be objects";
       return std::nullopt;
     }
-    const auto& po = part.get_object();
-    auto type = str_field(po, "type").value_or("text");
+    const auto& part_object = part.get_object();
+    auto type = str_field(part_object, "type").value_or("text");
     if (responses && (type == "input_image" || type == "input_file" || type == "input_audio"))
       continue;
     if (responses && type == "refusal") {
-      auto refusal = str_field(po, "refusal");
+      auto refusal = str_field(part_object, "refusal");
       if (!refusal) {
         why = "a refusal content part needs a string 'refusal'";
         return std::nullopt;
@@ -111,7 +111,7 @@ std::optional<std::string> parts_text(const json::array& parts, bool responses, 
       why = fmt::format("content part type '{}' is not supported by this model", type);
       return std::nullopt;
     }
-    auto txt = str_field(po, "text");
+    auto txt = str_field(part_object, "text");
     if (!txt) {
       why = fmt::format("a {} content part needs a string 'text'", type);
       return std::nullopt;
@@ -138,24 +138,25 @@ std::optional<std::string> chat_tool_calls(const json::value& tool_calls, std::s
     return std::nullopt;
   }
   std::string out;
-  std::size_t k = 0;
-  for (const auto& tc : tool_calls.get_array()) {
-    const json::object* fo = nullptr;
-    if (tc.is_object()) {
-      if (auto* function = field(tc.get_object(), "function"); function && function->is_object())
-        fo = &function->get_object();
+  std::size_t index = 0;
+  for (const auto& tool_call : tool_calls.get_array()) {
+    const json::object* function_object = nullptr;
+    if (tool_call.is_object()) {
+      if (auto* function = field(tool_call.get_object(), "function");
+          function && function->is_object())
+        function_object = &function->get_object();
     }
-    auto name = fo ? str_field(*fo, "name") : std::nullopt;
-    auto args = fo ? str_field(*fo, "arguments") : std::nullopt;
+    auto name = function_object ? str_field(*function_object, "name") : std::nullopt;
+    auto args = function_object ? str_field(*function_object, "arguments") : std::nullopt;
     if (!name || !args) {
       why = fmt::format(
           "tool_calls[{}] needs a 'function' object with a string 'name' and string 'arguments'",
-          k);
+          index);
       return std::nullopt;
     }
     if (!out.empty()) out += "\n";
     out += render_tool_call(*name, *args);
-    ++k;
+    ++index;
   }
   return out;
 }
@@ -168,36 +169,37 @@ std::optional<ApiError> parse_chat_messages(const json::value& messages,
   if (!messages.is_array())
     return bad_request(fmt::format("'messages' must be an array, got {}", json_kind_name(messages)),
                        field_name);
-  std::size_t i = 0;
+  std::size_t index = 0;
   for (const auto& message : messages.get_array()) {
     if (!message.is_object())
-      return bad_request(fmt::format("messages[{}] must be an object", i), field_name);
-    const auto& mo = message.get_object();
-    auto role = str_field(mo, "role");
+      return bad_request(fmt::format("messages[{}] must be an object", index), field_name);
+    const auto& message_object = message.get_object();
+    auto role = str_field(message_object, "role");
     if (!role)
-      return bad_request(fmt::format("messages[{}].role is required and must be a string", i),
+      return bad_request(fmt::format("messages[{}].role is required and must be a string", index),
                          field_name);
     std::string why;
-    auto content = mo.find("content");
-    auto text = content_text(content == mo.end() ? json::value() : content->value(), false, why);
-    if (!text) return bad_request(fmt::format("messages[{}]: {}", i, why), field_name);
+    auto content = message_object.find("content");
+    auto text = content_text(content == message_object.end() ? json::value() : content->value(),
+                             false, why);
+    if (!text) return bad_request(fmt::format("messages[{}]: {}", index, why), field_name);
     if (*role == "tool") {
-      auto id = mo.find("tool_call_id");
-      if (id != mo.end() && !id->value().is_string())
-        return bad_request(fmt::format("messages[{}].tool_call_id must be a string", i),
+      auto id = message_object.find("tool_call_id");
+      if (id != message_object.end() && !id->value().is_string())
+        return bad_request(fmt::format("messages[{}].tool_call_id must be a string", index),
                            field_name);
       out.push_back(tool_result(*text));
     } else {
       if (*role == "assistant") {
-        if (auto* tc = field(mo, "tool_calls")) {
-          auto calls = chat_tool_calls(*tc, why);
-          if (!calls) return bad_request(fmt::format("messages[{}]: {}", i, why), field_name);
+        if (auto* tool_calls = field(message_object, "tool_calls")) {
+          auto calls = chat_tool_calls(*tool_calls, why);
+          if (!calls) return bad_request(fmt::format("messages[{}]: {}", index, why), field_name);
           if (!calls->empty()) *text += text->empty() ? *calls : "\n" + *calls;
         }
       }
       out.push_back(Message{std::string(*role), std::move(*text)});
     }
-    ++i;
+    ++index;
   }
   return std::nullopt;
 }
@@ -256,17 +258,17 @@ std::optional<ApiError> parse_response_input(const json::value& input, std::vect
     return bad_request(
         fmt::format("'input' must be a string or an array, got {}", json_kind_name(input)),
         field_name);
-  std::size_t i = 0;
+  std::size_t index = 0;
   for (const auto& item : input.get_array()) {
     if (!item.is_object())
-      return bad_request(fmt::format("input[{}] must be an object", i), field_name);
+      return bad_request(fmt::format("input[{}] must be an object", index), field_name);
     const auto& item_object = item.get_object();
     auto type_v = field(item_object, "type");
     if (type_v && !type_v->is_string())
-      return bad_request(fmt::format("input[{}].type must be a string", i), field_name);
+      return bad_request(fmt::format("input[{}].type must be a string", index), field_name);
     const std::string_view type = type_v ? std::string_view(type_v->get_string()) : "message";
     auto fail = [&](std::string_view why) {
-      return bad_request(fmt::format("input[{}] ({}): {}", i, type, why), field_name);
+      return bad_request(fmt::format("input[{}] ({}): {}", index, type, why), field_name);
     };
     std::string why;
     if (type == "message") {
@@ -301,16 +303,16 @@ std::optional<ApiError> parse_response_input(const json::value& input, std::vect
       if (!str_field(item_object, "id")) return fail("needs a string 'id'");
       // A reference to an item of a stored response: nothing to render here.
     } else {
-      return bad_request(fmt::format("input[{}]: item type '{}' is not supported", i, type),
+      return bad_request(fmt::format("input[{}]: item type '{}' is not supported", index, type),
                          field_name);
     }
-    ++i;
+    ++index;
   }
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_tools(Endpoint ep, const json::object& object, GenRequest& request,
-                                    std::string& rendered) {
+std::optional<ApiError> parse_tools(Endpoint endpoint, const json::object& object,
+                                    GenRequest& request, std::string& rendered) {
   if (auto* ptc = field(object, "parallel_tool_calls")) {
     if (!ptc->is_bool())
       return bad_request(
@@ -318,23 +320,24 @@ std::optional<ApiError> parse_tools(Endpoint ep, const json::object& object, Gen
           "parallel_tool_calls");
     request.parallel_tool_calls = ptc->get_bool();
   }
-  if (auto* tc = field(object, "tool_choice")) {
-    if (!tc->is_string() && !tc->is_object())
-      return bad_request(
-          fmt::format("'tool_choice' must be a string or an object, got {}", json_kind_name(*tc)),
-          "tool_choice");
-    request.tool_choice = *tc;
+  if (auto* tool_choice = field(object, "tool_choice")) {
+    if (!tool_choice->is_string() && !tool_choice->is_object())
+      return bad_request(fmt::format("'tool_choice' must be a string or an object, got {}",
+                                     json_kind_name(*tool_choice)),
+                         "tool_choice");
+    request.tool_choice = *tool_choice;
   }
-  if (ep == Endpoint::Responses) {
-    if (auto* re = field(object, "reasoning")) {
-      if (!re->is_object())
+  if (endpoint == Endpoint::Responses) {
+    if (auto* reasoning = field(object, "reasoning")) {
+      if (!reasoning->is_object())
         return bad_request(
-            fmt::format("'reasoning' must be an object, got {}", json_kind_name(*re)), "reasoning");
+            fmt::format("'reasoning' must be an object, got {}", json_kind_name(*reasoning)),
+            "reasoning");
       // vLLM echoes the parsed Reasoning model: every field, null when not given.
       json::object echo;
-      for (const char* k : {"effort", "generate_summary", "summary"}) {
-        auto* value = field(re->get_object(), k);
-        echo[k] = value ? *value : json::value();
+      for (const char* key : {"effort", "generate_summary", "summary"}) {
+        auto* value = field(reasoning->get_object(), key);
+        echo[key] = value ? *value : json::value();
       }
       request.reasoning = std::move(echo);
     }
@@ -344,24 +347,24 @@ std::optional<ApiError> parse_tools(Endpoint ep, const json::object& object, Gen
   if (!tools->is_array())
     return bad_request(fmt::format("'tools' must be an array, got {}", json_kind_name(*tools)),
                        "tools");
-  std::size_t i = 0;
+  std::size_t index = 0;
   for (const auto& tool : tools->get_array()) {
     auto type = tool.is_object() ? str_field(tool.get_object(), "type") : std::nullopt;
     if (!type)
-      return bad_request(fmt::format("tools[{}] must be an object with a string 'type'", i),
+      return bad_request(fmt::format("tools[{}] must be an object with a string 'type'", index),
                          "tools");
-    const auto& to = tool.get_object();
+    const auto& tool_object = tool.get_object();
     if (*type == "function") {
       // Chat nests the definition in `function`; the Responses API does not.
-      const json::object* def = &to;
-      if (ep == Endpoint::Chat) {
-        auto* function = field(to, "function");
+      const json::object* def = &tool_object;
+      if (endpoint == Endpoint::Chat) {
+        auto* function = field(tool_object, "function");
         def = function && function->is_object() ? &function->get_object() : nullptr;
       }
       auto name = def ? str_field(*def, "name") : std::nullopt;
       if (!name)
-        return bad_request(fmt::format("tools[{}]: a function tool needs a string 'name'{}", i,
-                                       ep == Endpoint::Chat ? " in 'function'" : ""),
+        return bad_request(fmt::format("tools[{}]: a function tool needs a string 'name'{}", index,
+                                       endpoint == Endpoint::Chat ? " in 'function'" : ""),
                            "tools");
       auto* params = field(*def, "parameters");
       request.function_tools.push_back(
@@ -369,7 +372,7 @@ std::optional<ApiError> parse_tools(Endpoint ep, const json::object& object, Gen
     }  // other types (namespace, custom, web_search, mcp, …): accepted as they come
     rendered += rendered.empty() ? "# Tools\n\n<tools>\n" : "\n";
     rendered += json::serialize(tool);
-    ++i;
+    ++index;
   }
   if (!rendered.empty()) rendered += "\n</tools>";
   request.tools = *tools;

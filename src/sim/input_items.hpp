@@ -35,7 +35,7 @@ std::optional<ApiError> parse_response_input(const boost::json::value& input,
 /// `tools`, `tool_choice`, `parallel_tool_calls` and (Responses) `reasoning` of a request into
 /// `request`; `rendered` receives the tool definitions as the template puts them in the system
 /// prompt (empty without tools).
-std::optional<ApiError> parse_tools(Endpoint ep, const boost::json::object& object,
+std::optional<ApiError> parse_tools(Endpoint endpoint, const boost::json::object& object,
                                     GenRequest& request, std::string& rendered);
 
 /// Puts the rendered tool definitions into the system message (first one, or a new one).

@@ -19,8 +19,8 @@
 namespace llmux::sim {
 
 struct Job {
-  explicit Job(boost::asio::any_io_executor ex)
-      : wake(ex, boost::asio::steady_timer::time_point::max()) {}
+  explicit Job(boost::asio::any_io_executor executor)
+      : wake(executor, boost::asio::steady_timer::time_point::max()) {}
   std::uint64_t seq = 0;
   GenRequest req;
   ResponseMeta meta;
@@ -43,7 +43,7 @@ struct Job {
   std::string text() const {
     std::string result;
     result.reserve(words.size() * 4);
-    for (auto w : words) result += vocab_piece(w);
+    for (auto word : words) result += vocab_piece(word);
     return result;
   }
 };

@@ -37,12 +37,12 @@ awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acc,
 Listener::Listener(net::io_context& ioc, OnAccept on_accept)
     : ioc_(ioc), on_accept_(std::move(on_accept)) {}
 
-boost::system::error_code Listener::open(const tcp::endpoint& ep) {
+boost::system::error_code Listener::open(const tcp::endpoint& endpoint) {
   auto acc = std::make_shared<tcp::acceptor>(ioc_);
   boost::system::error_code ec;
-  acc->open(ep.protocol(), ec);
+  acc->open(endpoint.protocol(), ec);
   if (!ec) acc->set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) acc->bind(ep, ec);
+  if (!ec) acc->bind(endpoint, ec);
   if (!ec) acc->listen(net::socket_base::max_listen_connections, ec);
   if (ec) return ec;
   ep_ = acc->local_endpoint(ec);
@@ -52,8 +52,8 @@ boost::system::error_code Listener::open(const tcp::endpoint& ep) {
   return {};
 }
 
-boost::system::error_code Listener::listen(const tcp::endpoint& ep) {
-  return open(ep);
+boost::system::error_code Listener::listen(const tcp::endpoint& endpoint) {
+  return open(endpoint);
 }
 
 void Listener::refuse() {

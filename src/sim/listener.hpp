@@ -28,8 +28,8 @@ class Listener {
 
   Listener(boost::asio::io_context& ioc, OnAccept on_accept);
 
-  /// Binds and listens on `ep` (port 0: a free port) and starts accepting.
-  boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& ep);
+  /// Binds and listens on `endpoint` (port 0: a free port) and starts accepting.
+  boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint);
   /// The port listened on (also while refusing).
   unsigned short port() const { return ep_.port(); }
 
@@ -58,7 +58,7 @@ class Listener {
   [[nodiscard]] Tracked track(Conn& connection);
 
  private:
-  boost::system::error_code open(const boost::asio::ip::tcp::endpoint& ep);
+  boost::system::error_code open(const boost::asio::ip::tcp::endpoint& endpoint);
 
   boost::asio::io_context& ioc_;
   OnAccept on_accept_;

@@ -29,10 +29,10 @@ const Histogram::BucketBoundaries kLag = {0.0001, 0.0005, 0.001, 0.002, 0.005, 0
 Histogram::BucketBoundaries buckets_125(std::int64_t max_value) {
   Histogram::BucketBoundaries out;
   for (double exp = 1;; exp *= 10) {
-    for (double m : {1.0, 2.0, 5.0}) {
-      double v = m * exp;
-      if (v > static_cast<double>(max_value)) return out;
-      out.push_back(v);
+    for (double mantissa : {1.0, 2.0, 5.0}) {
+      double bound = mantissa * exp;
+      if (bound > static_cast<double>(max_value)) return out;
+      out.push_back(bound);
     }
   }
 }
@@ -48,8 +48,9 @@ SimMetrics::SimMetrics(const std::string& model_name, std::int64_t max_model_len
   auto counter = [&](const char* name, const char* help) {
     return &BuildCounter().Name(name).Help(help).Register(*reg_).Add(labels_);
   };
-  auto histogram = [&](const char* name, const char* help, const Histogram::BucketBoundaries& b) {
-    return &BuildHistogram().Name(name).Help(help).Register(*reg_).Add(labels_, b);
+  auto histogram = [&](const char* name, const char* help,
+                       const Histogram::BucketBoundaries& buckets) {
+    return &BuildHistogram().Name(name).Help(help).Register(*reg_).Add(labels_, buckets);
   };
   running_ = gauge("vllm:num_requests_running", "Number of requests in model execution batches.");
   waiting_ = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.");
@@ -124,11 +125,11 @@ void SimMetrics::request_done(const std::string& finished_reason, double e2e, do
   gen_len_->Observe(static_cast<double>(generation_tokens));
 }
 
-void SimMetrics::engine_lag(double s) {
-  lag_->Observe(s);
-  if (s > lag_max_value_) {
-    lag_max_value_ = s;
-    lag_max_->Set(s);
+void SimMetrics::engine_lag(double seconds) {
+  lag_->Observe(seconds);
+  if (seconds > lag_max_value_) {
+    lag_max_value_ = seconds;
+    lag_max_->Set(seconds);
   }
 }
 

@@ -24,12 +24,12 @@ class SimMetrics {
   /// One finished request (times in wall-clock seconds).
   void request_done(const std::string& finished_reason, double e2e, double queue, double prefill,
                     double decode, std::int64_t prompt_tokens, std::int64_t generation_tokens);
-  void ttft(double s) { ttft_->Observe(s); }
-  void itl(double s) {
-    itl_->Observe(s);
-    tpot_->Observe(s);
+  void ttft(double seconds) { ttft_->Observe(seconds); }
+  void itl(double seconds) {
+    itl_->Observe(seconds);
+    tpot_->Observe(seconds);
   }
-  void engine_lag(double s);
+  void engine_lag(double seconds);
   /// Prometheus text exposition format.
   std::string serialize() const;
 

@@ -20,30 +20,30 @@ FaultsError bad(std::string_view field, std::string_view must) {
   return {std::string(field), fmt::format("invalid value for '{}': {}", field, must)};
 }
 
-/// A JSON number in [lo, hi], or the error naming `field`.
+/// A JSON number in [lowest, highest], or the error naming `field`.
 std::variant<double, FaultsError> number(const json::value& value, std::string_view field,
-                                         double lo, double hi) {
-  const std::string must = fmt::format("must be a number from {} to {}", lo, hi);
+                                         double lowest, double highest) {
+  const std::string must = fmt::format("must be a number from {} to {}", lowest, highest);
   if (!value.is_number()) return bad(field, must);
-  const double d = value.to_number<double>();
-  if (!std::isfinite(d) || d < lo || d > hi) return bad(field, must);
-  return d;
+  const double parsed = value.to_number<double>();
+  if (!std::isfinite(parsed) || parsed < lowest || parsed > highest) return bad(field, must);
+  return parsed;
 }
 
-/// A JSON integer (not 1.0) in [lo, kMaxCount], or the error naming `field`.
+/// A JSON integer (not 1.0) in [lowest, kMaxCount], or the error naming `field`.
 std::variant<std::int64_t, FaultsError> integer(const json::value& value, std::string_view field,
-                                                std::int64_t lo) {
-  const std::string must = fmt::format("must be an integer from {} to {}", lo, kMaxCount);
-  std::int64_t i = 0;
+                                                std::int64_t lowest) {
+  const std::string must = fmt::format("must be an integer from {} to {}", lowest, kMaxCount);
+  std::int64_t parsed = 0;
   if (value.is_int64()) {
-    i = value.get_int64();
+    parsed = value.get_int64();
   } else if (value.is_uint64() && value.get_uint64() <= static_cast<std::uint64_t>(kMaxCount)) {
-    i = static_cast<std::int64_t>(value.get_uint64());
+    parsed = static_cast<std::int64_t>(value.get_uint64());
   } else {
     return bad(field, must);
   }
-  if (i < lo || i > kMaxCount) return bad(field, must);
-  return i;
+  if (parsed < lowest || parsed > kMaxCount) return bad(field, must);
+  return parsed;
 }
 
 std::variant<bool, FaultsError> boolean(const json::value& value, std::string_view field) {
@@ -123,9 +123,10 @@ std::variant<RuntimeFaults, FaultsError> parse_runtime_faults(std::string_view b
 namespace {
 
 /// A whole number as a JSON integer (`1`, not `1E0`), others as they are.
-json::value num(double d) {
-  if (d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<std::int64_t>(d);
-  return d;
+json::value num(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 9e15)
+    return static_cast<std::int64_t>(value);
+  return value;
 }
 
 }  // namespace
@@ -134,9 +135,9 @@ json::object runtime_faults_json(const RuntimeFaults& faults) {
   json::object fields;
   if (faults.error_rate) {
     fields["error_rate"] = num(*faults.error_rate);
-    json::array st;
-    for (int s : faults.error_statuses) st.push_back(s);
-    fields["error_statuses"] = std::move(st);
+    json::array statuses;
+    for (int status : faults.error_statuses) statuses.push_back(status);
+    fields["error_statuses"] = std::move(statuses);
   }
   if (faults.crash_after_requests) fields["crash_after_requests"] = *faults.crash_after_requests;
   if (faults.crash_at) fields["crash_at"] = num(*faults.crash_at);
@@ -154,21 +155,25 @@ json::object runtime_faults_json(const RuntimeFaults& faults) {
   return fields;
 }
 
-void apply_runtime_faults(RequestFaults& faults, const RuntimeFaults& rt, std::mt19937_64& rng) {
+void apply_runtime_faults(RequestFaults& faults, const RuntimeFaults& runtime,
+                          std::mt19937_64& rng) {
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  if (rt.error_rate) {
+  if (runtime.error_rate) {
     faults.error_status = 0;
-    if (*rt.error_rate > 0 && uniform(rng) < *rt.error_rate && !rt.error_statuses.empty())
-      faults.error_status = rt.error_statuses[rng() % rt.error_statuses.size()];
+    if (*runtime.error_rate > 0 && uniform(rng) < *runtime.error_rate &&
+        !runtime.error_statuses.empty())
+      faults.error_status = runtime.error_statuses[rng() % runtime.error_statuses.size()];
   }
-  if (rt.close_after) {
-    faults.close_after = uniform(rng) < rt.close_rate.value_or(1.0) ? *rt.close_after : -1;
+  if (runtime.close_after) {
+    faults.close_after =
+        uniform(rng) < runtime.close_rate.value_or(1.0) ? *runtime.close_after : -1;
   }
-  if (rt.stall_after) {
-    faults.stall_after = uniform(rng) < rt.stall_rate.value_or(1.0) ? *rt.stall_after : -1;
+  if (runtime.stall_after) {
+    faults.stall_after =
+        uniform(rng) < runtime.stall_rate.value_or(1.0) ? *runtime.stall_after : -1;
   }
-  if (rt.latency_ms) faults.latency_ms = *rt.latency_ms;
-  if (rt.malformed != Malformed::none) faults.malformed = rt.malformed;
+  if (runtime.latency_ms) faults.latency_ms = *runtime.latency_ms;
+  if (runtime.malformed != Malformed::none) faults.malformed = runtime.malformed;
 }
 
 }  // namespace llmux::sim

@@ -62,6 +62,7 @@ boost::json::object runtime_faults_json(const RuntimeFaults& faults);
 /// names (errors, close, stall, latency, malformed) replaces the flags' draw of that kind (so
 /// `"error_rate": 0` turns the flags' errors off); a kind it leaves out keeps the flags'. Each
 /// rate is a draw from `rng`.
-void apply_runtime_faults(RequestFaults& faults, const RuntimeFaults& rt, std::mt19937_64& rng);
+void apply_runtime_faults(RequestFaults& faults, const RuntimeFaults& runtime,
+                          std::mt19937_64& rng);
 
 }  // namespace llmux::sim

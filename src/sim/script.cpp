@@ -33,7 +33,7 @@ json::value to_json(const YAML::Node& node) {
     }
     case YAML::NodeType::Map: {
       json::object mapping;
-      for (const auto& kv : node) mapping[kv.first.as<std::string>()] = to_json(kv.second);
+      for (const auto& entry : node) mapping[entry.first.as<std::string>()] = to_json(entry.second);
       return mapping;
     }
     case YAML::NodeType::Scalar:
@@ -44,14 +44,14 @@ json::value to_json(const YAML::Node& node) {
   if (scalar == "null" || scalar == "~" || scalar.empty()) return nullptr;
   if (scalar == "true") return true;
   if (scalar == "false") return false;
-  std::int64_t i = 0;
-  if (auto [p, ec] = std::from_chars(scalar.data(), scalar.data() + scalar.size(), i);
+  std::int64_t integer = 0;
+  if (auto [p, ec] = std::from_chars(scalar.data(), scalar.data() + scalar.size(), integer);
       ec == std::errc() && p == scalar.data() + scalar.size())
-    return i;
-  double d = 0;
-  if (auto [p, ec] = std::from_chars(scalar.data(), scalar.data() + scalar.size(), d);
+    return integer;
+  double number = 0;
+  if (auto [p, ec] = std::from_chars(scalar.data(), scalar.data() + scalar.size(), number);
       ec == std::errc() && p == scalar.data() + scalar.size())
-    return d;
+    return number;
   return json::string(scalar);
 }
 
@@ -63,49 +63,52 @@ std::string text_field(const json::object& fields, std::string_view key, std::si
   return std::string(it->value().get_string());
 }
 
-ScriptTurn parse_turn(const json::value& entry, std::size_t i) {
-  if (!entry.is_object()) throw std::invalid_argument(fmt::format("turn {}: not a mapping", i + 1));
+ScriptTurn parse_turn(const json::value& entry, std::size_t index) {
+  if (!entry.is_object())
+    throw std::invalid_argument(fmt::format("turn {}: not a mapping", index + 1));
   const auto& fields = entry.get_object();
-  for (const auto& kv : fields) {
-    const std::string_view key = kv.key();
+  for (const auto& member : fields) {
+    const std::string_view key = member.key();
     if (key != "match" && key != "reasoning" && key != "text" && key != "tool_calls")
-      throw std::invalid_argument(fmt::format(
-          "turn {}: unknown field '{}' (expected match, reasoning, text, tool_calls)", i + 1, key));
+      throw std::invalid_argument(
+          fmt::format("turn {}: unknown field '{}' (expected match, reasoning, text, tool_calls)",
+                      index + 1, key));
   }
   ScriptTurn turn;
-  if (fields.contains("match")) turn.match = text_field(fields, "match", i);
-  turn.reasoning = text_field(fields, "reasoning", i);
-  turn.text = text_field(fields, "text", i);
+  if (fields.contains("match")) turn.match = text_field(fields, "match", index);
+  turn.reasoning = text_field(fields, "reasoning", index);
+  turn.text = text_field(fields, "text", index);
   if (auto it = fields.find("tool_calls"); it != fields.end() && !it->value().is_null()) {
     if (!it->value().is_array())
-      throw std::invalid_argument(fmt::format("turn {}: 'tool_calls' must be a list", i + 1));
-    std::size_t k = 0;
+      throw std::invalid_argument(fmt::format("turn {}: 'tool_calls' must be a list", index + 1));
+    std::size_t call_index = 0;
     for (const auto& call : it->value().get_array()) {
-      const json::object* co = call.is_object() ? &call.get_object() : nullptr;
-      auto name = co ? co->find("name") : nullptr;
-      if (!co || name == co->end() || !name->value().is_string() ||
+      const json::object* call_object = call.is_object() ? &call.get_object() : nullptr;
+      auto name = call_object ? call_object->find("name") : nullptr;
+      if (!call_object || name == call_object->end() || !name->value().is_string() ||
           name->value().get_string().empty())
         throw std::invalid_argument(
-            fmt::format("turn {}: tool_calls[{}] needs a 'name'", i + 1, k));
+            fmt::format("turn {}: tool_calls[{}] needs a 'name'", index + 1, call_index));
       std::string args = "{}";
-      if (auto arguments = co->find("arguments");
-          arguments != co->end() && !arguments->value().is_null()) {
+      if (auto arguments = call_object->find("arguments");
+          arguments != call_object->end() && !arguments->value().is_null()) {
         if (arguments->value().is_string()) {
           args = std::string(arguments->value().get_string());
         } else if (arguments->value().is_object()) {
           args = python_json(arguments->value());
         } else {
-          throw std::invalid_argument(fmt::format(
-              "turn {}: tool_calls[{}].arguments must be a mapping or a string", i + 1, k));
+          throw std::invalid_argument(
+              fmt::format("turn {}: tool_calls[{}].arguments must be a mapping or a string",
+                          index + 1, call_index));
         }
       }
       turn.calls.emplace_back(std::string(name->value().get_string()), std::move(args));
-      ++k;
+      ++call_index;
     }
   }
   if (turn.reasoning.empty() && turn.text.empty() && turn.calls.empty())
     throw std::invalid_argument(
-        fmt::format("turn {}: says nothing (give reasoning, text or tool_calls)", i + 1));
+        fmt::format("turn {}: says nothing (give reasoning, text or tool_calls)", index + 1));
   return turn;
 }
 
@@ -129,11 +132,11 @@ Script parse_script(std::string_view text) {
 }
 
 Script load_script(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(fmt::format("cannot read '{}'", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_script(ss.str());
+  std::ifstream file(path);
+  if (!file) throw std::invalid_argument(fmt::format("cannot read '{}'", path));
+  std::stringstream contents;
+  contents << file.rdbuf();
+  return parse_script(contents.str());
 }
 
 const ScriptTurn* ScriptPlayer::pick(std::string_view last_input) {
@@ -187,40 +190,41 @@ json::value schema_example(const json::value& schema, int depth) {
     if (req != fields.end() && req->value().is_array()) {
       for (const auto& required : req->value().get_array()) {
         if (!required.is_string()) continue;
-        const json::value* ps = nullptr;
+        const json::value* property_schema = nullptr;
         if (props != fields.end() && props->value().is_object()) {
           auto property = props->value().get_object().find(required.get_string());
-          if (property != props->value().get_object().end()) ps = &property->value();
+          if (property != props->value().get_object().end()) property_schema = &property->value();
         }
-        out[required.get_string()] = ps ? schema_example(*ps, depth + 1) : json::value("value");
+        out[required.get_string()] =
+            property_schema ? schema_example(*property_schema, depth + 1) : json::value("value");
       }
     }
     return out;
   }
   if (type == "array") {
     json::array out;
-    const auto n = static_cast<std::size_t>(num("minItems").value_or(0));
+    const auto count = static_cast<std::size_t>(num("minItems").value_or(0));
     auto items = fields.find("items");
-    for (std::size_t i = 0; i < n && i < 64; ++i)
+    for (std::size_t i = 0; i < count && i < 64; ++i)
       out.push_back(items != fields.end() ? schema_example(items->value(), depth + 1)
                                           : json::value("value"));
     return out;
   }
   if (type == "integer" || type == "number") {
-    double v = 1;
-    if (auto lo = num("minimum")) v = *lo;
-    if (auto lo = num("exclusiveMinimum")) v = *lo + 1;
-    if (auto hi = num("maximum"); hi && v > *hi) v = *hi;
-    if (type == "integer") return static_cast<std::int64_t>(std::ceil(v));
-    return v;
+    double value = 1;
+    if (auto minimum = num("minimum")) value = *minimum;
+    if (auto exclusive_minimum = num("exclusiveMinimum")) value = *exclusive_minimum + 1;
+    if (auto maximum = num("maximum"); maximum && value > *maximum) value = *maximum;
+    if (type == "integer") return static_cast<std::int64_t>(std::ceil(value));
+    return value;
   }
   if (type == "boolean") return true;
   if (type == "null") return nullptr;
   std::string text = "value";
-  if (auto lo = num("minLength"); lo && text.size() < *lo)
-    text.append(static_cast<std::size_t>(*lo) - text.size(), 'x');
-  if (auto hi = num("maxLength"); hi && text.size() > *hi)
-    text.resize(static_cast<std::size_t>(*hi));
+  if (auto min_length = num("minLength"); min_length && text.size() < *min_length)
+    text.append(static_cast<std::size_t>(*min_length) - text.size(), 'x');
+  if (auto max_length = num("maxLength"); max_length && text.size() > *max_length)
+    text.resize(static_cast<std::size_t>(*max_length));
   return json::string(text);
 }
 
@@ -232,12 +236,12 @@ std::optional<std::pair<std::string, std::string>> statistical_call(const GenReq
   const FunctionTool* tool = &req.function_tools[pick % req.function_tools.size()];
   // A named tool_choice ({"type": "function", "name"/"function": {"name"}}) is honoured.
   if (req.tool_choice.is_object()) {
-    const auto& tc = req.tool_choice.get_object();
+    const auto& choice = req.tool_choice.get_object();
     std::string_view want;
-    if (auto name = tc.find("name"); name != tc.end() && name->value().is_string())
+    if (auto name = choice.find("name"); name != choice.end() && name->value().is_string())
       want = name->value().get_string();
-    if (auto function = tc.find("function");
-        function != tc.end() && function->value().is_object()) {
+    if (auto function = choice.find("function");
+        function != choice.end() && function->value().is_object()) {
       auto name = function->value().get_object().find("name");
       if (name != function->value().get_object().end() && name->value().is_string())
         want = name->value().get_string();

@@ -53,16 +53,17 @@ class Server {
  public:
   explicit Server(SimConfig cfg)
       : cfg_(std::move(cfg)),
-        listener_(
-            ioc_,
-            [this](tcp::socket s) { net::co_spawn(ioc_, session(std::move(s)), net::detached); }),
+        listener_(ioc_,
+                  [this](tcp::socket socket) {
+                    net::co_spawn(ioc_, session(std::move(socket)), net::detached);
+                  }),
         control_(cfg_, ioc_, listener_),
         metrics_(cfg_.served_model_name, cfg_.max_model_len),
         store_(cfg_.response_store_max),
         timings_(cfg_.debug_timings_max),
         driver_(cfg_, ioc_, metrics_, store_),
         dispatcher_(cfg_, ioc_, driver_, metrics_, store_, timings_, control_) {
-    control_.on_freeze([this](bool on) { driver_.freeze(on); });
+    control_.on_freeze([this](bool frozen) { driver_.freeze(frozen); });
   }
 
   int run() {

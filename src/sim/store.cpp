@@ -3,8 +3,8 @@
 
 namespace llmux::sim {
 
-void ResponseStore::put(const std::string& id, StoredResponse st) {
-  auto [it, inserted] = store_.insert_or_assign(id, std::move(st));
+void ResponseStore::put(const std::string& id, StoredResponse stored) {
+  auto [it, inserted] = store_.insert_or_assign(id, std::move(stored));
   if (inserted) order_.push_back(id);
   while (store_.size() > max_ && !order_.empty()) {
     store_.erase(order_.front());
@@ -18,7 +18,7 @@ const StoredResponse* ResponseStore::find(std::string_view id) const {
 }
 
 std::optional<std::vector<Message>> ResponseStore::conversation(std::string_view id) const {
-  if (const StoredResponse* st = find(id)) return st->conversation;
+  if (const StoredResponse* stored = find(id)) return stored->conversation;
   return std::nullopt;
 }
 

@@ -31,7 +31,7 @@ class ResponseStore {
   explicit ResponseStore(std::size_t max_entries) : max_(max_entries) {}
 
   /// Stores or replaces a response; past the cap the oldest stored id goes first.
-  void put(const std::string& id, StoredResponse st);
+  void put(const std::string& id, StoredResponse stored);
   const StoredResponse* find(std::string_view id) const;
   bool contains(std::string_view id) const { return find(id) != nullptr; }
   /// The stored conversation of a response id (for `previous_response_id`).

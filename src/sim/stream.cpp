@@ -39,7 +39,7 @@ awaitable<void> wait_finished(std::shared_ptr<Job> job) {
 }
 
 awaitable<void> stream_writer(Conn& connection, std::shared_ptr<Job> job, bool chunked) {
-  Timing& tm = *job->timing;
+  Timing& timing = *job->timing;
   std::string wire;
   for (;;) {
     if (!job->out.empty()) {
@@ -52,8 +52,8 @@ awaitable<void> stream_writer(Conn& connection, std::shared_ptr<Job> job, bool c
       job->out.clear();
       const std::int64_t now = mono_ns();
       for (; job->stamped < job->emitted; ++job->stamped) {
-        tm.token_ns.push_back(now);
-        if (job->stamped == 0) tm.first_token_ns = now;
+        timing.token_ns.push_back(now);
+        if (job->stamped == 0) timing.first_token_ns = now;
       }
       auto [ec, n] = co_await net::async_write(connection.sock(), net::buffer(wire), use_tuple);
       if (ec) co_return;
@@ -65,7 +65,7 @@ awaitable<void> stream_writer(Conn& connection, std::shared_ptr<Job> job, bool c
             connection.sock(), net::buffer(std::string_view("0\r\n\r\n")), use_tuple);
         if (ec) co_return;
       }
-      tm.end_ns = mono_ns();
+      timing.end_ns = mono_ns();
       co_return;
     }
     if (job->fault_close || job->aborted) co_return;
@@ -145,9 +145,9 @@ awaitable<void> stream_response(Conn& connection, Request& req, std::shared_ptr<
     connection.keep_alive = false;
   }
   res.keep_alive(connection.keep_alive);
-  http::response_serializer<http::empty_body> sr{res};
+  http::response_serializer<http::empty_body> serializer{res};
   append_opening_frames(*job);
-  auto [ec, n] = co_await http::async_write_header(connection.stream, sr, use_tuple);
+  auto [ec, n] = co_await http::async_write_header(connection.stream, serializer, use_tuple);
   if (ec) {
     driver.drop(*job, "client_gone");
     connection.keep_alive = false;

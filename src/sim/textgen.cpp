@@ -55,11 +55,11 @@ std::vector<std::uint16_t> generate_words(std::uint64_t seed, std::size_t count)
   for (std::size_t i = 0; i < count; ++i) {
     // splitmix64: cheap, deterministic, well mixed.
     state += 0x9e3779b97f4a7c15ull;
-    std::uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    out[i] = static_cast<std::uint16_t>(z % std::size(kWords));
+    std::uint64_t mixed = state;
+    mixed = (mixed ^ (mixed >> 30)) * 0xbf58476d1ce4e5b9ull;
+    mixed = (mixed ^ (mixed >> 27)) * 0x94d049bb133111ebull;
+    mixed ^= mixed >> 31;
+    out[i] = static_cast<std::uint16_t>(mixed % std::size(kWords));
   }
   return out;
 }
@@ -86,9 +86,9 @@ OutputLenDist OutputLenDist::parse(std::string_view text) {
   auto num = [&](const std::string& part) {
     try {
       std::size_t used = 0;
-      double v = std::stod(part, &used);
-      if (used != part.size() || !std::isfinite(v)) fail("'" + part + "' is not a number");
-      return v;
+      double value = std::stod(part, &used);
+      if (used != part.size() || !std::isfinite(value)) fail("'" + part + "' is not a number");
+      return value;
     } catch (const std::logic_error&) {
       fail("'" + part + "' is not a number");
     }
@@ -131,30 +131,32 @@ std::string OutputLenDist::to_string() const {
 
 std::int64_t OutputLenDist::draw(std::uint64_t seed) const {
   // Two uniforms in (0,1) from the seed.
-  auto u01 = [](std::uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return (static_cast<double>(x >> 11) + 0.5) / 9007199254740992.0;
+  auto u01 = [](std::uint64_t bits) {
+    bits ^= bits >> 33;
+    bits *= 0xff51afd7ed558ccdull;
+    bits ^= bits >> 33;
+    bits *= 0xc4ceb9fe1a85ec53ull;
+    bits ^= bits >> 33;
+    return (static_cast<double>(bits >> 11) + 0.5) / 9007199254740992.0;
   };
-  double v = a;
+  double length = a;
   switch (kind) {
     case Kind::Fixed:
-      v = a;
+      length = a;
       break;
     case Kind::Uniform:
-      v = a + std::floor(u01(seed) * (b - a + 1));
+      length = a + std::floor(u01(seed) * (b - a + 1));
       break;
     case Kind::LogNormal: {
-      const double u1 = u01(seed), u2 = u01(seed * 0x9e3779b97f4a7c15ull + 1);
-      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2);
-      v = std::round(a * std::exp(b * z));
+      const double first_uniform = u01(seed),
+                   second_uniform = u01(seed * 0x9e3779b97f4a7c15ull + 1);
+      const double normal =
+          std::sqrt(-2.0 * std::log(first_uniform)) * std::cos(2 * M_PI * second_uniform);
+      length = std::round(a * std::exp(b * normal));
       break;
     }
   }
-  return std::max<std::int64_t>(floor, static_cast<std::int64_t>(v));
+  return std::max<std::int64_t>(floor, static_cast<std::int64_t>(length));
 }
 
 }  // namespace llmux::sim

@@ -32,11 +32,11 @@ void TurnPlan::build() {
   for (const auto& piece : pieces) full.reasoning_tokens += piece.seg == Seg::Reasoning;
 }
 
-TurnOutput TurnPlan::emitted(std::size_t n) const {
+TurnOutput TurnPlan::emitted(std::size_t count) const {
   TurnOutput out;
   out.reasoning_id = full.reasoning_id;
-  n = std::min(n, pieces.size());
-  for (std::size_t i = 0; i < n; ++i) {
+  count = std::min(count, pieces.size());
+  for (std::size_t i = 0; i < count; ++i) {
     const TurnPiece& piece = pieces[i];
     switch (piece.seg) {
       case Seg::Reasoning:
@@ -60,10 +60,10 @@ TurnOutput TurnPlan::emitted(std::size_t n) const {
   return out;
 }
 
-bool TurnPlan::same_item(std::size_t a, std::size_t b) const {
-  const TurnPiece& first = pieces[a];
-  const TurnPiece& second = pieces[b];
-  auto group = [](Seg s) { return s == Seg::CallArgs ? Seg::CallHeader : s; };
+bool TurnPlan::same_item(std::size_t first_index, std::size_t second_index) const {
+  const TurnPiece& first = pieces[first_index];
+  const TurnPiece& second = pieces[second_index];
+  auto group = [](Seg seg) { return seg == Seg::CallArgs ? Seg::CallHeader : seg; };
   return group(first.seg) == group(second.seg) && first.call == second.call;
 }
 
@@ -134,13 +134,13 @@ std::string chat_turn_body(const ResponseMeta& meta, const TurnOutput& out, cons
         {"type", "function"},
         {"function", json::object{{"name", call.name}, {"arguments", call.arguments}}}});
   }
-  const std::string_view fr = chat_finish_reason(out, meta.finish_reason);
+  const std::string_view finish_reason = chat_finish_reason(out, meta.finish_reason);
   return fmt::format(
       R"({{"id":"{}","object":"chat.completion","created":{},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":{},"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":{},"reasoning":{}}},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}})",
       meta.id, meta.created, json_quote(meta.model),
       out.text.empty() ? "null" : json_quote(out.text), json::serialize(calls),
       out.reasoning.empty() ? "null" : json_quote(out.reasoning),
-      fr.empty() ? "null" : fmt::format("\"{}\"", fr), usage_json(usage));
+      finish_reason.empty() ? "null" : fmt::format("\"{}\"", finish_reason), usage_json(usage));
 }
 
 }  // namespace llmux::sim

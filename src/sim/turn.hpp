@@ -32,10 +32,10 @@ struct TurnPlan {
   /// Cuts the reasoning, the text and each call (one header token, then its arguments) into
   /// tokens with the project's tokenizer, in that order (vLLM's reasoning, text, tool calls).
   void build();
-  /// What the first `n` tokens said.
-  TurnOutput emitted(std::size_t n) const;
-  /// Whether pieces `a` and `b` belong to the same output item.
-  bool same_item(std::size_t a, std::size_t b) const;
+  /// What the first `count` tokens said.
+  TurnOutput emitted(std::size_t count) const;
+  /// Whether pieces `first_index` and `second_index` belong to the same output item.
+  bool same_item(std::size_t first_index, std::size_t second_index) const;
 };
 
 /// Builds and cuts a plan; ids are drawn here (rs_…, fc_…, and call ids of `call_prefix` and

@@ -36,11 +36,11 @@ void chat_token(Job& job, int index, bool last) {
                           piece.call, json_quote(piece.text));
       break;
   }
-  std::string_view fr;
+  std::string_view finish_reason;
   if (last)
-    fr = chat_finish_reason(plan.emitted(static_cast<std::size_t>(index) + 1),
-                            job.meta.finish_reason);
-  job.out += chat_delta_frame(job.meta, delta, fr, continuous_usage(job));
+    finish_reason = chat_finish_reason(plan.emitted(static_cast<std::size_t>(index) + 1),
+                                       job.meta.finish_reason);
+  job.out += chat_delta_frame(job.meta, delta, finish_reason, continuous_usage(job));
 }
 
 void event(Job& job, std::string_view type, json::object data) {
@@ -68,15 +68,16 @@ json::object call_item(const OutputCall& call, std::string_view status) {
 // deltas, and its done events when the next item starts or the turn ends.
 void open_item(Job& job, const TurnPiece& piece) {
   const TurnPlan& plan = *job.plan;
-  const int oi = ++job.turn_output_index;
+  const int output_index = ++job.turn_output_index;
   switch (piece.seg) {
     case Seg::Reasoning:
       event(job, "response.output_item.added",
-            {{"item", reasoning_item(plan.full.reasoning_id, nullptr)}, {"output_index", oi}});
+            {{"item", reasoning_item(plan.full.reasoning_id, nullptr)},
+             {"output_index", output_index}});
       event(job, "response.content_part.added",
             {{"content_index", 0},
              {"item_id", plan.full.reasoning_id},
-             {"output_index", oi},
+             {"output_index", output_index},
              {"part", json::object{{"text", ""}, {"type", "reasoning_text"}}}});
       break;
     case Seg::Text: {
@@ -85,7 +86,7 @@ void open_item(Job& job, const TurnPiece& piece) {
                         {"role", "assistant"},
                         {"status", "in_progress"},
                         {"type", "message"}};
-      event(job, "response.output_item.added", {{"item", item}, {"output_index", oi}});
+      event(job, "response.output_item.added", {{"item", item}, {"output_index", output_index}});
       json::object part{{"annotations", json::array{}},
                         {"text", ""},
                         {"type", "output_text"},
@@ -93,7 +94,7 @@ void open_item(Job& job, const TurnPiece& piece) {
       event(job, "response.content_part.added",
             {{"content_index", 0},
              {"item_id", job.meta.item_id},
-             {"output_index", oi},
+             {"output_index", output_index},
              {"part", part}});
       break;
     }
@@ -102,7 +103,7 @@ void open_item(Job& job, const TurnPiece& piece) {
       OutputCall call = plan.full.calls[static_cast<std::size_t>(piece.call)];
       call.arguments.clear();
       event(job, "response.output_item.added",
-            {{"item", call_item(call, "in_progress")}, {"output_index", oi}});
+            {{"item", call_item(call, "in_progress")}, {"output_index", output_index}});
       break;
     }
   }
@@ -111,19 +112,22 @@ void open_item(Job& job, const TurnPiece& piece) {
 void close_item(Job& job, std::size_t emitted, const TurnPiece& piece) {
   const TurnPlan& plan = *job.plan;
   const TurnOutput out = plan.emitted(emitted);
-  const int oi = job.turn_output_index;
+  const int output_index = job.turn_output_index;
   switch (piece.seg) {
     case Seg::Reasoning: {
       const std::string& id = plan.full.reasoning_id;
       event(job, "response.reasoning_text.done",
-            {{"content_index", 0}, {"item_id", id}, {"output_index", oi}, {"text", out.reasoning}});
+            {{"content_index", 0},
+             {"item_id", id},
+             {"output_index", output_index},
+             {"text", out.reasoning}});
       event(job, "response.content_part.done",
             {{"content_index", 0},
              {"item_id", id},
-             {"output_index", oi},
+             {"output_index", output_index},
              {"part", json::object{{"text", out.reasoning}, {"type", "reasoning_text"}}}});
       event(job, "response.output_item.done",
-            {{"item", reasoning_item(id, &out.reasoning)}, {"output_index", oi}});
+            {{"item", reasoning_item(id, &out.reasoning)}, {"output_index", output_index}});
       break;
     }
     case Seg::Text: {
@@ -135,16 +139,17 @@ void close_item(Job& job, std::size_t emitted, const TurnPiece& piece) {
             {{"content_index", 0},
              {"item_id", id},
              {"logprobs", json::array{}},
-             {"output_index", oi},
+             {"output_index", output_index},
              {"text", out.text}});
-      event(job, "response.content_part.done",
-            {{"content_index", 0}, {"item_id", id}, {"output_index", oi}, {"part", part}});
+      event(
+          job, "response.content_part.done",
+          {{"content_index", 0}, {"item_id", id}, {"output_index", output_index}, {"part", part}});
       json::object item{{"id", id},
                         {"content", json::array{part}},
                         {"role", "assistant"},
                         {"status", "completed"},
                         {"type", "message"}};
-      event(job, "response.output_item.done", {{"item", item}, {"output_index", oi}});
+      event(job, "response.output_item.done", {{"item", item}, {"output_index", output_index}});
       break;
     }
     case Seg::CallHeader:
@@ -154,9 +159,9 @@ void close_item(Job& job, std::size_t emitted, const TurnPiece& piece) {
             {{"arguments", call.arguments},
              {"item_id", call.item_id},
              {"name", call.name},
-             {"output_index", oi}});
+             {"output_index", output_index}});
       event(job, "response.output_item.done",
-            {{"item", call_item(call, "completed")}, {"output_index", oi}});
+            {{"item", call_item(call, "completed")}, {"output_index", output_index}});
       break;
     }
   }
@@ -164,18 +169,19 @@ void close_item(Job& job, std::size_t emitted, const TurnPiece& piece) {
 
 void responses_token(Job& job, int index, bool last) {
   const TurnPlan& plan = *job.plan;
-  const auto i = static_cast<std::size_t>(index);
-  const TurnPiece& piece = plan.pieces[i];
-  if (i > 0 && !plan.same_item(i - 1, i)) close_item(job, i, plan.pieces[i - 1]);
-  if (i == 0 || !plan.same_item(i - 1, i)) open_item(job, piece);
-  const int oi = job.turn_output_index;
+  const auto position = static_cast<std::size_t>(index);
+  const TurnPiece& piece = plan.pieces[position];
+  if (position > 0 && !plan.same_item(position - 1, position))
+    close_item(job, position, plan.pieces[position - 1]);
+  if (position == 0 || !plan.same_item(position - 1, position)) open_item(job, piece);
+  const int output_index = job.turn_output_index;
   switch (piece.seg) {
     case Seg::Reasoning:
       event(job, "response.reasoning_text.delta",
             {{"content_index", 0},
              {"delta", piece.text},
              {"item_id", plan.full.reasoning_id},
-             {"output_index", oi}});
+             {"output_index", output_index}});
       break;
     case Seg::Text:
       event(job, "response.output_text.delta",
@@ -183,7 +189,7 @@ void responses_token(Job& job, int index, bool last) {
              {"delta", piece.text},
              {"item_id", job.meta.item_id},
              {"logprobs", json::array{}},
-             {"output_index", oi}});
+             {"output_index", output_index}});
       break;
     case Seg::CallHeader:
       break;  // the header names the call (output_item.added); its arguments follow
@@ -191,10 +197,10 @@ void responses_token(Job& job, int index, bool last) {
       event(job, "response.function_call_arguments.delta",
             {{"delta", piece.text},
              {"item_id", plan.full.calls[static_cast<std::size_t>(piece.call)].item_id},
-             {"output_index", oi}});
+             {"output_index", output_index}});
       break;
   }
-  if (last) close_item(job, i + 1, piece);
+  if (last) close_item(job, position + 1, piece);
 }
 
 }  // namespace
