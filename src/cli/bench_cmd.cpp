@@ -51,8 +51,8 @@ void TlsFlags::apply(http::ClientOptions& client, bool any_https) const {
   client.tls_verify = !insecure;
 }
 
-std::chrono::milliseconds secs(double s) {
-  return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
+std::chrono::milliseconds secs(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
 }
 
 int guarded(const std::function<int()>& command) {
@@ -78,14 +78,14 @@ double parse_percent(const std::string& text, const std::string& flag) {
   std::string number_text = text;
   if (!number_text.empty() && number_text.back() == '%') number_text.pop_back();
   std::size_t pos = 0;
-  double v = -1;
+  double percent = -1;
   try {
-    v = std::stod(number_text, &pos);
+    percent = std::stod(number_text, &pos);
   } catch (const std::logic_error&) {
   }
-  if (pos != number_text.size() || v < 0)
+  if (pos != number_text.size() || percent < 0)
     throw std::invalid_argument(fmt::format("{} '{}': expected a percentage", flag, text));
-  return v / 100.0;
+  return percent / 100.0;
 }
 
 /// Flags shared by throughput and compare.
@@ -171,14 +171,16 @@ Runner add_throughput(CLI::App* bench) {
   return [flags]() -> int {
     return guarded([&]() -> int {
       ThroughputCommand command;
-      int i = 0;
+      int server_number = 0;
       for (const auto& target : flags->targets) {
-        ++i;
-        const auto eq = target.find('=');
-        const bool named = eq != std::string::npos && target.find("://") > eq;
+        ++server_number;
+        const auto equals_sign = target.find('=');
+        const bool named = equals_sign != std::string::npos && target.find("://") > equals_sign;
         NamedUrl named_url;
-        named_url.name = named ? target.substr(0, eq) : fmt::format("server{}", i);
-        named_url.url = parse_url_or_throw(named ? target.substr(eq + 1) : target, "--target");
+        named_url.name =
+            named ? target.substr(0, equals_sign) : fmt::format("server{}", server_number);
+        named_url.url =
+            parse_url_or_throw(named ? target.substr(equals_sign + 1) : target, "--target");
         command.targets.push_back(std::move(named_url));
       }
       command.model = flags->seed.model;
@@ -189,7 +191,7 @@ Runner add_throughput(CLI::App* bench) {
       command.client = flags->seed.client();
       flags->seed.tls.apply(command.client,
                             std::any_of(command.targets.begin(), command.targets.end(),
-                                        [](const NamedUrl& t) { return t.url.tls; }));
+                                        [](const NamedUrl& target) { return target.url.tls; }));
       command.out = flags->seed.output();
       return bench_throughput(command, std::cout);
     });
@@ -229,13 +231,14 @@ Runner add_compare(CLI::App* bench) {
                                    parse_url_or_throw(flags->gateway, "--gateway"));
       }
       for (const auto& path : flags->paths) {
-        const auto eq = path.find('=');
+        const auto equals_sign = path.find('=');
         const auto comma = path.rfind(',');
-        if (eq == std::string::npos || comma == std::string::npos || comma < eq)
+        if (equals_sign == std::string::npos || comma == std::string::npos || comma < equals_sign)
           throw std::invalid_argument(fmt::format("--path '{}': expected NAME=URL,ENDPOINT", path));
         NamedUrl named_url;
-        named_url.name = path.substr(0, eq);
-        named_url.url = parse_url_or_throw(path.substr(eq + 1, comma - eq - 1), "--path");
+        named_url.name = path.substr(0, equals_sign);
+        named_url.url =
+            parse_url_or_throw(path.substr(equals_sign + 1, comma - equals_sign - 1), "--path");
         auto dialect = parse_dialect(path.substr(comma + 1));
         if (!dialect)
           throw std::invalid_argument(
@@ -253,7 +256,7 @@ Runner add_compare(CLI::App* bench) {
       command.client = flags->seed.client();
       flags->seed.tls.apply(command.client,
                             std::any_of(command.paths.begin(), command.paths.end(),
-                                        [](const NamedUrl& p) { return p.url.tls; }));
+                                        [](const NamedUrl& path) { return path.url.tls; }));
       command.out = flags->seed.output();
       return bench_compare(command, std::cout);
     });

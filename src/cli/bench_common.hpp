@@ -23,7 +23,7 @@ struct TlsFlags {
   /// cannot be read); --ca-file or --insecure without an https:// URL is an error too.
   void apply(http::ClientOptions& client, bool any_https) const;
 };
-std::chrono::milliseconds secs(double s);
+std::chrono::milliseconds secs(double seconds);
 /// Runs `command`; an exception is logged and becomes exit status 2.
 int guarded(const std::function<int()>& command);
 

@@ -63,102 +63,102 @@ Runner add_run(CLI::App* bench) {
       "ends) or open loop at a Poisson request rate; per-request TTFB, TTFT, TPOT, ITL and E2E; "
       "aggregate and per-stream tok/s, percentiles, goodput and errors by kind.");
   auto flags = std::make_shared<RunFlags>();
-  auto* tg = "Target";
+  auto* target_group = "Target";
   sub->add_option("--url", flags->url, "Base URL of the OpenAI-compatible server (http only)")
       ->capture_default_str()
-      ->group(tg);
+      ->group(target_group);
   sub->add_option("--split", flags->split,
                   "A fixed split instead of --url: URL=N sends N of the closed loop's clients "
                   "straight to URL (repeat for each target; the concurrency is their sum); each "
                   "request's backend is its target. The baseline a gateway is compared with")
-      ->group(tg);
+      ->group(target_group);
   sub->add_option("--endpoint", flags->endpoint,
                   "completions (/v1/completions), chat (/v1/chat/completions) or responses "
                   "(/v1/responses)")
       ->capture_default_str()
       ->check(CLI::IsMember({"completions", "chat", "responses"}))
-      ->group(tg);
+      ->group(target_group);
   sub->add_option("--model", flags->model,
                   "Model name to send (default: the first id of GET /v1/models)")
-      ->group(tg);
+      ->group(target_group);
   flags->tls.add(sub);
   sub->add_option("--header", flags->headers, "Extra request header 'Name: value' (repeatable)")
-      ->group(tg);
+      ->group(target_group);
 
-  auto* ld = "Load";
+  auto* load_group = "Load";
   sub->add_option("--concurrency", flags->concurrency,
                   "Closed loop: requests in flight. With --request-rate: the most in flight (0 = "
                   "no cap)")
       ->capture_default_str()
-      ->group(ld);
+      ->group(load_group);
   sub->add_option("--request-rate", flags->rate,
                   "Open loop: mean request arrivals per second (Poisson); 0 = closed loop")
       ->capture_default_str()
-      ->group(ld);
+      ->group(load_group);
   sub->add_option("--num-requests", flags->num_requests,
                   "Measured requests per level (default 100 when no --duration is given)")
-      ->group(ld);
+      ->group(load_group);
   sub->add_option("--duration", flags->duration,
                   "Seconds per level to keep starting requests (with --num-requests, whichever "
                   "comes first)")
-      ->group(ld);
+      ->group(load_group);
   sub->add_option("--warmup", flags->warmup,
                   "Warm-up excluded from the figures: N requests, or a duration such as 5s")
       ->capture_default_str()
-      ->group(ld);
+      ->group(load_group);
   sub->add_option("--sweep", flags->sweep,
                   "Concurrency levels to sweep, e.g. 1,2,4,8,16 or 1..256 (powers of two); stops "
                   "once past the saturation knee and reports it")
-      ->group(ld);
+      ->group(load_group);
   sub->add_option("--knee-efficiency", flags->knee_efficiency,
                   "A step whose tok/s gain is below this fraction of linear scaling is flat")
       ->capture_default_str()
-      ->group(ld);
+      ->group(load_group);
   sub->add_option("--knee-patience", flags->knee_patience,
                   "Flat steps in a row that mean saturation (the sweep stops)")
       ->capture_default_str()
-      ->group(ld);
+      ->group(load_group);
   sub->add_option("--seed", flags->seed,
                   "Seed of the synthetic prompts and of the Poisson arrivals")
       ->capture_default_str()
-      ->group(ld);
+      ->group(load_group);
 
-  auto* wl = "Workload";
+  auto* workload_group = "Workload";
   sub->add_option("--input-len", flags->input_len,
                   "Synthetic prompt length, tokens (llmux's tokenizer)")
       ->capture_default_str()
-      ->group(wl);
+      ->group(workload_group);
   sub->add_option("--output-len", flags->output_len, "max_tokens of synthetic requests")
       ->capture_default_str()
-      ->group(wl);
+      ->group(workload_group);
   sub->add_option("--input-spread", flags->input_spread,
                   "Spread of prompt lengths: drawn uniformly in input-len*(1±spread)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0))
-      ->group(wl);
+      ->group(workload_group);
   sub->add_option("--output-spread", flags->output_spread,
                   "Spread of output lengths: max_tokens drawn uniformly in len*(1±spread)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0))
-      ->group(wl);
+      ->group(workload_group);
   sub->add_option("--dataset", flags->dataset,
                   "JSONL of prompts ({\"prompt\": ...}, optional max_tokens) or ShareGPT "
                   "conversations; used round-robin instead of synthetic prompts")
-      ->group(wl);
+      ->group(workload_group);
   sub->add_option("--max-prompts", flags->max_prompts,
                   "Read at most this many dataset records (0 = all)")
-      ->group(wl);
+      ->group(workload_group);
   sub->add_flag("--no-stream", flags->no_stream,
                 "Non-streaming requests (no TTFT/ITL; tok/s from usage and E2E)")
-      ->group(wl);
+      ->group(workload_group);
   sub->add_flag("--ignore-eos", flags->ignore_eos,
                 "Send ignore_eos: generate exactly max_tokens (vLLM)")
-      ->group(wl);
+      ->group(workload_group);
   sub->add_option("--temperature", flags->temperature, "Sampling temperature sent")
       ->capture_default_str()
-      ->group(wl);
+      ->group(workload_group);
 
-  auto* cv = "Conversations and shared prefixes";
+  auto* conversation_group = "Conversations and shared prefixes";
   auto* turns_opt =
       sub->add_option(
              "--conversation-turns", flags->conversation_turns,
@@ -167,7 +167,7 @@ Runner add_run(CLI::App* bench) {
              "user message of --input-len tokens, distinct per user and turn); the run ends when "
              "every user has sent its turns (or earlier by --num-requests/--duration). Every "
              "turn carries X-Session-ID: conv-<seed>-<user>")
-          ->group(cv);
+          ->group(conversation_group);
   sub->add_option("--conversation-mode", flags->conversation_mode,
                   "previous: turn k>1 sends only the new message with previous_response_id (the "
                   "server keeps the history, store true); replay: every turn sends the whole "
@@ -176,72 +176,73 @@ Runner add_run(CLI::App* bench) {
       ->capture_default_str()
       ->check(CLI::IsMember({"previous", "replay"}))
       ->needs(turns_opt)
-      ->group(cv);
+      ->group(conversation_group);
   sub->add_option("--error-pause", flags->error_pause_ms,
                   "Milliseconds a user waits after a failed turn before its next one (0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 600000.0))
       ->needs(turns_opt)
-      ->group(cv);
+      ->group(conversation_group);
   sub->add_option("--shared-prefix", flags->shared_prefix,
                   "N distinct synthetic system prompts of --prefix-len tokens, each request (each "
                   "conversation) drawing one at random by --seed: chat sends a system message, "
                   "completions prepends it to the prompt, responses sends it as instructions")
-      ->group(cv);
+      ->group(conversation_group);
   sub->add_option("--prefix-len", flags->prefix_len, "Tokens of each --shared-prefix system prompt")
       ->capture_default_str()
       ->check(CLI::PositiveNumber)
-      ->group(cv);
+      ->group(conversation_group);
 
-  auto* cn = "Connections and timeouts";
+  auto* connection_group = "Connections and timeouts";
   sub->add_option("--connection", flags->connection,
                   "keep-alive: each stream reuses its connection; fresh: a new connection per "
                   "request (Connection: close), like Python's urllib in the seed's scripts")
       ->capture_default_str()
       ->check(CLI::IsMember({"fresh", "keep-alive"}))
-      ->group(cn);
+      ->group(connection_group);
   sub->add_option("--timeout", flags->timeout, "Seconds a request may take in all (then: timeout)")
       ->capture_default_str()
-      ->group(cn);
+      ->group(connection_group);
   sub->add_option("--idle-timeout", flags->idle_timeout,
                   "Seconds of silence before a request counts as stalled (timeout)")
       ->capture_default_str()
-      ->group(cn);
+      ->group(connection_group);
   sub->add_option("--connect-timeout", flags->connect_timeout, "Seconds to connect")
       ->capture_default_str()
-      ->group(cn);
+      ->group(connection_group);
 
-  auto* rp = "Report";
+  auto* report_group = "Report";
   sub->add_option("--slo-ttft", flags->slo_ttft, "Goodput SLO: TTFT at most this many ms")
-      ->group(rp);
+      ->group(report_group);
   sub->add_option("--slo-tpot", flags->slo_tpot, "Goodput SLO: TPOT at most this many ms")
-      ->group(rp);
+      ->group(report_group);
   sub->add_option("--slo-e2e", flags->slo_e2e,
                   "Goodput SLO: end-to-end latency at most this many ms")
-      ->group(rp);
+      ->group(report_group);
   sub->add_option("--percentiles", flags->percentiles,
                   "Extra percentiles besides p50/p90/p95/p99, e.g. 99.9,75")
-      ->group(rp);
+      ->group(report_group);
   sub->add_option("--out", flags->out,
                   "Directory for run.json (settings + every request's timings), requests.csv, "
                   "summary.csv, index.html and SVG/PNG charts (with gnuplot): tok/s vs "
                   "concurrency, TTFT/ITL/E2E distributions, tok/s over time")
-      ->group(rp);
+      ->group(report_group);
   sub->add_flag("--fail-on-reject", flags->fail_on_reject,
                 "Exit status 1 also when requests were rejected with 429 (otherwise only "
                 "failures do: transport errors, timeouts, other error statuses)")
-      ->group(rp);
+      ->group(report_group);
   sub->add_flag("--no-progress", flags->no_progress,
                 "No progress line on stderr (shown only on a terminal)")
-      ->group(rp);
-  sub->add_flag("--no-plots", flags->no_plots, "With --out: do not run gnuplot")->group(rp);
+      ->group(report_group);
+  sub->add_flag("--no-plots", flags->no_plots, "With --out: do not run gnuplot")
+      ->group(report_group);
   sub->add_flag("--sim-ground-truth", flags->sim_ground_truth,
                 "Target is `llmux sim`: compare TTFT/ITL with its /debug/requests ground truth")
-      ->group(rp);
+      ->group(report_group);
   sub->add_option("--request-id-prefix", flags->request_id_prefix,
                   "X-Request-Id prefix of the requests")
       ->capture_default_str()
-      ->group(rp);
+      ->group(report_group);
 
   return [flags]() -> int {
     return guarded([&]() -> int {
@@ -249,21 +250,23 @@ Runner add_run(CLI::App* bench) {
       command.run.url = parse_url_or_throw(flags->url, "--url");
       std::size_t split_clients = 0;
       for (const auto& split : flags->split) {
-        const auto eq = split.rfind('=');
-        std::size_t n = 0, pos = 0;
-        if (eq != std::string::npos && eq + 1 < split.size()) {
+        const auto equals_sign = split.rfind('=');
+        std::size_t clients = 0, pos = 0;
+        if (equals_sign != std::string::npos && equals_sign + 1 < split.size()) {
           try {
-            n = std::stoul(split.substr(eq + 1), &pos);
+            clients = std::stoul(split.substr(equals_sign + 1), &pos);
           } catch (const std::exception&) {
             pos = 0;
           }
         }
-        if (eq == std::string::npos || n == 0 || pos != split.size() - eq - 1)
+        if (equals_sign == std::string::npos || clients == 0 ||
+            pos != split.size() - equals_sign - 1)
           throw std::invalid_argument(
               fmt::format("--split '{}': expected URL=N with N ≥ 1 clients", split));
-        const std::string url_text = split.substr(0, eq);
-        command.split.push_back(SplitTarget{url_text, parse_url_or_throw(url_text, "--split"), n});
-        split_clients += n;
+        const std::string url_text = split.substr(0, equals_sign);
+        command.split.push_back(
+            SplitTarget{url_text, parse_url_or_throw(url_text, "--split"), clients});
+        split_clients += clients;
       }
       if (!command.split.empty())
         command.run.url = command.split.front().url;  // the model is asked there
@@ -333,11 +336,11 @@ Runner add_run(CLI::App* bench) {
         command.load.warmup_s = std::stod(flags->warmup.substr(0, flags->warmup.size() - 1));
       } else {
         std::size_t pos = 0;
-        const long w = std::stol(flags->warmup, &pos);
-        if (pos != flags->warmup.size() || w < 0)
+        const long warmup = std::stol(flags->warmup, &pos);
+        if (pos != flags->warmup.size() || warmup < 0)
           throw std::invalid_argument(
               fmt::format("--warmup '{}': N requests or a duration like 5s", flags->warmup));
-        command.load.warmup_requests = static_cast<std::size_t>(w);
+        command.load.warmup_requests = static_cast<std::size_t>(warmup);
       }
       if (!flags->sweep.empty()) {
         if (command.load.mode == LoadSpec::Mode::open)
@@ -369,18 +372,18 @@ Runner add_run(CLI::App* bench) {
         synthetic.seed = flags->seed;
         // Distinct prompts: one per request (up to 1024, then round robin); a conversation
         // workload one per user and turn (up to 65536).
-        std::size_t n = command.load.num_requests
-                            ? command.load.num_requests + command.load.warmup_requests
-                            : 1024;
-        n = std::clamp<std::size_t>(n, 1, 1024);
+        std::size_t prompt_count = command.load.num_requests
+                                       ? command.load.num_requests + command.load.warmup_requests
+                                       : 1024;
+        prompt_count = std::clamp<std::size_t>(prompt_count, 1, 1024);
         if (conv.enabled()) {
           std::size_t users = command.load.concurrency;
           for (std::size_t level : command.sweep) users = std::max(users, level);
-          n = std::clamp<std::size_t>(users * conv.turns, 1, 65536);
+          prompt_count = std::clamp<std::size_t>(users * conv.turns, 1, 65536);
         }
-        command.prompts = synthetic_workload(synthetic, n);
-        const auto spread = [](double s) {
-          return s > 0 ? fmt::format(" ±{:g}%", s * 100) : std::string();
+        command.prompts = synthetic_workload(synthetic, prompt_count);
+        const auto spread = [](double fraction) {
+          return fraction > 0 ? fmt::format(" ±{:g}%", fraction * 100) : std::string();
         };
         command.workload_desc = fmt::format("synthetic, {} prompt tokens{}, max_tokens {}{}",
                                             flags->input_len, spread(flags->input_spread),

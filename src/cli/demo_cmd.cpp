@@ -45,18 +45,18 @@ char g_temp_dir[4096];
 
 void on_interrupt(int sig) {
   for (auto& child : g_children) {
-    pid_t p = child.load();
-    if (p > 0) ::kill(p, SIGTERM);
+    pid_t pid = child.load();
+    if (pid > 0) ::kill(pid, SIGTERM);
   }
   if (g_temp_dir[0]) {
     // fork, execve and waitpid are async-signal-safe; std::filesystem is not.
-    const pid_t rm = ::fork();
-    if (rm == 0) {
+    const pid_t remover = ::fork();
+    if (remover == 0) {
       char* const argv[] = {const_cast<char*>("rm"), const_cast<char*>("-rf"), g_temp_dir, nullptr};
       ::execve("/bin/rm", argv, ::environ);
       ::_exit(127);
     }
-    if (rm > 0) ::waitpid(rm, nullptr, 0);
+    if (remover > 0) ::waitpid(remover, nullptr, 0);
   }
   static constexpr char kMsg[] =
       "\nllmux demo: interrupted, stopped the simulators and the gateway\n";
@@ -200,34 +200,34 @@ Runner add_demo(CLI::App& app) {
       std::snprintf(g_temp_dir, sizeof g_temp_dir, "%s", dir.c_str());
     }
     const bool progress = ::isatty(STDERR_FILENO) != 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_interrupt;
-    ::sigaction(SIGINT, &sa, nullptr);
-    ::sigaction(SIGTERM, &sa, nullptr);
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    ::sigaction(SIGINT, &action, nullptr);
+    ::sigaction(SIGTERM, &action, nullptr);
 
-    const std::string ts = fmt::format("{}", scale);
+    const std::string scale_text = fmt::format("{}", scale);
     std::cerr << fmt::format(
         "llmux demo: starting two simulated DGX Sparks and the gateway "
         "(time scale {}), logs in {}{}\n",
         scale, dir.string(), temp ? " (removed at the end)" : "");
-    int p1, p2, pg;
-    std::unique_ptr<Child> s1, s2, gw;
+    int port1, port2, gateway_port;
+    std::unique_ptr<Child> server1, server2, gateway;
     // The agent turn's script: only its own requests match it (demo_agent.hpp).
     const fs::path script = dir / "agent_script.yaml";
     std::ofstream(script) << demo_agent_script();
     try {
-      s1 = std::make_unique<Child>(
+      server1 = std::make_unique<Child>(
           "server1",
           std::vector<std::string>{"sim", "--port", "0", "--preset", options->preset,
-                                   "--time-scale", ts, "--script", script.string()},
+                                   "--time-scale", scale_text, "--script", script.string()},
           dir / "server1.log");
-      s2 = std::make_unique<Child>(
+      server2 = std::make_unique<Child>(
           "server2",
           std::vector<std::string>{"sim", "--port", "0", "--preset", options->preset,
-                                   "--time-scale", ts, "--script", script.string()},
+                                   "--time-scale", scale_text, "--script", script.string()},
           dir / "server2.log");
-      p1 = s1->wait_ready(std::chrono::seconds(15));
-      p2 = s2->wait_ready(std::chrono::seconds(15));
+      port1 = server1->wait_ready(std::chrono::seconds(15));
+      port2 = server2->wait_ready(std::chrono::seconds(15));
       // The seed's gateway (examples/seed.yaml) with the simulators' loopback addresses.
       const fs::path yaml = dir / "gateway.yaml";
       std::ofstream(yaml) << fmt::format(
@@ -246,15 +246,15 @@ Runner add_demo(CLI::App& app) {
           // The dashboard shows each machine's own running/waiting counts, so benchmark 1
           // (each machine directly, not through the gateway) is seen there too.
           "backend_metrics: {{enabled: true}}\n",
-          p1, p2, (dir / "access.log").string());
-      gw = std::make_unique<Child>("gateway",
-                                   std::vector<std::string>{"gateway", "--config", yaml.string()},
-                                   dir / "gateway.log");
-      pg = gw->wait_ready(std::chrono::seconds(15));
+          port1, port2, (dir / "access.log").string());
+      gateway = std::make_unique<Child>(
+          "gateway", std::vector<std::string>{"gateway", "--config", yaml.string()},
+          dir / "gateway.log");
+      gateway_port = gateway->wait_ready(std::chrono::seconds(15));
       std::cerr << fmt::format(
           "llmux demo: the gateway's live dashboard: http://127.0.0.1:{}/dashboard/ (benchmark 1 "
           "shows there as each machine's running requests, benchmark 2 as tokens/s)\n",
-          pg);
+          gateway_port);
     } catch (const std::exception& error) {
       guard.keep = true;
       spdlog::error("llmux demo: {} (see the logs in {}, kept)", error.what(), dir.string());
@@ -264,16 +264,16 @@ Runner add_demo(CLI::App& app) {
 
     // Benchmark 1: each machine directly (the seed's qwen36-throughput.py).
     std::cerr << "llmux demo: benchmark 1 — each machine directly (serial prompts, N=4, N=8)\n";
-    bench::ThroughputCommand tp;
-    tp.targets = {{"server1", url(p1), bench::Dialect::completions},
-                  {"server2", url(p2), bench::Dialect::completions}};
-    tp.repeat = repeat;
-    tp.levels = {4, 8};
-    tp.out.out_dir = (dir / "throughput").string();
-    tp.out.plots = !temp;  // charts only where they stay
-    tp.out.progress = progress;
+    bench::ThroughputCommand throughput;
+    throughput.targets = {{"server1", url(port1), bench::Dialect::completions},
+                          {"server2", url(port2), bench::Dialect::completions}};
+    throughput.repeat = repeat;
+    throughput.levels = {4, 8};
+    throughput.out.out_dir = (dir / "throughput").string();
+    throughput.out.plots = !temp;  // charts only where they stay
+    throughput.out.progress = progress;
     std::ostringstream md1;
-    const int st1 = bench::bench_throughput(tp, md1);
+    const int st1 = bench::bench_throughput(throughput, md1);
     if (st1 > 1) {
       guard.keep = true;
       spdlog::error("llmux demo: benchmark 1 failed (logs kept in {}):\n{}", dir.string(),
@@ -283,7 +283,7 @@ Runner add_demo(CLI::App& app) {
     // Benchmark 2: direct vs gateway (the seed's qwen36-gateway-vs-direct.py).
     std::cerr << "llmux demo: benchmark 2 — direct vs gateway (serial, N=8, N=16)\n";
     bench::CompareCommand cmp;
-    cmp.paths = bench::seed_paths(url(p1), url(pg));
+    cmp.paths = bench::seed_paths(url(port1), url(gateway_port));
     cmp.repeat = repeat;
     cmp.levels = {8, 16};
     cmp.out.out_dir = (dir / "compare").string();
@@ -301,15 +301,15 @@ Runner add_demo(CLI::App& app) {
     std::cerr << "llmux demo: one agent turn with a tool call through the gateway\n";
     std::string agent;
     try {
-      agent = demo_agent_turn(pg, dir);
+      agent = demo_agent_turn(gateway_port, dir);
     } catch (const std::exception& error) {
       guard.keep = true;
       spdlog::error("llmux demo: {} (logs kept in {})", error.what(), dir.string());
       return 1;
     }
-    gw->stop();
-    s1->stop();
-    s2->stop();
+    gateway->stop();
+    server1->stop();
+    server2->stop();
 
     // The report, in simulated time (wall-clock tok/s divided by the time scale).
     DemoRun run;
@@ -317,9 +317,9 @@ Runner add_demo(CLI::App& app) {
     run.kept = !temp;
     run.time_scale = scale;
     run.preset = options->preset;
-    run.server1_port = p1;
-    run.server2_port = p2;
-    run.gateway_port = pg;
+    run.server1_port = port1;
+    run.server2_port = port2;
+    run.gateway_port = gateway_port;
     run.throughput_markdown = md1.str();
     run.compare_markdown = md2.str();
     run.agent_markdown = agent;

@@ -23,10 +23,10 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 
 json::value read_json(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
+  std::ifstream file(path);
+  std::stringstream contents;
+  contents << file.rdbuf();
+  return json::parse(contents.str());
 }
 
 double num(const json::value& root, std::initializer_list<std::string_view> path) {
@@ -38,8 +38,8 @@ double num(const json::value& root, std::initializer_list<std::string_view> path
   return cur->is_number() ? cur->to_number<double>() : NAN;
 }
 
-std::string verdict(bool ok) {
-  return ok ? "yes" : "**no**";
+std::string verdict(bool passed) {
+  return passed ? "yes" : "**no**";
 }
 
 /// What a preset's simulators are checked against: the figures it was fitted to.
@@ -68,29 +68,31 @@ bool write_demo_report(const DemoRun& run, std::ostream& out) {
     spdlog::error("llmux demo: cannot read the benchmark results: {}", error.what());
     return false;
   }
-  const json::value& ts_ = throughput_result.at("summary");
-  const json::value& cs = compare_result.at("summary");
-  auto tok = [&](double v) { return v / run.time_scale; };
-  const double s1_single = tok(num(ts_, {"server1", "serial", "medium", "tok_s"}));
-  const double s2_single = tok(num(ts_, {"server2", "serial", "medium", "tok_s"}));
-  const double s1_n8 = tok(num(ts_, {"server1", "n8", "tok_s"}));
-  const double s2_n8 = tok(num(ts_, {"server2", "n8", "tok_s"}));
+  const json::value& throughput_summary = throughput_result.at("summary");
+  const json::value& compare_summary = compare_result.at("summary");
+  auto tok = [&](double rate) { return rate / run.time_scale; };
+  const double s1_single = tok(num(throughput_summary, {"server1", "serial", "medium", "tok_s"}));
+  const double s2_single = tok(num(throughput_summary, {"server2", "serial", "medium", "tok_s"}));
+  const double s1_n8 = tok(num(throughput_summary, {"server1", "n8", "tok_s"}));
+  const double s2_n8 = tok(num(throughput_summary, {"server2", "n8", "tok_s"}));
   const double agree = std::abs(s1_single - s2_single) / std::max(s1_single, s2_single);
-  const double dc = tok(num(cs, {"direct completions", "serial_tok_s"}));
-  const double gc = tok(num(cs, {"gateway completions", "serial_tok_s"}));
-  const double dh = tok(num(cs, {"direct chat", "serial_tok_s"}));
-  const double gh = tok(num(cs, {"gateway chat", "serial_tok_s"}));
-  const double d16 = tok(num(cs, {"direct chat", "n16_tok_s"}));
-  const double g16 = tok(num(cs, {"gateway chat", "n16_tok_s"}));
-  const double g8 = tok(num(cs, {"gateway chat", "n8_tok_s"}));
+  const double direct_completions =
+      tok(num(compare_summary, {"direct completions", "serial_tok_s"}));
+  const double gateway_completions =
+      tok(num(compare_summary, {"gateway completions", "serial_tok_s"}));
+  const double direct_chat = tok(num(compare_summary, {"direct chat", "serial_tok_s"}));
+  const double gateway_chat = tok(num(compare_summary, {"gateway chat", "serial_tok_s"}));
+  const double direct_chat_n16 = tok(num(compare_summary, {"direct chat", "n16_tok_s"}));
+  const double gateway_chat_n16 = tok(num(compare_summary, {"gateway chat", "n16_tok_s"}));
+  const double gateway_chat_n8 = tok(num(compare_summary, {"gateway chat", "n8_tok_s"}));
   const double both = s1_n8 + s2_n8;
-  const double d8 = tok(num(cs, {"direct chat", "n8_tok_s"}));
-  const double s1_n4 = tok(num(ts_, {"server1", "n4", "tok_s"}));
+  const double direct_chat_n8 = tok(num(compare_summary, {"direct chat", "n8_tok_s"}));
+  const double s1_n4 = tok(num(throughput_summary, {"server1", "n4", "tok_s"}));
   auto ovh = [](double direct, double via) { return (direct - via) / direct; };
   // The gateway's own cost per request (wall clock: the gateway does not run on the simulated
   // clock), from compare's added latency.
   auto added = [&](const char* path) {
-    const double p50 = num(cs, {path, "vs_direct", "serial", "added_latency_p50_ms"});
+    const double p50 = num(compare_summary, {path, "vs_direct", "serial", "added_latency_p50_ms"});
     return std::isfinite(p50) ? fmt::format(" ({:+.1f} ms p50 per request, wall clock)", p50)
                               : std::string();
   };
@@ -100,7 +102,7 @@ bool write_demo_report(const DemoRun& run, std::ostream& out) {
   auto refd = [&](std::string text) {
     return seed_ref ? text : fmt::format("{}: {}", refs.source, text);
   };
-  auto near = [](double v, double ref) { return std::abs(v - ref) <= 0.1 * ref; };
+  auto near = [](double value, double ref) { return std::abs(value - ref) <= 0.1 * ref; };
   const std::string busy = fmt::format(
       "The simulators ({}) are calibrated to the {} figures; a figure this far off means the "
       "machine running the demo was too busy to keep the simulated clock (try without "
@@ -126,9 +128,10 @@ bool write_demo_report(const DemoRun& run, std::ostream& out) {
     fig_md.add_row({cells[0], cells[1], cells[2], cells[3], ref});
     fig.add_row(std::move(cells));
   };
-  auto row = [&](std::string what, std::string seed, std::string demo, bool ok, std::string why) {
-    add({std::move(what), std::move(seed), std::move(demo), verdict(ok),
-         ok ? std::string() : std::move(why)});
+  auto row = [&](std::string what, std::string seed, std::string demo, bool passed,
+                 std::string why) {
+    add({std::move(what), std::move(seed), std::move(demo), verdict(passed),
+         passed ? std::string() : std::move(why)});
   };
   const std::string single_ref = refd(fmt::format("~{:.0f} tok/s", refs.single));
   row("Single stream, server1 (medium prompt)", single_ref, fmt::format("{:.1f} tok/s", s1_single),
@@ -141,34 +144,38 @@ bool write_demo_report(const DemoRun& run, std::ostream& out) {
       fmt::format("{:.0f} / {:.0f} tok/s", s1_n8, s2_n8),
       near(s1_n8, refs.n8) && near(s2_n8, refs.n8), busy);
   row("Gateway overhead, serial, completions", "< 5%",
-      fmt::format("{:+.2f}%{}", ovh(dc, gc) * 100, added("gateway completions")),
-      ovh(dc, gc) < 0.05, busy);
+      fmt::format("{:+.2f}%{}", ovh(direct_completions, gateway_completions) * 100,
+                  added("gateway completions")),
+      ovh(direct_completions, gateway_completions) < 0.05, busy);
   row("Gateway overhead, serial, chat", "< 5%",
-      fmt::format("{:+.2f}%{}", ovh(dh, gh) * 100, added("gateway chat")), ovh(dh, gh) < 0.05,
-      busy);
+      fmt::format("{:+.2f}%{}", ovh(direct_chat, gateway_chat) * 100, added("gateway chat")),
+      ovh(direct_chat, gateway_chat) < 0.05, busy);
   // These two always differ from the seed in size: say why.
   add({"N=8 via gateway, chat (4 + 4)", "slightly above direct",
-       fmt::format("{:.0f} tok/s ({:.2f}× direct N=8)", g8, g8 / d8), verdict(g8 > d8),
+       fmt::format("{:.0f} tok/s ({:.2f}× direct N=8)", gateway_chat_n8,
+                   gateway_chat_n8 / direct_chat_n8),
+       verdict(gateway_chat_n8 > direct_chat_n8),
        fmt::format("Above one machine's N=8 ({:.0f} tok/s) because it spans two: round "
                    "robin sends 4 requests to each machine, so this is two machines' N=4 "
                    "(server1's N=4: {:.0f} tok/s), scale-out rather than a faster path. The "
                    "seed only reports \"slightly above\"; its client reached the machines "
                    "over Tailscale from a laptop, which the demo's loopback does not have.",
-                   d8, s1_n4)});
+                   direct_chat_n8, s1_n4)});
   add({"N=16 via gateway, chat, vs both machines' N=8 sum", "~485 of ~600 tok/s (81%)",
-       fmt::format("{:.0f} of {:.0f} tok/s ({:.0f}%)", g16, both, g16 / both * 100),
-       verdict(g16 / both >= 0.81),
-       g16 / both > 0.9
+       fmt::format("{:.0f} of {:.0f} tok/s ({:.0f}%)", gateway_chat_n16, both,
+                   gateway_chat_n16 / both * 100),
+       verdict(gateway_chat_n16 / both >= 0.81),
+       gateway_chat_n16 / both > 0.9
            ? std::string(
                  "Near 100% where the seed had 81%: the two simulated machines are identical "
                  "and nothing else uses them, so round robin splits the burst of 16 into "
                  "exactly 8 + 8 and each machine runs its N=8; the gateway's own cost is the "
                  "serial rows' added latency. The seed lost ~19% to an uneven split and the "
                  "Python proxy.")
-           : std::string(g16 / both >= 0.81 ? "" : busy)});
+           : std::string(gateway_chat_n16 / both >= 0.81 ? "" : busy)});
   row("N=16 direct to server1, chat", refd(refs.n16),
-      fmt::format("{:.0f} tok/s ({:.2f}× its N=8)", d16, d16 / s1_n8),
-      refs.n16_saturates ? d16 / s1_n8 <= 1.2 : d16 / s1_n8 > 1.2, busy);
+      fmt::format("{:.0f} tok/s ({:.2f}× its N=8)", direct_chat_n16, direct_chat_n16 / s1_n8),
+      refs.n16_saturates ? direct_chat_n16 / s1_n8 <= 1.2 : direct_chat_n16 / s1_n8 > 1.2, busy);
 
   const std::string intro = fmt::format(
       "Two simulated DGX Sparks (`llmux sim --preset {}`, "
@@ -213,10 +220,10 @@ bool write_demo_report(const DemoRun& run, std::ostream& out) {
     html.title = "llmux demo — the seed's experiment on one machine";
     html.intro = intro;
     html.sections.push_back({"Beside the seed's published figures", fig, {closing}});
-    for (const char* c :
+    for (const char* chart :
          {"throughput/charts/tok_s_vs_concurrency.svg", "compare/charts/tok_s_vs_concurrency.svg",
           "compare/charts/n16_e2e.svg", "compare/charts/tok_s_over_time.svg"})
-      if (fs::exists(run.dir / c)) html.charts.push_back(c);
+      if (fs::exists(run.dir / chart)) html.charts.push_back(chart);
     if (html.charts.empty())
       html.notes.push_back(
           "Charts skipped: gnuplot is not installed (apt-get install "

@@ -33,9 +33,9 @@ constexpr config::Millis kProbeTimeout{2000};
 std::vector<config::ConfigWarning> warnings_for(const std::string& config_path,
                                                 const config::GatewayConfig& cfg) {
   if (!config_path.empty()) {
-    std::ifstream in(config_path, std::ios::binary);
+    std::ifstream file(config_path, std::ios::binary);
     return config::lint(
-        std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+        std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()));
   }
   std::vector<config::ConfigWarning> out;
   for (const auto& backend : cfg.backends)
@@ -263,10 +263,11 @@ Runner add_client_config(CLI::App& app) {
   return [options]() -> int {
     try {
       for (const auto& header : options->headers) {
-        const auto eq = header.find('=');
-        if (eq == std::string::npos || eq == 0)
+        const auto equals_sign = header.find('=');
+        if (equals_sign == std::string::npos || equals_sign == 0)
           throw std::invalid_argument(fmt::format("--header '{}': write it as NAME=VALUE", header));
-        options->codex.headers.emplace_back(header.substr(0, eq), header.substr(eq + 1));
+        options->codex.headers.emplace_back(header.substr(0, equals_sign),
+                                            header.substr(equals_sign + 1));
       }
       if (options->context_window > 0) options->codex.context_window = options->context_window;
       const config::CodexFiles files = config::codex_files(options->codex);

@@ -19,14 +19,14 @@ Runner add_keys(CLI::App& app) {
                       "auth.keys[].sha256: printf %s KEY | llmux keys hash");
   return [] {
     std::string line;
-    int n = 0;
+    int hashed = 0;
     while (std::getline(std::cin, line)) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.empty()) continue;
       fmt::print("{}\n", config::hash_key(line));
-      ++n;
+      ++hashed;
     }
-    if (n == 0) {
+    if (hashed == 0) {
       fmt::print(stderr, "llmux keys hash: no key on stdin (printf %s KEY | llmux keys hash)\n");
       return 2;
     }

@@ -54,62 +54,63 @@ Runner add_sim(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember(sim::preset_names()));
   flags->add(
-      sub, "--host", [](C & c) -> auto& { return c.host; }, "Address to listen on");
+      sub, "--host", [](C & config) -> auto& { return config.host; }, "Address to listen on");
   flags->add(
-      sub, "--port", [](C & c) -> auto& { return c.port; },
+      sub, "--port", [](C & config) -> auto& { return config.port; },
       "Port to listen on; 0 picks a free port (see the ready line on stdout)");
   flags->add(
-      sub, "--served-model-name", [](C & c) -> auto& { return c.served_model_name; },
+      sub, "--served-model-name", [](C & config) -> auto& { return config.served_model_name; },
       "Model name clients must send (others get vLLM's 404)");
   flags->add(
-      sub, "--max-model-len", [](C & c) -> auto& { return c.max_model_len; },
+      sub, "--max-model-len", [](C & config) -> auto& { return config.max_model_len; },
       "Context length limit (prompt + completion tokens)");
 
   auto* perf = "Performance model (seconds; see docs/sim.md)";
   flags
       ->add(
-          sub, "--t0", [](C & c) -> auto& { return c.engine.t0; },
+          sub, "--t0", [](C & config) -> auto& { return config.engine.t0; },
           "Step time of a batch of one (memory-bound floor), seconds")
       ->group(perf);
   flags
       ->add(
-          sub, "--batch-exp", [](C & c) -> auto& { return c.engine.batch_exp; },
+          sub, "--batch-exp", [](C & config) -> auto& { return config.engine.batch_exp; },
           "The memory-bound floor grows as t0 x batch^batch-exp (0: constant)")
       ->group(perf)
       ->check(CLI::Range(0.0, 1.0));
   flags
       ->add(
-          sub, "--m", [](C & c) -> auto& { return c.engine.m; },
+          sub, "--m", [](C & config) -> auto& { return config.engine.m; },
           "Memory-bound step time added per further sequence in the batch, seconds")
       ->group(perf);
   flags
       ->add(
-          sub, "--c", [](C & c) -> auto& { return c.engine.c; },
+          sub, "--c", [](C & config) -> auto& { return config.engine.c; },
           "Compute-bound step time per sequence in the batch, seconds")
       ->group(perf);
   flags
       ->add(
-          sub, "--ctx-cost", [](C & c) -> auto& { return c.engine.ctx_cost; },
+          sub, "--ctx-cost", [](C & config) -> auto& { return config.engine.ctx_cost; },
           "Step time per context token of each decoding sequence (KV reads), seconds")
       ->group(perf);
   flags
       ->add(
-          sub, "--prefill-rate", [](C & c) -> auto& { return c.engine.prefill_rate; },
+          sub, "--prefill-rate", [](C & config) -> auto& { return config.engine.prefill_rate; },
           "Prefill speed, prompt tokens per second (0 = free)")
       ->group(perf);
   flags
       ->add(
-          sub, "--prefill-overhead", [](C & c) -> auto& { return c.engine.prefill_overhead; },
+          sub, "--prefill-overhead",
+          [](C & config) -> auto& { return config.engine.prefill_overhead; },
           "Fixed time added to a step that carries prefill work, seconds")
       ->group(perf);
   flags
       ->flag(
-          sub, "--zero-cost", [](C & c) -> auto& { return c.zero_cost; },
+          sub, "--zero-cost", [](C & config) -> auto& { return config.zero_cost; },
           "Set every model cost to zero: tokens come as fast as the process can send them")
       ->group(perf);
   flags
       ->add(
-          sub, "--time-scale", [](C & c) -> auto& { return c.time_scale; },
+          sub, "--time-scale", [](C & config) -> auto& { return config.time_scale; },
           "Run the model clock this many times faster than the wall clock (times clients see "
           "shrink by the same factor)")
       ->group(perf)
@@ -124,34 +125,35 @@ Runner add_sim(CLI::App& app) {
   auto* sched = "Scheduler and KV cache";
   flags
       ->add(
-          sub, "--max-num-seqs", [](C & c) -> auto& { return c.engine.max_num_seqs; },
+          sub, "--max-num-seqs", [](C & config) -> auto& { return config.engine.max_num_seqs; },
           "Most sequences in a batch")
       ->group(sched);
   flags
       ->add(
           sub, "--max-num-batched-tokens",
-          [](C & c) -> auto& { return c.engine.max_num_batched_tokens; },
+          [](C & config) -> auto& { return config.engine.max_num_batched_tokens; },
           "Token budget of one step (chunked prefill)")
       ->group(sched);
   flags
       ->add(
-          sub, "--block-size", [](C & c) -> auto& { return c.engine.block_size; },
+          sub, "--block-size", [](C & config) -> auto& { return config.engine.block_size; },
           "KV cache block size, tokens")
       ->group(sched);
   flags
       ->add(
-          sub, "--num-kv-blocks", [](C & c) -> auto& { return c.kv_blocks_override; },
+          sub, "--num-kv-blocks", [](C & config) -> auto& { return config.kv_blocks_override; },
           "KV cache blocks; -1 derives them from the memory budget below")
       ->group(sched);
   flags
       ->flag(
-          sub, "--no-enable-prefix-caching", [](C & c) -> auto& { return c.no_prefix_caching; },
+          sub, "--no-enable-prefix-caching",
+          [](C & config) -> auto& { return config.no_prefix_caching; },
           "Turn prefix caching off (vLLM has it on by default)")
       ->group(sched);
   flags
       ->flag(
           sub, "--enable-prompt-tokens-details",
-          [](C & c) -> auto& { return c.enable_prompt_tokens_details; },
+          [](C & config) -> auto& { return config.enable_prompt_tokens_details; },
           "Report prefix-cache hits in usage.prompt_tokens_details.cached_tokens of "
           "/v1/completions and /v1/chat/completions, as vLLM does with this flag (without it: "
           "null; /v1/responses always reports input_tokens_details)")
@@ -160,29 +162,30 @@ Runner add_sim(CLI::App& app) {
   auto* mem = "Memory budget (derives the KV capacity)";
   flags
       ->add(
-          sub, "--memory-gb", [](C & c) -> auto& { return c.memory.total_gb; },
+          sub, "--memory-gb", [](C & config) -> auto& { return config.memory.total_gb; },
           "Memory of the machine, GB (a DGX Spark has 128 GB unified)")
       ->group(mem);
   flags
       ->add(
           sub, "--gpu-memory-utilization",
-          [](C & c) -> auto& { return c.memory.gpu_memory_utilization; },
+          [](C & config) -> auto& { return config.memory.gpu_memory_utilization; },
           "Fraction of memory vLLM may take (above 0.9 a Spark runs out of memory for the OS)")
       ->group(mem)
       ->check(CLI::Range(0.01, 1.0));
   flags
       ->add(
-          sub, "--weights-gb", [](C & c) -> auto& { return c.memory.weights_gb; },
+          sub, "--weights-gb", [](C & config) -> auto& { return config.memory.weights_gb; },
           "Model weights, GB")
       ->group(mem);
   flags
       ->add(
-          sub, "--overhead-gb", [](C & c) -> auto& { return c.memory.overhead_gb; },
+          sub, "--overhead-gb", [](C & config) -> auto& { return config.memory.overhead_gb; },
           "Activations, CUDA graphs and runtime, GB")
       ->group(mem);
   flags
       ->add(
-          sub, "--kv-bytes-per-token", [](C & c) -> auto& { return c.memory.kv_bytes_per_token; },
+          sub, "--kv-bytes-per-token",
+          [](C & config) -> auto& { return config.memory.kv_bytes_per_token; },
           "KV cache bytes per token")
       ->group(mem);
 
@@ -191,52 +194,54 @@ Runner add_sim(CLI::App& app) {
       "stall-after=N, latency-ms=X; and at run time: GET/POST /admin/faults)";
   flags
       ->add(
-          sub, "--fault-error-rate", [](C & c) -> auto& { return c.faults.error_rate; },
+          sub, "--fault-error-rate", [](C & config) -> auto& { return config.faults.error_rate; },
           "Fraction of requests answered with an error status")
       ->group(faults)
       ->check(CLI::Range(0.0, 1.0));
   flags
       ->add(
-          sub, "--fault-error-status", [](C & c) -> auto& { return c.faults.error_statuses; },
+          sub, "--fault-error-status",
+          [](C & config) -> auto& { return config.faults.error_statuses; },
           "Statuses to answer with (picked at random), e.g. 429 500 503")
       ->group(faults);
   flags
       ->add(
-          sub, "--fault-close-after", [](C & c) -> auto& { return c.faults.close_after; },
+          sub, "--fault-close-after", [](C & config) -> auto& { return config.faults.close_after; },
           "Close the connection after N output tokens (-1: never)")
       ->group(faults);
   flags
       ->add(
-          sub, "--fault-close-rate", [](C & c) -> auto& { return c.faults.close_rate; },
+          sub, "--fault-close-rate", [](C & config) -> auto& { return config.faults.close_rate; },
           "Fraction of requests --fault-close-after applies to")
       ->group(faults)
       ->check(CLI::Range(0.0, 1.0));
   flags
       ->add(
-          sub, "--fault-stall-after", [](C & c) -> auto& { return c.faults.stall_after; },
+          sub, "--fault-stall-after", [](C & config) -> auto& { return config.faults.stall_after; },
           "Stop sending after N output tokens, keeping the connection open (-1: never)")
       ->group(faults);
   flags
       ->add(
-          sub, "--fault-stall-rate", [](C & c) -> auto& { return c.faults.stall_rate; },
+          sub, "--fault-stall-rate", [](C & config) -> auto& { return config.faults.stall_rate; },
           "Fraction of requests --fault-stall-after applies to")
       ->group(faults)
       ->check(CLI::Range(0.0, 1.0));
   flags
       ->add(
-          sub, "--fault-latency-ms", [](C & c) -> auto& { return c.faults.added_latency_ms; },
+          sub, "--fault-latency-ms",
+          [](C & config) -> auto& { return config.faults.added_latency_ms; },
           "Latency added before each request reaches the engine, milliseconds")
       ->group(faults);
   flags
       ->add(
-          sub, "--not-ready-for", [](C & c) -> auto& { return c.faults.not_ready_for_s; },
+          sub, "--not-ready-for", [](C & config) -> auto& { return config.faults.not_ready_for_s; },
           "GET /health answers 503 for this many seconds after start (vLLM loading its model); "
           "other requests are served")
       ->group(faults)
       ->check(CLI::Range(0.0, 1e7));
   flags
       ->add(
-          sub, "--admin-token", [](C & c) -> auto& { return c.admin_token; },
+          sub, "--admin-token", [](C & config) -> auto& { return config.admin_token; },
           "Require `Authorization: Bearer TOKEN` on /admin/faults (runtime faults: see "
           "docs/sim.md), "
           "from any client; without it only loopback clients may use it")
@@ -250,20 +255,20 @@ Runner add_sim(CLI::App& app) {
       ->group(says);
   flags
       ->add(
-          sub, "--tool-call-share", [](C & c) -> auto& { return c.tool_call_share; },
+          sub, "--tool-call-share", [](C & config) -> auto& { return config.tool_call_share; },
           "Share (0-1) of chat/Responses requests with function tools answered by a call to one of "
           "them, with arguments valid for its JSON schema (load tests)")
       ->group(says)
       ->check(CLI::Range(0.0, 1.0));
 
   flags->add(
-      sub, "--response-store-max", [](C & c) -> auto& { return c.response_store_max; },
+      sub, "--response-store-max", [](C & config) -> auto& { return config.response_store_max; },
       "Responses kept for previous_response_id (oldest evicted first)");
   flags->add(
-      sub, "--max-body-bytes", [](C & c) -> auto& { return c.max_body_bytes; },
+      sub, "--max-body-bytes", [](C & config) -> auto& { return config.max_body_bytes; },
       "Largest request body accepted (413 above); 0: no limit (vLLM has none)");
   flags->add(
-      sub, "--keep-alive-timeout", [](C & c) -> auto& { return c.keep_alive_timeout_s; },
+      sub, "--keep-alive-timeout", [](C & config) -> auto& { return config.keep_alive_timeout_s; },
       "Seconds an idle keep-alive connection stays open after its last response (uvicorn's "
       "--timeout-keep-alive, as vLLM runs it); 0: never closed");
 
