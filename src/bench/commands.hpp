@@ -2,8 +2,9 @@
 #pragma once
 // The `llmux bench` subcommands behind the CLI: run (the general engine, with sweeps), throughput
 // (the seed's qwen36-throughput.py), compare (the seed's qwen36-gateway-vs-direct.py) and report
-// (before/after comparison of two JSON results). Each prints a Markdown report on `md` (ready to
-// paste) and, with an output directory, writes JSON, CSV and (for sweeps, with gnuplot) PNG plots.
+// (before/after comparison of two JSON results). Each prints a Markdown report on `markdown` (ready
+// to paste) and, with an output directory, writes JSON, CSV and (for sweeps, with gnuplot) PNG
+// plots.
 //
 // Thread safety: each function blocks the calling thread and shares nothing with other calls.
 #include <cstddef>
@@ -50,7 +51,7 @@ struct RunCommand {
   std::size_t prefix_tokens = 0;    ///< --prefix-len: tokens of each
   bool sim_ground_truth = false;    ///< compare timings with llmux sim's /debug/requests
 };
-int bench_run(const RunCommand& cmd, std::ostream& md);
+int bench_run(const RunCommand& cmd, std::ostream& markdown);
 
 struct NamedUrl {
   std::string name;
@@ -68,7 +69,7 @@ struct ThroughputCommand {
   http::ClientOptions client{.mode = http::ConnectionMode::fresh, .timeouts = {}};
   OutputOptions out;
 };
-int bench_throughput(const ThroughputCommand& cmd, std::ostream& md);
+int bench_throughput(const ThroughputCommand& cmd, std::ostream& markdown);
 
 struct CompareCommand {
   std::vector<NamedUrl> paths;
@@ -82,11 +83,11 @@ struct CompareCommand {
 };
 /// The seed's four paths from a direct and a gateway URL.
 std::vector<NamedUrl> seed_paths(const http::Url& direct, const http::Url& gateway);
-int bench_compare(const CompareCommand& cmd, std::ostream& md);
+int bench_compare(const CompareCommand& cmd, std::ostream& markdown);
 
 /// Compares the "summary" of two result files; returns 0, or 1 when a change is flagged.
 int bench_report(const std::string& a_path, const std::string& b_path, double threshold,
-                 bool show_all, std::ostream& md);
+                 bool show_all, std::ostream& markdown);
 
 /// Spread of values as the seed judges agreement: (max - min) / max; 0 for fewer than 2.
 double spread(const std::vector<double>& values);

@@ -35,22 +35,22 @@ inline constexpr std::string_view kVersion = "0.1.0";
 // ---------------------------------------------------------------------------------------------
 // Shared (common.cpp)
 
-/// Seconds as milliseconds with `d` decimals.
-std::string ms(double s, int d = 2);
+/// Seconds as milliseconds with `decimals` decimals.
+std::string ms(double seconds, int decimals = 2);
 /// Writes `text` to `path`; throws std::runtime_error when it cannot.
 void write_file(const std::filesystem::path& path, const std::string& text);
 /// "0", or the failed count by kind: "3 (2 timeout, 1 http_status)".
 std::string error_summary(const Aggregate& aggregate);
 /// "kind: message" of the first failed request; "" when none failed.
-std::string first_error(std::span<const RequestTiming> ts);
+std::string first_error(std::span<const RequestTiming> timings);
 /// One request's record (its level, ids and timings) as a JSON object.
 boost::json::object record_json(const Record& record, const std::string& level);
-boost::json::array records_json(const std::vector<Record>& rs, const std::string& level);
-/// A CSV cell: the number with `d` decimals, or empty when it is not finite (no figure).
-std::string csv_num(double v, int d = 3);
+boost::json::array records_json(const std::vector<Record>& records, const std::string& level);
+/// A CSV cell: the number with `decimals` decimals, or empty when it is not finite (no figure).
+std::string csv_num(double value, int decimals = 3);
 /// A Markdown cell for a figure of `requests` requests of which `failed` failed: the number,
 /// or "error (all N failed)" when there is no figure because every request failed, else "-".
-std::string figure_cell(double v, std::size_t failed, std::size_t requests, int d = 1);
+std::string figure_cell(double value, std::size_t failed, std::size_t requests, int decimals = 1);
 
 /// How a command ends: exit status 1 when a request failed (transport errors, timeouts, broken
 /// streams, error statuses other than 429), or when one was rejected (429) and the options say
@@ -61,8 +61,8 @@ struct Outcome {
 };
 Outcome outcome(std::size_t requests, std::size_t failed, std::size_t rejected,
                 const std::string& kinds, const OutputOptions& out);
-/// Writes the outcome's sentence to `md`, and to stderr as an error when the run failed.
-void report_outcome(const Outcome& outcome, std::ostream& md, const std::string& command);
+/// Writes the outcome's sentence to `markdown`, and to stderr as an error when the run failed.
+void report_outcome(const Outcome& outcome, std::ostream& markdown, const std::string& command);
 
 /// Requests measured together (a level, a path, a target) and shown as one series.
 struct TimingGroup {
@@ -154,9 +154,9 @@ struct Tally {
 std::string step_label(const std::string& command, std::size_t step, std::size_t steps,
                        const std::string& what);
 /// `repeat` requests one after the other; tok/s = completion tokens / request time, per request.
-Measured serial(const RunOptions& ro, std::string_view prompt, std::size_t repeat);
-/// `n` requests started together; tok/s = all tokens / wall time until the last ends.
-Measured burst(const RunOptions& ro, std::string_view prompt, std::size_t n);
+Measured serial(const RunOptions& options, std::string_view prompt, std::size_t repeat);
+/// `count` requests started together; tok/s = all tokens / wall time until the last ends.
+Measured burst(const RunOptions& options, std::string_view prompt, std::size_t count);
 // ---------------------------------------------------------------------------------------------
 // bench compare: a gateway path against the direct path of the same endpoint
 // (compare_gateway.cpp)

@@ -18,8 +18,8 @@ namespace llmux::bench::detail {
 namespace json = boost::json;
 namespace fs = std::filesystem;
 
-std::string ms(double s, int d) {
-  return fmt_num(s * 1e3, d);
+std::string ms(double seconds, int decimals) {
+  return fmt_num(seconds * 1e3, decimals);
 }
 
 void write_file(const fs::path& path, const std::string& text) {
@@ -39,8 +39,8 @@ std::string error_summary(const Aggregate& aggregate) {
   return summary + ")";
 }
 
-std::string first_error(std::span<const RequestTiming> ts) {
-  for (const auto& timing : ts)
+std::string first_error(std::span<const RequestTiming> timings) {
+  for (const auto& timing : timings)
     if (!timing.ok()) return fmt::format("{}: {}", to_string(timing.error), timing.error_message);
   return {};
 }
@@ -59,22 +59,22 @@ json::object record_json(const Record& record, const std::string& level) {
     object["session"] = record.session;
   }
   json::object timing = to_json(record.t);
-  for (auto& kv : timing) object[kv.key()] = kv.value();
+  for (auto& member : timing) object[member.key()] = member.value();
   return object;
 }
 
-json::array records_json(const std::vector<Record>& rs, const std::string& level) {
+json::array records_json(const std::vector<Record>& records, const std::string& level) {
   json::array array;
-  for (const auto& record : rs) array.push_back(record_json(record, level));
+  for (const auto& record : records) array.push_back(record_json(record, level));
   return array;
 }
 
-std::string csv_num(double v, int d) {
-  return std::isfinite(v) ? fmt::format("{:.{}f}", v, d) : std::string();
+std::string csv_num(double value, int decimals) {
+  return std::isfinite(value) ? fmt::format("{:.{}f}", value, decimals) : std::string();
 }
 
-std::string figure_cell(double v, std::size_t failed, std::size_t requests, int d) {
-  if (std::isfinite(v)) return fmt_num(v, d);
+std::string figure_cell(double value, std::size_t failed, std::size_t requests, int decimals) {
+  if (std::isfinite(value)) return fmt_num(value, decimals);
   if (requests > 0 && failed >= requests) return fmt::format("error (all {} failed)", requests);
   return "-";
 }
@@ -100,8 +100,8 @@ Outcome outcome(std::size_t requests, std::size_t failed, std::size_t rejected,
   return result;
 }
 
-void report_outcome(const Outcome& outcome, std::ostream& md, const std::string& command) {
-  md << (outcome.status ? "**" + outcome.line + "**" : outcome.line) << "\n\n";
+void report_outcome(const Outcome& outcome, std::ostream& markdown, const std::string& command) {
+  markdown << (outcome.status ? "**" + outcome.line + "**" : outcome.line) << "\n\n";
   if (outcome.status)
     std::fprintf(stderr, "llmux %s: error: %s\n", command.c_str(), outcome.line.c_str());
 }
@@ -136,7 +136,7 @@ std::vector<Chart> distribution_charts(std::span<const TimingGroup> groups, cons
       const RequestMetrics metrics = derive(timing);
       e2e_ms.push_back(metrics.e2e_s * 1e3);
       if (metrics.ttft_s) ttft_ms.push_back(*metrics.ttft_s * 1e3);
-      for (double x : metrics.itl_s) itl_ms.push_back(x * 1e3);
+      for (double gap_s : metrics.itl_s) itl_ms.push_back(gap_s * 1e3);
     }
     ttft.series.push_back({group.name, cdf_points(std::move(ttft_ms))});
     itl.series.push_back({group.name, cdf_points(std::move(itl_ms))});
@@ -166,12 +166,12 @@ Chart tok_s_time_chart(std::span<const TimingGroup> groups, std::int64_t t0_ns,
     span = static_cast<double>(last - t0_ns) * 1e-9;
   } else {
     for (const TimingGroup& group : groups) {
-      std::int64_t a = 0, b = 0;
+      std::int64_t group_first = 0, group_last = 0;
       for (const RequestTiming& timing : group.ts) {
-        if (!a || timing.start_ns < a) a = timing.start_ns;
-        b = std::max(b, timing.end_ns);
+        if (!group_first || timing.start_ns < group_first) group_first = timing.start_ns;
+        group_last = std::max(group_last, timing.end_ns);
       }
-      span = std::max(span, static_cast<double>(b - a) * 1e-9);
+      span = std::max(span, static_cast<double>(group_last - group_first) * 1e-9);
     }
   }
   const double bucket = bucket_for(span);
@@ -200,9 +200,9 @@ void write_outputs(const OutputOptions& out, const std::string& stem, json::obje
     files += ", " + (dir / file_name).string();
     html.files.emplace_back(file_name, "CSV, units in the headers");
   }
-  const ReportFiles rf = write_report(dir.string(), std::move(html), charts, out.plots);
+  const ReportFiles report_files = write_report(dir.string(), std::move(html), charts, out.plots);
   notes.push_back(fmt::format("Written: {}, {}.", files, (dir / "index.html").string()));
-  notes.push_back(rf.note);
+  notes.push_back(report_files.note);
 }
 
 }  // namespace llmux::bench::detail

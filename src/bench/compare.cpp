@@ -48,7 +48,7 @@ std::string paths_desc(const CompareCommand& command) {
   std::vector<std::pair<std::string, std::string>> urls;
   for (const auto& path : command.paths) {
     auto it = std::find_if(urls.begin(), urls.end(),
-                           [&](const auto& u) { return u.first == path.url.str(); });
+                           [&](const auto& entry) { return entry.first == path.url.str(); });
     if (it == urls.end())
       urls.emplace_back(path.url.str(), path.name);
     else
@@ -60,8 +60,8 @@ std::string paths_desc(const CompareCommand& command) {
   return text;
 }
 
-std::string ms_cell(double v) {
-  return std::isfinite(v) ? fmt::format("{:+.1f}", v) : "-";
+std::string ms_cell(double value) {
+  return std::isfinite(value) ? fmt::format("{:+.1f}", value) : "-";
 }
 
 /// Each gateway path against the direct path of its endpoint, per level.
@@ -78,59 +78,60 @@ std::vector<GatewayRow> gateway_rows(const CompareCommand& command,
     if (!direct_index) continue;
     rows.push_back(detail::gateway_row(command.paths[i].name, command.paths[*direct_index].name,
                                        res[i], res[*direct_index], 0));
-    for (std::size_t n : command.levels)
+    for (std::size_t level : command.levels)
       rows.push_back(detail::gateway_row(command.paths[i].name, command.paths[*direct_index].name,
-                                         res[i], res[*direct_index], n));
+                                         res[i], res[*direct_index], level));
   }
   return rows;
 }
 
 }  // namespace
 
-int bench_compare(const CompareCommand& command, std::ostream& md) {
+int bench_compare(const CompareCommand& command, std::ostream& markdown) {
   std::vector<PathMeasured> res;
   std::string model;
   const std::size_t steps = command.paths.size() * (1 + command.levels.size());
   std::size_t step = 0;
-  const std::int64_t t0 = mono_ns();
+  const std::int64_t start_ns = mono_ns();
   for (const auto& path : command.paths) {
-    PathMeasured pr;
+    PathMeasured path_result;
     model = resolve_model(command.model, path.url, command.client);
     const std::string slug = [&] {
       std::string name = path.name;
-      for (char& ch : name)
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      for (char& character : name)
+        if (!std::isalnum(static_cast<unsigned char>(character))) character = '_';
       return name;
     }();
-    auto ro =
+    auto options =
         seed_options(path, model, command.max_tokens, command.client, "cmp-" + slug + "-serial");
-    ro.progress = command.out.progress;
-    ro.label = step_label("compare", ++step, steps, path.name + " serial");
-    pr.serial = serial(ro, seed_prompt(command.prompt), command.repeat);
-    for (std::size_t n : command.levels) {
-      ro = seed_options(path, model, command.max_tokens, command.client,
-                        fmt::format("cmp-{}-n{}", slug, n));
-      ro.progress = command.out.progress;
-      ro.label = step_label("compare", ++step, steps, fmt::format("{} N={}", path.name, n));
-      pr.levels[n] = burst(ro, seed_prompt(command.prompt), n);
+    options.progress = command.out.progress;
+    options.label = step_label("compare", ++step, steps, path.name + " serial");
+    path_result.serial = serial(options, seed_prompt(command.prompt), command.repeat);
+    for (std::size_t level : command.levels) {
+      options = seed_options(path, model, command.max_tokens, command.client,
+                             fmt::format("cmp-{}-n{}", slug, level));
+      options.progress = command.out.progress;
+      options.label =
+          step_label("compare", ++step, steps, fmt::format("{} N={}", path.name, level));
+      path_result.levels[level] = burst(options, seed_prompt(command.prompt), level);
     }
-    res.push_back(std::move(pr));
+    res.push_back(std::move(path_result));
   }
   Tally tally;
   for (const auto& path_measured : res) {
     tally.add(path_measured.serial);
     for (const auto& [level, measured] : path_measured.levels) tally.add(measured);
   }
-  md << fmt::format(
+  markdown << fmt::format(
       "### llmux bench compare ({} prompt, max_tokens {}, temperature 0, "
       "non-streaming)\n\n",
       command.prompt, command.max_tokens);
   std::vector<std::string> header{"Path", "Endpoint", "URL",
                                   fmt::format("Serial tok/s (mean of {})", command.repeat)};
-  for (std::size_t n : command.levels) header.push_back(fmt::format("N={} tok/s", n));
-  std::vector<Align> al(header.size(), Align::right);
-  al[0] = al[1] = al[2] = Align::left;
-  Table table(header, al);
+  for (std::size_t level : command.levels) header.push_back(fmt::format("N={} tok/s", level));
+  std::vector<Align> aligns(header.size(), Align::right);
+  aligns[0] = aligns[1] = aligns[2] = Align::left;
+  Table table(header, aligns);
   Table pcsv({"path", "endpoint", "url", "serial", "concurrency", "requests", "failed", "rejected",
               "tok_s", "e2e_p50_ms", "e2e_p99_ms"});
   for (std::size_t i = 0; i < command.paths.size(); ++i) {
@@ -139,36 +140,37 @@ int bench_compare(const CompareCommand& command, std::ostream& md) {
     std::vector<std::string> row{
         path.name, std::string(endpoint_path(path.dialect)), path.url.str(),
         figure_cell(serial_measured.mean, serial_measured.failed, serial_measured.requests)};
-    auto csv_row = [&](const Measured& measured, bool ser, std::size_t n) {
+    auto csv_row = [&](const Measured& measured, bool ser, std::size_t level) {
       pcsv.add_row({path.name, std::string(endpoint_path(path.dialect)), path.url.str(),
-                    ser ? "1" : "0", std::to_string(n), std::to_string(measured.requests),
+                    ser ? "1" : "0", std::to_string(level), std::to_string(measured.requests),
                     std::to_string(measured.failed), std::to_string(measured.rejected),
                     csv_num(measured.mean), csv_num(measured.agg.e2e.p50 * 1e3),
                     csv_num(measured.agg.e2e.p99 * 1e3)});
     };
     csv_row(serial_measured, true, 1);
-    for (std::size_t n : command.levels) {
-      const Measured& measured = res[i].levels[n];
+    for (std::size_t level : command.levels) {
+      const Measured& measured = res[i].levels[level];
       row.push_back(figure_cell(measured.mean, measured.failed, measured.requests));
-      csv_row(measured, false, n);
+      csv_row(measured, false, level);
     }
     table.add_row(row);
   }
-  md << to_markdown(table);
+  markdown << to_markdown(table);
 
   const std::vector<GatewayRow> rows = gateway_rows(command, res);
-  Table gt({"Path", "Level", "Backends", "tok/s ratio", "Added latency p50 ms",
-            "Added latency p99 ms", "Reading"},
-           {Align::left, Align::left, Align::left, Align::right, Align::right, Align::right,
-            Align::left});
+  Table gateway_table({"Path", "Level", "Backends", "tok/s ratio", "Added latency p50 ms",
+                       "Added latency p99 ms", "Reading"},
+                      {Align::left, Align::left, Align::left, Align::right, Align::right,
+                       Align::right, Align::left});
   Table gcsv({"path", "baseline", "serial", "concurrency", "backends_used", "scale_out",
               "tok_s_ratio", "per_machine_ratio", "added_latency_p50_ms", "added_latency_p99_ms",
               "latency_baseline_concurrency"});
   for (const GatewayRow& row : rows) {
-    gt.add_row({row.path, row.level ? fmt::format("N={}", row.level) : "serial",
-                detail::backends_cell(row.backends),
-                std::isfinite(row.tok_s_ratio) ? fmt::format("{:.3f}x", row.tok_s_ratio) : "-",
-                ms_cell(row.added_p50_ms), ms_cell(row.added_p99_ms), row.reading});
+    gateway_table.add_row(
+        {row.path, row.level ? fmt::format("N={}", row.level) : "serial",
+         detail::backends_cell(row.backends),
+         std::isfinite(row.tok_s_ratio) ? fmt::format("{:.3f}x", row.tok_s_ratio) : "-",
+         ms_cell(row.added_p50_ms), ms_cell(row.added_p99_ms), row.reading});
     gcsv.add_row(
         {row.path, row.baseline, row.level ? "0" : "1", std::to_string(row.level ? row.level : 1),
          std::to_string(row.backends.size()), row.scale_out ? "1" : "0",
@@ -179,8 +181,9 @@ int bench_compare(const CompareCommand& command, std::ostream& md) {
   const std::string gt_title =
       "Gateway vs direct: tok/s ratio and the latency the gateway adds per request";
   if (!rows.empty())
-    md << "\n"
-       << to_markdown(gt, MarkdownOptions{.title = gt_title, .heading_level = 4, .notes = {}});
+    markdown << "\n"
+             << to_markdown(gateway_table,
+                            MarkdownOptions{.title = gt_title, .heading_level = 4, .notes = {}});
   std::vector<std::string> notes;
   notes.push_back(fmt::format(
       "Method (the seed's qwen36-gateway-vs-direct.py): serial = {} requests one after the other, "
@@ -204,7 +207,7 @@ int bench_compare(const CompareCommand& command, std::ostream& md) {
         notes.push_back(fmt::format("{} N={}: {} failed ({})", command.paths[i].name, level,
                                     measured.failed, measured.first_error));
   }
-  const detail::Outcome oc =
+  const detail::Outcome outcome =
       detail::outcome(tally.requests, tally.failed, tally.rejected, tally.kinds(), command.out);
 
   json::object doc;
@@ -222,7 +225,7 @@ int bench_compare(const CompareCommand& command, std::ostream& md) {
   doc["outcome"] = json::object{{"requests", tally.requests},
                                 {"failed", tally.failed},
                                 {"rejected", tally.rejected},
-                                {"exit_status", oc.status}};
+                                {"exit_status", outcome.status}};
   json::object summary, raw;
   for (std::size_t i = 0; i < res.size(); ++i) {
     json::object path_summary{{"serial_tok_s", json_number(res[i].serial.mean)}};
@@ -237,12 +240,12 @@ int bench_compare(const CompareCommand& command, std::ostream& md) {
     }
     path_summary["failed"] = failed;
     path_summary["rejected"] = rejected;
-    json::object vs;
+    json::object vs_direct;
     for (const GatewayRow& row : rows) {
       if (row.path != command.paths[i].name) continue;
       json::object backends;
       for (const auto& [name, count] : row.backends) backends[name] = count;
-      vs[row.level ? fmt::format("n{}", row.level) : "serial"] =
+      vs_direct[row.level ? fmt::format("n{}", row.level) : "serial"] =
           json::object{{"tok_s_ratio", json_number(row.tok_s_ratio)},
                        {"added_latency_p50_ms", json_number(row.added_p50_ms)},
                        {"added_latency_p99_ms", json_number(row.added_p99_ms)},
@@ -250,7 +253,7 @@ int bench_compare(const CompareCommand& command, std::ostream& md) {
                        {"per_machine_ratio", json_number(row.per_machine)},
                        {"backends", std::move(backends)}};
     }
-    if (!vs.empty()) path_summary["vs_direct"] = std::move(vs);
+    if (!vs_direct.empty()) path_summary["vs_direct"] = std::move(vs_direct);
     summary[command.paths[i].name] = std::move(path_summary);
     raw[command.paths[i].name] = std::move(path_records);
   }
@@ -265,10 +268,10 @@ int bench_compare(const CompareCommand& command, std::ostream& md) {
         "Model {}, {} prompt, max_tokens {}, temperature 0, non-streaming (no TTFT or ITL: the "
         "distributions are of whole requests).",
         model, command.prompt, command.max_tokens);
-    html.status.push_back(oc.line);
-    html.failed = oc.status != 0;
+    html.status.push_back(outcome.line);
+    html.failed = outcome.status != 0;
     html.sections.push_back({"Output tok/s per path", table, {}});
-    if (!rows.empty()) html.sections.push_back({gt_title, gt, {}});
+    if (!rows.empty()) html.sections.push_back({gt_title, gateway_table, {}});
     html.notes = notes;
     std::vector<Chart> charts;
     Chart scale{.name = "tok_s_vs_concurrency",
@@ -280,16 +283,16 @@ int bench_compare(const CompareCommand& command, std::ostream& md) {
                 .series = {}};
     std::vector<TimingGroup> all;
     for (std::size_t i = 0; i < res.size(); ++i) {
-      ChartSeries cs{command.paths[i].name, {}};
+      ChartSeries series{command.paths[i].name, {}};
       TimingGroup group{command.paths[i].name, {}};
-      if (std::isfinite(res[i].serial.mean)) cs.points.emplace_back(1, res[i].serial.mean);
+      if (std::isfinite(res[i].serial.mean)) series.points.emplace_back(1, res[i].serial.mean);
       for (const auto& rec : res[i].serial.records) group.ts.push_back(rec.t);
       for (const auto& [level, measured] : res[i].levels) {
         if (std::isfinite(measured.mean))
-          cs.points.emplace_back(static_cast<double>(level), measured.mean);
+          series.points.emplace_back(static_cast<double>(level), measured.mean);
         for (const auto& rec : measured.records) group.ts.push_back(rec.t);
       }
-      scale.series.push_back(std::move(cs));
+      scale.series.push_back(std::move(series));
       all.push_back(std::move(group));
     }
     charts.push_back(std::move(scale));
@@ -301,23 +304,24 @@ int bench_compare(const CompareCommand& command, std::ostream& md) {
         for (const auto& rec : measured.records) group.ts.push_back(rec.t);
         groups.push_back(std::move(group));
       }
-      const std::string lv =
+      const std::string level_desc =
           k ? fmt::format("at N={}", command.levels[k - 1]) : std::string("of the serial requests");
-      for (auto& ch : detail::distribution_charts(
+      for (auto& chart : detail::distribution_charts(
                groups, k ? fmt::format("n{}", command.levels[k - 1]) : "serial",
-               fmt::format("{}\n{}", lv, paths_desc(command))))
-        charts.push_back(std::move(ch));
+               fmt::format("{}\n{}", level_desc, paths_desc(command))))
+        charts.push_back(std::move(chart));
     }
     charts.push_back(detail::tok_s_time_chart(
-        all, t0, "Output tok/s over time (each path serial, then each N)\n" + paths_desc(command)));
+        all, start_ns,
+        "Output tok/s over time (each path serial, then each N)\n" + paths_desc(command)));
     detail::write_outputs(command.out, "compare", std::move(doc),
                           {{"paths", std::move(pcsv)}, {"gateway", std::move(gcsv)}},
                           std::move(html), charts, notes);
   }
-  md << "\n";
-  detail::report_outcome(oc, md, "bench compare");
-  for (const auto& note : notes) md << note << "\n\n";
-  return oc.status;
+  markdown << "\n";
+  detail::report_outcome(outcome, markdown, "bench compare");
+  for (const auto& note : notes) markdown << note << "\n\n";
+  return outcome.status;
 }
 
 }  // namespace llmux::bench

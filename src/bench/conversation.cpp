@@ -69,9 +69,9 @@ std::string build_turn_body(const Conversation& conversation, const PromptItem& 
   return json::serialize(body);
 }
 
-void finish_turn(Conversation& conversation, const PromptItem& user, bool ok,
+void finish_turn(Conversation& conversation, const PromptItem& user, bool succeeded,
                  std::string_view response_id, std::string reply) {
-  if (!ok) return;
+  if (!succeeded) return;
   conversation.history.push_back(ConversationTurn{user.text, std::move(reply)});
   conversation.previous_response_id = std::string(response_id);
 }

@@ -64,7 +64,7 @@ std::string build_turn_body(const Conversation& conversation, const PromptItem& 
 /// After a turn: one that succeeded joins the history (with `reply`, the assistant's text) and
 /// its response id is the next turn's previous_response_id; one that failed changes nothing
 /// (the next turn builds on the last success).
-void finish_turn(Conversation& conversation, const PromptItem& user, bool ok,
+void finish_turn(Conversation& conversation, const PromptItem& user, bool succeeded,
                  std::string_view response_id, std::string reply);
 
 /// A deterministic stand-in for a reply of `tokens` tokens whose text was not received (a

@@ -25,8 +25,8 @@ constexpr std::size_t kMaxErrorBody = 64 * 1024;
 
 /// Per in-flight request state, reused from one request to the next.
 struct Slot {
-  Slot(net::any_io_executor ex, const RunOptions& opt)
-      : conn(ex, opt.url, opt.client),
+  Slot(net::any_io_executor executor, const RunOptions& opt)
+      : conn(executor, opt.url, opt.client),
         // A replayed conversation sends the assistant's replies back: keep their text.
         interp(opt.body.dialect,
                opt.conversation.enabled() && opt.conversation.mode == ConversationMode::replay),
@@ -36,9 +36,9 @@ struct Slot {
       headers.push_back(http::Header{"X-Session-ID", ""});
     }
     headers.push_back(http::Header{"X-Request-Id", ""});
-    on_head = [this](int status, std::string_view ct) {
-      sse_mode =
-          status >= 200 && status < 300 && ct.find("text/event-stream") != std::string_view::npos;
+    on_head = [this](int status, std::string_view content_type) {
+      sse_mode = status >= 200 && status < 300 &&
+                 content_type.find("text/event-stream") != std::string_view::npos;
     };
     on_body = [this](std::string_view bytes, std::int64_t t_ns) {
       if (!sse_mode) {
@@ -88,16 +88,16 @@ class Runner {
         !opt_.conversation.enabled()) {
       net::co_spawn(ioc_, generator(), net::detached);
     } else {
-      const std::size_t n = std::max<std::size_t>(1, spec_.concurrency);
-      workers_ = n;
-      for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t worker_count = std::max<std::size_t>(1, spec_.concurrency);
+      workers_ = worker_count;
+      for (std::size_t i = 0; i < worker_count; ++i) {
         slots_.push_back(std::make_unique<Slot>(ioc_.get_executor(), opt_));
         if (opt_.conversation.enabled())
           net::co_spawn(ioc_, conversation(*slots_.back(), i), net::detached);
         else
           net::co_spawn(ioc_, worker(*slots_.back()), net::detached);
       }
-      if (opt_.conversation.enabled()) conversation_total_ = n * opt_.conversation.turns;
+      if (opt_.conversation.enabled()) conversation_total_ = worker_count * opt_.conversation.turns;
     }
     if (opt_.progress) net::co_spawn(ioc_, progress(), net::detached);
     ioc_.run();
@@ -107,7 +107,7 @@ class Runner {
     res.records.assign(std::make_move_iterator(records_.begin()),
                        std::make_move_iterator(records_.end()));
     std::sort(res.records.begin(), res.records.end(),
-              [](const Record& a, const Record& b) { return a.index < b.index; });
+              [](const Record& left, const Record& right) { return left.index < right.index; });
     std::int64_t first = 0, last = 0;
     for (const Record& record : res.records) {
       if (record.warmup) continue;
@@ -180,8 +180,8 @@ class Runner {
   }
 
   net::awaitable<void> one_of_prompts(Slot& slot, std::size_t idx) {
-    const std::size_t p = idx % prompts_.size();
-    co_await one(slot, idx, p, bodies_[p]);
+    const std::size_t prompt_index = idx % prompts_.size();
+    co_await one(slot, idx, prompt_index, bodies_[prompt_index]);
   }
 
   net::awaitable<void> worker(Slot& slot) {
@@ -191,29 +191,32 @@ class Runner {
 
   /// User `user`'s conversation: its turns one after the other.
   net::awaitable<void> conversation(Slot& slot, std::size_t user) {
-    const ConversationSpec& cs = opt_.conversation;
+    const ConversationSpec& conversation_spec = opt_.conversation;
     Conversation user_conversation;
-    user_conversation.key = fmt::format("{}-{}", cs.key_prefix, user);
+    user_conversation.key = fmt::format("{}-{}", conversation_spec.key_prefix, user);
     slot.headers[slot.session_header].value = user_conversation.key;
-    for (std::size_t k = 0; k < cs.turns && may_start(); ++k) {
-      const std::size_t p = (user * cs.turns + k) % prompts_.size();
-      const PromptItem& item = prompts_[p];
+    for (std::size_t k = 0; k < conversation_spec.turns && may_start(); ++k) {
+      const std::size_t prompt_index = (user * conversation_spec.turns + k) % prompts_.size();
+      const PromptItem& item = prompts_[prompt_index];
       if (k == 0) user_conversation.system = item.system;
-      const std::string body = build_turn_body(user_conversation, item, cs.mode, opt_.body);
-      Record& rec = *co_await one(slot, started_++, p, body);
+      const std::string body =
+          build_turn_body(user_conversation, item, conversation_spec.mode, opt_.body);
+      Record& rec = *co_await one(slot, started_++, prompt_index, body);
       rec.user = user;
       rec.turn = k + 1;
       rec.session = user_conversation.key;
       std::string reply;
-      if (rec.t.ok() && cs.mode == ConversationMode::replay) {
+      if (rec.t.ok() && conversation_spec.mode == ConversationMode::replay) {
         reply = slot.interp.text();
-        if (reply.empty()) reply = stand_in_reply(derive(rec.t).output_tokens, user * cs.turns + k);
+        if (reply.empty())
+          reply = stand_in_reply(derive(rec.t).output_tokens, user * conversation_spec.turns + k);
       }
       const bool ok = rec.t.ok();
       finish_turn(user_conversation, item, ok, rec.response_id, std::move(reply));
-      if (!ok && cs.error_pause_s > 0) {
-        net::steady_timer pause(ioc_, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::duration<double>(cs.error_pause_s)));
+      if (!ok && conversation_spec.error_pause_s > 0) {
+        net::steady_timer pause(
+            ioc_, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::duration<double>(conversation_spec.error_pause_s)));
         co_await pause.async_wait(net::as_tuple(net::use_awaitable));
       }
     }
@@ -266,14 +269,14 @@ class Runner {
       progress_timer_.expires_after(std::chrono::milliseconds(500));
       co_await progress_timer_.async_wait(net::as_tuple(net::use_awaitable));
       if (done_) break;
-      const double el = static_cast<double>(mono_ns() - t0_) * 1e-9;
+      const double elapsed_s = static_cast<double>(mono_ns() - t0_) * 1e-9;
       const std::size_t bound = limit_ && conversation_total_
                                     ? std::min(limit_, conversation_total_)
                                     : std::max(limit_, conversation_total_);
       std::string total = bound ? fmt::format("/{}", bound) : "";
       std::fprintf(stderr, "\r\033[K%s %zu%s done, %zu in flight, %zu failed, %.1fs, %.0f tok/s",
-                   opt_.label.c_str(), ok_ + failed_, total.c_str(), in_flight_, failed_, el,
-                   el > 0 ? tokens_ / el : 0.0);
+                   opt_.label.c_str(), ok_ + failed_, total.c_str(), in_flight_, failed_, elapsed_s,
+                   elapsed_s > 0 ? tokens_ / elapsed_s : 0.0);
       std::fflush(stderr);
     }
   }
@@ -447,8 +450,8 @@ GroundTruthCheck check_against_sim(const http::Url& url, std::span<const Record>
           std::vector<std::int64_t> client_ns;
           for (const TokenEvent& event : timing.events)
             for (std::uint32_t k = 0; k < event.tokens; ++k) client_ns.push_back(event.time_ns);
-          const std::size_t n = std::min(client_ns.size(), sim.size());
-          for (std::size_t j = 0; j < n; ++j) {
+          const std::size_t compared = std::min(client_ns.size(), sim.size());
+          for (std::size_t j = 0; j < compared; ++j) {
             out.token_err_s.push_back(static_cast<double>(client_ns[j] - sim[j]) * 1e-9);
             if (j > 0)
               out.itl_err_s.push_back(

@@ -16,33 +16,33 @@ namespace fs = std::filesystem;
 
 bool Chart::empty() const {
   return std::all_of(series.begin(), series.end(),
-                     [](const ChartSeries& s) { return s.points.empty(); });
+                     [](const ChartSeries& line) { return line.points.empty(); });
 }
 
 ChartPoints cdf_points(std::vector<double> values, std::size_t max_points) {
-  std::erase_if(values, [](double v) { return !std::isfinite(v); });
+  std::erase_if(values, [](double value) { return !std::isfinite(value); });
   std::sort(values.begin(), values.end());
   ChartPoints out;
-  const std::size_t n = values.size();
-  if (n == 0) return out;
+  const std::size_t count = values.size();
+  if (count == 0) return out;
   const std::size_t step =
-      std::max<std::size_t>(1, (n + max_points - 1) / std::max<std::size_t>(1, max_points));
-  for (std::size_t i = 0; i < n; i += step)
-    out.emplace_back(values[i], static_cast<double>(i + 1) / static_cast<double>(n));
+      std::max<std::size_t>(1, (count + max_points - 1) / std::max<std::size_t>(1, max_points));
+  for (std::size_t i = 0; i < count; i += step)
+    out.emplace_back(values[i], static_cast<double>(i + 1) / static_cast<double>(count));
   if (out.back().second < 1.0) out.emplace_back(values.back(), 1.0);
   return out;
 }
 
-ChartPoints tok_s_over_time(std::span<const RequestTiming> ts, std::int64_t t0_ns,
+ChartPoints tok_s_over_time(std::span<const RequestTiming> timings, std::int64_t t0_ns,
                             double bucket_s) {
   ChartPoints out;
   if (!(bucket_s > 0)) return out;
   std::map<std::int64_t, std::uint64_t> buckets;
-  for (const RequestTiming& timing : ts) {
+  for (const RequestTiming& timing : timings) {
     if (!timing.ok()) continue;
     auto add = [&](std::int64_t at_ns, std::uint64_t tokens) {
-      const double s = static_cast<double>(at_ns - t0_ns) * 1e-9;
-      buckets[static_cast<std::int64_t>(std::floor(s / bucket_s))] += tokens;
+      const double offset_s = static_cast<double>(at_ns - t0_ns) * 1e-9;
+      buckets[static_cast<std::int64_t>(std::floor(offset_s / bucket_s))] += tokens;
     };
     if (!timing.events.empty()) {
       for (const TokenEvent& event : timing.events) add(event.time_ns, event.tokens);
@@ -61,8 +61,8 @@ ChartPoints tok_s_over_time(std::span<const RequestTiming> ts, std::int64_t t0_n
 }
 
 double bucket_for(double span_s, std::size_t buckets) {
-  const double b = span_s / static_cast<double>(std::max<std::size_t>(1, buckets));
-  return std::max(0.25, std::isfinite(b) ? b : 0.25);
+  const double bucket_s = span_s / static_cast<double>(std::max<std::size_t>(1, buckets));
+  return std::max(0.25, std::isfinite(bucket_s) ? bucket_s : 0.25);
 }
 
 std::string chart_data(const Chart& chart) {
@@ -83,25 +83,25 @@ namespace {
 /// A gnuplot double-quoted string.
 std::string gp_quote(std::string_view text) {
   std::string out = "\"";
-  for (char ch : text) {
-    if (ch == '\n') {
+  for (char character : text) {
+    if (character == '\n') {
       out += "\\n";  // a line break in a double-quoted gnuplot string
       continue;
     }
-    if (ch == '"' || ch == '\\') out += '\\';
-    if (ch == '\r') ch = ' ';
-    out += ch;
+    if (character == '"' || character == '\\') out += '\\';
+    if (character == '\r') character = ' ';
+    out += character;
   }
   return out + "\"";
 }
 
 std::string shell_quote(std::string_view text) {
   std::string out = "'";
-  for (char ch : text) {
-    if (ch == '\'')
+  for (char character : text) {
+    if (character == '\'')
       out += "'\\''";
     else
-      out += ch;
+      out += character;
   }
   return out + "'";
 }
@@ -159,8 +159,8 @@ std::string gnuplot_script(std::span<const Chart> charts, std::string_view png_t
 std::string html_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (char ch : text) {
-    switch (ch) {
+  for (char character : text) {
+    switch (character) {
       case '&':
         out += "&amp;";
         break;
@@ -177,7 +177,7 @@ std::string html_escape(std::string_view text) {
         out += "&#39;";
         break;
       default:
-        out += ch;
+        out += character;
     }
   }
   return out;
@@ -248,7 +248,7 @@ std::string to_html(const HtmlReport& report) {
 
 ReportFiles write_report(const std::string& dir, HtmlReport report, std::span<const Chart> charts,
                          bool draw) {
-  ReportFiles rf;
+  ReportFiles files;
   const fs::path root(dir), cdir = root / "charts";
   fs::create_directories(cdir);
   std::vector<std::string> names;
@@ -257,35 +257,36 @@ ReportFiles write_report(const std::string& dir, HtmlReport report, std::span<co
     write(cdir / (chart.name + ".dat"), chart_data(chart));
     names.push_back(chart.name);
   }
-  const bool gp = draw && !names.empty() && have_gnuplot();
-  write(cdir / "plots.gp", gnuplot_script(charts, gp ? png_terminal() : "pngcairo"));
+  const bool use_gnuplot = draw && !names.empty() && have_gnuplot();
+  write(cdir / "plots.gp", gnuplot_script(charts, use_gnuplot ? png_terminal() : "pngcairo"));
   if (names.empty()) {
-    rf.note = "No charts: nothing to draw.";
+    files.note = "No charts: nothing to draw.";
   } else if (!draw) {
-    rf.note = fmt::format("Charts not drawn (--no-plots): their data and plots.gp are in {}.",
-                          cdir.string());
-  } else if (!gp) {
-    rf.note = fmt::format(
+    files.note = fmt::format("Charts not drawn (--no-plots): their data and plots.gp are in {}.",
+                             cdir.string());
+  } else if (!use_gnuplot) {
+    files.note = fmt::format(
         "Charts skipped: gnuplot is not installed (apt-get install gnuplot-nox); their data and "
         "plots.gp are in {} (run gnuplot plots.gp there).",
         cdir.string());
   } else {
     const std::string cmd =
         fmt::format("cd {} && gnuplot plots.gp >gnuplot.log 2>&1", shell_quote(cdir.string()));
-    const int st = std::system(cmd.c_str());
+    const int status = std::system(cmd.c_str());
     for (const auto& name : names)
-      if (fs::exists(cdir / (name + ".svg"))) rf.charts.push_back("charts/" + name + ".svg");
-    rf.gnuplot = st == 0 && rf.charts.size() == names.size();
-    rf.note = rf.gnuplot
-                  ? fmt::format("Charts: {} SVG and PNG in {}.", names.size(), cdir.string())
-                  : fmt::format("gnuplot failed (see {}); the charts' data and plots.gp are there.",
-                                (cdir / "gnuplot.log").string());
+      if (fs::exists(cdir / (name + ".svg"))) files.charts.push_back("charts/" + name + ".svg");
+    files.gnuplot = status == 0 && files.charts.size() == names.size();
+    files.note =
+        files.gnuplot
+            ? fmt::format("Charts: {} SVG and PNG in {}.", names.size(), cdir.string())
+            : fmt::format("gnuplot failed (see {}); the charts' data and plots.gp are there.",
+                          (cdir / "gnuplot.log").string());
   }
-  report.charts = rf.charts;
-  if (!rf.gnuplot) report.notes.push_back(rf.note);
+  report.charts = files.charts;
+  if (!files.gnuplot) report.notes.push_back(files.note);
   report.files.emplace_back("charts/plots.gp", "the gnuplot script that draws the charts");
   write(root / "index.html", to_html(report));
-  return rf;
+  return files;
 }
 
 }  // namespace llmux::bench

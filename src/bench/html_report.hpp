@@ -50,11 +50,12 @@ struct Chart {
 /// to at most `max_points` points (the last one always kept). Non-finite values are dropped.
 ChartPoints cdf_points(std::vector<double> values, std::size_t max_points = 400);
 
-/// Output tokens per second over time: every token event of the successful requests in `ts`
+/// Output tokens per second over time: every token event of the successful requests in `timings`
 /// (a non-streaming request's tokens count at its end) in buckets of `bucket_s` seconds from
 /// `t0_ns`; x = the bucket's start in seconds since t0_ns, y = tokens / bucket_s. Buckets
 /// between the first and the last event are all present (0 when nothing arrived).
-ChartPoints tok_s_over_time(std::span<const RequestTiming> ts, std::int64_t t0_ns, double bucket_s);
+ChartPoints tok_s_over_time(std::span<const RequestTiming> timings, std::int64_t t0_ns,
+                            double bucket_s);
 
 /// A bucket width for tok_s_over_time that gives about `buckets` buckets over `span_s`
 /// seconds, at least 0.25 s.

@@ -18,15 +18,17 @@ KneeResult detect_knee(std::span<const SweepPoint> points, const KneeOptions& op
   if (points.empty()) return result;
   result.peak_index = static_cast<std::size_t>(
       std::max_element(points.begin(), points.end(),
-                       [](const SweepPoint& x, const SweepPoint& y) { return x.tok_s < y.tok_s; }) -
+                       [](const SweepPoint& left, const SweepPoint& right) {
+                         return left.tok_s < right.tok_s;
+                       }) -
       points.begin());
   const std::size_t patience = std::max<std::size_t>(1, opt.patience);
   std::size_t flat_run = 0;
   for (std::size_t i = 1; i < points.size(); ++i) {
-    const double e = step_efficiency(points[i - 1], points[i]);
-    result.efficiency.push_back(e);
+    const double efficiency = step_efficiency(points[i - 1], points[i]);
+    result.efficiency.push_back(efficiency);
     if (result.saturated) continue;
-    if (e < opt.min_efficiency) {
+    if (efficiency < opt.min_efficiency) {
       ++flat_run;
       if (flat_run >= patience) {
         result.saturated = true;

@@ -38,11 +38,11 @@ Table& Table::add_row(std::vector<std::string> cells) {
 }
 
 std::size_t display_width(std::string_view text) {
-  std::size_t n = 0;
-  for (unsigned char c : text) {
-    if ((c & 0xC0) != 0x80) ++n;  // count every byte that is not a continuation byte
+  std::size_t width = 0;
+  for (unsigned char byte : text) {
+    if ((byte & 0xC0) != 0x80) ++width;  // count every byte that is not a continuation byte
   }
-  return n;
+  return width;
 }
 
 namespace {
@@ -51,14 +51,14 @@ std::string md_cell(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '|') {
+    const char character = text[i];
+    if (character == '|') {
       out += "\\|";
-    } else if (c == '\r' || c == '\n') {
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+    } else if (character == '\r' || character == '\n') {
+      if (character == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
       out += ' ';
     } else {
-      out += c;
+      out += character;
     }
   }
   return out;
@@ -133,9 +133,9 @@ std::string csv_field(std::string_view field) {
   std::string out;
   out.reserve(field.size() + 2);
   out += '"';
-  for (char c : field) {
-    if (c == '"') out += '"';
-    out += c;
+  for (char character : field) {
+    if (character == '"') out += '"';
+    out += character;
   }
   out += '"';
   return out;
@@ -157,9 +157,9 @@ std::string to_csv(const Table& table) {
   return out;
 }
 
-std::string fmt_num(double v, int decimals) {
-  if (!std::isfinite(v)) return "-";
-  return fmt::format("{:.{}f}", v, std::max(0, decimals));
+std::string fmt_num(double value, int decimals) {
+  if (!std::isfinite(value)) return "-";
+  return fmt::format("{:.{}f}", value, std::max(0, decimals));
 }
 
 std::string fmt_pct(double fraction, int decimals) {

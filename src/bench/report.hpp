@@ -71,7 +71,7 @@ std::string csv_record(std::span<const std::string> fields);
 std::string to_csv(const Table& table);
 
 /// A number with `decimals` places; NaN and infinities as "-".
-std::string fmt_num(double v, int decimals = 1);
+std::string fmt_num(double value, int decimals = 1);
 /// A signed percentage of a fraction: 0.052 -> "+5.2%".
 std::string fmt_pct(double fraction, int decimals = 1);
 
@@ -79,7 +79,7 @@ std::string fmt_pct(double fraction, int decimals = 1);
 // JSON
 
 /// A double as JSON: null when not finite (JSON has no NaN).
-boost::json::value json_number(double v);
+boost::json::value json_number(double value);
 /// {"count", "mean", "stddev", "min", "max", "p50", "p90", "p95", "p99", "p<extra>"...}; every
 /// figure multiplied by `scale` (1000 for seconds -> milliseconds).
 boost::json::object to_json(const Summary& summary, double scale = 1.0);

@@ -15,14 +15,14 @@ namespace llmux::bench {
 namespace json = boost::json;
 
 int bench_report(const std::string& a_path, const std::string& b_path, double threshold,
-                 bool show_all, std::ostream& md) {
+                 bool show_all, std::ostream& markdown) {
   auto load = [](const std::string& path) {
     std::ifstream file(path, std::ios::binary);
     if (!file) throw std::runtime_error(fmt::format("cannot open {}", path));
-    std::stringstream ss;
-    ss << file.rdbuf();
+    std::stringstream contents;
+    contents << file.rdbuf();
     boost::system::error_code ec;
-    json::value document = json::parse(ss.str(), ec);
+    json::value document = json::parse(contents.str(), ec);
     if (ec || !document.is_object())
       throw std::runtime_error(fmt::format("{}: not a JSON result", path));
     return document;
@@ -33,15 +33,15 @@ int bench_report(const std::string& a_path, const std::string& b_path, double th
     const json::value* tool = result.get_object().if_contains("tool");
     return tool && tool->is_string() ? std::string(tool->get_string()) : std::string();
   };
-  const std::string ka = kind(result_a), kb = kind(result_b);
-  if (ka != kb) {
-    auto name = [](const std::string& k) {
-      return k.empty() ? std::string("not a result of llmux bench") : "a `" + k + "` result";
+  const std::string kind_a = kind(result_a), kind_b = kind(result_b);
+  if (kind_a != kind_b) {
+    auto name = [](const std::string& tool) {
+      return tool.empty() ? std::string("not a result of llmux bench") : "a `" + tool + "` result";
     };
     throw std::runtime_error(fmt::format(
         "cannot compare {} ({}) with {} ({}): `llmux bench report` compares two results of the "
         "same kind (two run.json, two throughput.json or two compare.json)",
-        a_path, name(ka), b_path, name(kb)));
+        a_path, name(kind_a), b_path, name(kind_b)));
   }
   auto summary = [](const json::value& result) -> const json::value& {
     const json::value* summary_value = result.get_object().if_contains("summary");
@@ -49,12 +49,12 @@ int bench_report(const std::string& a_path, const std::string& b_path, double th
   };
   const Comparison cmp = compare(flatten_numbers(summary(result_a)),
                                  flatten_numbers(summary(result_b)), {}, threshold);
-  md << fmt::format("### llmux bench report: {} (A) vs {} (B)\n\n", a_path, b_path);
-  md << fmt::format(
+  markdown << fmt::format("### llmux bench report: {} (A) vs {} (B)\n\n", a_path, b_path);
+  markdown << fmt::format(
       "{} metrics compared, {} changed by more than {:g}%: {} regressions, {} "
       "improvements.\n\n",
       cmp.changes.size(), cmp.flagged, threshold * 100, cmp.regressions, cmp.improvements);
-  if (cmp.flagged || show_all) md << to_markdown(comparison_table(cmp, !show_all));
+  if (cmp.flagged || show_all) markdown << to_markdown(comparison_table(cmp, !show_all));
   return cmp.flagged ? 1 : 0;
 }
 

@@ -28,8 +28,9 @@ bool contains_any(std::string_view text, std::initializer_list<std::string_view>
 
 Direction guess_direction(std::string_view metric) {
   std::string lower(metric);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char character) {
+    return static_cast<char>(std::tolower(character));
+  });
   std::string_view name = lower;
   const std::size_t dot = name.rfind('.');
   const std::string_view leaf = dot == std::string_view::npos ? name : name.substr(dot + 1);
@@ -67,19 +68,19 @@ Comparison compare(const std::map<std::string, double>& before,
       metric_change.change = std::numeric_limits<double>::quiet_NaN();
       metric_change.flagged = true;
     } else {
-      const double x = *metric_change.a, y = *metric_change.b;
-      if (x == y) {
+      const double value_a = *metric_change.a, value_b = *metric_change.b;
+      if (value_a == value_b) {
         metric_change.change = 0;
-      } else if (x == 0) {
-        metric_change.change = y > 0 ? std::numeric_limits<double>::infinity()
-                                     : -std::numeric_limits<double>::infinity();
+      } else if (value_a == 0) {
+        metric_change.change = value_b > 0 ? std::numeric_limits<double>::infinity()
+                                           : -std::numeric_limits<double>::infinity();
       } else {
-        metric_change.change = (y - x) / std::fabs(x);
+        metric_change.change = (value_b - value_a) / std::fabs(value_a);
       }
       metric_change.flagged = std::fabs(metric_change.change) > threshold;  // false for NaN
       if (metric_change.flagged && metric_change.direction != Direction::neutral) {
-        const bool up = metric_change.change > 0;
-        const bool better = metric_change.direction == Direction::higher_is_better ? up : !up;
+        const bool rose = metric_change.change > 0;
+        const bool better = metric_change.direction == Direction::higher_is_better ? rose : !rose;
         metric_change.improvement = better;
         metric_change.regression = !better;
       }

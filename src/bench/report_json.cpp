@@ -15,15 +15,15 @@
 namespace llmux::bench {
 namespace json = boost::json;
 
-json::value json_number(double v) {
-  if (!std::isfinite(v)) return nullptr;
-  return v;
+json::value json_number(double value) {
+  if (!std::isfinite(value)) return nullptr;
+  return value;
 }
 
 namespace {
 
-std::string percentile_key(double p) {
-  return fmt::format("p{}", p);
+std::string percentile_key(double percent) {
+  return fmt::format("p{}", percent);
 }
 
 }  // namespace
@@ -106,7 +106,7 @@ json::object to_json(const Aggregate& aggregate) {
 namespace {
 
 void pretty(std::string& out, const json::value& value, int depth) {
-  auto indent = [&](int d) { out.append(static_cast<std::size_t>(d) * 2, ' '); };
+  auto indent = [&](int levels) { out.append(static_cast<std::size_t>(levels) * 2, ' '); };
   switch (value.kind()) {
     case json::kind::object: {
       const auto& object = value.get_object();
@@ -116,13 +116,13 @@ void pretty(std::string& out, const json::value& value, int depth) {
       }
       out += "{\n";
       bool first = true;
-      for (const auto& kv : object) {
+      for (const auto& member : object) {
         if (!first) out += ",\n";
         first = false;
         indent(depth + 1);
-        out += json::serialize(json::string_view(kv.key()));
+        out += json::serialize(json::string_view(member.key()));
         out += ": ";
-        pretty(out, kv.value(), depth + 1);
+        pretty(out, member.value(), depth + 1);
       }
       out += '\n';
       indent(depth);
@@ -136,8 +136,8 @@ void pretty(std::string& out, const json::value& value, int depth) {
         return;
       }
       // Arrays of scalars stay on one line (e.g. [offset_ns, tokens] pairs).
-      const bool flat = std::all_of(array.begin(), array.end(), [](const json::value& e) {
-        return !e.is_object() && !e.is_array();
+      const bool flat = std::all_of(array.begin(), array.end(), [](const json::value& element) {
+        return !element.is_object() && !element.is_array();
       });
       if (flat) {
         out += '[';
@@ -160,11 +160,11 @@ void pretty(std::string& out, const json::value& value, int depth) {
       return;
     }
     case json::kind::double_: {
-      const double d = value.get_double();
-      if (!std::isfinite(d)) {
+      const double number = value.get_double();
+      if (!std::isfinite(number)) {
         out += "null";
       } else {
-        std::string text = fmt::format("{}", d);
+        std::string text = fmt::format("{}", number);
         // Keep it a JSON number that reads back as a double.
         if (text.find_first_of(".eE") == std::string::npos) text += ".0";
         out += text;
@@ -184,8 +184,9 @@ void flatten(const json::value& value, const std::string& prefix,
   };
   switch (value.kind()) {
     case json::kind::object:
-      for (const auto& kv : value.get_object()) {
-        flatten(kv.value(), join(std::string_view(kv.key().data(), kv.key().size())), out);
+      for (const auto& member : value.get_object()) {
+        flatten(member.value(), join(std::string_view(member.key().data(), member.key().size())),
+                out);
       }
       break;
     case json::kind::array: {

@@ -31,61 +31,67 @@ using detail::summary_table;
 namespace {
 
 /// Compares the client's timings of every request with llmux sim's /debug/requests; prints the
-/// table on `md` and returns the "ground_truth" JSON of run.json.
+/// table on `markdown` and returns the "ground_truth" JSON of run.json.
 json::object ground_truth(const RunCommand& command, const std::vector<LevelResult>& levels,
-                          std::ostream& md) {
+                          std::ostream& markdown) {
   json::object gt_json;
   std::vector<Record> all;
   for (const auto& level : levels)
     all.insert(all.end(), level.run.records.begin(), level.run.records.end());
   GroundTruthCheck check = check_against_sim(command.run.url, all, 2000, command.run.client);
-  const Summary te = summarize(check.ttft_err_s), ie = summarize(check.itl_err_s),
-                ke = summarize(check.token_err_s), rd = summarize(check.request_delay_s);
+  const Summary ttft_error = summarize(check.ttft_err_s), itl_error = summarize(check.itl_err_s),
+                token_error = summarize(check.token_err_s),
+                request_delay = summarize(check.request_delay_s);
   auto abs_of = [](std::vector<double> values) {
-    for (auto& x : values) x = std::fabs(x);
+    for (auto& value : values) value = std::fabs(value);
     return summarize(values);
   };
-  const Summary tea = abs_of(check.ttft_err_s), iea = abs_of(check.itl_err_s);
-  md << "\n";
+  const Summary ttft_abs_error = abs_of(check.ttft_err_s), itl_abs_error = abs_of(check.itl_err_s);
+  markdown << "\n";
   Table table({"Timing error vs llmux sim ground truth", "samples", "p50 ms", "p99 ms",
                "|err| p50 ms", "|err| p99 ms", "max |err| ms"});
-  table.add_row({"TTFT (client - sim)", std::to_string(te.count), ms(te.p50, 3), ms(te.p99, 3),
-                 ms(tea.p50, 3), ms(tea.p99, 3), ms(tea.max, 3)});
-  table.add_row({"ITL per token (client gap - sim gap)", std::to_string(ie.count), ms(ie.p50, 3),
-                 ms(ie.p99, 3), ms(iea.p50, 3), ms(iea.p99, 3), ms(iea.max, 3)});
-  table.add_row({"Token arrival (client read - sim send)", std::to_string(ke.count), ms(ke.p50, 3),
-                 ms(ke.p99, 3), "", "", ""});
-  table.add_row({"Request delivery (sim arrival - client start)", std::to_string(rd.count),
-                 ms(rd.p50, 3), ms(rd.p99, 3), "", "", ""});
-  md << to_markdown(table);
+  table.add_row({"TTFT (client - sim)", std::to_string(ttft_error.count), ms(ttft_error.p50, 3),
+                 ms(ttft_error.p99, 3), ms(ttft_abs_error.p50, 3), ms(ttft_abs_error.p99, 3),
+                 ms(ttft_abs_error.max, 3)});
+  table.add_row({"ITL per token (client gap - sim gap)", std::to_string(itl_error.count),
+                 ms(itl_error.p50, 3), ms(itl_error.p99, 3), ms(itl_abs_error.p50, 3),
+                 ms(itl_abs_error.p99, 3), ms(itl_abs_error.max, 3)});
+  table.add_row({"Token arrival (client read - sim send)", std::to_string(token_error.count),
+                 ms(token_error.p50, 3), ms(token_error.p99, 3), "", "", ""});
+  table.add_row({"Request delivery (sim arrival - client start)",
+                 std::to_string(request_delay.count), ms(request_delay.p50, 3),
+                 ms(request_delay.p99, 3), "", "", ""});
+  markdown << to_markdown(table);
   gt_json["requests"] = check.requests;
   gt_json["missing"] = check.missing;
-  gt_json["ttft_err_ms"] = to_json(te, 1e3);
-  gt_json["ttft_abs_err_ms"] = to_json(tea, 1e3);
-  gt_json["itl_err_ms"] = to_json(ie, 1e3);
-  gt_json["itl_abs_err_ms"] = to_json(iea, 1e3);
-  gt_json["token_arrival_err_ms"] = to_json(ke, 1e3);
-  gt_json["request_delay_ms"] = to_json(rd, 1e3);
+  gt_json["ttft_err_ms"] = to_json(ttft_error, 1e3);
+  gt_json["ttft_abs_err_ms"] = to_json(ttft_abs_error, 1e3);
+  gt_json["itl_err_ms"] = to_json(itl_error, 1e3);
+  gt_json["itl_abs_err_ms"] = to_json(itl_abs_error, 1e3);
+  gt_json["token_arrival_err_ms"] = to_json(token_error, 1e3);
+  gt_json["request_delay_ms"] = to_json(request_delay, 1e3);
   return gt_json;
 }
 
 /// One level over a fixed split: a load per target, all at once (one thread each), merged in
 /// start order; a request no gateway named a backend for is named after its target.
-RunResult run_split(const RunCommand& command, const RunOptions& ro, const LoadSpec& spec) {
+RunResult run_split(const RunCommand& command, const RunOptions& base_options,
+                    const LoadSpec& spec) {
   std::size_t clients = 0;
   for (const auto& target : command.split) clients += target.clients;
   std::vector<RunResult> parts(command.split.size());
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < command.split.size(); ++i) {
     threads.emplace_back([&, i] {
-      RunOptions options = ro;
+      RunOptions options = base_options;
       options.url = command.split[i].url;
       // One progress line: the first target's (threads would overwrite each other's).
-      options.progress = ro.progress && i == 0;
-      options.label = fmt::format("{} {} (1st of {} targets)", ro.label, command.split[i].name,
-                                  command.split.size());
-      options.request_id_prefix = fmt::format("{}-t{}", ro.request_id_prefix, i);
-      options.conversation.key_prefix = fmt::format("{}-t{}", ro.conversation.key_prefix, i);
+      options.progress = base_options.progress && i == 0;
+      options.label = fmt::format("{} {} (1st of {} targets)", base_options.label,
+                                  command.split[i].name, command.split.size());
+      options.request_id_prefix = fmt::format("{}-t{}", base_options.request_id_prefix, i);
+      options.conversation.key_prefix =
+          fmt::format("{}-t{}", base_options.conversation.key_prefix, i);
       LoadSpec target_spec = spec;
       target_spec.concurrency = command.split[i].clients;
       // A request count is shared out in proportion to the clients (at least one each).
@@ -107,8 +113,9 @@ RunResult run_split(const RunCommand& command, const RunOptions& ro, const LoadS
       out.records.push_back(std::move(record));
     }
   }
-  std::stable_sort(out.records.begin(), out.records.end(),
-                   [](const Record& a, const Record& b) { return a.t.start_ns < b.t.start_ns; });
+  std::stable_sort(
+      out.records.begin(), out.records.end(),
+      [](const Record& left, const Record& right) { return left.t.start_ns < right.t.start_ns; });
   std::int64_t first = 0, last = 0;
   for (std::size_t i = 0; i < out.records.size(); ++i) {
     auto& record = out.records[i];
@@ -123,7 +130,7 @@ RunResult run_split(const RunCommand& command, const RunOptions& ro, const LoadS
 
 }  // namespace
 
-int bench_run(const RunCommand& command, std::ostream& md) {
+int bench_run(const RunCommand& command, std::ostream& markdown) {
   std::vector<LevelResult> levels;
   std::vector<SweepPoint> points;
   std::vector<std::size_t> conc = command.sweep;
@@ -132,27 +139,27 @@ int bench_run(const RunCommand& command, std::ostream& md) {
   AggregateOptions aopt;
   aopt.extra_percentiles = command.out.percentiles;
   aopt.slo = command.slo;
-  for (std::size_t n : conc) {
+  for (std::size_t concurrency : conc) {
     LoadSpec spec = command.load;
-    if (!command.sweep.empty()) spec.concurrency = n;
-    RunOptions ro = command.run;
+    if (!command.sweep.empty()) spec.concurrency = concurrency;
+    RunOptions options = command.run;
     LevelResult level;
     level.load = open ? spec.request_rate : static_cast<double>(spec.concurrency);
     level.label =
         open ? fmt::format("r{:g}", spec.request_rate) : fmt::format("c{}", spec.concurrency);
-    ro.label = fmt::format("[{}]", level.label);
-    ro.progress = command.out.progress;
-    ro.request_id_prefix =
+    options.label = fmt::format("[{}]", level.label);
+    options.progress = command.out.progress;
+    options.request_id_prefix =
         fmt::format("{}-{}-{}", command.run.request_id_prefix, mono_ns() % 1000000, level.label);
     // Each level's users hold conversations of their own.
-    if (!command.sweep.empty()) ro.conversation.key_prefix += "-" + level.label;
-    level.run =
-        command.split.empty() ? run_load(ro, spec, command.prompts) : run_split(command, ro, spec);
+    if (!command.sweep.empty()) options.conversation.key_prefix += "-" + level.label;
+    level.run = command.split.empty() ? run_load(options, spec, command.prompts)
+                                      : run_split(command, options, spec);
     const auto measured = level.run.measured();
     aopt.wall_s = level.run.wall_s;
     level.agg = aggregate(measured, aopt);
-    if (ro.conversation.enabled())
-      level.conv = conversation_stats(level.run, ro.conversation.turns);
+    if (options.conversation.enabled())
+      level.conv = conversation_stats(level.run, options.conversation.turns);
     points.push_back(SweepPoint{level.load, level.agg.output_tok_s});
     levels.push_back(std::move(level));
     if (!command.sweep.empty() && sweep_should_stop(points, command.knee)) break;
@@ -167,8 +174,8 @@ int bench_run(const RunCommand& command, std::ostream& md) {
       parts.push_back(fmt::format("{} ×{}", target.url.str(), target.clients));
     where = fmt::format("split {}", fmt::join(parts, ", "));
   }
-  md << fmt::format("### llmux bench run: {} {} ({})\n\n", where, endpoint_path(body.dialect),
-                    body.model);
+  markdown << fmt::format("### llmux bench run: {} {} ({})\n\n", where, endpoint_path(body.dialect),
+                          body.model);
   std::string load;
   if (open)
     load = fmt::format("open loop, Poisson arrivals at {:g} req/s{}", command.load.request_rate,
@@ -179,19 +186,19 @@ int bench_run(const RunCommand& command, std::ostream& md) {
     load = "closed loop, concurrency sweep";
   else
     load = fmt::format("closed loop, concurrency {}", command.load.concurrency);
-  const ConversationSpec& cs = command.run.conversation;
-  if (cs.enabled())
+  const ConversationSpec& conversation = command.run.conversation;
+  if (conversation.enabled())
     load += fmt::format(
-        "; each client a user holding a conversation of {} turns ({}: {})", cs.turns,
-        to_string(cs.mode),
-        cs.mode == ConversationMode::previous
+        "; each client a user holding a conversation of {} turns ({}: {})", conversation.turns,
+        to_string(conversation.mode),
+        conversation.mode == ConversationMode::previous
             ? "previous_response_id, store true"
             : "the whole history replayed, store false, prompt_cache_key per conversation");
   std::string bound;
   if (command.load.num_requests) bound = fmt::format("{} requests", command.load.num_requests);
   if (command.load.duration_s > 0)
     bound += fmt::format("{}{:g} s", bound.empty() ? "" : ", at most ", command.load.duration_s);
-  if (bound.empty()) bound = cs.enabled() ? "all turns" : "one round";
+  if (bound.empty()) bound = conversation.enabled() ? "all turns" : "one round";
   std::string warm;
   if (command.load.warmup_requests)
     warm = fmt::format(", warm-up {} requests excluded", command.load.warmup_requests);
@@ -205,8 +212,8 @@ int bench_run(const RunCommand& command, std::ostream& md) {
                   command.workload_desc,
                   body.stream ? "Streaming with stream_options.include_usage" : "Non-streaming",
                   to_string(command.run.client.mode));
-  md << html.intro << "\n\n";
-  md << to_markdown(summary_table(command, levels));
+  markdown << html.intro << "\n\n";
+  markdown << to_markdown(summary_table(command, levels));
   html.sections.push_back({"Summary", summary_table(command, levels), {}});
 
   std::vector<std::string> notes;
@@ -226,23 +233,25 @@ int bench_run(const RunCommand& command, std::ostream& md) {
           fmt::format("Peak: {} tok/s at {} {:g}.", fmt_num(points[*knee.peak_index].tok_s),
                       open ? "rate" : "concurrency", points[*knee.peak_index].concurrency));
   }
-  if (cs.enabled()) {
-    md << "\n";
-    md << to_markdown(conversation_table(levels),
-                      MarkdownOptions{.title = "Conversations", .heading_level = 4, .notes = {}});
+  if (conversation.enabled()) {
+    markdown << "\n";
+    markdown << to_markdown(
+        conversation_table(levels),
+        MarkdownOptions{.title = "Conversations", .heading_level = 4, .notes = {}});
     html.sections.push_back({"Conversations", conversation_table(levels), {}});
   }
-  if (auto bt = backend_table(command, levels)) {
-    md << "\n";
-    md << to_markdown(*bt, MarkdownOptions{.title = "Where the gateway sent them (X-Llmux-Backend)",
-                                           .heading_level = 4,
-                                           .notes = {}});
-    html.sections.push_back({"Where the gateway sent them (X-Llmux-Backend)", *bt, {}});
+  if (auto backends = backend_table(command, levels)) {
+    markdown << "\n";
+    markdown << to_markdown(
+        *backends, MarkdownOptions{.title = "Where the gateway sent them (X-Llmux-Backend)",
+                                   .heading_level = 4,
+                                   .notes = {}});
+    html.sections.push_back({"Where the gateway sent them (X-Llmux-Backend)", *backends, {}});
   }
   const LevelResult& last = levels.back();
   if (levels.size() == 1) {
-    md << "\n";
-    md << to_markdown(
+    markdown << "\n";
+    markdown << to_markdown(
         detail_table(last.agg, command.out.percentiles),
         MarkdownOptions{.title = "Latency distribution", .heading_level = 4, .notes = {}});
     html.sections.push_back(
@@ -272,15 +281,15 @@ int bench_run(const RunCommand& command, std::ostream& md) {
           : "Cached prompt tokens: the server reported none (vLLM reports "
             "usage.prompt_tokens_details on completions and chat only when started with "
             "--enable-prompt-tokens-details).");
-  if (cs.enabled() && cs.mode == ConversationMode::previous)
+  if (conversation.enabled() && conversation.mode == ConversationMode::previous)
     notes.push_back(
         "Not found: turns answered 404 \"not found\" (the server did not hold the "
         "previous_response_id: another backend, or a server without a response store).");
   for (const auto& level : levels) {
     if (level.agg.failed) {
-      auto ts = level.run.measured();
+      auto timings = level.run.measured();
       notes.push_back(fmt::format("Errors at {}: {}; first: {}", level.label,
-                                  error_summary(level.agg), first_error(ts)));
+                                  error_summary(level.agg), first_error(timings)));
     }
   }
   if (!command.slo.empty()) {
@@ -292,7 +301,7 @@ int bench_run(const RunCommand& command, std::ostream& md) {
   }
 
   json::object gt_json;
-  if (command.sim_ground_truth) gt_json = ground_truth(command, levels, md);
+  if (command.sim_ground_truth) gt_json = ground_truth(command, levels, markdown);
 
   std::size_t requests = 0, failed = 0, rejected = 0;
   std::map<ErrorKind, std::size_t> kinds;
@@ -308,15 +317,15 @@ int bench_run(const RunCommand& command, std::ostream& md) {
     if (count)
       kinds_s += fmt::format("{}{} {}", kinds_s.empty() ? "" : ", ", count, to_string(kind));
   }
-  const detail::Outcome oc = detail::outcome(requests, failed, rejected, kinds_s, command.out);
-  html.status.push_back(oc.line);
-  html.failed = oc.status != 0;
+  const detail::Outcome outcome = detail::outcome(requests, failed, rejected, kinds_s, command.out);
+  html.status.push_back(outcome.line);
+  html.failed = outcome.status != 0;
   html.notes = notes;
   detail::write_run_files(command, levels, knee, gt_json, std::move(html), where, notes);
-  md << "\n";
-  detail::report_outcome(oc, md, "bench run");
-  for (const auto& note : notes) md << note << "\n\n";
-  return oc.status;
+  markdown << "\n";
+  detail::report_outcome(outcome, markdown, "bench run");
+  for (const auto& note : notes) markdown << note << "\n\n";
+  return outcome.status;
 }
 
 }  // namespace llmux::bench

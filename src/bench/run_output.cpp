@@ -41,11 +41,11 @@ json::object settings_json(const RunCommand& command) {
   settings["prompts"] = command.prompts.size();
   settings["shared_prefixes"] = command.shared_prefixes;
   settings["prefix_tokens"] = command.prefix_tokens;
-  const ConversationSpec& cs = command.run.conversation;
-  if (cs.enabled()) {
-    settings["conversation_turns"] = cs.turns;
-    settings["conversation_mode"] = to_string(cs.mode);
-    settings["conversation_key_prefix"] = cs.key_prefix;
+  const ConversationSpec& conversation = command.run.conversation;
+  if (conversation.enabled()) {
+    settings["conversation_turns"] = conversation.turns;
+    settings["conversation_mode"] = to_string(conversation.mode);
+    settings["conversation_key_prefix"] = conversation.key_prefix;
   } else {
     settings["conversation_turns"] = 0;
   }
@@ -165,18 +165,18 @@ std::vector<Chart> run_charts(const RunCommand& command, const std::vector<Level
       .kind = ChartKind::lines,
       .logx = !open,
       .series = {}};
-  ChartSeries cs{where, {}};
+  ChartSeries series{where, {}};
   std::vector<TimingGroup> groups;
   for (const auto& level : levels) {
-    if (level.agg.ok) cs.points.emplace_back(level.load, level.agg.output_tok_s);
+    if (level.agg.ok) series.points.emplace_back(level.load, level.agg.output_tok_s);
     groups.push_back(
         {open ? fmt::format("{:g} req/s", level.load) : fmt::format("N={:g}", level.load),
          level.run.measured()});
   }
-  scale.series.push_back(std::move(cs));
+  scale.series.push_back(std::move(series));
   charts.push_back(std::move(scale));
-  for (auto& ch : distribution_charts(groups, "latency", "per level\n" + where))
-    charts.push_back(std::move(ch));
+  for (auto& chart : distribution_charts(groups, "latency", "per level\n" + where))
+    charts.push_back(std::move(chart));
   charts.push_back(tok_s_time_chart(groups, 0, "Output tok/s over time, per level\n" + where));
   return charts;
 }
@@ -257,9 +257,9 @@ std::optional<Table> backend_table(const RunCommand& command,
         continue;
       }
       ++row.ok;
-      const std::uint64_t n = derive(record.t).output_tokens;
-      row.tokens += n;
-      total += n;
+      const std::uint64_t tokens = derive(record.t).output_tokens;
+      row.tokens += tokens;
+      total += tokens;
       row.prompt += record.t.prompt_tokens.value_or(0);
       if (record.t.cached_tokens) {
         row.cached += *record.t.cached_tokens;
@@ -300,9 +300,9 @@ ConversationStats conversation_stats(const RunResult& run, std::size_t turns) {
   std::map<std::string, Conv> convs;
   for (const Record& rec : run.records) {
     if (rec.turn == 0) continue;
-    Conv& cv = convs[rec.session];
-    ++cv.sent;
-    cv.ok += rec.t.ok();
+    Conv& session = convs[rec.session];
+    ++session.sent;
+    session.ok += rec.t.ok();
     if (rec.warmup) continue;
     ++stats.turns_sent;
     stats.turns_ok += rec.t.ok();
@@ -335,15 +335,16 @@ Table conversation_table(const std::vector<LevelResult>& levels) {
 
 Table detail_table(const Aggregate& aggregate, const std::vector<double>& extra) {
   std::vector<std::string> header{"Metric", "mean", "p50", "p90", "p99"};
-  for (double p : extra) header.push_back(fmt::format("p{:g}", p));
+  for (double percent : extra) header.push_back(fmt::format("p{:g}", percent));
   header.push_back("max");
   Table table(header);
-  auto row = [&](const std::string& name, const Summary& summary, double scale, int d) {
-    std::vector<std::string> cells{name, fmt_num(summary.mean * scale, d),
-                                   fmt_num(summary.p50 * scale, d), fmt_num(summary.p90 * scale, d),
-                                   fmt_num(summary.p99 * scale, d)};
-    for (double p : extra) cells.push_back(fmt_num(summary.at(p).value_or(NAN) * scale, d));
-    cells.push_back(fmt_num(summary.max * scale, d));
+  auto row = [&](const std::string& name, const Summary& summary, double scale, int decimals) {
+    std::vector<std::string> cells{
+        name, fmt_num(summary.mean * scale, decimals), fmt_num(summary.p50 * scale, decimals),
+        fmt_num(summary.p90 * scale, decimals), fmt_num(summary.p99 * scale, decimals)};
+    for (double percent : extra)
+      cells.push_back(fmt_num(summary.at(percent).value_or(NAN) * scale, decimals));
+    cells.push_back(fmt_num(summary.max * scale, decimals));
     table.add_row(cells);
   };
   row("TTFB (ms)", aggregate.ttfb, 1e3, 2);
@@ -384,7 +385,7 @@ void write_run_files(const RunCommand& command, const std::vector<LevelResult>& 
     doc["knee"] = std::move(knee_json);
   }
   if (command.sim_ground_truth) doc["ground_truth"] = gt_json;
-  json::array lv;
+  json::array levels_json;
   std::string csv = csv_record(request_csv_header());
   for (const auto& level : levels) {
     json::object level_json;
@@ -400,9 +401,9 @@ void write_run_files(const RunCommand& command, const std::vector<LevelResult>& 
       csv += request_csv_row(record, level.label);
     }
     level_json["requests"] = std::move(reqs);
-    lv.push_back(std::move(level_json));
+    levels_json.push_back(std::move(level_json));
   }
-  doc["levels"] = std::move(lv);
+  doc["levels"] = std::move(levels_json);
   write_file(dir / "run.json", pretty_json(doc));
   write_file(dir / "requests.csv", csv);
   write_file(dir / "summary.csv", to_csv(summary_csv(command, levels)));
@@ -411,12 +412,13 @@ void write_run_files(const RunCommand& command, const std::vector<LevelResult>& 
   html.files.emplace_back("requests.csv", "one row per request, units in the headers");
   html.files.emplace_back("summary.csv", "one row per level, units in the headers");
   const std::vector<Chart> charts = run_charts(command, levels, where);
-  const ReportFiles rf = write_report(dir.string(), std::move(html), charts, command.out.plots);
+  const ReportFiles report_files =
+      write_report(dir.string(), std::move(html), charts, command.out.plots);
   notes.push_back(
       fmt::format("Written: {0}/run.json (settings and every request's timings), "
                   "{0}/requests.csv, {0}/summary.csv, {0}/index.html.",
                   dir.string()));
-  notes.push_back(rf.note);
+  notes.push_back(report_files.note);
 }
 
 }  // namespace llmux::bench::detail

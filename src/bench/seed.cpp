@@ -14,62 +14,62 @@ namespace llmux::bench::detail {
 
 RunOptions seed_options(const NamedUrl& target, const std::string& model, std::uint32_t max_tokens,
                         const http::ClientOptions& client, const std::string& id) {
-  RunOptions ro;
-  ro.url = target.url;
-  ro.body.dialect = target.dialect;
-  ro.body.model = model;
-  ro.body.stream = false;
-  ro.body.temperature = 0.0;
-  ro.body.max_tokens = max_tokens;
-  ro.client = client;
-  ro.request_id_prefix = id;
-  return ro;
+  RunOptions options;
+  options.url = target.url;
+  options.body.dialect = target.dialect;
+  options.body.model = model;
+  options.body.stream = false;
+  options.body.temperature = 0.0;
+  options.body.max_tokens = max_tokens;
+  options.client = client;
+  options.request_id_prefix = id;
+  return options;
 }
 
-Measured serial(const RunOptions& ro, std::string_view prompt, std::size_t repeat) {
+Measured serial(const RunOptions& options, std::string_view prompt, std::size_t repeat) {
   PromptItem item;
   item.text = std::string(prompt);
   LoadSpec spec;
   spec.concurrency = 1;
   spec.num_requests = repeat;
   Measured measured;
-  RunResult run = run_load(ro, spec, std::span<const PromptItem>(&item, 1));
+  RunResult run = run_load(options, spec, std::span<const PromptItem>(&item, 1));
   for (const auto& rec : run.records) {
-    const RequestMetrics rm = derive(rec.t);
-    if (rec.t.ok() && rm.e2e_tok_s) {
-      measured.tok_s.push_back(*rm.e2e_tok_s);
+    const RequestMetrics metrics = derive(rec.t);
+    if (rec.t.ok() && metrics.e2e_tok_s) {
+      measured.tok_s.push_back(*metrics.e2e_tok_s);
       measured.prompt_tokens = rec.t.prompt_tokens.value_or(0);
     }
   }
-  const auto ts = run.measured();
-  measured.agg = aggregate(ts);
+  const auto timings = run.measured();
+  measured.agg = aggregate(timings);
   measured.requests = measured.agg.requests;
   measured.failed = measured.agg.failed;
   measured.rejected = measured.agg.rejected;
-  measured.first_error = first_error(ts);
+  measured.first_error = first_error(timings);
   double sum = 0;
-  for (double v : measured.tok_s) sum += v;
+  for (double rate : measured.tok_s) sum += rate;
   measured.mean = measured.tok_s.empty() ? NAN : sum / measured.tok_s.size();
   measured.records = std::move(run.records);
   return measured;
 }
 
-Measured burst(const RunOptions& ro, std::string_view prompt, std::size_t n) {
+Measured burst(const RunOptions& options, std::string_view prompt, std::size_t count) {
   PromptItem item;
   item.text = std::string(prompt);
   LoadSpec spec;
-  spec.concurrency = n;
+  spec.concurrency = count;
   spec.burst = true;
-  RunResult run = run_load(ro, spec, std::span<const PromptItem>(&item, 1));
+  RunResult run = run_load(options, spec, std::span<const PromptItem>(&item, 1));
   Measured measured;
-  const auto ts = run.measured();
-  Aggregate totals = aggregate(ts);
+  const auto timings = run.measured();
+  Aggregate totals = aggregate(timings);
   measured.mean = totals.ok ? totals.output_tok_s : NAN;
   measured.tok_s.push_back(measured.mean);
   measured.requests = totals.requests;
   measured.failed = totals.failed;
   measured.rejected = totals.rejected;
-  measured.first_error = first_error(ts);
+  measured.first_error = first_error(timings);
   measured.wall_s = totals.wall_s;
   measured.tokens = totals.output_tokens;
   measured.records = std::move(run.records);

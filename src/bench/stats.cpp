@@ -19,30 +19,30 @@ double ns_to_s(std::int64_t ns) {
 
 }  // namespace
 
-double percentile_sorted(std::span<const double> sorted, double p) {
+double percentile_sorted(std::span<const double> sorted, double percent) {
   if (sorted.empty()) return kNaN;
-  if (std::isnan(p)) return kNaN;
-  p = std::clamp(p, 0.0, 100.0);
-  const double rank = p / 100.0 * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(rank));
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  const double frac = rank - static_cast<double>(lo);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+  if (std::isnan(percent)) return kNaN;
+  percent = std::clamp(percent, 0.0, 100.0);
+  const double rank = percent / 100.0 * static_cast<double>(sorted.size() - 1);
+  const auto lower_index = static_cast<std::size_t>(std::floor(rank));
+  const std::size_t upper_index = std::min(lower_index + 1, sorted.size() - 1);
+  const double frac = rank - static_cast<double>(lower_index);
+  return sorted[lower_index] + (sorted[upper_index] - sorted[lower_index]) * frac;
 }
 
-double percentile(std::span<const double> values, double p) {
+double percentile(std::span<const double> values, double percent) {
   std::vector<double> copy(values.begin(), values.end());
   std::sort(copy.begin(), copy.end());
-  return percentile_sorted(copy, p);
+  return percentile_sorted(copy, percent);
 }
 
-std::optional<double> Summary::at(double p) const {
-  if (p == 50) return p50;
-  if (p == 90) return p90;
-  if (p == 95) return p95;
-  if (p == 99) return p99;
+std::optional<double> Summary::at(double percent) const {
+  if (percent == 50) return p50;
+  if (percent == 90) return p90;
+  if (percent == 95) return p95;
+  if (percent == 99) return p99;
   for (const auto& [q, v] : extra) {
-    if (q == p) return v;
+    if (q == percent) return v;
   }
   return std::nullopt;
 }
@@ -53,16 +53,16 @@ Summary summarize(std::span<const double> values, std::span<const double> extra)
   if (values.empty()) {
     summary.mean = summary.stddev = summary.min = summary.max = summary.p50 = summary.p90 =
         summary.p95 = summary.p99 = kNaN;
-    for (double p : extra) summary.extra.emplace_back(p, kNaN);
+    for (double percent : extra) summary.extra.emplace_back(percent, kNaN);
     return summary;
   }
   std::vector<double> sorted(values.begin(), values.end());
   std::sort(sorted.begin(), sorted.end());
-  const double n = static_cast<double>(sorted.size());
-  summary.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
-  double sq = 0;
-  for (double v : sorted) sq += (v - summary.mean) * (v - summary.mean);
-  summary.stddev = std::sqrt(sq / n);
+  const double count = static_cast<double>(sorted.size());
+  summary.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / count;
+  double squares = 0;
+  for (double value : sorted) squares += (value - summary.mean) * (value - summary.mean);
+  summary.stddev = std::sqrt(squares / count);
   summary.min = sorted.front();
   summary.max = sorted.back();
   summary.p50 = percentile_sorted(sorted, 50);
@@ -70,7 +70,8 @@ Summary summarize(std::span<const double> values, std::span<const double> extra)
   summary.p95 = percentile_sorted(sorted, 95);
   summary.p99 = percentile_sorted(sorted, 99);
   summary.extra.reserve(extra.size());
-  for (double p : extra) summary.extra.emplace_back(p, percentile_sorted(sorted, p));
+  for (double percent : extra)
+    summary.extra.emplace_back(percent, percentile_sorted(sorted, percent));
   return summary;
 }
 
@@ -141,7 +142,8 @@ RequestMetrics derive(const RequestTiming& timing) {
 bool is_not_found(const RequestTiming& timing) {
   if (timing.http_status != 404) return false;
   std::string lower(timing.error_message);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& character : lower)
+    character = static_cast<char>(std::tolower(static_cast<unsigned char>(character)));
   return lower.find("not found") != std::string::npos;
 }
 
@@ -204,13 +206,13 @@ Aggregate aggregate(std::span<const RequestTiming> requests, const AggregateOpti
       result.cached_reported && result.prompt_tokens
           ? static_cast<double>(result.cached_tokens) / static_cast<double>(result.prompt_tokens)
           : kNaN;
-  const auto& ex = opt.extra_percentiles;
-  result.ttfb = summarize(ttfb, ex);
-  result.ttft = summarize(ttft, ex);
-  result.tpot = summarize(tpot, ex);
-  result.itl = summarize(itl, ex);
-  result.e2e = summarize(e2e, ex);
-  result.decode_tok_s = summarize(decode, ex);
+  const auto& extra = opt.extra_percentiles;
+  result.ttfb = summarize(ttfb, extra);
+  result.ttft = summarize(ttft, extra);
+  result.tpot = summarize(tpot, extra);
+  result.itl = summarize(itl, extra);
+  result.e2e = summarize(e2e, extra);
+  result.decode_tok_s = summarize(decode, extra);
   return result;
 }
 

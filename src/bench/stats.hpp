@@ -30,13 +30,13 @@ namespace llmux::bench {
 // ---------------------------------------------------------------------------------------------
 // Percentiles and summaries
 
-/// Percentile `p` (0..100) of ascending-sorted `sorted`, by linear interpolation between the
-/// closest ranks (numpy's default, "linear"): rank = p/100 * (n-1). NaN when empty; `p` is
-/// clamped to [0, 100].
-double percentile_sorted(std::span<const double> sorted, double p);
+/// Percentile `percent` (0..100) of ascending-sorted `sorted`, by linear interpolation between
+/// the closest ranks (numpy's default, "linear"): rank = percent/100 * (n-1). NaN when empty;
+/// `percent` is clamped to [0, 100].
+double percentile_sorted(std::span<const double> sorted, double percent);
 
 /// Same as percentile_sorted, on unsorted values (sorts a copy).
-double percentile(std::span<const double> values, double p);
+double percentile(std::span<const double> values, double percent);
 
 /// Summary of a sample. For an empty sample, count is 0 and every figure is NaN (reports print
 /// NaN as "-" and JSON writes null). stddev is the population standard deviation (numpy's
@@ -45,11 +45,11 @@ struct Summary {
   std::size_t count = 0;
   double mean = 0, stddev = 0, min = 0, max = 0;
   double p50 = 0, p90 = 0, p95 = 0, p99 = 0;
-  /// Extra requested percentiles as (p, value), in the order they were asked.
+  /// Extra requested percentiles as (percent, value), in the order they were asked.
   std::vector<std::pair<double, double>> extra;
 
-  /// The value at percentile `p` if it was computed (p50/p90/p95/p99 or one of `extra`).
-  std::optional<double> at(double p) const;
+  /// The value at percentile `percent` if it was computed (p50/p90/p95/p99 or one of `extra`).
+  std::optional<double> at(double percent) const;
 };
 
 /// Summarizes `values` (any order) with p50/p90/p95/p99 and every percentile in `extra`.

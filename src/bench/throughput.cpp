@@ -57,12 +57,13 @@ std::string targets_desc(const ThroughputCommand& command, const char* sep = ", 
 ReportParts throughput_report(const ThroughputCommand& command,
                               const std::vector<TargetResult>& res, const Table& serial_t,
                               const Table& conc_t, const std::vector<std::string>& verdicts,
-                              std::int64_t t0) {
+                              std::int64_t start_ns) {
   ReportParts parts;
-  Table st({"target", "url", "prompt", "prompt_tokens", "requests", "failed", "rejected",
-            "mean_tok_s", "min_tok_s", "max_tok_s"});
-  Table ct({"target", "url", "concurrency", "requests", "failed", "rejected", "output_tokens",
-            "wall_s", "aggregate_tok_s", "per_stream_tok_s", "speedup_vs_single_stream"});
+  Table serial_csv({"target", "url", "prompt", "prompt_tokens", "requests", "failed", "rejected",
+                    "mean_tok_s", "min_tok_s", "max_tok_s"});
+  Table concurrent_csv({"target", "url", "concurrency", "requests", "failed", "rejected",
+                        "output_tokens", "wall_s", "aggregate_tok_s", "per_stream_tok_s",
+                        "speedup_vs_single_stream"});
   Chart scale{.name = "tok_s_vs_concurrency",
               .title = "Output tok/s vs concurrency (1 = one stream, medium prompt)\n" +
                        targets_desc(command, "\n"),
@@ -75,52 +76,54 @@ ReportParts throughput_report(const ThroughputCommand& command,
   for (std::size_t i = 0; i < res.size(); ++i) {
     const auto& target = command.targets[i];
     const TargetResult& result = res[i];
-    ChartSeries cs{target.name, {}};
+    ChartSeries series{target.name, {}};
     TimingGroup group{target.name, {}};
     for (const char* size : kSizes) {
       const Measured& measured = result.serial.at(size);
-      double mn = NAN, mx = NAN;
+      double min_tok_s = NAN, max_tok_s = NAN;
       if (!measured.tok_s.empty()) {
-        mn = *std::min_element(measured.tok_s.begin(), measured.tok_s.end());
-        mx = *std::max_element(measured.tok_s.begin(), measured.tok_s.end());
+        min_tok_s = *std::min_element(measured.tok_s.begin(), measured.tok_s.end());
+        max_tok_s = *std::max_element(measured.tok_s.begin(), measured.tok_s.end());
       }
-      st.add_row({target.name, target.url.str(), size, std::to_string(measured.prompt_tokens),
-                  std::to_string(measured.requests), std::to_string(measured.failed),
-                  std::to_string(measured.rejected), detail::csv_num(measured.mean),
-                  detail::csv_num(mn), detail::csv_num(mx)});
+      serial_csv.add_row({target.name, target.url.str(), size,
+                          std::to_string(measured.prompt_tokens), std::to_string(measured.requests),
+                          std::to_string(measured.failed), std::to_string(measured.rejected),
+                          detail::csv_num(measured.mean), detail::csv_num(min_tok_s),
+                          detail::csv_num(max_tok_s)});
       for (const auto& rec : measured.records) group.ts.push_back(rec.t);
     }
     const double single = result.serial.at("medium").mean;
-    if (std::isfinite(single)) cs.points.emplace_back(1, single);
+    if (std::isfinite(single)) series.points.emplace_back(1, single);
     for (const auto& [level, measured] : result.levels) {
-      const double nn = static_cast<double>(level);
-      ct.add_row({target.name, target.url.str(), std::to_string(level),
-                  std::to_string(measured.requests), std::to_string(measured.failed),
-                  std::to_string(measured.rejected), std::to_string(measured.tokens),
-                  detail::csv_num(measured.wall_s), detail::csv_num(measured.mean),
-                  detail::csv_num(measured.mean / nn), detail::csv_num(measured.mean / single)});
-      if (std::isfinite(measured.mean)) cs.points.emplace_back(nn, measured.mean);
+      const double concurrency = static_cast<double>(level);
+      concurrent_csv.add_row({target.name, target.url.str(), std::to_string(level),
+                              std::to_string(measured.requests), std::to_string(measured.failed),
+                              std::to_string(measured.rejected), std::to_string(measured.tokens),
+                              detail::csv_num(measured.wall_s), detail::csv_num(measured.mean),
+                              detail::csv_num(measured.mean / concurrency),
+                              detail::csv_num(measured.mean / single)});
+      if (std::isfinite(measured.mean)) series.points.emplace_back(concurrency, measured.mean);
       for (const auto& rec : measured.records) group.ts.push_back(rec.t);
     }
-    scale.series.push_back(std::move(cs));
+    scale.series.push_back(std::move(series));
     all.push_back(std::move(group));
   }
-  parts.csv = {{"serial", std::move(st)}, {"concurrent", std::move(ct)}};
+  parts.csv = {{"serial", std::move(serial_csv)}, {"concurrent", std::move(concurrent_csv)}};
   parts.charts.push_back(std::move(scale));
-  for (std::size_t n : command.levels) {
+  for (std::size_t level : command.levels) {
     std::vector<TimingGroup> groups;
     for (std::size_t i = 0; i < res.size(); ++i) {
       TimingGroup group{command.targets[i].name, {}};
-      for (const auto& rec : res[i].levels.at(n).records) group.ts.push_back(rec.t);
+      for (const auto& rec : res[i].levels.at(level).records) group.ts.push_back(rec.t);
       groups.push_back(std::move(group));
     }
-    for (auto& ch :
-         detail::distribution_charts(groups, fmt::format("n{}", n),
-                                     fmt::format("at N={}\n{}", n, targets_desc(command, "\n"))))
-      parts.charts.push_back(std::move(ch));
+    for (auto& chart : detail::distribution_charts(
+             groups, fmt::format("n{}", level),
+             fmt::format("at N={}\n{}", level, targets_desc(command, "\n"))))
+      parts.charts.push_back(std::move(chart));
   }
   parts.charts.push_back(detail::tok_s_time_chart(
-      all, t0,
+      all, start_ns,
       "Output tok/s over time (serial prompts, then each N)\n" + targets_desc(command, "\n")));
   parts.html.title = "llmux bench throughput: " + targets_desc(command);
   parts.html.intro = fmt::format(
@@ -134,30 +137,31 @@ ReportParts throughput_report(const ThroughputCommand& command,
 
 }  // namespace
 
-int bench_throughput(const ThroughputCommand& command, std::ostream& md) {
+int bench_throughput(const ThroughputCommand& command, std::ostream& markdown) {
   std::vector<TargetResult> res;
   const std::size_t steps = command.targets.size() * (3 + command.levels.size());
   std::size_t step = 0;
-  const std::int64_t t0 = mono_ns();
+  const std::int64_t start_ns = mono_ns();
   for (const auto& target : command.targets) {
-    TargetResult tr;
-    tr.model = resolve_model(command.model, target.url, command.client);
+    TargetResult target_result;
+    target_result.model = resolve_model(command.model, target.url, command.client);
     for (const char* size : kSizes) {
-      auto ro = seed_options(target, tr.model, command.max_tokens, command.client,
-                             fmt::format("tp-{}-{}", target.name, size));
-      ro.progress = command.out.progress;
-      ro.label =
+      auto options = seed_options(target, target_result.model, command.max_tokens, command.client,
+                                  fmt::format("tp-{}-{}", target.name, size));
+      options.progress = command.out.progress;
+      options.label =
           step_label("throughput", ++step, steps, fmt::format("{} serial {}", target.name, size));
-      tr.serial[size] = serial(ro, seed_prompt(size), command.repeat);
+      target_result.serial[size] = serial(options, seed_prompt(size), command.repeat);
     }
-    for (std::size_t n : command.levels) {
-      auto ro = seed_options(target, tr.model, command.max_tokens, command.client,
-                             fmt::format("tp-{}-n{}", target.name, n));
-      ro.progress = command.out.progress;
-      ro.label = step_label("throughput", ++step, steps, fmt::format("{} N={}", target.name, n));
-      tr.levels[n] = burst(ro, seed_prompt("medium"), n);
+    for (std::size_t level : command.levels) {
+      auto options = seed_options(target, target_result.model, command.max_tokens, command.client,
+                                  fmt::format("tp-{}-n{}", target.name, level));
+      options.progress = command.out.progress;
+      options.label =
+          step_label("throughput", ++step, steps, fmt::format("{} N={}", target.name, level));
+      target_result.levels[level] = burst(options, seed_prompt("medium"), level);
     }
-    res.push_back(std::move(tr));
+    res.push_back(std::move(target_result));
   }
   Tally tally;
   for (const auto& result : res) {
@@ -165,7 +169,7 @@ int bench_throughput(const ThroughputCommand& command, std::ostream& md) {
     for (const auto& [level, measured] : result.levels) tally.add(measured);
   }
 
-  md << fmt::format(
+  markdown << fmt::format(
       "### llmux bench throughput ({}, max_tokens {}, temperature 0, non-streaming "
       "/v1/completions)\n\n",
       res.empty() ? "" : res.front().model, command.max_tokens);
@@ -180,45 +184,48 @@ int bench_throughput(const ThroughputCommand& command, std::ostream& md) {
     }
     serial_t.add_row(row);
   }
-  md << to_markdown(serial_t,
-                    MarkdownOptions{.title = fmt::format("Single-stream decode (tok/s = completion "
-                                                         "tokens / request time, mean of {} runs)",
-                                                         command.repeat),
-                                    .heading_level = 4,
-                                    .notes = {}});
-  std::vector<std::string> h2{"Concurrency"};
-  for (const auto& target : command.targets) h2.push_back(target.name);
-  h2.push_back(fmt::format("per stream ({})", command.targets.front().name));
-  h2.push_back(fmt::format("x single stream ({})", command.targets.front().name));
-  Table conc_t(h2);
-  for (std::size_t n : command.levels) {
-    std::vector<std::string> row{fmt::format("N={}", n)};
+  markdown << to_markdown(
+      serial_t, MarkdownOptions{.title = fmt::format("Single-stream decode (tok/s = completion "
+                                                     "tokens / request time, mean of {} runs)",
+                                                     command.repeat),
+                                .heading_level = 4,
+                                .notes = {}});
+  std::vector<std::string> concurrent_header{"Concurrency"};
+  for (const auto& target : command.targets) concurrent_header.push_back(target.name);
+  concurrent_header.push_back(fmt::format("per stream ({})", command.targets.front().name));
+  concurrent_header.push_back(fmt::format("x single stream ({})", command.targets.front().name));
+  Table conc_t(concurrent_header);
+  for (std::size_t level : command.levels) {
+    std::vector<std::string> row{fmt::format("N={}", level)};
     for (auto& result : res) {
-      const Measured& measured = result.levels[n];
+      const Measured& measured = result.levels[level];
       row.push_back(figure_cell(measured.mean, measured.failed, measured.requests));
     }
-    const Measured& measured = res.front().levels[n];
+    const Measured& measured = res.front().levels[level];
     const double agg = measured.mean, single = res.front().serial["medium"].mean;
-    row.push_back(figure_cell(agg / static_cast<double>(n), measured.failed, measured.requests));
-    const double x = agg / single;
-    row.push_back(std::isfinite(x) ? fmt::format("{:.1f}x", x) : "-");
+    row.push_back(
+        figure_cell(agg / static_cast<double>(level), measured.failed, measured.requests));
+    const double speedup = agg / single;
+    row.push_back(std::isfinite(speedup) ? fmt::format("{:.1f}x", speedup) : "-");
     conc_t.add_row(row);
   }
-  md << "\n"
-     << to_markdown(conc_t, MarkdownOptions{.title = fmt::format(
-                                                "Concurrent aggregate (medium prompt, max_tokens "
-                                                "{}; tok/s = all tokens / wall time until the "
-                                                "last request ends)",
-                                                command.max_tokens),
-                                            .heading_level = 4,
-                                            .notes = {}});
+  markdown << "\n"
+           << to_markdown(conc_t,
+                          MarkdownOptions{.title = fmt::format(
+                                              "Concurrent aggregate (medium prompt, max_tokens "
+                                              "{}; tok/s = all tokens / wall time until the "
+                                              "last request ends)",
+                                              command.max_tokens),
+                                          .heading_level = 4,
+                                          .notes = {}});
   std::vector<std::string> notes, verdicts;
   if (command.targets.size() > 1) {
-    md << "\n";
+    markdown << "\n";
     auto verdict = [&](const std::string& what, const std::vector<double>& values) {
-      const bool incomplete = std::any_of(values.begin(), values.end(),
-                                          [](double x) { return !std::isfinite(x) || x <= 0; });
-      const double s = spread(values);
+      const bool incomplete = std::any_of(values.begin(), values.end(), [](double value) {
+        return !std::isfinite(value) || value <= 0;
+      });
+      const double relative_spread = spread(values);
       std::string vals;
       for (std::size_t i = 0; i < values.size(); ++i)
         vals += fmt::format("{}{} {}", i ? ", " : "", command.targets[i].name, fmt_num(values[i]));
@@ -227,8 +234,9 @@ int bench_throughput(const ThroughputCommand& command, std::ostream& md) {
               ? fmt::format("{}: {} tok/s: INCOMPLETE (a target has no figure: see the errors)",
                             what, vals)
               : fmt::format("{}: {} tok/s: {} (spread {:.1f}%, threshold {:g}%)", what, vals,
-                            s <= command.agree ? "AGREE" : "DIFFER", s * 100, command.agree * 100);
-      md << "- " << line << "\n";
+                            relative_spread <= command.agree ? "AGREE" : "DIFFER",
+                            relative_spread * 100, command.agree * 100);
+      markdown << "- " << line << "\n";
       verdicts.push_back(std::move(line));
     };
     {
@@ -236,10 +244,10 @@ int bench_throughput(const ThroughputCommand& command, std::ostream& md) {
       for (auto& result : res) values.push_back(result.serial["medium"].mean);
       verdict("serial (medium)", values);
     }
-    for (std::size_t n : command.levels) {
+    for (std::size_t level : command.levels) {
       std::vector<double> values;
-      for (auto& result : res) values.push_back(result.levels[n].mean);
-      verdict(fmt::format("N={}", n), values);
+      for (auto& result : res) values.push_back(result.levels[level].mean);
+      verdict(fmt::format("N={}", level), values);
     }
   }
   for (std::size_t i = 0; i < res.size(); ++i) {
@@ -301,25 +309,26 @@ int bench_throughput(const ThroughputCommand& command, std::ostream& md) {
     summary[command.targets[i].name] = std::move(target_summary);
     raw[command.targets[i].name] = std::move(target_records);
   }
-  const detail::Outcome oc =
+  const detail::Outcome outcome =
       detail::outcome(tally.requests, tally.failed, tally.rejected, tally.kinds(), command.out);
   doc["outcome"] = json::object{{"requests", tally.requests},
                                 {"failed", tally.failed},
                                 {"rejected", tally.rejected},
-                                {"exit_status", oc.status}};
+                                {"exit_status", outcome.status}};
   doc["summary"] = std::move(summary);
   doc["requests"] = std::move(raw);
   if (!command.out.out_dir.empty()) {
-    auto [csv, html, charts] = throughput_report(command, res, serial_t, conc_t, verdicts, t0);
-    html.status.push_back(oc.line);
-    html.failed = oc.status != 0;
+    auto [csv, html, charts] =
+        throughput_report(command, res, serial_t, conc_t, verdicts, start_ns);
+    html.status.push_back(outcome.line);
+    html.failed = outcome.status != 0;
     html.notes = notes;
     write_outputs(command.out, "throughput", std::move(doc), csv, std::move(html), charts, notes);
   }
-  md << "\n";
-  report_outcome(oc, md, "bench throughput");
-  for (const auto& note : notes) md << note << "\n\n";
-  return oc.status;
+  markdown << "\n";
+  report_outcome(outcome, markdown, "bench throughput");
+  for (const auto& note : notes) markdown << note << "\n\n";
+  return outcome.status;
 }
 
 }  // namespace llmux::bench

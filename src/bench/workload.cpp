@@ -31,24 +31,25 @@ std::string synthetic_prompt(std::size_t tokens, std::uint64_t seed) {
   return text;
 }
 
-std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_t n) {
+std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_t count) {
   std::vector<PromptItem> out;
-  n = std::max<std::size_t>(n, 1);
-  out.reserve(n);
+  count = std::max<std::size_t>(count, 1);
+  out.reserve(count);
   std::mt19937_64 rng(spec.seed);
-  const double lo = std::max(1.0, std::floor(spec.output_tokens * (1.0 - spec.output_spread)));
-  const double hi = std::max(lo, std::ceil(spec.output_tokens * (1.0 + spec.output_spread)));
-  std::uniform_int_distribution<std::uint32_t> out_len(static_cast<std::uint32_t>(lo),
-                                                       static_cast<std::uint32_t>(hi));
-  const double in = static_cast<double>(spec.input_tokens);
+  const double out_lo = std::max(1.0, std::floor(spec.output_tokens * (1.0 - spec.output_spread)));
+  const double out_hi =
+      std::max(out_lo, std::ceil(spec.output_tokens * (1.0 + spec.output_spread)));
+  std::uniform_int_distribution<std::uint32_t> out_len(static_cast<std::uint32_t>(out_lo),
+                                                       static_cast<std::uint32_t>(out_hi));
+  const double in_tokens = static_cast<double>(spec.input_tokens);
   // (A hair of slack, so that 200 × (1 - 0.9) is 20, not 19.999… floored to 19.)
-  const double in_lo = std::max(1.0, std::floor(in * (1.0 - spec.input_spread) + 1e-9));
-  const double in_hi = std::max(in_lo, std::ceil(in * (1.0 + spec.input_spread) - 1e-9));
+  const double in_lo = std::max(1.0, std::floor(in_tokens * (1.0 - spec.input_spread) + 1e-9));
+  const double in_hi = std::max(in_lo, std::ceil(in_tokens * (1.0 + spec.input_spread) - 1e-9));
   // A generator of its own, so that adding an input spread leaves the output lengths as they were.
   std::mt19937_64 in_rng(spec.seed ^ 0x9e3779b97f4a7c15ull);
   std::uniform_int_distribution<std::size_t> in_len(static_cast<std::size_t>(in_lo),
                                                     static_cast<std::size_t>(in_hi));
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < count; ++i) {
     PromptItem item;
     const std::size_t tokens = spec.input_spread > 0 ? in_len(in_rng) : spec.input_tokens;
     item.text = synthetic_prompt(tokens, spec.seed * 1'000'003ull + i);
@@ -121,9 +122,9 @@ std::vector<PromptItem> parse_dataset(std::string_view text, std::size_t max_ite
   std::vector<PromptItem> out;
   std::size_t line_no = 0;
   while (!text.empty() && (max_items == 0 || out.size() < max_items)) {
-    const auto nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    const auto newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
     ++line_no;
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
@@ -188,9 +189,9 @@ std::vector<PromptItem> parse_dataset(std::string_view text, std::size_t max_ite
 std::vector<PromptItem> load_dataset(const std::string& path, std::size_t max_items) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw std::runtime_error(fmt::format("cannot open dataset '{}'", path));
-  std::stringstream ss;
-  ss << file.rdbuf();
-  auto items = parse_dataset(ss.str(), max_items);
+  std::stringstream contents;
+  contents << file.rdbuf();
+  auto items = parse_dataset(contents.str(), max_items);
   if (items.empty()) throw std::runtime_error(fmt::format("dataset '{}' has no prompts", path));
   return items;
 }

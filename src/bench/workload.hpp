@@ -57,8 +57,8 @@ struct SyntheticSpec {
   std::uint64_t seed = 1;
 };
 
-/// `n` distinct prompts (n >= 1).
-std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_t n);
+/// `count` distinct prompts (count >= 1).
+std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_t count);
 
 /// `count` distinct system prompts of exactly `tokens` tokens each (synthetic, deterministic in
 /// `seed`, none a prefix of another or of a synthetic_workload prompt of the same seed).
