@@ -33,7 +33,7 @@ namespace llmux::bench::detail {
 inline constexpr std::string_view kVersion = "0.1.0";
 
 // ---------------------------------------------------------------------------------------------
-// Shared (common.cpp)
+// Used by several commands (common.cpp)
 
 /// Seconds as milliseconds with `decimals` decimals.
 std::string ms(double seconds, int decimals = 2);

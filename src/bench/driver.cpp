@@ -383,8 +383,9 @@ std::string discover_model(const http::Url& url, std::string* error,
     if (error) *error = std::move(msg);
     return std::string();
   };
-  if (res.r.failure != http::Failure::none) return fail(res.r.message);
-  if (res.r.status != 200) return fail(fmt::format("GET /v1/models answered {}", res.r.status));
+  if (res.result.failure != http::Failure::none) return fail(res.result.message);
+  if (res.result.status != 200)
+    return fail(fmt::format("GET /v1/models answered {}", res.result.status));
   boost::system::error_code ec;
   json::value document = json::parse(res.body, ec);
   if (ec || !document.is_object()) return fail("GET /v1/models: not JSON");
@@ -420,7 +421,7 @@ GroundTruthCheck check_against_sim(const http::Url& url, std::span<const Record>
           req.method = "GET";
           req.target = target;
           auto res = co_await http::fetch(conn, req);
-          if (res.r.status != 200) {
+          if (res.result.status != 200) {
             ++out.missing;
             continue;
           }

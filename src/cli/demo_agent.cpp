@@ -42,13 +42,13 @@ Answer post(int port, const json::object& req, const char* step) {
   spec.capture_header = "X-Llmux-Backend";
   const auto url = http::Url::parse(fmt::format("http://127.0.0.1:{}", port));
   const http::SimpleResponse response = http::fetch_blocking(*url, spec, std::chrono::seconds(60));
-  if (response.r.failure != http::Failure::none || response.r.status != 200)
-    throw std::runtime_error(fmt::format("agent turn, {}: {} {} {}", step, response.r.status,
-                                         response.r.message, response.body.substr(0, 300)));
+  if (response.result.failure != http::Failure::none || response.result.status != 200)
+    throw std::runtime_error(fmt::format("agent turn, {}: {} {} {}", step, response.result.status,
+                                         response.result.message, response.body.substr(0, 300)));
   json::value document = json::parse(response.body);
   if (!document.is_object())
     throw std::runtime_error(fmt::format("agent turn, {}: not an object", step));
-  return {std::move(document.as_object()), response.r.captured};
+  return {std::move(document.as_object()), response.result.captured};
 }
 }  // namespace
 

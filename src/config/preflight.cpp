@@ -91,13 +91,13 @@ std::vector<CheckResult> probe_one(const Backend& backend, Millis timeout) {
   health.content_type = {};
   const auto health_response = http::fetch_blocking(root, health, timeout, tls, backend.tls.verify);
   CheckResult health_check{true, subject, fmt::format("GET {}: ", backend.health.path)};
-  if (health_response.r.failure != http::Failure::none) {
+  if (health_response.result.failure != http::Failure::none) {
     health_check.ok = false;
-    health_check.detail += transport_failure(health_response.r);
+    health_check.detail += transport_failure(health_response.result);
   } else {
-    health_check.ok = health_response.r.status >= 200 && health_response.r.status <= 299;
+    health_check.ok = health_response.result.status >= 200 && health_response.result.status <= 299;
     health_check.detail +=
-        fmt::format("{} in {:.1f} ms", health_response.r.status, ms(health_response.r));
+        fmt::format("{} in {:.1f} ms", health_response.result.status, ms(health_response.result));
     if (!health_check.ok)
       health_check.detail += fmt::format(" (not 2xx: {})", error_text(health_response.body));
   }
@@ -114,22 +114,23 @@ std::vector<CheckResult> probe_one(const Backend& backend, Millis timeout) {
   if (!backend.api_key.empty()) models.headers = auth;
   const auto models_response = http::fetch_blocking(base, models, timeout, tls, backend.tls.verify);
   CheckResult models_check{true, subject, fmt::format("GET {}/v1/models: ", backend.base_path)};
-  if (models_response.r.failure != http::Failure::none) {
+  if (models_response.result.failure != http::Failure::none) {
     models_check.ok = false;
-    models_check.detail += transport_failure(models_response.r);
-  } else if (models_response.r.status < 200 || models_response.r.status > 299) {
+    models_check.detail += transport_failure(models_response.result);
+  } else if (models_response.result.status < 200 || models_response.result.status > 299) {
     models_check.ok = false;
-    models_check.detail += fmt::format("{} in {:.1f} ms (not 2xx: {})", models_response.r.status,
-                                       ms(models_response.r), error_text(models_response.body));
-  } else if (auto ids = model_ids(models_response.body)) {
     models_check.detail +=
-        fmt::format("{} in {:.1f} ms, models: {}", models_response.r.status, ms(models_response.r),
-                    ids->empty() ? std::string("(none listed)") : detail::join(*ids));
+        fmt::format("{} in {:.1f} ms (not 2xx: {})", models_response.result.status,
+                    ms(models_response.result), error_text(models_response.body));
+  } else if (auto ids = model_ids(models_response.body)) {
+    models_check.detail += fmt::format(
+        "{} in {:.1f} ms, models: {}", models_response.result.status, ms(models_response.result),
+        ids->empty() ? std::string("(none listed)") : detail::join(*ids));
   } else {
     models_check.ok = false;
     models_check.detail +=
-        fmt::format("{} in {:.1f} ms, but not a model list: {}", models_response.r.status,
-                    ms(models_response.r), excerpt(models_response.body));
+        fmt::format("{} in {:.1f} ms, but not a model list: {}", models_response.result.status,
+                    ms(models_response.result), excerpt(models_response.body));
   }
   out.push_back(std::move(models_check));
   return out;

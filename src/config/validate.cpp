@@ -362,7 +362,7 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
     add("affinity.lookup_timeout", format_millis(affinity.lookup_timeout),
         "must be greater than 0");
 
-  // Shared state.
+  // State shared by replicas.
   if (cfg.state.redis()) {
     std::string why;
     if (!state::RedisUrl::parse(cfg.state.url, &why))

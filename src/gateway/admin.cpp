@@ -221,7 +221,7 @@ net::awaitable<void> usage_report(GatewayState& state, ClientConnection& client,
     co_await write_error(client, 400, why, &req, true, request_id);
     co_return;
   }
-  // Shared by the replicas (Redis): every replica's rows; when Redis does not answer, this
+  // Held in common by the replicas (Redis): every replica's rows; when Redis does not answer, this
   // replica's own, said to be partial.
   std::optional<std::vector<auth::UsageRow>> shared;
   if (state.usage_redis) shared = co_await state.usage_redis->query_shared(*query);

@@ -57,13 +57,13 @@ net::awaitable<void> ask_one(std::shared_ptr<Ask> ask, int index, std::string na
   if (!authorization.empty()) headers.push_back({"Authorization", authorization});
   req.headers = headers;
   http::SimpleResponse response = co_await http::fetch(conn, req);
-  if (response.r.failure != http::Failure::none)
-    ask->silent.push_back(
-        fmt::format("{} ({}: {})", name, http::to_string(response.r.failure), response.r.message));
-  else if (response.r.status == 200 && ask->found < 0)
+  if (response.result.failure != http::Failure::none)
+    ask->silent.push_back(fmt::format("{} ({}: {})", name, http::to_string(response.result.failure),
+                                      response.result.message));
+  else if (response.result.status == 200 && ask->found < 0)
     ask->found = index;
-  else if (response.r.status >= 500)
-    ask->silent.push_back(fmt::format("{} (answered {})", name, response.r.status));
+  else if (response.result.status >= 500)
+    ask->silent.push_back(fmt::format("{} (answered {})", name, response.result.status));
   else
     ask->without.push_back(name);
   if (--ask->pending == 0 || ask->found >= 0) ask->done.cancel();
@@ -174,7 +174,7 @@ net::awaitable<Pin> find_owner(state::ResponseStore& store, const Fleet& fleet,
   }
   if (ask->found >= 0) {
     upstream::Backend* backend = route.backends[static_cast<std::size_t>(ask->found)];
-    store.learn(id, backend->name);
+    store.record_owner(id, backend->name);
     spdlog::debug("request {}: response {} found on {} by asking", request_id, id, backend->name);
     Pin pin;
     pin.how = Pin::How::found;

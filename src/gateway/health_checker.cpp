@@ -43,11 +43,12 @@ net::awaitable<std::pair<bool, std::string>> check_once(const upstream::Backend&
   req.target = checks.path;
   req.content_type = {};
   http::SimpleResponse response = co_await http::fetch(conn, req);
-  if (response.r.failure != http::Failure::none)
-    co_return std::pair{
-        false, fmt::format("{}: {}", http::to_string(response.r.failure), response.r.message)};
-  if (response.r.status < 200 || response.r.status > 299)
-    co_return std::pair{false, fmt::format("GET {} answered {}", checks.path, response.r.status)};
+  if (response.result.failure != http::Failure::none)
+    co_return std::pair{false, fmt::format("{}: {}", http::to_string(response.result.failure),
+                                           response.result.message)};
+  if (response.result.status < 200 || response.result.status > 299)
+    co_return std::pair{false,
+                        fmt::format("GET {} answered {}", checks.path, response.result.status)};
   co_return std::pair{true, std::string()};
 }
 
@@ -98,7 +99,7 @@ net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Tas
     http::SimpleResponse response = co_await http::fetch(conn, req);
     boost::system::error_code ec;
     const auto listing = boost::json::parse(response.body, ec);
-    if (!ec && response.r.failure == http::Failure::none && response.r.status == 200 &&
+    if (!ec && response.result.failure == http::Failure::none && response.result.status == 200 &&
         listing.is_object()) {
       const auto* data = listing.as_object().if_contains("data");
       if (data && data->is_array() && !data->as_array().empty() && data->as_array()[0].is_object())
@@ -121,11 +122,12 @@ net::awaitable<std::pair<bool, std::string>> probe_generation(HealthChecker::Tas
   req.headers = headers;
   const std::int64_t start = mono_ns();
   http::SimpleResponse response = co_await http::fetch(conn, req);
-  if (response.r.failure != http::Failure::none)
-    co_return std::pair{
-        false, fmt::format("{}: {}", http::to_string(response.r.failure), response.r.message)};
-  if (response.r.status < 200 || response.r.status > 299)
-    co_return std::pair{false, fmt::format("POST /v1/completions answered {}", response.r.status)};
+  if (response.result.failure != http::Failure::none)
+    co_return std::pair{false, fmt::format("{}: {}", http::to_string(response.result.failure),
+                                           response.result.message)};
+  if (response.result.status < 200 || response.result.status > 299)
+    co_return std::pair{false,
+                        fmt::format("POST /v1/completions answered {}", response.result.status)};
   co_return std::pair{
       true, fmt::format("{} tokens in {} ms", kProbeTokens, (mono_ns() - start) / 1'000'000)};
 }

@@ -93,7 +93,7 @@ void GatewayProcess::make_response_store(const config::GatewayConfig& config) {
     state_.responses = state_.responses_memory.get();
     return;
   }
-  // Shared by the replicas (issue 15): a request never waits more than state.timeout for
+  // Held in common by the replicas (issue 15): a request never waits more than state.timeout for
   // Redis, and goes on with what this process knows when Redis is slow or away.
   state::RedisOptions redis_options;
   redis_options.url = *state::RedisUrl::parse(config.state.url);  // validated

@@ -357,7 +357,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
     // The response id is learned before the bytes that carry it go out: the client's next turn
     // may reach another worker as soon as it has them.
     if (affinity_store && !tap.reader().id().empty()) {
-      affinity_store->learn(tap.reader().id(), backend.name);
+      affinity_store->record_owner(tap.reader().id(), backend.name);
       affinity_store = nullptr;
     }
     if (strip_usage && sse && cut > 0) {

@@ -37,12 +37,12 @@ net::awaitable<std::optional<upstream::LoadReport>> read_once(
   if (!backend.authorization.empty()) headers.push_back({"Authorization", backend.authorization});
   req.headers = headers;
   http::SimpleResponse response = co_await http::fetch(conn, req);
-  if (response.r.failure != http::Failure::none) {
-    why = fmt::format("{}: {}", http::to_string(response.r.failure), response.r.message);
+  if (response.result.failure != http::Failure::none) {
+    why = fmt::format("{}: {}", http::to_string(response.result.failure), response.result.message);
     co_return std::nullopt;
   }
-  if (response.r.status != 200) {
-    why = fmt::format("GET {} answered {}", settings.path, response.r.status);
+  if (response.result.status != 200) {
+    why = fmt::format("GET {} answered {}", settings.path, response.result.status);
     co_return std::nullopt;
   }
   std::string_view reason;

@@ -388,7 +388,7 @@ const Url& Connection::url() const {
 net::awaitable<SimpleResponse> fetch(Connection& connection, const RequestSpec& req) {
   SimpleResponse out;
   BodyCallback sink = [&out](std::string_view bytes, std::int64_t) { out.body.append(bytes); };
-  out.r = co_await connection.request(req, {}, sink);
+  out.result = co_await connection.request(req, {}, sink);
   co_return out;
 }
 

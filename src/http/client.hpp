@@ -127,7 +127,7 @@ class Connection {
 
 /// Convenience: one request whose body is collected into a string.
 struct SimpleResponse {
-  Response r;
+  Response result;  // status, framing, timings, or how it failed
   std::string body;
 };
 boost::asio::awaitable<SimpleResponse> fetch(Connection& connection, const RequestSpec& req);

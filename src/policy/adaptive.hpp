@@ -15,7 +15,7 @@
 //
 // It learns the curves itself: each attempt it dispatches gets a DecodeRateSampler
 // (on_dispatch), which turns every second of the stream's decoding into a sample of the
-// backend's curve. Routes with other policies learn nothing (and pay nothing per stream).
+// backend's curve. Routes with other policies sample nothing (and pay nothing per stream).
 #include <atomic>
 #include <cstdint>
 #include <memory>

@@ -25,7 +25,7 @@ class LeastInflight final : public Policy {
 };
 
 /// True when `left` is less loaded than `right`: in-flight per weight, then outstanding tokens per
-/// weight (0: equal). Shared by least_inflight and power_of_two.
+/// weight (0: equal). Used by least_inflight and power_of_two.
 int compare_load(const Backend& left, const Backend& right);
 
 }  // namespace llmux::policy

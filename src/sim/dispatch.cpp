@@ -208,17 +208,17 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
   const std::int64_t natural = cfg_.output_len.draw(seed | 1);
   std::int64_t n_out = max_tokens;
   std::string finish = "length";
-  if (auto plan = plan_turn(gen_request, seed)) {
+  if (auto turn_plan = plan_turn(gen_request, seed)) {
     // A scripted or statistical turn: its tokens, cut by max_tokens.
-    const auto len = static_cast<std::int64_t>(plan->pieces.size());
+    const auto len = static_cast<std::int64_t>(turn_plan->pieces.size());
     n_out = std::min(len, max_tokens);
     if (n_out == len) finish = "stop";
-    job->plan = std::move(plan);
+    job->turn_plan = std::move(turn_plan);
   } else if (!gen_request.ignore_eos && natural <= max_tokens) {
     n_out = natural;
     finish = "stop";
   }
-  if (!job->plan) job->words = generate_words(seed, static_cast<std::size_t>(n_out));
+  if (!job->turn_plan) job->words = generate_words(seed, static_cast<std::size_t>(n_out));
   job->seq = driver_.next_seq();
   job->meta.endpoint = endpoint;
   job->meta.model = gen_request.model;
@@ -245,11 +245,11 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
   seq_request.prompt = job->req.prompt_ids;
   seq_request.output.reserve(static_cast<std::size_t>(n_out));
   for (auto word : job->words) seq_request.output.push_back(vocab_id(word));
-  if (job->plan) {
+  if (job->turn_plan) {
     for (std::int64_t i = 0; i < n_out; ++i) {
-      const TurnPiece& piece = job->plan->pieces[static_cast<std::size_t>(i)];
+      const TurnPiece& piece = job->turn_plan->pieces[static_cast<std::size_t>(i)];
       seq_request.output.push_back(Tokenizer::piece_id(
-          piece.seg == Seg::CallHeader ? job->plan->full.calls[piece.call].name : piece.text));
+          piece.seg == Seg::CallHeader ? job->turn_plan->full.calls[piece.call].name : piece.text));
     }
   }
   if (!driver_.submit(job, std::move(seq_request))) {

@@ -158,7 +158,7 @@ void EngineDriver::finish(Job& job, std::int64_t now) {
 
   if (job.req.endpoint == Endpoint::Responses) {
     std::optional<TurnOutput> turn;
-    if (job.plan) turn = job.plan->emitted(static_cast<std::size_t>(job.emitted));
+    if (job.turn_plan) turn = job.turn_plan->emitted(static_cast<std::size_t>(job.emitted));
     const std::string text = turn ? turn->text : job.text();
     json::object resp = response_object(job.meta, job.req, finished_status(job.meta), text,
                                         job.usage, turn ? &*turn : nullptr);

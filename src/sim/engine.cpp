@@ -57,7 +57,7 @@ bool Engine::submit(SeqRequest req, double now) {
   sequence.req = std::move(req);
   seqs_.emplace(id, std::move(sequence));
   waiting_.push_back(id);
-  if (!busy_) plan(now);
+  if (!busy_) plan_step(now);
   return true;
 }
 
@@ -231,7 +231,7 @@ void Engine::preempt(Seq& sequence) {
   pending_.preempted.push_back(sequence.req.id);
 }
 
-void Engine::plan(double start) {
+void Engine::plan_step(double start) {
   pending_ = StepResult{};
   pending_.start = start;
   planned_.clear();
@@ -321,7 +321,7 @@ StepResult Engine::complete_step() {
   busy_ = false;
   planned_.clear();
   pending_ = StepResult{};
-  if (!running_.empty() || !waiting_.empty()) plan(step_end_);
+  if (!running_.empty() || !waiting_.empty()) plan_step(step_end_);
   return result;
 }
 

@@ -152,7 +152,7 @@ class Engine {
     std::list<std::int64_t>::iterator lru;
   };
 
-  void plan(double start);
+  void plan_step(double start);
   bool try_admit(Seq& sequence, std::int32_t budget);
   bool ensure_blocks(Seq& sequence, std::int32_t upto_tokens);
   std::optional<std::int64_t> alloc_block();

@@ -25,7 +25,7 @@ void append_opening_frames(Job& job) {
     json::object initial = response_object(job.meta, job.req, "in_progress", "", std::nullopt);
     job.out += responses_event("response.created", {{"response", initial}}, job.seq_number++);
     job.out += responses_event("response.in_progress", {{"response", initial}}, job.seq_number++);
-    if (job.plan) return;  // a turn's items open with their first token (sim/turn_frames)
+    if (job.turn_plan) return;  // a turn's items open with their first token (sim/turn_frames)
     json::object item{{"id", job.meta.item_id},
                       {"content", json::array{}},
                       {"role", "assistant"},
@@ -46,7 +46,7 @@ void append_opening_frames(Job& job) {
 
 void append_token_frame(Job& job, int index, bool last) {
   const std::size_t start = job.out.size();
-  if (job.plan) {
+  if (job.turn_plan) {
     append_turn_token_frame(job, index, last);
     if (index == 0) malform_frame(job.out, start, job.faults.malformed);
     return;
@@ -77,7 +77,7 @@ void append_done_frames(Job& job) {
 }
 
 void append_responses_done_events(Job& job, const std::string& text, const json::object& resp) {
-  if (job.plan) {  // the items were closed with the last token
+  if (job.turn_plan) {  // the items were closed with the last token
     job.out += responses_event("response.completed", {{"response", resp}}, job.seq_number++);
     return;
   }

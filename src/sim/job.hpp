@@ -36,7 +36,7 @@ struct Job {
   boost::asio::steady_timer wake;  // cancelled by notify(): the job's writer has work
   std::shared_ptr<Timing> timing;
   /// A scripted or statistical turn (null: the generated words above, as before).
-  std::shared_ptr<const TurnPlan> plan;
+  std::shared_ptr<const TurnPlan> turn_plan;
   int turn_output_index = -1;  // Responses: output_index of the item being streamed
 
   void notify() { wake.cancel(); }

@@ -111,7 +111,7 @@ awaitable<void> plain_response(Conn& connection, Request& req, std::shared_ptr<J
     co_return co_await write_error(connection, 500, "The request was cancelled.", true, &req);
   }
   std::optional<TurnOutput> turn;
-  if (job->plan) turn = job->plan->emitted(static_cast<std::size_t>(job->emitted));
+  if (job->turn_plan) turn = job->turn_plan->emitted(static_cast<std::size_t>(job->emitted));
   const std::string text = turn ? turn->text : job->text();
   std::string body;
   switch (job->req.endpoint) {

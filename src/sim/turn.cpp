@@ -70,16 +70,16 @@ bool TurnPlan::same_item(std::size_t first_index, std::size_t second_index) cons
 TurnPlan make_plan(std::string reasoning, std::string text,
                    std::vector<std::pair<std::string, std::string>> calls,
                    std::string_view call_prefix, int call_hex) {
-  TurnPlan plan;
-  plan.full.reasoning = std::move(reasoning);
-  plan.full.text = std::move(text);
-  plan.full.reasoning_id = random_id("rs_");
+  TurnPlan turn_plan;
+  turn_plan.full.reasoning = std::move(reasoning);
+  turn_plan.full.text = std::move(text);
+  turn_plan.full.reasoning_id = random_id("rs_");
   for (auto& [name, args] : calls) {
-    plan.full.calls.push_back(OutputCall{std::move(name), std::move(args),
-                                         random_id(call_prefix, call_hex), random_id("fc_")});
+    turn_plan.full.calls.push_back(OutputCall{std::move(name), std::move(args),
+                                              random_id(call_prefix, call_hex), random_id("fc_")});
   }
-  plan.build();
-  return plan;
+  turn_plan.build();
+  return turn_plan;
 }
 
 json::array turn_output_items(const TurnOutput& turn, std::string_view msg_id) {

@@ -38,7 +38,7 @@ struct TurnPlan {
   bool same_item(std::size_t first_index, std::size_t second_index) const;
 };
 
-/// Builds and cuts a plan; ids are drawn here (rs_…, fc_…, and call ids of `call_prefix` and
+/// Builds and cuts a TurnPlan; ids are drawn here (rs_…, fc_…, and call ids of `call_prefix` and
 /// `call_hex` hex digits: vLLM's chat bodies `chatcmpl-tool-` + 32, chat streams (qwen3_coder)
 /// `call_` + 24, the Responses API `call_` + 32).
 TurnPlan make_plan(std::string reasoning, std::string text,

@@ -14,8 +14,8 @@ namespace json = boost::json;
 // ({index, id, type, function: {name, arguments: ""}}) and then argument pieces
 // ({index, function: {arguments}}); the qwen3 reasoning parser puts thinking in `reasoning`.
 void chat_token(Job& job, int index, bool last) {
-  const TurnPlan& plan = *job.plan;
-  const TurnPiece& piece = plan.pieces[static_cast<std::size_t>(index)];
+  const TurnPlan& turn_plan = *job.turn_plan;
+  const TurnPiece& piece = turn_plan.pieces[static_cast<std::size_t>(index)];
   std::string delta;
   switch (piece.seg) {
     case Seg::Reasoning:
@@ -25,7 +25,7 @@ void chat_token(Job& job, int index, bool last) {
       delta = fmt::format(R"({{"content":{}}})", json_quote(piece.text));
       break;
     case Seg::CallHeader: {
-      const OutputCall& call = plan.full.calls[static_cast<std::size_t>(piece.call)];
+      const OutputCall& call = turn_plan.full.calls[static_cast<std::size_t>(piece.call)];
       delta = fmt::format(
           R"({{"tool_calls":[{{"id":"{}","type":"function","index":{},"function":{{"name":{},"arguments":""}}}}]}})",
           call.call_id, piece.call, json_quote(call.name));
@@ -38,7 +38,7 @@ void chat_token(Job& job, int index, bool last) {
   }
   std::string_view finish_reason;
   if (last)
-    finish_reason = chat_finish_reason(plan.emitted(static_cast<std::size_t>(index) + 1),
+    finish_reason = chat_finish_reason(turn_plan.emitted(static_cast<std::size_t>(index) + 1),
                                        job.meta.finish_reason);
   job.out += chat_delta_frame(job.meta, delta, finish_reason, continuous_usage(job));
 }
@@ -67,16 +67,16 @@ json::object call_item(const OutputCall& call, std::string_view status) {
 // Responses (vLLM's simple_streaming_events.py): output_item.added when an item starts, its
 // deltas, and its done events when the next item starts or the turn ends.
 void open_item(Job& job, const TurnPiece& piece) {
-  const TurnPlan& plan = *job.plan;
+  const TurnPlan& turn_plan = *job.turn_plan;
   const int output_index = ++job.turn_output_index;
   switch (piece.seg) {
     case Seg::Reasoning:
       event(job, "response.output_item.added",
-            {{"item", reasoning_item(plan.full.reasoning_id, nullptr)},
+            {{"item", reasoning_item(turn_plan.full.reasoning_id, nullptr)},
              {"output_index", output_index}});
       event(job, "response.content_part.added",
             {{"content_index", 0},
-             {"item_id", plan.full.reasoning_id},
+             {"item_id", turn_plan.full.reasoning_id},
              {"output_index", output_index},
              {"part", json::object{{"text", ""}, {"type", "reasoning_text"}}}});
       break;
@@ -100,7 +100,7 @@ void open_item(Job& job, const TurnPiece& piece) {
     }
     case Seg::CallHeader:
     case Seg::CallArgs: {
-      OutputCall call = plan.full.calls[static_cast<std::size_t>(piece.call)];
+      OutputCall call = turn_plan.full.calls[static_cast<std::size_t>(piece.call)];
       call.arguments.clear();
       event(job, "response.output_item.added",
             {{"item", call_item(call, "in_progress")}, {"output_index", output_index}});
@@ -110,12 +110,12 @@ void open_item(Job& job, const TurnPiece& piece) {
 }
 
 void close_item(Job& job, std::size_t emitted, const TurnPiece& piece) {
-  const TurnPlan& plan = *job.plan;
-  const TurnOutput out = plan.emitted(emitted);
+  const TurnPlan& turn_plan = *job.turn_plan;
+  const TurnOutput out = turn_plan.emitted(emitted);
   const int output_index = job.turn_output_index;
   switch (piece.seg) {
     case Seg::Reasoning: {
-      const std::string& id = plan.full.reasoning_id;
+      const std::string& id = turn_plan.full.reasoning_id;
       event(job, "response.reasoning_text.done",
             {{"content_index", 0},
              {"item_id", id},
@@ -168,19 +168,19 @@ void close_item(Job& job, std::size_t emitted, const TurnPiece& piece) {
 }
 
 void responses_token(Job& job, int index, bool last) {
-  const TurnPlan& plan = *job.plan;
+  const TurnPlan& turn_plan = *job.turn_plan;
   const auto position = static_cast<std::size_t>(index);
-  const TurnPiece& piece = plan.pieces[position];
-  if (position > 0 && !plan.same_item(position - 1, position))
-    close_item(job, position, plan.pieces[position - 1]);
-  if (position == 0 || !plan.same_item(position - 1, position)) open_item(job, piece);
+  const TurnPiece& piece = turn_plan.pieces[position];
+  if (position > 0 && !turn_plan.same_item(position - 1, position))
+    close_item(job, position, turn_plan.pieces[position - 1]);
+  if (position == 0 || !turn_plan.same_item(position - 1, position)) open_item(job, piece);
   const int output_index = job.turn_output_index;
   switch (piece.seg) {
     case Seg::Reasoning:
       event(job, "response.reasoning_text.delta",
             {{"content_index", 0},
              {"delta", piece.text},
-             {"item_id", plan.full.reasoning_id},
+             {"item_id", turn_plan.full.reasoning_id},
              {"output_index", output_index}});
       break;
     case Seg::Text:
@@ -196,7 +196,7 @@ void responses_token(Job& job, int index, bool last) {
     case Seg::CallArgs:
       event(job, "response.function_call_arguments.delta",
             {{"delta", piece.text},
-             {"item_id", plan.full.calls[static_cast<std::size_t>(piece.call)].item_id},
+             {"item_id", turn_plan.full.calls[static_cast<std::size_t>(piece.call)].item_id},
              {"output_index", output_index}});
       break;
   }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The SSE frames of a scripted or statistical turn (Job::plan), as vLLM streams reasoning and
+// The SSE frames of a scripted or statistical turn (Job::turn_plan), as vLLM streams reasoning and
 // tool calls: chat deltas `reasoning`, `content` and `tool_calls` (a header naming the function,
 // then argument pieces); Responses reasoning, message and function_call items with their
 // added / delta / done events. No I/O.
@@ -12,7 +12,7 @@
 
 namespace llmux::sim {
 
-/// The frame(s) of token `index` of the job's plan; `last` closes the open item (Responses) or
+/// The frame(s) of token `index` of the job's TurnPlan; `last` closes the open item (Responses) or
 /// carries the finish reason (chat).
 void append_turn_token_frame(Job& job, int index, bool last);
 /// The usage a stream's frames carry with continuous_usage_stats: vLLM's counts only, never

@@ -8,8 +8,8 @@
 // addWrite/delWrite) and says when the context is being freed (cleanup). HiredisWatch keeps
 // those wishes and an Asio wait per wish that is on, re-armed after each event while the wish
 // stays; each event hands the socket to hiredis (redisAsyncHandleRead/Write), which may free the
-// context from inside. Shared by the context (ev.data, a raw pointer) and each pending wait, so
-// a wait that completes after the context went finds it marked dead.
+// context from inside. Owned jointly by the context (ev.data, a raw pointer) and each pending wait,
+// so a wait that completes after the context went finds it marked dead.
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 

@@ -96,7 +96,7 @@ class RedisClient {
   /// commands fail at once. Idempotent.
   void stop();
 
-  /// Connected, and the handshake done.
+  /// The connection is up and its handshake done.
   bool up() const;
   const RedisUrl& url() const;
 

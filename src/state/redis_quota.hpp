@@ -112,7 +112,7 @@ class RedisQuotaCounters final : public auth::QuotaCounters {
     std::mutex mutex;
     std::unordered_map<std::string, Counter, Hash, std::equal_to<>> counters;
   };
-  // Shared with the callbacks in flight.
+  // Owned jointly with the callbacks in flight.
   struct Mirror {
     Shard shards[16];
     std::atomic<std::int64_t> inflight{0};

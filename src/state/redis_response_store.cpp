@@ -93,7 +93,7 @@ boost::asio::awaitable<std::optional<std::string>> RedisResponseStore::owner(std
   co_return std::move(reply.str);
 }
 
-void RedisResponseStore::learn(std::string_view id, std::string_view backend) {
+void RedisResponseStore::record_owner(std::string_view id, std::string_view backend) {
   cache_.put(id, backend);
   // Through the Redis thread even when down: a write it fails joins the pending list before the
   // connection's return flushes it, never after.

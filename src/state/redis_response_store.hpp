@@ -6,10 +6,10 @@
 //
 // Keys: `<prefix>resp:<id>` = backend name, with a TTL (PX). owner(): the local cache, else one
 // GET bounded by `lookup_timeout` (a hit is cached locally); Redis slow, down or failing: nullopt
-// (the gateway falls back to its local means). learn()/forget(): the local cache, and a SET/DEL
-// fired in the background (never waits). What Redis could not take (down, or the connection lost
-// before the write) is kept in a bounded pending list, oldest dropped first, and written back in
-// order when the connection returns: affinity learned while Redis was away is not lost.
+// (the gateway falls back to its local means). record_owner()/forget(): the local cache, and a
+// SET/DEL fired in the background (never waits). What Redis could not take (down, or the connection
+// lost before the write) is kept in a bounded pending list, oldest dropped first, and written back
+// in order when the connection returns: affinity learned while Redis was away is not lost.
 //
 // Limits: forget() on one replica does not reach the other replicas' local caches (they keep the
 // id until their own TTL or LRU drops it, or they forget it themselves); a written-back write
@@ -49,7 +49,7 @@ class RedisResponseStore final : public ResponseStore {
   RedisResponseStore& operator=(const RedisResponseStore&) = delete;
 
   boost::asio::awaitable<std::optional<std::string>> owner(std::string_view id) override;
-  void learn(std::string_view id, std::string_view backend) override;
+  void record_owner(std::string_view id, std::string_view backend) override;
   void forget(std::string_view id) override;
   /// Ids in the local cache.
   std::size_t size() const override;

@@ -105,7 +105,7 @@ class RedisUsageLedger final : public auth::UsageLedger {
     std::int64_t hour = 0;
     std::vector<std::pair<RowKey, Sums>> rows;
   };
-  // Shared with the callbacks in flight and the on_up listener.
+  // Owned jointly with the callbacks in flight and the on_up listener.
   struct Core;
 
   std::shared_ptr<RedisClient> redis_;

@@ -96,7 +96,7 @@ boost::asio::awaitable<std::optional<std::string>> MemoryResponseStore::owner(st
   co_return find(id);
 }
 
-void MemoryResponseStore::learn(std::string_view id, std::string_view backend) {
+void MemoryResponseStore::record_owner(std::string_view id, std::string_view backend) {
   put(id, backend);
 }
 

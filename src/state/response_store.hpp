@@ -31,7 +31,7 @@ class ResponseStore {
   /// stay valid until the call completes.
   virtual boost::asio::awaitable<std::optional<std::string>> owner(std::string_view id) = 0;
   /// Records that `backend` holds `id` (again: refreshes it). Never waits.
-  virtual void learn(std::string_view id, std::string_view backend) = 0;
+  virtual void record_owner(std::string_view id, std::string_view backend) = 0;
   /// Forgets `id` (its backend no longer has it).
   virtual void forget(std::string_view id) = 0;
   /// Ids kept now.
@@ -44,7 +44,7 @@ class MemoryResponseStore final : public ResponseStore {
   MemoryResponseStore(std::size_t max_entries, std::chrono::milliseconds ttl);
 
   boost::asio::awaitable<std::optional<std::string>> owner(std::string_view id) override;
-  void learn(std::string_view id, std::string_view backend) override;
+  void record_owner(std::string_view id, std::string_view backend) override;
   void forget(std::string_view id) override;
   std::size_t size() const override;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Upstream connections and the per-worker keep-alive pool of one backend.
+// Connections to backends and the per-worker keep-alive pool of one backend.
 //
 // A pooled connection is invisible to clients when the backend closes it: take() looks at the
 // socket without blocking (MSG_PEEK, unless the worker's ReadinessSet watches it and saw no event

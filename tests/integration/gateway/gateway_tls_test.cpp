@@ -149,14 +149,14 @@ class GatewayTls : public GatewaySuite {
 TEST_F(GatewayTls, HttpsListenerServesCompletionsAndStreamsOnOneConnection) {
   HttpsClient c(port(), good_.cert);
   const auto r = c.post("/v1/chat/completions", kChat);
-  ASSERT_EQ(r.r.failure, http::Failure::none) << r.r.message;
-  EXPECT_EQ(r.r.status, 200) << r.body;
+  ASSERT_EQ(r.result.failure, http::Failure::none) << r.result.message;
+  EXPECT_EQ(r.result.status, 200) << r.body;
   EXPECT_NE(r.body.find("\"choices\""), std::string::npos) << r.body;
 
   const auto s = c.post("/v1/chat/completions", kChatStream);
-  ASSERT_EQ(s.r.failure, http::Failure::none) << s.r.message;
-  EXPECT_EQ(s.r.status, 200);
-  EXPECT_EQ(s.r.content_type.rfind("text/event-stream", 0), 0u) << s.r.content_type;
+  ASSERT_EQ(s.result.failure, http::Failure::none) << s.result.message;
+  EXPECT_EQ(s.result.status, 200);
+  EXPECT_EQ(s.result.content_type.rfind("text/event-stream", 0), 0u) << s.result.content_type;
   EXPECT_NE(s.body.find("data: [DONE]"), std::string::npos) << s.body;
   EXPECT_EQ(c.connects(), 1u) << "the HTTPS connection was not kept alive";
 }
@@ -164,9 +164,10 @@ TEST_F(GatewayTls, HttpsListenerServesCompletionsAndStreamsOnOneConnection) {
 TEST_F(GatewayTls, ClientThatDoesNotTrustTheCertificateFailsItsHandshake) {
   HttpsClient c(port(), other_.cert);
   const auto r = c.post("/v1/chat/completions", kChat);
-  EXPECT_EQ(r.r.failure, http::Failure::connect);
-  EXPECT_NE(r.r.message.find("certificate verify failed"), std::string::npos) << r.r.message;
-  EXPECT_EQ(HttpsClient(port(), good_.cert).post("/v1/chat/completions", kChat).r.status, 200);
+  EXPECT_EQ(r.result.failure, http::Failure::connect);
+  EXPECT_NE(r.result.message.find("certificate verify failed"), std::string::npos)
+      << r.result.message;
+  EXPECT_EQ(HttpsClient(port(), good_.cert).post("/v1/chat/completions", kChat).result.status, 200);
 }
 
 TEST_F(GatewayTls, PlainHttpClientGetsA400SayingHttpsAndTheGatewayGoesOn) {
@@ -177,7 +178,7 @@ TEST_F(GatewayTls, PlainHttpClientGetsA400SayingHttpsAndTheGatewayGoesOn) {
   ASSERT_TRUE(got) << "the gateway did not close a plain-HTTP connection to its TLS port";
   EXPECT_EQ(got->rfind("HTTP/1.1 400", 0), 0u) << *got;
   EXPECT_NE(got->find("HTTPS"), std::string::npos) << *got;
-  EXPECT_EQ(HttpsClient(port(), good_.cert).post("/v1/chat/completions", kChat).r.status, 200);
+  EXPECT_EQ(HttpsClient(port(), good_.cert).post("/v1/chat/completions", kChat).result.status, 200);
 }
 
 TEST_F(GatewayTls, HandshakeThatNeverCompletesIsClosedWithinClientHeader) {
@@ -190,7 +191,7 @@ TEST_F(GatewayTls, HandshakeThatNeverCompletesIsClosedWithinClientHeader) {
   EXPECT_TRUE(silent.read_until_closed(5s)) << "a silent client was never closed";
   EXPECT_TRUE(partial.read_until_closed(5s)) << "a half handshake was never closed";
   EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
-  EXPECT_EQ(HttpsClient(port(), good_.cert).post("/v1/chat/completions", kChat).r.status, 200);
+  EXPECT_EQ(HttpsClient(port(), good_.cert).post("/v1/chat/completions", kChat).result.status, 200);
 }
 
 TEST_F(GatewayTls, BenchMeasuresAnHttpsGatewayTrustingItsCaFile) {

@@ -246,7 +246,7 @@ TEST_F(RedisClient, ConnectsWhenRedisStartsLater) {
 TEST_F(RedisStore, LearnedOnOneReplicaIsFoundOnAnother) {
   auto a = client(), b = client();
   RedisResponseStore ra(a, {.prefix = "t:"}), rb(b, {.prefix = "t:"});
-  ra.learn("resp_1", "server2");
+  ra.record_owner("resp_1", "server2");
   std::string id = "resp_1", unknown = "resp_none";
   EXPECT_TRUE(poll_until([&] { return await(rb.owner(id)) == "server2"; }, 3s));
   EXPECT_EQ(rb.size(), 1u) << "a hit from Redis is cached locally";
@@ -262,7 +262,7 @@ TEST_F(RedisStore, LearnedOnOneReplicaIsFoundOnAnother) {
 TEST_F(RedisStore, EntriesCarryTheirTtl) {
   auto a = client();
   RedisResponseStore s(a, {.prefix = "ttl:", .ttl = 60s});
-  s.learn("resp_t", "server1");
+  s.record_owner("resp_t", "server1");
   ASSERT_TRUE(poll_until([&] { return key_exists("ttl:resp:resp_t"); }, 3s));
   auto pttl = raw({"PTTL", "ttl:resp:resp_t"});
   EXPECT_GT(pttl.integer, 0) << "no expiry on the key";
@@ -272,11 +272,11 @@ TEST_F(RedisStore, EntriesCarryTheirTtl) {
 TEST_F(RedisStore, PrefixesKeepDeploymentsApart) {
   auto c = client();
   RedisResponseStore prod(c, {.prefix = "prod:"}), staging(c, {.prefix = "staging:"});
-  prod.learn("resp_x", "server1");
+  prod.record_owner("resp_x", "server1");
   ASSERT_TRUE(poll_until([&] { return key_exists("prod:resp:resp_x"); }, 3s));
   std::string id = "resp_x";
   EXPECT_EQ(await(staging.owner(id)), std::nullopt);
-  staging.learn("resp_x", "server9");
+  staging.record_owner("resp_x", "server9");
   ASSERT_TRUE(poll_until([&] { return key_exists("staging:resp:resp_x"); }, 3s));
   // Fresh stores (empty caches) read each its own.
   RedisResponseStore prod2(c, {.prefix = "prod:"}), staging2(c, {.prefix = "staging:"});
@@ -288,7 +288,7 @@ TEST_F(RedisStore, PrefixesKeepDeploymentsApart) {
 TEST_F(RedisStore, DownThenBackWritesBackWhatWasLearned) {
   auto a = client(), b = client();
   RedisResponseStore ra(a, {.prefix = "p:"}), rb(b, {.prefix = "p:"});
-  ra.learn("before", "server1");
+  ra.record_owner("before", "server1");
   ASSERT_TRUE(poll_until([&] { return key_exists("p:resp:before"); }, 3s));
 
   server->stop();
@@ -299,8 +299,8 @@ TEST_F(RedisStore, DownThenBackWritesBackWhatWasLearned) {
   EXPECT_LT(since(t0), 100ms) << "owner() waited for a Redis that is down";
   t0 = Clock::now();
   constexpr int kDuring = 200;
-  for (int i = 0; i < kDuring; ++i) ra.learn("during_" + std::to_string(i), "server2");
-  EXPECT_LT(since(t0), 200ms) << "learn() waited for a Redis that is down";
+  for (int i = 0; i < kDuring; ++i) ra.record_owner("during_" + std::to_string(i), "server2");
+  EXPECT_LT(since(t0), 200ms) << "record_owner() waited for a Redis that is down";
   std::string during0 = "during_0";
   EXPECT_EQ(await(ra.owner(during0)), "server2");  // the local table goes on
   EXPECT_TRUE(poll_until([&] { return ra.pending() == kDuring; }, 3s)) << ra.pending();
@@ -323,7 +323,7 @@ TEST_F(RedisStore, PendingWritesAreBounded) {
   RedisResponseStore s(a, {.prefix = "b:", .max_pending = 10});
   server->stop();
   ASSERT_TRUE(poll_until([&] { return !a->up(); }, 5s));
-  for (int i = 0; i < 25; ++i) s.learn("r" + std::to_string(i), "server1");
+  for (int i = 0; i < 25; ++i) s.record_owner("r" + std::to_string(i), "server1");
   EXPECT_TRUE(poll_until([&] { return s.pending_dropped() == 15; }, 3s)) << s.pending_dropped();
   EXPECT_EQ(s.pending(), 10u);
   server->start();

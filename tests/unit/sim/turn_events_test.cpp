@@ -93,14 +93,14 @@ struct Streamed {
     job.meta.model = job.req.model;
     const std::size_t n = std::min(plan.pieces.size(), max_tokens);
     job.meta.finish_reason = n == plan.pieces.size() ? "stop" : "length";
-    job.plan = std::make_shared<TurnPlan>(std::move(plan));
+    job.turn_plan = std::make_shared<TurnPlan>(std::move(plan));
     append_opening_frames(job);
     for (std::size_t i = 0; i < n; ++i) {
       job.emitted = static_cast<int>(i + 1);
       job.usage.completion_tokens = job.emitted;
       append_token_frame(job, static_cast<int>(i), i + 1 == n);
     }
-    out = job.plan->emitted(n);
+    out = job.turn_plan->emitted(n);
     if (ep == Endpoint::Responses) {
       auto resp = response_object(job.meta, job.req, "completed", out.text, job.usage, &out);
       append_responses_done_events(job, out.text, resp);
@@ -135,7 +135,7 @@ TEST(TurnPlanTest, PiecesAreTokensOfReasoningTextAndCalls) {
 
 TEST(ResponsesTurnEvents, EveryEventHasVllmsFieldsInVllmsOrder) {
   Streamed s(Endpoint::Responses, sample_plan());
-  const TurnPlan& p = *s.job.plan;
+  const TurnPlan& p = *s.job.turn_plan;
   const auto& call = p.full.calls[0];
   // The events in order, with the field set of each (openai SDK event types).
   const std::set<std::string> added{"type", "sequence_number", "output_index", "item"};
@@ -259,7 +259,7 @@ TEST(ResponsesTurnEvents, CallOnlyTurnOpensWithTheFunctionCall) {
 
 TEST(ChatTurnFrames, ReasoningContentAndToolCallDeltas) {
   Streamed s(Endpoint::Chat, sample_plan());
-  const TurnPlan& p = *s.job.plan;
+  const TurnPlan& p = *s.job.turn_plan;
   const auto& call = p.full.calls[0];
   ASSERT_GE(s.events.size(), 3u);
   // The role chunk first, [DONE] last.

@@ -20,12 +20,12 @@ using Clock = MemoryResponseStore::Clock;
 
 TEST(ResponseStore, RemembersTheBackendOfAnId) {
   MemoryResponseStore s(100, 1h);
-  s.learn("resp_a", "server1");
-  s.learn("resp_b", "server2");
+  s.record_owner("resp_a", "server1");
+  s.record_owner("resp_b", "server2");
   EXPECT_EQ(s.find("resp_a"), "server1");
   EXPECT_EQ(s.find("resp_b"), "server2");
   EXPECT_EQ(s.find("resp_c"), std::nullopt);
-  s.learn("resp_a", "server2");  // learned again: the latest backend
+  s.record_owner("resp_a", "server2");  // learned again: the latest backend
   EXPECT_EQ(s.find("resp_a"), "server2");
   EXPECT_EQ(s.size(), 2u);
   s.forget("resp_a");
@@ -35,11 +35,11 @@ TEST(ResponseStore, RemembersTheBackendOfAnId) {
 
 TEST(ResponseStore, EvictsTheLeastRecentlyUsedOverItsSize) {
   MemoryResponseStore s(3, 1h);
-  s.learn("r1", "a");
-  s.learn("r2", "a");
-  s.learn("r3", "a");
+  s.record_owner("r1", "a");
+  s.record_owner("r2", "a");
+  s.record_owner("r3", "a");
   EXPECT_TRUE(s.find("r1"));  // r1 used: r2 is now the least recent
-  s.learn("r4", "b");
+  s.record_owner("r4", "b");
   EXPECT_EQ(s.size(), 3u);
   EXPECT_EQ(s.find("r2"), std::nullopt);
   EXPECT_TRUE(s.find("r1"));
@@ -60,7 +60,7 @@ TEST(ResponseStore, ForgetsAnIdUnusedForItsTtlAndUseRefreshesIt) {
 
 TEST(ResponseStore, SmallerLimitsTrimAtOnce) {
   MemoryResponseStore s(10, 1h);
-  for (int i = 0; i < 10; ++i) s.learn("r" + std::to_string(i), "a");
+  for (int i = 0; i < 10; ++i) s.record_owner("r" + std::to_string(i), "a");
   s.set_limits(4, 1h);
   EXPECT_EQ(s.size(), 4u);
   EXPECT_TRUE(s.find("r9"));
@@ -69,7 +69,7 @@ TEST(ResponseStore, SmallerLimitsTrimAtOnce) {
 
 TEST(ResponseStore, ALargeTableKeepsAboutItsSizeOverItsShards) {
   MemoryResponseStore s(8192, 1h);
-  for (int i = 0; i < 20000; ++i) s.learn("resp_" + std::to_string(i), "a");
+  for (int i = 0; i < 20000; ++i) s.record_owner("resp_" + std::to_string(i), "a");
   EXPECT_LE(s.size(), 8192u);
   EXPECT_GE(s.size(), 8000u);
   EXPECT_TRUE(s.find("resp_19999"));  // the newest are all there
@@ -78,7 +78,7 @@ TEST(ResponseStore, ALargeTableKeepsAboutItsSizeOverItsShards) {
 
 TEST(ResponseStore, OwnerIsTheLookupAsACoroutine) {
   MemoryResponseStore s(10, 1h);
-  s.learn("resp_x", "server2");
+  s.record_owner("resp_x", "server2");
   boost::asio::io_context ioc;
   ResponseStore& store = s;
   auto f = boost::asio::co_spawn(ioc, store.owner("resp_x"), boost::asio::use_future);
@@ -95,7 +95,7 @@ TEST(ResponseStore, ThreadsLearnAndFindTogether) {
     ts.emplace_back([&, t] {
       for (int i = 0; i < 2000; ++i) {
         const std::string id = "r" + std::to_string(t) + "_" + std::to_string(i);
-        s.learn(id, "b" + std::to_string(t));
+        s.record_owner(id, "b" + std::to_string(t));
         EXPECT_EQ(s.find(id), "b" + std::to_string(t));
       }
     });
