@@ -136,9 +136,6 @@ void write_at_once(http::Stream& sock, const Ready& ready, std::string& rest,
     rest.append(static_cast<const char*>(out[i].data()), out[i].size());
 }
 
-/// What write_at_once() left in `rest`, awaited within the idle timeout, then freed (a stream holds
-/// no copy while it waits). A coroutine of its own: it costs a frame only when a write did not go
-/// at once, and its operation's state takes no room in the relay's frame.
 /// The response header the client gets, and whether the gateway frames the body in chunks.
 struct ClientHeader {
   ByteBuilder bytes;
@@ -182,6 +179,9 @@ ClientHeader client_header(const Request& req, UpstreamResponse& response,
   return header;
 }
 
+/// What write_at_once() left in `rest`, awaited within the idle timeout, then freed (a stream holds
+/// no copy while it waits). A coroutine of its own: it costs a frame only when a write did not go
+/// at once, and its operation's state takes no room in the relay's frame.
 net::awaitable<boost::system::error_code> write_remainder(ClientConnection& client,
                                                           std::string& rest,
                                                           std::chrono::milliseconds idle) {

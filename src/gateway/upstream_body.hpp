@@ -23,8 +23,8 @@ using UpstreamParser = UpstreamResponse;
 enum class Fed { body, need_more, done, full, error };
 
 /// Gives the parser what `input` holds (the parser's header already read), until body bytes come
-/// out into the body buffer it was given (`p.body_buffer()`), it needs more bytes than there are,
-/// the message is complete, the body buffer is full, or the bytes are not HTTP. When it needs
+/// out into the body buffer it was given (`parser.body_buffer()`), it needs more bytes than there
+/// are, the message is complete, the body buffer is full, or the bytes are not HTTP. When it needs
 /// more, what is left in `input` is an incomplete piece, never one it could parse.
 Fed feed(UpstreamParser& parser, boost::beast::flat_buffer& input, boost::system::error_code& ec);
 

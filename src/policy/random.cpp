@@ -42,7 +42,7 @@ struct Available {
       ++n;
     }
   }
-  /// Index drawn with probability weights[i] / total, leaving out `skip` (its weight `skip_w`).
+  /// Index drawn with probability weights[i] / total, leaving out `skip` (and its weight).
   std::size_t draw(std::size_t skip = SIZE_MAX) {
     const std::int64_t sum = skip == SIZE_MAX ? total : total - weights[skip];
     std::int64_t point = std::uniform_int_distribution<std::int64_t>(0, sum - 1)(rng());
