@@ -6,9 +6,9 @@
 
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
-#include <boost/json.hpp>
 
 #include "core/clock.hpp"
+#include "gateway/metrics_sum.hpp"
 #include "state/redis_quota.hpp"
 #include "upstream/health.hpp"
 
@@ -26,37 +26,6 @@ using metrics::HistKind;
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-
-/// Every worker's counters, added up by key.
-std::map<std::uint64_t, std::uint64_t> counters(const GatewayState& state) {
-  std::map<std::uint64_t, std::uint64_t> out;
-  state.metrics.each([&](const metrics::WorkerMetrics& metrics) {
-    metrics.counters.each([&](std::uint64_t key, std::uint64_t value) { out[key] += value; });
-  });
-  return out;
-}
-
-Family family_of(std::uint64_t key) {
-  return static_cast<Family>(key >> 48);
-}
-int part(std::uint64_t key, int part_index) {
-  return static_cast<int>((key >> (32 - 16 * part_index)) & 0xffff);
-}
-
-struct Summed {
-  std::array<std::uint64_t, metrics::kMaxBuckets + 1> buckets{};
-  std::uint64_t count = 0, sum_ns = 0;
-};
-
-/// One histogram over every worker: `pick` chooses it in a worker's metrics.
-template <typename Pick>
-Summed sum(const GatewayState& state, Pick pick) {
-  Summed out;
-  state.metrics.each([&](const metrics::WorkerMetrics& metrics) {
-    pick(metrics).add_to(out.buckets, out.count, out.sum_ns);
-  });
-  return out;
-}
 
 ClientMetric::Histogram to_prometheus(const Summed& summed, const metrics::Bounds& bounds) {
   ClientMetric::Histogram out;
@@ -93,52 +62,7 @@ void gauge(std::vector<MetricFamily>& out, std::string name, std::string help, d
   out.push_back(std::move(metric_family));
 }
 
-/// The dashboard's and the API's name for a backend's state.
-std::string_view dashboard_state(const upstream::Backend& backend, std::int64_t now) {
-  if (backend.draining.load(std::memory_order_relaxed)) return "draining";
-  const std::string_view state = upstream::state_name(backend, now);
-  if (state == "unhealthy") return "down";
-  if (state == "ejected" || state == "stalled") return "ejected";
-  return "up";
-}
-
-bool reported_fresh(const upstream::Backend& backend, std::int64_t now) {
-  return now < backend.observations.reported.until_ns.load(std::memory_order_relaxed);
-}
-
-BackendTotals totals(const std::map<std::uint64_t, std::uint64_t>& all, int id) {
-  BackendTotals result;
-  for (const auto& [k, v] : all) {
-    switch (family_of(k)) {
-      case Family::requests:
-        if (part(k, 1) != id) break;
-        result.requests += v;
-        if (part(k, 2) >= 500) result.errors += v;
-        break;
-      case Family::attempt_failures:
-        if (part(k, 0) == id) result.errors += v;
-        break;
-      case Family::prompt_tokens:
-        if (part(k, 0) == id) result.prompt_tokens += v;
-        break;
-      case Family::cached_tokens:
-        if (part(k, 0) == id) result.cached_tokens += v;
-        break;
-      case Family::generation_tokens:
-        if (part(k, 0) == id) result.generation_tokens += v;
-        break;
-      default:
-        break;
-    }
-  }
-  return result;
-}
-
 }  // namespace
-
-BackendTotals backend_totals(const GatewayState& state, int metric_id) {
-  return totals(counters(state), metric_id);
-}
 
 std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
   auto& names = metrics::names();
@@ -190,7 +114,7 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
       std::vector<ClientMetric::Label> labels;
       for (std::size_t i = 0; i < spec.labels.size(); ++i) {
         const std::string& label_name = spec.labels[i];
-        const int id = part(key, static_cast<int>(i));
+        const int id = key_part(key, static_cast<int>(i));
         std::string label_value;
         if (label_name == "route") label_value = names.routes.name(id);
         if (label_name == "backend") label_value = names.backends.name(id);
@@ -384,124 +308,6 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
   out.push_back(std::move(dropped_family));
 
   return prometheus::TextSerializer().Serialize(out);
-}
-
-// ---------------------------------------------------------------------------------------------
-
-namespace {
-
-boost::json::object hist_json(const Summed& summed, const metrics::Bounds& bounds) {
-  boost::json::array upper_bounds, counts;
-  std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < bounds.upper_ns.size(); ++i) {
-    cumulative += summed.buckets[i];
-    upper_bounds.push_back(static_cast<double>(bounds.upper_ns[i]) / 1e9);
-    counts.push_back(cumulative);
-  }
-  upper_bounds.push_back("+Inf");
-  counts.push_back(summed.count);
-  return {{"le", std::move(upper_bounds)},
-          {"counts", std::move(counts)},
-          {"sum", static_cast<double>(summed.sum_ns) / 1e9},
-          {"count", summed.count}};
-}
-
-}  // namespace
-
-std::string dashboard_json(const GatewayState& state, const Fleet& fleet) {
-  const std::int64_t now = mono_ns();
-  const auto all = counters(state);
-  boost::json::array backends;
-  for (const auto& backend_ptr : fleet.backends) {
-    const auto& backend = *backend_ptr;
-    const int id = backend.metric_id;
-    boost::json::object entry;
-    entry["name"] = backend.name;
-    entry["url"] = backend.url;
-    entry["state"] = dashboard_state(backend, now);
-    entry["detail"] = upstream::state_name(backend, now);
-    entry["inflight"] = backend.inflight.load(std::memory_order_relaxed);
-    entry["max_inflight"] = backend.max_inflight.load(std::memory_order_relaxed);
-    entry["weight"] = backend.weight.load(std::memory_order_relaxed);
-    const BackendTotals sums = totals(all, id);
-    entry["requests"] = sums.requests;
-    entry["errors"] = sums.errors;
-    entry["prompt_tokens"] = sums.prompt_tokens;
-    entry["cached_tokens"] = sums.cached_tokens;
-    entry["generation_tokens"] = sums.generation_tokens;
-    const auto per = [&](HistKind kind, const std::array<metrics::Histogram, metrics::kMaxNames>
-                                            metrics::WorkerMetrics::*which) {
-      return hist_json(sum(state,
-                           [&](const metrics::WorkerMetrics& metrics) -> const metrics::Histogram& {
-                             return (metrics.*which)[static_cast<std::size_t>(id)];
-                           }),
-                       metrics::bounds(kind));
-    };
-    entry["ttft"] = per(HistKind::ttft, &metrics::WorkerMetrics::ttft);
-    entry["itl"] = per(HistKind::itl, &metrics::WorkerMetrics::itl);
-    entry["e2e"] = per(HistKind::e2e, &metrics::WorkerMetrics::e2e);
-    if (reported_fresh(backend, now))
-      entry["reported"] = {{"running", backend.observations.reported.running.load()},
-                           {"waiting", backend.observations.reported.waiting.load()},
-                           {"kv_usage", backend.observations.reported.kv_permille.load() / 1000.0}};
-    else
-      entry["reported"] = nullptr;
-    backends.push_back(std::move(entry));
-  }
-  boost::json::array routes;
-  for (const auto& route : fleet.routes) {
-    const auto& route_match = route.cfg->match;
-    std::string match = route_match.methods.empty() ? "ANY" : "";
-    for (std::size_t i = 0; i < route_match.methods.size(); ++i)
-      match += (i ? "," : "") + route_match.methods[i];
-    match += " ";
-    match += !route_match.path.empty()          ? route_match.path
-             : !route_match.path_prefix.empty() ? route_match.path_prefix + "*"
-                                                : "*";
-    std::string model;
-    for (std::size_t i = 0; i < route_match.models.size(); ++i)
-      model += (i ? "," : "") + route_match.models[i];
-    boost::json::array backend_names;
-    for (const auto* backend : route.backends)
-      backend_names.push_back(boost::json::string(backend->name));
-    routes.push_back({{"name", route.cfg->name},
-                      {"match", match},
-                      {"model", model},
-                      {"policy", route.policy->name()},
-                      {"backends", std::move(backend_names)},
-                      {"queued", route.queue->depth()}});
-  }
-  const auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-  auto overhead = [&](HistKind kind, const metrics::Histogram metrics::WorkerMetrics::*which) {
-    return hist_json(sum(state,
-                         [&](const metrics::WorkerMetrics& metrics) -> const metrics::Histogram& {
-                           return metrics.*which;
-                         }),
-                     metrics::bounds(kind));
-  };
-  boost::json::object state_json{{"kind", state.redis ? "redis" : "memory"}};
-  if (state.redis) {
-    state_json["up"] = state.redis->up();
-    state_json["pending"] = state.responses_redis->pending();
-  }
-  boost::json::object gateway_json{
-      {"state", std::move(state_json)},
-      {"connections", state.connections.load()},
-      {"active_requests", state.active.load()},
-      {"overhead",
-       {{"request",
-         overhead(HistKind::request_overhead, &metrics::WorkerMetrics::request_overhead)},
-        {"relay", overhead(HistKind::relay_overhead, &metrics::WorkerMetrics::relay_overhead)}}}};
-  return boost::json::serialize(boost::json::object{
-      {"version", LLMUX_VERSION},
-      {"time", static_cast<double>(unix_ms) / 1e3},
-      {"uptime_s", static_cast<double>(now - state.metrics.start_mono_ns) / 1e9},
-      {"config_generation", fleet.generation},
-      {"gateway", std::move(gateway_json)},
-      {"backends", std::move(backends)},
-      {"routes", std::move(routes)}});
 }
 
 }  // namespace llmux::gateway

@@ -4,9 +4,9 @@
 //
 // Threads: N workers, each with its own io_context, its own SO_REUSEPORT acceptor per listener
 // and its own keep-alive pool per backend, so a request never leaves the thread that accepted it
-// and the hot path takes no lock. The state all threads share is the configuration in use (a Fleet: immutable,
-// its backends' changing parts atomics; a reload swaps it per worker, between requests) and a
-// few atomics (active requests, draining).
+// and the hot path takes no lock. The state all threads share is the configuration in use (a Fleet:
+// immutable, its backends' changing parts atomics; a reload swaps it per worker, between requests)
+// and a few atomics (active requests, draining).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
