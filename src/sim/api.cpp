@@ -90,16 +90,32 @@ struct Fields {
 
 }  // namespace
 
-std::vector<std::uint32_t> render_chat(const std::vector<Message>& messages) {
+std::vector<std::uint32_t> render_chat(const std::vector<Message>& messages, ChatEnding ending,
+                                       std::size_t* final_message_start) {
+  // Qwen3's template shows an assistant message's reasoning only after the last user query (a
+  // tool's output is not a query): the thinking of the turn in progress.
+  std::size_t last_query = 0;
+  for (std::size_t i = 0; i < messages.size(); ++i)
+    if (messages[i].role == "user" && !is_tool_result(messages[i])) last_query = i;
   std::vector<std::uint32_t> ids;
-  for (const auto& message : messages) {
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const Message& message = messages[i];
+    const bool last = i + 1 == messages.size();
     ids.push_back(kImStart);
     Tokenizer::encode(message.role, ids);
     Tokenizer::encode("\n", ids);
+    if (last && final_message_start) *final_message_start = ids.size();
+    if (message.role == "assistant" && i > last_query && !message.reasoning.empty()) {
+      Tokenizer::encode("<think>\n", ids);
+      Tokenizer::encode(message.reasoning, ids);
+      Tokenizer::encode("\n</think>\n\n", ids);
+    }
     Tokenizer::encode(message.content, ids);
+    if (last && ending == ChatEnding::final_message_open) return ids;
     ids.push_back(kImEnd);
     Tokenizer::encode("\n", ids);
   }
+  if (ending == ChatEnding::closed) return ids;
   ids.push_back(kImStart);
   Tokenizer::encode("assistant", ids);
   Tokenizer::encode("\n", ids);
@@ -219,9 +235,26 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint endpoint, std::string_
       if (auto error = parse_tools(endpoint, object, request, tools_text); error && !fields.err)
         fields.err = error;
       if (fields.err) break;
+      // vLLM's ChatCompletionRequest validator, then the template's rendering of the end.
+      const bool generation_prompt = fields.boolean("add_generation_prompt").value_or(true);
+      request.continue_final_message = fields.boolean("continue_final_message").value_or(false);
+      if (request.continue_final_message && generation_prompt) {
+        fields.err =
+            bad("Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
+        break;
+      }
       request.last_input = last_input_text(conv);
+      if (request.continue_final_message) {
+        request.continued_reasoning = conv.back().reasoning;
+        request.continued_content = conv.back().content;
+      }
       add_tools_to_prompt(conv, tools_text);
-      request.prompt_ids = render_chat(conv);
+      request.prompt_ids =
+          render_chat(conv,
+                      request.continue_final_message ? ChatEnding::final_message_open
+                      : generation_prompt            ? ChatEnding::generation_prompt
+                                                     : ChatEnding::closed,
+                      &request.continued_from);
       break;
     }
     case Endpoint::Responses: {

@@ -31,6 +31,10 @@ struct ApiError {
 struct Message {
   std::string role;
   std::string content;
+  /// An assistant message's reasoning (`reasoning_content` or `reasoning`), rendered as Qwen3's
+  /// template does: a `<think>` block before the content, for the assistant messages after the
+  /// last user query only.
+  std::string reasoning = {};
 };
 
 /// A function tool a request offers (chat `tools[].function`, Responses `tools[]` of type
@@ -69,6 +73,13 @@ struct GenRequest {
   std::optional<std::uint64_t> seed;
   bool ignore_eos = false;
   std::vector<std::uint32_t> prompt_ids;
+  /// Chat `continue_final_message`: the final message is rendered open (no end of turn, no
+  /// generation prompt) and the output continues it. `continued_from` is where that final
+  /// message's reasoning and content begin in prompt_ids (what the prompt was before it).
+  bool continue_final_message = false;
+  std::size_t continued_from = 0;
+  std::string continued_reasoning;
+  std::string continued_content;
   // Responses API.
   std::vector<Message> conversation;  // history + this input (what the next turn builds on)
   std::string instructions;
@@ -103,10 +114,18 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint endpoint, std::string_
 std::variant<std::int64_t, ApiError> effective_max_tokens(const GenRequest& req,
                                                           std::int64_t max_model_len);
 
+/// How a chat conversation's end is rendered (vLLM's add_generation_prompt and
+/// continue_final_message).
+enum class ChatEnding { generation_prompt, closed, final_message_open };
+
 /// Token ids of a chat conversation rendered with Qwen's ChatML template
 /// (`<|im_start|>role\ncontent<|im_end|>\n` ... `<|im_start|>assistant\n`); the special tokens
-/// are one token each.
-std::vector<std::uint32_t> render_chat(const std::vector<Message>& messages);
+/// are one token each. `final_message_open`: the last message without its end of turn and no
+/// generation prompt after it; `final_message_start`, when given, receives where that last
+/// message's reasoning and content begin.
+std::vector<std::uint32_t> render_chat(const std::vector<Message>& messages,
+                                       ChatEnding ending = ChatEnding::generation_prompt,
+                                       std::size_t* final_message_start = nullptr);
 
 /// Serialises a string as a JSON string literal (with quotes).
 std::string json_quote(std::string_view text);

@@ -15,6 +15,7 @@
 #include "core/ids.hpp"
 #include "core/tokenizer.hpp"
 #include "core/use_tuple.hpp"
+#include "sim/continuation.hpp"
 #include "sim/faults.hpp"
 #include "sim/job.hpp"
 #include "sim/stream.hpp"
@@ -156,19 +157,25 @@ std::shared_ptr<const TurnPlan> Dispatcher::plan_turn(const GenRequest& gen_requ
   const bool chat_body = gen_request.endpoint == Endpoint::Chat && !gen_request.stream;
   const std::string_view prefix = chat_body ? "chatcmpl-tool-" : "call_";
   const int hex = gen_request.endpoint == Endpoint::Chat && gen_request.stream ? 24 : 32;
+  std::shared_ptr<const TurnPlan> whole;
   if (script_) {
     const ScriptTurn* turn = script_->pick(gen_request.last_input);
     if (!turn) return nullptr;
-    return std::make_shared<TurnPlan>(
+    whole = std::make_shared<TurnPlan>(
         make_plan(turn->reasoning, turn->text, turn->calls, prefix, hex));
+  } else {
+    if (cfg_.tool_call_share <= 0 || gen_request.function_tools.empty()) return nullptr;
+    // Drawn from the request's seed: greedy requests with the same prompt decide alike.
+    std::mt19937_64 draw(seed ^ 0x746f6f6c63616c6cull);
+    const double roll = std::uniform_real_distribution<double>(0.0, 1.0)(draw);
+    auto call = statistical_call(gen_request, cfg_.tool_call_share, roll, draw());
+    if (!call) return nullptr;
+    whole = std::make_shared<TurnPlan>(make_plan("", "", {std::move(*call)}, prefix, hex));
   }
-  if (cfg_.tool_call_share <= 0 || gen_request.function_tools.empty()) return nullptr;
-  // Drawn from the request's seed: greedy requests with the same prompt decide alike.
-  std::mt19937_64 draw(seed ^ 0x746f6f6c63616c6cull);
-  const double roll = std::uniform_real_distribution<double>(0.0, 1.0)(draw);
-  auto call = statistical_call(gen_request, cfg_.tool_call_share, roll, draw());
-  if (!call) return nullptr;
-  return std::make_shared<TurnPlan>(make_plan("", "", {std::move(*call)}, prefix, hex));
+  // A greedy request continuing this very turn (sim/continuation.hpp) says the rest of it.
+  if (gen_request.continue_final_message && gen_request.temperature == 0.0)
+    if (auto rest = continue_turn(gen_request, *whole, prefix, hex)) return rest;
+  return whole;
 }
 
 awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endpoint endpoint) {
@@ -200,8 +207,16 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
         &req);
   }
 
-  // Output: greedy decoding is a function of the prompt; sampling of the seed.
-  const std::uint64_t prompt_hash = hash_tokens(gen_request.prompt_ids);
+  // Output: greedy decoding is a function of the prompt; sampling of the seed. A greedy prompt
+  // that holds the beginning of an earlier prompt's output continues that output
+  // (sim/continuation.hpp): the earlier prompt decides, `generated` of its tokens are said.
+  const auto continued = find_continued_words(gen_request);
+  const std::span<const std::uint32_t> deciding_prompt =
+      std::span<const std::uint32_t>(gen_request.prompt_ids)
+          .first(continued ? continued->earlier_prompt_size : gen_request.prompt_ids.size());
+  const std::int64_t generated =
+      continued ? static_cast<std::int64_t>(continued->generated) : std::int64_t{0};
+  const std::uint64_t prompt_hash = hash_tokens(deciding_prompt);
   const std::uint64_t seed = gen_request.temperature == 0.0 ? prompt_hash
                              : gen_request.seed             ? *gen_request.seed ^ prompt_hash
                                                             : rng_();
@@ -214,11 +229,14 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
     n_out = std::min(len, max_tokens);
     if (n_out == len) finish = "stop";
     job->turn_plan = std::move(turn_plan);
-  } else if (!gen_request.ignore_eos && natural <= max_tokens) {
-    n_out = natural;
+  } else if (!gen_request.ignore_eos && natural - generated <= max_tokens) {
+    n_out = std::max<std::int64_t>(natural - generated, 1);
     finish = "stop";
   }
-  if (!job->turn_plan) job->words = generate_words(seed, static_cast<std::size_t>(n_out));
+  if (!job->turn_plan) {
+    job->words = generate_words(seed, static_cast<std::size_t>(generated + n_out));
+    job->words.erase(job->words.begin(), job->words.begin() + generated);
+  }
   job->seq = driver_.next_seq();
   job->meta.endpoint = endpoint;
   job->meta.model = gen_request.model;

@@ -190,14 +190,25 @@ std::optional<ApiError> parse_chat_messages(const json::value& messages,
                            field_name);
       out.push_back(tool_result(*text));
     } else {
+      std::string reasoning;
       if (*role == "assistant") {
         if (auto* tool_calls = field(message_object, "tool_calls")) {
           auto calls = chat_tool_calls(*tool_calls, why);
           if (!calls) return bad_request(fmt::format("messages[{}]: {}", index, why), field_name);
           if (!calls->empty()) *text += text->empty() ? *calls : "\n" + *calls;
         }
+        // vLLM hands the template either name (chat_utils.py); Qwen3's reads reasoning_content.
+        for (std::string_view key : {"reasoning_content", "reasoning"}) {
+          if (auto* value = field(message_object, key)) {
+            if (!value->is_string())
+              return bad_request(fmt::format("messages[{}].{} must be a string", index, key),
+                                 field_name);
+            reasoning = std::string(value->get_string());
+            break;
+          }
+        }
       }
-      out.push_back(Message{std::string(*role), std::move(*text)});
+      out.push_back(Message{std::string(*role), std::move(*text), std::move(reasoning)});
     }
     ++index;
   }
@@ -386,6 +397,11 @@ void add_tools_to_prompt(std::vector<Message>& msgs, const std::string& rendered
   } else {
     msgs.insert(msgs.begin(), Message{"system", rendered});
   }
+}
+
+bool is_tool_result(const Message& message) {
+  return message.role == "user" && message.content.starts_with(kToolResponseOpen) &&
+         message.content.ends_with(kToolResponseClose);
 }
 
 std::string last_input_text(const std::vector<Message>& msgs) {

@@ -41,6 +41,9 @@ std::optional<ApiError> parse_tools(Endpoint endpoint, const boost::json::object
 /// Puts the rendered tool definitions into the system message (first one, or a new one).
 void add_tools_to_prompt(std::vector<Message>& msgs, const std::string& rendered);
 
+/// Whether `message` is a tool's output (a user turn holding a `<tool_response>`).
+bool is_tool_result(const Message& message);
+
 /// The text of the last user message or tool output of `msgs` ("" when none).
 std::string last_input_text(const std::vector<Message>& msgs);
 

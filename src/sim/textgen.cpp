@@ -3,8 +3,10 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -64,8 +66,43 @@ std::vector<std::uint16_t> generate_words(std::uint64_t seed, std::size_t count)
   return out;
 }
 
-std::uint64_t hash_tokens(const std::vector<std::uint32_t>& ids) {
-  return XXH3_64bits(ids.data(), ids.size() * sizeof(std::uint32_t));
+std::uint64_t hash_tokens(std::span<const std::uint32_t> ids) {
+  return XXH3_64bits(ids.data(), ids.size_bytes());
+}
+
+std::vector<std::uint64_t> hash_token_prefixes(std::span<const std::uint32_t> ids,
+                                               std::size_t shortest) {
+  std::vector<std::uint64_t> hashes;
+  if (shortest > ids.size()) return hashes;
+  hashes.reserve(ids.size() - shortest + 1);
+  // XXH3's streaming digest equals its one-shot hash of what was fed so far.
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                 &XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  XXH3_64bits_update(state.get(), ids.data(), shortest * sizeof(std::uint32_t));
+  hashes.push_back(XXH3_64bits_digest(state.get()));
+  for (std::size_t size = shortest; size < ids.size(); ++size) {
+    XXH3_64bits_update(state.get(), &ids[size], sizeof(std::uint32_t));
+    hashes.push_back(XXH3_64bits_digest(state.get()));
+  }
+  return hashes;
+}
+
+std::optional<std::uint16_t> vocab_index(std::uint32_t token_id) {
+  // (token id, index) sorted by id: a binary search per token.
+  static const auto by_id = [] {
+    std::array<std::pair<std::uint32_t, std::uint16_t>, std::size(kWords)> out{};
+    for (std::size_t i = 0; i < std::size(kWords); ++i) {
+      const auto index = static_cast<std::uint16_t>(i);
+      out[i] = {vocab_id(index), index};
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }();
+  const auto found = std::lower_bound(by_id.begin(), by_id.end(),
+                                      std::pair<std::uint32_t, std::uint16_t>{token_id, 0});
+  if (found == by_id.end() || found->first != token_id) return std::nullopt;
+  return found->second;
 }
 
 OutputLenDist OutputLenDist::parse(std::string_view text) {

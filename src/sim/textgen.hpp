@@ -6,6 +6,8 @@
 // project's tokenizer (core/tokenizer.hpp) counts each as exactly one token and the output text
 // re-tokenizes to `completion_tokens`. The same seed gives the same words.
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +39,13 @@ struct OutputLenDist {
 };
 
 /// 64-bit hash of a token sequence (used as the seed of greedy outputs).
-std::uint64_t hash_tokens(const std::vector<std::uint32_t>& ids);
+std::uint64_t hash_tokens(std::span<const std::uint32_t> ids);
+
+/// hash_tokens of ids[0, size) for every size from `shortest` to ids.size(), in one pass.
+std::vector<std::uint64_t> hash_token_prefixes(std::span<const std::uint32_t> ids,
+                                               std::size_t shortest);
+
+/// The vocabulary index whose token id is `token_id`, if it is one of the vocabulary's.
+std::optional<std::uint16_t> vocab_index(std::uint32_t token_id);
 
 }  // namespace llmux::sim
