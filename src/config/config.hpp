@@ -138,6 +138,17 @@ struct Retries {
   int min_retries_per_second = 10;  // ... but always this many (a quiet route can still retry)
 };
 
+/// Stream migration (gateway/migration.hpp): a chat or completions stream whose backend breaks
+/// before its final event goes on from another backend of its route, which is asked to continue
+/// what was generated so far; the client sees one stream.
+struct Migration {
+  bool enabled = true;
+  int max_migrations = 2;  // continuation legs per request at most, 1-10
+  /// The generated text a stream keeps to be continued (~8k tokens); beyond it a cut stream ends
+  /// with an error event.
+  std::uint64_t max_kept_bytes = 64 << 10;
+};
+
 /// Admission control: a request that finds every backend of its route at max_inflight waits in
 /// the route's FIFO queue, at most `size` of them (more: 429) for at most `timeout` (then 503).
 /// `size` 0: no queue (503 at once).
@@ -250,6 +261,7 @@ struct GatewayConfig {
   HealthChecks health_checks;  // defaults for every backend
   OutlierDetection outlier_detection;
   Retries retries;
+  Migration migration;
   Queue queue;
   Affinity affinity;
   State state;

@@ -41,6 +41,8 @@
 //   retries:                                   # only what never reached a backend
 //     {max_attempts: 2, backoff: 5ms, request_budget: 10s, budget: 0.2,
 //      min_retries_per_second: 10}
+//   migration:                                 # a cut chat/completions stream continued
+//     {enabled: true, max_migrations: 2, max_kept_bytes: 64KiB}   # on another backend
 //   queue: {size: 256, timeout: 60s}            # when every backend is at max_inflight
 //   affinity:                                  # response id -> the backend that holds it
 //     {enabled: true, max_entries: 1000000, ttl: 24h, lookup_timeout: 2s}
@@ -228,6 +230,17 @@ class Loader : public detail::YamlReader {
     }
   }
 
+  void migration(const YAML::Node& node, Migration& migration) {
+    const std::string field = "migration";
+    for (const auto& [key, value] :
+         entries(node, field, {"enabled", "max_migrations", "max_kept_bytes"})) {
+      const std::string child_field = child(field, key);
+      if (key == "enabled") boolean(value, child_field, migration.enabled);
+      if (key == "max_migrations") integer(value, child_field, migration.max_migrations);
+      if (key == "max_kept_bytes") size(value, child_field, migration.max_kept_bytes);
+    }
+  }
+
   void outlier_detection(const YAML::Node& node, OutlierDetection& detection) {
     const std::string field = "outlier_detection";
     for (const auto& [key, value] : entries(node, field,
@@ -326,11 +339,11 @@ class Loader : public detail::YamlReader {
             "the configuration is empty; expected a mapping with backends and routes");
       return;
     }
-    for (const auto& [key, value] :
-         entries(node, "",
-                 {"listen", "threads", "backends", "routes", "timeouts", "limits", "access_log",
-                  "pid_file", "health_checks", "outlier_detection", "retries", "queue", "affinity",
-                  "backend_metrics", "metrics", "admin", "auth", "quotas", "state"})) {
+    for (const auto& [key, value] : entries(
+             node, "", {"listen",  "threads",    "backends", "routes",        "timeouts",
+                        "limits",  "access_log", "pid_file", "health_checks", "outlier_detection",
+                        "retries", "migration",  "queue",    "affinity",      "backend_metrics",
+                        "metrics", "admin",      "auth",     "quotas",        "state"})) {
       if (key == "listen") listen(value, cfg.listeners);
       if (key == "threads") integer(value, "threads", cfg.threads);
       if (key == "auth") detail::load_auth(value, cfg.auth, *this);  // auth.cpp
@@ -363,6 +376,7 @@ class Loader : public detail::YamlReader {
       }
       if (key == "outlier_detection") outlier_detection(value, cfg.outlier_detection);
       if (key == "retries") retries(value, cfg.retries);
+      if (key == "migration") migration(value, cfg.migration);
       if (key == "queue") {
         for (const auto& [qk, qv] : entries(value, key, {"size", "timeout"})) {
           if (qk == "size") integer(qv, child(key, qk), cfg.queue.size);

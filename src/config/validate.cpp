@@ -417,6 +417,12 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
     }
 
   // Retries.
+  const auto& migration = cfg.migration;
+  if (migration.max_migrations < 1 || migration.max_migrations > 10)
+    add("migration.max_migrations", std::to_string(migration.max_migrations),
+        "must be 1-10 (migration.enabled: false turns migration off)");
+  if (migration.max_kept_bytes < 1024 || migration.max_kept_bytes > (64ull << 20))
+    add("migration.max_kept_bytes", std::to_string(migration.max_kept_bytes), "must be 1KiB-64MiB");
   const auto& retries = cfg.retries;
   if (retries.max_attempts < 1 || retries.max_attempts > 10)
     add("retries.max_attempts", std::to_string(retries.max_attempts), "must be 1-10 (1: no retry)");

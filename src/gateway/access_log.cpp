@@ -170,9 +170,9 @@ AccessLog::~AccessLog() {
 void AccessLog::write(const AccessRecord& record) {
   if (!enabled_) return;
   thread_local std::string out;  // its memory reused line after line
-  out.resize(
-      Line::bound({record.request_id, record.client, record.method, record.path, record.route,
-                   record.backend, record.model, record.key, record.affinity, record.error}));
+  out.resize(Line::bound({record.request_id, record.client, record.method, record.path,
+                          record.route, record.backend, record.model, record.key, record.affinity,
+                          record.error, record.migrated_from}));
   Line line{out.data()};
   const std::int64_t ms = unix_ms();
   line.put("{\"ts\":");
@@ -203,6 +203,13 @@ void AccessLog::write(const AccessRecord& record) {
   line.fixed3(record.ttfb_ms);
   line.put(",\"total_ms\":");
   line.fixed3(record.total_ms);
+  if (record.migrations > 0) {
+    // The stream went on from other backends (gateway/migration.hpp); `backend` is the last.
+    line.put(",\"migrations\":");
+    line.integer(record.migrations);
+    line.put(",\"migrated_from\":");
+    line.quoted(record.migrated_from);
+  }
   if (record.queue_depth > 0) {
     line.put(",\"queue_depth\":");
     line.integer(record.queue_depth);

@@ -20,6 +20,8 @@ struct AccessRecord {
   std::string error;  // owned: often built while the request unwinds
   int status = 0;
   int attempts = 0;
+  int migrations = 0;              // continuation legs of a cut stream (gateway/migration.hpp)
+  std::string_view migrated_from;  // the backend whose stream was cut first
   int queue_depth = 0;   // waited in the route's queue: requests waiting when it joined (0: no)
   double queue_ms = -1;  // how long it waited there
   std::uint64_t bytes_in = 0, bytes_out = 0;

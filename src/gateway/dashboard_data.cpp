@@ -57,6 +57,8 @@ std::string dashboard_json(const GatewayState& state, const Fleet& fleet) {
     entry["prompt_tokens"] = sums.prompt_tokens;
     entry["cached_tokens"] = sums.cached_tokens;
     entry["generation_tokens"] = sums.generation_tokens;
+    entry["migrated_out"] = sums.migrated_out;
+    entry["migrated_in"] = sums.migrated_in;
     const auto per = [&](HistKind kind, const std::array<metrics::Histogram, metrics::kMaxNames>
                                             metrics::WorkerMetrics::*which) {
       return hist_json(sum(state,

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gateway/finish.hpp"
 
+#include "gateway/migration.hpp"
+
 #include <fmt/format.h>
 
 #include "core/clock.hpp"
@@ -32,7 +34,14 @@ net::awaitable<void> answer_failure(ClientConnection& client, const Request& req
                                     const RouteRuntime& route, const BodyFields& fields,
                                     const std::string& request_id, QueueWait queue_wait,
                                     bool all_full, int attempts, const upstream::Backend* pinned,
-                                    const upstream::Outcome& outcome, AccessRecord& rec) {
+                                    const upstream::Outcome& outcome, AccessRecord& rec,
+                                    const StreamContinuation* continuation) {
+  if (continuation && continuation->cuts() > 0) {
+    // A stream left open for a continuation that no backend could give: its error event.
+    rec.attempts = attempts;
+    rec.error = outcome.message;
+    co_return co_await end_stream_with_error(client, outcome.message);
+  }
   upstream::ErrorAnswer answer;
   int retry_after = 0;
   if (queue_wait == QueueWait::full) {

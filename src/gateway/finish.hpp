@@ -11,6 +11,7 @@
 #include "gateway/access_log.hpp"
 #include "gateway/admit.hpp"
 #include "gateway/client_connection.hpp"
+#include "gateway/continuation.hpp"
 #include "gateway/fleet.hpp"
 #include "gateway/request.hpp"
 #include "gateway/request_view.hpp"
@@ -21,13 +22,16 @@
 namespace llmux::gateway {
 
 /// The answer to a request nothing was relayed for: why (a full queue, a queue timeout, every
-/// backend full, the one backend holding its conversation failed, the last attempt's failure).
-/// A coroutine of its own, so that its messages take no room in every proxy frame.
+/// backend full, the one backend holding its conversation failed, the last attempt's failure);
+/// or, for a stream left open for a continuation no backend could give (`continuation` cut), the
+/// stream's error event. A coroutine of its own, so that its messages take no room in every
+/// proxy frame.
 net::awaitable<void> answer_failure(ClientConnection& client, const Request& req,
                                     const RouteRuntime& route, const BodyFields& fields,
                                     const std::string& request_id, QueueWait queue_wait,
                                     bool all_full, int attempts, const upstream::Backend* pinned,
-                                    const upstream::Outcome& outcome, AccessRecord& rec);
+                                    const upstream::Outcome& outcome, AccessRecord& rec,
+                                    const StreamContinuation* continuation = nullptr);
 
 /// The request's metrics and access log line, once it ended (at `now`, mono_ns()). `backend`:
 /// the backend that answered (null when none did).

@@ -94,7 +94,14 @@ enum class Family : std::uint8_t {
   cached_tokens,      // backend, model
   generation_tokens,  // backend, model
   usage_requested,    // route: streams the gateway asked for usage
+  migrations,         // route, backend cut, migration_target(backend continuing, why)
 };
+
+/// The third label of a migrations counter: the backend that continued (low 12 bits) and why
+/// the stream was cut (gateway/continuation.hpp: CutReason, above them).
+inline std::uint16_t migration_target(int backend_id, int reason) {
+  return static_cast<std::uint16_t>((backend_id & 0xfff) | (reason << 12));
+}
 
 /// Counters keyed by (family, three label ids), in a fixed open-addressing table: written by
 /// its worker only, read by a scrape from any thread.

@@ -8,6 +8,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "core/clock.hpp"
+#include "gateway/continuation.hpp"
 #include "gateway/metrics_sum.hpp"
 #include "state/redis_quota.hpp"
 #include "upstream/health.hpp"
@@ -106,6 +107,11 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
        "llmux_stream_usage_requested_total",
        "Streams the gateway asked for usage the client did not (the extra chunk removed)",
        {"route"}},
+      {Family::migrations,
+       "llmux_migrations_total",
+       "Streams continued on another backend after theirs broke, by route, the backend cut "
+       "(from), the one continuing (to) and why (broken, stalled, idle)",
+       {"route", "from", "to", "reason"}},
   };
   for (const auto& spec : specs) {
     auto fam = family(spec.name, spec.help, MetricType::Counter);
@@ -114,13 +120,21 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
       std::vector<ClientMetric::Label> labels;
       for (std::size_t i = 0; i < spec.labels.size(); ++i) {
         const std::string& label_name = spec.labels[i];
-        const int id = key_part(key, static_cast<int>(i));
+        // (A migration's "to" and "reason" share the third part: metrics::migration_target.)
+        const int part = key_part(key, static_cast<int>(std::min<std::size_t>(i, 2)));
+        const int id = spec.fam != Family::migrations ? part
+                       : i == 2                       ? (part & 0xfff)
+                       : i == 3                       ? (part >> 12)
+                                                      : part;
         std::string label_value;
         if (label_name == "route") label_value = names.routes.name(id);
-        if (label_name == "backend") label_value = names.backends.name(id);
+        if (label_name == "backend" || label_name == "from" || label_name == "to")
+          label_value = names.backends.name(id);
+        if (spec.fam == Family::migrations && label_name == "reason")
+          label_value = to_string(static_cast<CutReason>(id));
         if (label_name == "model") label_value = names.models.name(id);
         if (label_name == "code") label_value = std::to_string(id);
-        if (label_name == "reason")
+        if (spec.fam == Family::attempt_failures && label_name == "reason")
           label_value = upstream::to_string(static_cast<upstream::Outcome::Kind>(id));
         labels.push_back({label_name, std::move(label_value)});
       }

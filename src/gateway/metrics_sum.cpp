@@ -55,6 +55,10 @@ BackendTotals totals(const std::map<std::uint64_t, std::uint64_t>& all, int metr
       case Family::generation_tokens:
         if (key_part(key, 0) == metric_id) result.generation_tokens += value;
         break;
+      case Family::migrations:
+        if (key_part(key, 1) == metric_id) result.migrated_out += value;
+        if ((key_part(key, 2) & 0xfff) == metric_id) result.migrated_in += value;
+        break;
       default:
         break;
     }

@@ -41,6 +41,8 @@ Summed sum(const GatewayState& state, Pick pick) {
 struct BackendTotals {
   std::uint64_t requests = 0, errors = 0, prompt_tokens = 0, cached_tokens = 0,
                 generation_tokens = 0;
+  // Streams cut here that went on elsewhere, and streams continued here (gateway/migration.hpp).
+  std::uint64_t migrated_out = 0, migrated_in = 0;
 };
 BackendTotals backend_totals(const GatewayState& state, int metric_id);
 /// The same from counters already added up.

@@ -37,8 +37,8 @@ upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFie
 struct HeldSlot {
   upstream::Slot slot;
   const Fleet& fleet;
-  HeldSlot(upstream::Slot taken, const Fleet& taken_from)
-      : slot(std::move(taken)), fleet(taken_from) {}
+  /// Empty until a slot is taken into `slot`.
+  explicit HeldSlot(const Fleet& taken_from) : fleet(taken_from) {}
   HeldSlot(const HeldSlot&) = delete;
   HeldSlot& operator=(const HeldSlot&) = delete;
   ~HeldSlot() {

@@ -13,6 +13,7 @@
 #include "gateway/affinity.hpp"
 #include "gateway/finish.hpp"
 #include "gateway/http_rules.hpp"
+#include "gateway/migration.hpp"
 #include "gateway/pick.hpp"
 #include "gateway/relay.hpp"
 #include "gateway/stream_usage.hpp"
@@ -98,11 +99,16 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
           ? state.responses
           : nullptr;
   // Every stream's tokens counted: ask for usage where the client did not (stream_usage.hpp).
-  const UsageRequest usage = fleet.cfg.metrics.stream_usage
-                                 ? ask_for_usage(rec.method, rec.path, req.body(), fields)
-                                 : UsageRequest{};
+  // (A continuation leg sends a body of its own: gateway/migration.hpp.)
+  UsageRequest usage = fleet.cfg.metrics.stream_usage
+                           ? ask_for_usage(rec.method, rec.path, req.body(), fields)
+                           : UsageRequest{};
   if (usage.asked && fleet.cfg.metrics.enabled)
     worker.worker_metrics->count(metrics::Family::usage_requested, route.metric_id);
+
+  // A stream another backend may continue if its own breaks (gateway/migration.hpp).
+  const std::unique_ptr<StreamContinuation> continuation =
+      continuation_for(fleet, req, route, fields);
 
   // Watch the client (from the worker's next tick but one, if the request still runs then): a
   // client that leaves while its request waits for the first response byte aborts the upstream
@@ -112,23 +118,22 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
   for (;;) {
     // The slot is taken atomically with the choice: a backend at max_inflight is skipped. While
     // requests wait in the route's queue, a new one joins them rather than overtaking them.
-    upstream::Slot picked;
+    HeldSlot held(fleet);
     if (attempts > 0 || route.queue->depth() == 0)
-      picked = pick(route, req, fields, tried, &pinned);
-    if (!picked && attempts == 0 && route.queue->size() > 0) {
+      held.slot = pick(route, req, fields, tried, &pinned);
+    if (!held.slot && attempts == 0 && route.queue->size() > 0) {
       const std::int64_t queued_at = mono_ns();
       queue_wait =
-          co_await wait_in_queue(client, route, req, fields, &pinned, picked, rec.queue_depth);
+          co_await wait_in_queue(client, route, req, fields, &pinned, held.slot, rec.queue_depth);
       ready = mono_ns();
       not_overhead += ready - queued_at;
       rec.queue_ms = static_cast<double>(ready - queued_at) / 1e6;
       if (queue_wait == QueueWait::client_left) outcome.kind = Kind::client_left;
     }
-    if (!picked) {
+    if (!held.slot) {
       all_full = attempts == 0;
       break;
     }
-    HeldSlot held(std::move(picked), fleet);
     upstream::Backend& backend = *held.slot.backend();
     tried.add(backend);
     ++attempts;
@@ -136,10 +141,13 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     const std::int64_t attempt_start = attempts == 1 ? ready : mono_ns();
     // Each attempt's request is built fresh from the client's, which is never modified: a
     // retry carries nothing of the backend tried before (its target, Host or key).
-    Attempt attempt = co_await send(fleet, worker, backend, req, client, request_id, usage,
+    Attempt attempt = co_await send(fleet, worker, backend, req, fields, client, request_id, usage,
                                     rec.queue_depth > 0, outcome);
     // The route's policy may follow the attempt, sent (what it learns from it).
     attempt.observer = route.policy->on_dispatch(backend);
+    // A continuation leg's answer must be a stream to go on with.
+    if (attempt.up && continuation && continuation->cuts() > 0)
+      refuse_unusable_leg(attempt, backend, outcome);
     if (!attempt.up) {
       client.watch.up = nullptr;
       const std::int64_t now = mono_ns();
@@ -149,7 +157,14 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
         worker.worker_metrics->count(metrics::Family::attempt_failures, backend.metric_id,
                                      static_cast<int>(outcome.kind));
       spdlog::debug("request {}: {}", request_id, outcome.message);
-      if (upstream::decide_retry(outcome, attempts, fleet.cfg.retries.max_attempts) !=
+      if (continuation && continuation->cuts() > 0) {
+        // A continuation leg that failed before its stream began: the next one, if any is left.
+        if (!client.watch.client_gone && next_leg(fleet, req, backend, *continuation, usage, rec))
+          continue;
+        break;
+      }
+      if (upstream::decide_retry(outcome, attempts, fleet.cfg.retries.max_attempts,
+                                 may_run_twice(fleet, rec.method, rec.path, fields)) !=
           upstream::RetryDecision::try_another_backend)
         break;
       // Never sent: another backend may take it, within the request's time and the route's
@@ -158,7 +173,8 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
         outcome.message += " (no time left in the request's retry budget)";
         break;
       }
-      if (!route.retry_budget->try_retry(now)) {
+      // (A backend declared down is failed over whatever the budget says: that is no storm.)
+      if (!outcome.backend_down && !route.retry_budget->try_retry(now)) {
         outcome.message += " (the route's retry budget is spent)";
         break;
       }
@@ -173,16 +189,25 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     }
     rec.backend = backend.name;
     rec.attempts = attempts;
-    first_byte(rec, outcome, start, attempt_start);
-    if (fleet.cfg.metrics.enabled)
-      worker.worker_metrics->request_overhead.record(
-          metrics::bounds(metrics::HistKind::request_overhead),
-          attempt.sent_ns - start - not_overhead);
+    if (continuation && continuation->cuts() > 0) {
+      // A continuation leg: the client's time to first byte was the first leg's.
+      outcome.ttfb = std::chrono::nanoseconds(mono_ns() - attempt_start);
+      count_migration(fleet, worker, route, *continuation, backend);
+    } else {
+      first_byte(rec, outcome, start, attempt_start);
+      if (fleet.cfg.metrics.enabled)
+        worker.worker_metrics->request_overhead.record(
+            metrics::bounds(metrics::HistKind::request_overhead),
+            attempt.sent_ns - start - not_overhead);
+    }
     // No attempt follows one that got a response: the body is not needed any more (a Codex
-    // turn's can be hundreds of KiB, and its stream lasts minutes).
-    req.release_body();
+    // turn's can be hundreds of KiB, and its stream lasts minutes) unless another backend may
+    // have to continue the stream.
+    if (!continuation) req.release_body();
+    attempt.continuation = continuation.get();
+    // The usage chunk the gateway asked for is not the client's (a leg always asks).
     co_await relay(fleet, worker, client, req, backend, attempt, rec, outcome, affinity_store,
-                   usage.asked);
+                   usage.asked && fields.include_usage != 1);
     if (attempt.up) release(worker, backend, std::move(attempt.up));  // reusable: back to the pool
     // Counted before anything else may suspend: the client has the whole answer already, and
     // its next request (a scrape of /metrics, say) may reach another worker at once.
@@ -192,6 +217,14 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     if (outcome.kind == Kind::broken_mid_stream && fleet.cfg.metrics.enabled)
       worker.worker_metrics->count(metrics::Family::attempt_failures, backend.metric_id,
                                    static_cast<int>(outcome.kind));
+    if (attempt.continues_elsewhere) {
+      // The stream broke, the client's response is still open: the next pass of this loop is
+      // the next leg, on another backend (gateway/migration.hpp), if one is left.
+      if (!client.watch.client_gone && next_leg(fleet, req, backend, *continuation, usage, rec))
+        continue;
+      break;
+    }
+    if (continuation && continuation->cuts() > 0) settle_leg_tokens(*continuation, rec);
     finish(state, fleet, worker, route, &backend, fields, rec, start, end, key);
     if (!end_watch(client)) co_await stop_watch(client);
     co_return;
@@ -205,9 +238,9 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     finish(state, fleet, worker, route, nullptr, fields, rec, start, mono_ns());
     co_return;
   }
-  // Nothing was relayed: answer with the error.
+  // Nothing was relayed (or a stream's legs ran out): answer with the error.
   co_await answer_failure(client, req, route, fields, request_id, queue_wait, all_full, attempts,
-                          pinned, outcome, rec);
+                          pinned, outcome, rec, continuation.get());
   finish(state, fleet, worker, route, nullptr, fields, rec, start, mono_ns());
 }
 

@@ -179,6 +179,13 @@ ClientHeader client_header(const Request& req, UpstreamResponse& response,
   return header;
 }
 
+/// A continuation leg's header: none (the client has the first leg's), the parser's given back;
+/// the body framed in chunks, as only a chunked stream goes on elsewhere.
+ClientHeader continued_header(Worker& worker, UpstreamResponse& response) {
+  worker.give_bytes(std::move(response.header()));
+  return ClientHeader{ByteBuilder(), true};
+}
+
 /// What write_at_once() left in `rest`, awaited within the idle timeout, then freed (a stream holds
 /// no copy while it waits). A coroutine of its own: it costs a frame only when a write did not go
 /// at once, and its operation's state takes no room in the relay's frame.
@@ -218,7 +225,15 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   rec.status = parser.status();
   if (rec.status < 200 || rec.status > 299) affinity_store = nullptr;
   const bool head = req.method() == bhttp::verb::head;
-  auto [header_bytes, chunked] = client_header(req, parser, backend, rec, client);
+  // A stream another backend may continue keeps what it generates; a continuation leg's client
+  // has its header already, and its events are rewritten to read as the first leg's
+  // (gateway/continuation.hpp).
+  StreamContinuation* const continuation =
+      sse && rec.status >= 200 && rec.status < 300 ? attempt.continuation : nullptr;
+  if (continuation) tap.keep_generated(&continuation->generated());
+  auto [header_bytes, chunked] = continuation && continuation->cuts() > 0
+                                     ? continued_header(worker, parser)
+                                     : client_header(req, parser, backend, rec, client);
 
   upstream::BackendConnection* connection = attempt.up.get();
   client.watch.up = connection;
@@ -254,7 +269,9 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   const std::size_t buf_size = sse ? Worker::kStreamBuf : Worker::kRelayBuf;
   Leftover leftover;
   std::size_t have = 0;
-  std::string tail;  // the error event appended when the upstream dies mid-stream
+  std::string tail;       // the error event appended when the upstream dies mid-stream
+  bool diverged = false;  // a replayed continuation said something else
+  CutReason cut_reason = CutReason::broken;
   // Metrics: TTFT and inter-token latency as the client gets them (content events written), and
   // the relay's own delay (the read that completed what is written → its write done).
   metrics::WorkerMetrics& worker_metrics = *worker.worker_metrics;
@@ -285,9 +302,14 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
           if (fed != Fed::need_more) break;
         }
         // A stream being judged for a stall waits in short steps (its deadline cancels the
-        // wait, which then goes on); any other wait has the idle timeout and is closed by it.
+        // wait, which then goes on), and so does one another backend may continue: its backend
+        // declared down meanwhile ends the wait. Any other wait has the idle timeout and is
+        // closed by it.
         const bool judged = stall.active();
-        connection->dl.arm(stall.read_wait(), /*close_on_expiry=*/!judged);
+        const bool stepped = judged || continuation;
+        connection->dl.arm(
+            continuation ? std::min(stall.read_wait(), kDownCheckStep) : stall.read_wait(),
+            /*close_on_expiry=*/!stepped);
         // (Not over TLS: bytes OpenSSL already decrypted would not make the socket readable.)
         if (sse && have == 0 && !connection->sock.tls() && park(connection->buf, leftover)) {
           if (buf) {
@@ -321,7 +343,23 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
           break;
         }
         if (!ec) continue;
-        if (!judged || !connection->dl.fired || client.watch.client_gone) break;
+        if (!stepped || !connection->dl.fired || client.watch.client_gone) break;
+        const std::int64_t now = mono_ns();
+        if (continuation && !backend.usable(now)) {
+          // Declared down (ejected, failed checks) while this stream waited: another goes on.
+          upstream_error =
+              fmt::format("{} was declared down while the stream waited", backend.name);
+          cut_reason = CutReason::ejected;
+          break;
+        }
+        if (!judged) {
+          // Silent since the last body bytes, or since the request went.
+          if (now - std::max(read_ns, attempt.sent_ns) < std::chrono::nanoseconds(idle).count()) {
+            ec = {};  // not yet: wait on
+            continue;
+          }
+          break;  // silent for the idle timeout
+        }
         if (!stalled(fleet, backend, stall, rec.request_id, upstream_error)) {
           ec = {};  // not yet: wait on
           continue;
@@ -335,12 +373,16 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
       }
       if (ec) {
         upstream_failed = true;
-        if (client.watch.client_gone)
+        if (client.watch.client_gone) {
           upstream_error = "client left";
-        else if (connection->dl.fired && upstream_error.empty())
+        } else if (connection->dl.fired && upstream_error.empty()) {
           upstream_error = fmt::format("{} sent nothing for {} ms", backend.name, idle.count());
-        else if (upstream_error.empty())
+          cut_reason = CutReason::idle;
+        } else if (upstream_error.empty()) {
           upstream_error = fmt::format("{} failed mid-response: {}", backend.name, ec.message());
+        } else if (cut_reason != CutReason::ejected) {
+          cut_reason = CutReason::stalled;  // stalled() said why
+        }
       }
       done = parser.is_done();
     }
@@ -352,7 +394,6 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
       cut = last_event_boundary(buf, have);
       if (cut == 0 && have == buf_size && !upstream_failed) cut = have;  // a giant event
     }
-    const bool can_end_cleanly = upstream_failed && sse && chunked;
     tap.feed(std::string_view(buf, cut), done);
     // The response id is learned before the bytes that carry it go out: the client's next turn
     // may reach another worker as soon as it has them.
@@ -376,7 +417,23 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
     if (attempt.observer && sse && cut > 0)
       tokens_told =
           tell_tokens(*attempt.observer, tap.reader().content_events(), tokens_told, read_ns);
-    if (can_end_cleanly) {
+    std::string_view body(buf, cut);
+    if (continuation && continuation->cuts() > 0 && cut > 0) {
+      // A continuation leg's events, rewritten to read as the first leg's stream.
+      if (!continuation->rewrite_events(body) && !upstream_failed) {
+        upstream_failed = diverged = true;
+        upstream_error =
+            fmt::format("{} said something else than the stream it continued", backend.name);
+      }
+      body = continuation->rewritten();
+    }
+    const bool can_end_cleanly = upstream_failed && sse && chunked;
+    // A broken stream that another backend can continue stays open for it.
+    const bool goes_on_elsewhere = can_end_cleanly && continuation && !diverged &&
+                                   !client.watch.client_gone &&
+                                   continuation->cuts() < fleet.cfg.migration.max_migrations &&
+                                   !continuation->why_not_continuable();
+    if (can_end_cleanly && !goes_on_elsewhere) {
       tail = mid_stream_error_tail(
           responses_api, tap.next_sequence_number(),
           fmt::format("The upstream server failed mid-stream: {}.", upstream_error));
@@ -384,17 +441,16 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
     const bool last = done || can_end_cleanly;
     if (cut == 0 && tail.empty() && !last && !upstream_failed) continue;
 
-    if (!header_bytes.empty() || cut > 0 || !tail.empty() || (chunked && last)) {
-      write_at_once(
-          client.sock,
-          Ready{header_bytes.view(), chunked, std::string_view(buf, cut), tail, last && chunked},
-          rest, wec);
+    const bool last_chunk = last && chunked && !goes_on_elsewhere;
+    if (!header_bytes.empty() || !body.empty() || !tail.empty() || last_chunk) {
+      write_at_once(client.sock, Ready{header_bytes.view(), chunked, body, tail, last_chunk}, rest,
+                    wec);
       if (!wec && !rest.empty()) wec = co_await write_remainder(client, rest, idle);
       if (wec) {
         client_failed = true;
         break;
       }
-      bytes_out += cut + tail.size();
+      bytes_out += body.size() + tail.size();
       const std::int64_t now = counting ? mono_ns() : 0;
       wrote_ns = now;
       if (counting && read_ns > 0)
@@ -402,7 +458,10 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
                                              now - read_ns);
       if (const std::uint64_t content_events = tap.reader().content_events();
           counting && sse && content_events > events_written) {
-        if (events_written == 0) {
+        if (events_written == 0 && continuation && continuation->cuts() > 0) {
+          // A continuation's first tokens: neither a first token nor a gap between two of one
+          // backend's.
+        } else if (events_written == 0) {
           worker_metrics.ttft[mid].record(metrics::bounds(metrics::HistKind::ttft),
                                           now - rec.received_ns);
           // Events that came in the same read as the first reach the client with it: no gap.
@@ -435,6 +494,10 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
       // the truncation.
       client.keep_alive = false;
       break;
+    }
+    if (goes_on_elsewhere) {
+      continuation->cut(tap.reader().tokens(), cut_reason);
+      attempt.continues_elsewhere = true;
     }
     if (last) break;
     if (cut < have) std::memmove(buf, buf + cut, have - cut);

@@ -105,6 +105,59 @@ void read_prompt_text(const std::string& body, std::string& out) {
   }
 }
 
+namespace {
+
+bool null_value(simdjson::ondemand::value& value) {
+  bool is_null = false;
+  return !value.is_null().get(is_null) && is_null;
+}
+
+/// Whether a field's value is unset: null, false, 0 or an empty string.
+bool unset(simdjson::ondemand::value& value) {
+  if (null_value(value)) return true;
+  bool flag = false;
+  if (!value.get_bool().get(flag)) return !flag;
+  double number = 0;
+  if (!value.get_double().get(number)) return number == 0;
+  std::string_view text;
+  if (!value.get_string().get(text)) return text.empty();
+  return false;
+}
+
+/// Why a top-level field keeps a request's output from being continued elsewhere, or null.
+const char* stands_in_the_way_of_continuing(std::string_view key,
+                                            simdjson::ondemand::value& value) {
+  if (key == "n" || key == "best_of") {
+    std::int64_t count = 1;
+    if (null_value(value) || (!value.get_int64().get(count) && count == 1)) return nullptr;
+    return key == "n" ? "n > 1" : "best_of";
+  }
+  if (key == "echo") return unset(value) ? nullptr : "echo";
+  if (key == "logprobs" || key == "top_logprobs" || key == "prompt_logprobs")
+    return unset(value) ? nullptr : "logprobs";
+  if (key == "presence_penalty" || key == "frequency_penalty")
+    return unset(value) ? nullptr : "a penalty on output tokens";
+  if (key == "response_format") {
+    simdjson::ondemand::object format;
+    std::string_view type;
+    if (null_value(value) || (!value.get_object().get(format) &&
+                              !format["type"].get_string().get(type) && type == "text"))
+      return nullptr;
+    return "structured output";
+  }
+  if (key == "structured_outputs" || key == "guided_json" || key == "guided_regex" ||
+      key == "guided_choice" || key == "guided_grammar")
+    return unset(value) ? nullptr : "structured output";
+  if (key == "continue_final_message") return unset(value) ? nullptr : "continue_final_message";
+  if (key == "prompt") {
+    std::string_view text;
+    return value.get_string().get(text) ? "a prompt that is not one text" : nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 BodyFields read_body_fields(std::string& body) {
   BodyFields fields;
   fields.body_bytes = body.size();
@@ -152,6 +205,8 @@ BodyFields read_body_fields(std::string& body) {
                key == "max_output_tokens") {
       std::int64_t max_tokens = 0;
       if (!value.get_int64().get(max_tokens) && max_tokens >= 0) fields.max_tokens = max_tokens;
+    } else if (simdjson::ondemand::value other; !fields.not_continuable && !value.get(other)) {
+      fields.not_continuable = stands_in_the_way_of_continuing(key, other);
     }
   }
   return fields;

@@ -21,11 +21,16 @@ struct BodyFields {
   // but does not ask for usage (null, not an object, include_usage absent or false); 1 asks.
   int include_usage = -1;
   bool parsed = false;  // false: not JSON (the backend will say so)
+  /// Why another backend could not continue this request's output (gateway/migration.hpp): a
+  /// field whose meaning depends on the output so far (n > 1, best_of, echo, logprobs,
+  /// penalties counted on output tokens, structured output), the client's own
+  /// `continue_final_message`, a prompt of token ids. Null: nothing stands in the way.
+  const char* not_continuable = nullptr;
 };
 
 /// Reads top-level `model`, `stream`, `stream_options.include_usage`, `previous_response_id`,
-/// `user`, `prompt_cache_key`,
-/// `store` and the output cap. `body` must stay valid; it is padded in place if its capacity is
+/// `user`, `prompt_cache_key`, `store`, the output cap, and the fields that keep an output from
+/// being continued elsewhere. `body` must stay valid; it is padded in place if its capacity is
 /// short (the only copy, and a rare one).
 BodyFields read_body_fields(std::string& body);
 

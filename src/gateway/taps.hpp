@@ -41,6 +41,9 @@ class ResponseTap {
   /// The next relayed bytes; `last` when the body ends with them.
   void feed(std::string_view piece, bool last);
 
+  /// Keeps what the stream generates in `generated` from now on (openai::GeneratedText).
+  void keep_generated(openai::GeneratedText* generated) { reader_.keep_generated(generated); }
+
   Kind kind() const { return kind_; }
   const openai::StreamInterpreter& reader() const { return reader_; }
   std::optional<std::int64_t> prompt_tokens() const;

@@ -10,6 +10,7 @@
 #include "core/clock.hpp"
 #include "gateway/health_checker.hpp"
 #include "gateway/http_rules.hpp"
+#include "gateway/migration.hpp"
 #include "http/read_parsed.hpp"
 
 namespace llmux::gateway {
@@ -102,6 +103,21 @@ ByteBuilder upstream_head(Worker& worker, const upstream::Backend& backend, cons
   return head;
 }
 
+/// Arms the next step of a stepped wait for the response header (cancelling the read, not
+/// closing the connection), within the first_byte timeout from `sent_ns`; false when that timeout
+/// has passed (the deadline then counts as fired).
+bool arm_header_step(upstream::BackendConnection& connection, const Fleet& fleet,
+                     std::int64_t sent_ns) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      fleet.cfg.timeouts.first_byte - std::chrono::nanoseconds(mono_ns() - sent_ns));
+  if (left.count() <= 0) {
+    connection.dl.fired = true;
+    return false;
+  }
+  connection.dl.arm(std::min(left, kDownCheckStep), /*close_on_expiry=*/false);
+  return true;
+}
+
 /// A pooled builder given back to its worker when the scope ends.
 struct PooledBytes {
   Worker& worker;
@@ -112,9 +128,10 @@ struct PooledBytes {
 }  // namespace
 
 net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backend& backend,
-                             const Request& req, ClientConnection& client,
+                             const Request& req, const BodyFields& fields, ClientConnection& client,
                              const std::string& request_id, const UsageRequest& usage, bool queued,
                              Outcome& outcome) {
+  const bool rescue_when_down = may_run_twice(fleet, req.method_string(), req.path(), fields);
   ClientWatch& watch = client.watch;
   const PooledBytes head{worker, upstream_head(worker, backend, req, client.peer, request_id, usage,
                                                !fleet.keys.enabled(), client.sock.tls())};
@@ -165,6 +182,7 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
                                    attempt.up->dl.fired ? "timed out" : wec.message()));
     }
     attempt.sent_ns = mono_ns();
+    if (rescue_when_down) arm_header_step(*attempt.up, fleet, attempt.sent_ns);
     boost::system::error_code rec;
     for (int interim = 0;; ++interim) {
       attempt.parser = UpstreamResponse::make(worker.take_bytes());
@@ -175,6 +193,24 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
                                     http::Until::header, rec)) {
         const auto room = http::read_room(attempt.up->buf, 64 * 1024, false);
         auto [e, n] = co_await attempt.up->sock.async_read_some(room, use_tuple);
+        if (rescue_when_down && e == net::error::operation_aborted && attempt.up->dl.fired &&
+            !watch.client_gone) {
+          // A step of the wait ended: the backend declared down sends the request elsewhere,
+          // the first_byte timeout ends it, else it waits on.
+          if (!backend.usable(mono_ns())) {
+            watch.up = nullptr;
+            boost::system::error_code ignored;
+            attempt.up->sock.close(ignored);
+            Attempt none = failed(outcome, Kind::broken,
+                                  fmt::format("{} was declared down while the request waited "
+                                              "for its answer",
+                                              backend.name));
+            outcome.backend_down = true;
+            co_return none;
+          }
+          if (arm_header_step(*attempt.up, fleet, attempt.sent_ns)) continue;
+          e = net::error::timed_out;
+        }
         rec = http::read_ended(attempt.up->buf, *attempt.parser, n, e);
         if (rec || attempt.parser->is_done()) break;
       }

@@ -3,12 +3,14 @@
 // One attempt of a request at a backend: a connection (pooled or new), the request written, the
 // final response header read. The proxy (gateway/proxy.hpp) decides which backend and whether
 // another attempt follows; the relay (gateway/relay.hpp) streams the response.
+#include <chrono>
 #include <memory>
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
 
 #include "gateway/client_connection.hpp"
+#include "gateway/continuation.hpp"
 #include "gateway/request_view.hpp"
 #include "gateway/stream_usage.hpp"
 #include "gateway/upstream_response.hpp"
@@ -18,6 +20,11 @@
 
 namespace llmux::gateway {
 
+/// How long a request that may go to another backend (a generation request waiting for its
+/// header, a stream another backend may continue) waits at a time before it looks whether its
+/// backend was declared down (ejected, failed checks) meanwhile.
+inline constexpr std::chrono::milliseconds kDownCheckStep{500};
+
 /// One attempt whose final response header has arrived (`up` null: none did; why is elsewhere).
 struct Attempt {
   std::shared_ptr<upstream::BackendConnection> up;
@@ -26,6 +33,12 @@ struct Attempt {
   /// What the route's policy follows of this attempt (Policy::on_dispatch; null: nothing): the
   /// relay tells it the stream's tokens, the proxy how the attempt ended.
   std::unique_ptr<policy::AttemptObserver> observer;
+  /// What the relay keeps so that another backend may continue the stream if this one breaks
+  /// (gateway/continuation.hpp; null: it is not continued).
+  StreamContinuation* continuation = nullptr;
+  /// Set by the relay: the stream broke, the client's response was left open, and
+  /// `continuation` says how another backend goes on (gateway/migration.hpp).
+  bool continues_elsewhere = false;
 };
 
 /// A connection to a backend, or why there is none.
@@ -53,9 +66,12 @@ void release(Worker& worker, upstream::Backend& backend,
 /// backend). Once any byte was written, a failure is final for this request: the backend may
 /// have received it, and a retry could run the generation twice. No connection in the answer:
 /// `outcome` says why. `queued`: the request waited in the route's queue (the client gets the
-/// gateway's X-Llmux-Queue-Depth, not the backend's).
+/// gateway's X-Llmux-Queue-Depth, not the backend's). A request that may run twice
+/// (gateway/migration.hpp: may_run_twice, from `fields`) waits for its header in steps, and its
+/// backend declared down meanwhile ends the wait at once (Outcome::backend_down; the connection
+/// closed, which makes vLLM abort it).
 net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backend& backend,
-                             const Request& req, ClientConnection& client,
+                             const Request& req, const BodyFields& fields, ClientConnection& client,
                              const std::string& request_id, const UsageRequest& usage, bool queued,
                              upstream::Outcome& outcome);
 

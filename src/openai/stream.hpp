@@ -70,6 +70,21 @@ struct EventInfo {
   bool malformed = false;     ///< data is not JSON of an expected shape
 };
 
+/// What a chat or completions stream has generated so far, kept by the interpreter when asked
+/// (StreamInterpreter::keep_generated): what the gateway needs to have another backend continue
+/// the stream (gateway/migration.hpp). Text is kept unescaped, as the events carry it.
+struct GeneratedText {
+  std::string content;     ///< chat `delta.content`, completions `text`
+  std::string reasoning;   ///< chat `delta.reasoning` / `reasoning_content`
+  bool tool_call = false;  ///< a `tool_calls` delta came
+  /// The first event's data as it came (its id, created, model, system_fingerprint), at most
+  /// kMaxFirstEvent bytes (a longer one is not kept).
+  std::string first_event;
+  std::size_t limit = 0;    ///< bytes of text kept at most
+  bool over_limit = false;  ///< more came than `limit`: what is kept is incomplete
+  static constexpr std::size_t kMaxFirstEvent = 4096;
+};
+
 /// The JSON parser and its padded buffer. Parsing is synchronous, so one per thread can serve
 /// every interpreter on that thread: the gateway keeps one per worker and a relayed stream costs
 /// no parser of its own.
@@ -117,6 +132,10 @@ class StreamInterpreter {
   /// does not parse.
   EventInfo on_body_usage(std::string_view body);
 
+  /// From the next event on, keeps what the stream generates in `generated` (null: stops). The
+  /// caller owns it; it must outlive its use here.
+  void keep_generated(GeneratedText* generated) { generated_ = generated; }
+
   /// Forgets the stream's state (keeps buffers), optionally switching dialect.
   void reset();
   void reset(Dialect dialect);
@@ -159,6 +178,7 @@ class StreamInterpreter {
   };
   Extra& extra();
   std::unique_ptr<Extra> extra_;
+  GeneratedText* generated_ = nullptr;
   std::optional<std::uint64_t> last_completion_tokens_;
   std::optional<std::uint64_t> sequence_number_;
 };

@@ -18,9 +18,12 @@ void EventParser::parse_delta(od::value& delta) {
   for (auto field : delta.get_object()) {
     std::string_view key = field.unescaped_key();
     od::value val = field.value();
-    if (key == "content" || key == "reasoning_content" || key == "reasoning") {
+    if (key == "content") {
       add_text_value(val);
+    } else if (key == "reasoning_content" || key == "reasoning") {
+      add_text_value(val, TextKind::reasoning);
     } else if (key == "tool_calls" && is_type(val, od::json_type::array)) {
+      if (GeneratedText* generated = interpreter_.generated_) generated->tool_call = true;
       for (od::value call : val.get_array()) {
         if (!is_type(call, od::json_type::object)) continue;
         for (auto call_field : call.get_object()) {
@@ -32,7 +35,7 @@ void EventParser::parse_delta(od::value& delta) {
             std::string_view function_key = function_field.unescaped_key();
             od::value function_value = function_field.value();
             if (function_key == "name" || function_key == "arguments")
-              add_text_value(function_value);
+              add_text_value(function_value, TextKind::tool_call);
           }
         }
       }

@@ -24,16 +24,26 @@ void EventParser::set_id(std::string_view id, bool first_only) {
   if (!first_only || extra.id.empty()) extra.id = id;
 }
 
-void EventParser::add_text(std::string_view text) {
+void EventParser::add_text(std::string_view text, TextKind kind) {
   if (text.empty()) return;
   estimated_tokens_ += std::max<std::size_t>(1, Tokenizer::count(text));
   any_text_ = true;
   if (interpreter_.capture_) interpreter_.extra().text.append(text);
+  if (GeneratedText* generated = interpreter_.generated_) {
+    if (kind == TextKind::tool_call) {
+      generated->tool_call = true;
+    } else if (generated->content.size() + generated->reasoning.size() + text.size() >
+               generated->limit) {
+      generated->over_limit = true;
+    } else if (!generated->over_limit) {
+      (kind == TextKind::reasoning ? generated->reasoning : generated->content).append(text);
+    }
+  }
 }
 
-void EventParser::add_text_value(od::value& value) {
+void EventParser::add_text_value(od::value& value, TextKind kind) {
   std::string_view text;
-  if (get_str(value, text)) add_text(text);
+  if (get_str(value, text)) add_text(text, kind);
 }
 
 void EventParser::merge_usage(const StreamUsage& usage) {
@@ -123,6 +133,9 @@ EventInfo EventParser::on_event(std::string_view event_name, std::string_view da
   if (buffer_.size() < size + simdjson::SIMDJSON_PADDING)
     buffer_.resize(size + simdjson::SIMDJSON_PADDING);
   if (size > 0) std::memcpy(buffer_.data(), data.data(), size);
+  if (GeneratedText* generated = interpreter_.generated_;
+      generated && generated->first_event.empty() && size <= GeneratedText::kMaxFirstEvent)
+    generated->first_event.assign(data);
   try {
     od::document doc = parser_.iterate(buffer_.data(), size, buffer_.size());
     od::object obj = doc.get_object();

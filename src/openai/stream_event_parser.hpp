@@ -37,8 +37,10 @@ class EventParser {
   // What every dialect shares (stream_event_parser.cpp).
   void set_finish_reason(std::string_view reason);
   void set_id(std::string_view id, bool first_only);
-  void add_text(std::string_view text);
-  void add_text_value(Value& value);
+  /// What a piece of generated text is (GeneratedText keeps content and reasoning apart).
+  enum class TextKind { content, reasoning, tool_call };
+  void add_text(std::string_view text, TextKind kind = TextKind::content);
+  void add_text_value(Value& value, TextKind kind = TextKind::content);
   void merge_usage(const StreamUsage& usage);
   void set_error(StreamError error);
 

@@ -27,9 +27,13 @@ std::string_view to_string(Outcome::Kind kind) {
   return "unknown";
 }
 
-RetryDecision decide_retry(const Outcome& outcome, int attempts_made, int max_attempts) {
+RetryDecision decide_retry(const Outcome& outcome, int attempts_made, int max_attempts,
+                           bool may_run_twice) {
   if (outcome.kind == Outcome::Kind::client_left) return RetryDecision::give_up_silently;
-  if (outcome.never_reached_backend() && attempts_made < max_attempts)
+  if (attempts_made >= max_attempts) return RetryDecision::answer_error;
+  if (outcome.never_reached_backend()) return RetryDecision::try_another_backend;
+  if (may_run_twice &&
+      (outcome.kind == Outcome::Kind::broken || outcome.kind == Outcome::Kind::timeout))
     return RetryDecision::try_another_backend;
   return RetryDecision::answer_error;
 }

@@ -28,6 +28,9 @@ struct Outcome {
   std::chrono::nanoseconds total{0};  // attempt start → end
   std::optional<std::int64_t> prompt_tokens, completion_tokens;
   std::string message;  // what happened, naming the backend (for logs and error answers)
+  /// The backend was declared down (ejected, failed checks) while the request waited for its
+  /// answer: the request goes to another backend at once, outside the route's retry budget.
+  bool backend_down = false;
 
   /// True when no byte of the request can have reached the backend: retrying elsewhere cannot
   /// run it twice.
@@ -40,14 +43,17 @@ std::string_view to_string(Outcome::Kind kind);
 
 /// What the proxy does after a failed attempt (pure: tested without sockets).
 enum class RetryDecision {
-  try_another_backend,  // the request provably never reached a backend; attempts remain
+  try_another_backend,  // the request never reached a backend (or may run twice); attempts remain
   answer_error,         // answer the client with the error this outcome maps to
   give_up_silently,     // the client left: nothing to answer
 };
 
 /// Retries only what never reached a backend, at most `max_attempts` attempts in all, and never
-/// after the client left.
-RetryDecision decide_retry(const Outcome& outcome, int attempts_made, int max_attempts = 2);
+/// after the client left. `may_run_twice`: a generation request (chat, completions, a Responses
+/// request not stored), which a repeat costs compute, not correctness: one that reached a
+/// backend which then closed or timed out before any response is sent again as well.
+RetryDecision decide_retry(const Outcome& outcome, int attempts_made, int max_attempts = 2,
+                           bool may_run_twice = false);
 
 /// The status and message the gateway answers when no attempt produced a response: 503 when no
 /// backend could be reached, 504 on a timeout, 502 for a broken or invalid response.

@@ -295,7 +295,7 @@
   }
 
   const BACKEND_CELLS = ['name', 'url', 'state', 'inflight', 'reported', 'kv', 'tokps', 'ttft-p50',
-    'ttft-p99', 'errors'];
+    'ttft-p99', 'errors', 'migrated'];
   const ROUTE_CELLS = ['name', 'match', 'model', 'policy', 'backends', 'queued'];
 
   function render(d, view) {
@@ -348,6 +348,8 @@
       const er = setCell(tr, 'errors', v.errorRate == null ? '–' : (v.errorRate * 100).toFixed(1) + '%',
         v.errorRate);
       er.classList.toggle('bad', v.errorRate > 0);
+      setCell(tr, 'migrated', `${b.migrated_out ?? 0} / ${b.migrated_in ?? 0}`,
+        Number(b.migrated_out ?? 0));
       tr.dataset.state = state;
     }
 

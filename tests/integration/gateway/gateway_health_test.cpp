@@ -282,6 +282,8 @@ TEST(GatewayHealth, StallingBackendIsEjectedAndItsStreamsEndWithAnError) {
   auto gw = GatewayServer::with_config(
       "listen: \"127.0.0.1:0\"\nthreads: 2\n"
       "outlier_detection: {consecutive_failures: 3, base_ejection: 10s, stall_timeout: 1s}\n"
+      // Stall detection alone: a cut stream is not continued elsewhere (gateway_migration_test).
+      "migration: {enabled: false}\n"
       "backends:\n" +
       backend_line("a", a.port()) + backend_line("b", b.port()) +
       "routes:\n  - {name: all, backends: [a, b], policy: round_robin}\n");
@@ -332,6 +334,7 @@ TEST(GatewayHealth, AStalledBackendReturnsWhenAProbeGenerationCompletes) {
       "listen: \"127.0.0.1:0\"\nthreads: 2\n"
       "health_checks: {interval: 200ms, timeout: 150ms, jitter: 0}\n"
       "outlier_detection: {base_ejection: 1s, stall_timeout: 1s}\n"
+      "migration: {enabled: false}\n"
       "backends:\n" +
       backend_line("a", a.port()) + backend_line("b", b.port()) +
       "routes:\n  - {name: all, backends: [b, a], policy: first}\n");

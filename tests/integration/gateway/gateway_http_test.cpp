@@ -297,29 +297,39 @@ TEST(GatewayTimeouts, BodyHasItsOwnIdleTimeout) {
 // backend closed (or will close) never carries a request.
 
 TEST(GatewayRetry, RequestThatReachedABackendIsNotSentToAnother) {
-  GatedBackend::Options drop{GatedBackend::Mode::Echo};
-  drop.drop_request_after = 1;  // answers the first request of a connection, swallows the next
-  GatedBackend first(drop);
-  GatedBackend second({GatedBackend::Mode::Echo});
-  auto gw = GatewayServer::with_config(one_route_config(
-      kOneWorker, backend_line("first", first.port()) + backend_line("second", second.port()),
-      "first, second"));
-  HttpClient c(gw->port());
-  Response r1 = c.post("/v1/completions", R"({"n":1})");
-  ASSERT_EQ(r1.status, 200) << r1.body;
-  EXPECT_EQ(r1.header("x-llmux-backend"), "first");
-  // The same pooled connection carries the second request; the backend reads all of it, then
-  // closes without answering. It may have started generating: no other backend gets it.
-  Response r2 = c.post("/v1/completions", R"({"n":2})", {{"X-Request-Id", "sent-once"}});
-  EXPECT_EQ(r2.status, 502) << r2.body;
-  std::string why;
-  EXPECT_TRUE(is_openai_error(r2.body, 502, &why)) << why;
-  EXPECT_EQ(first.requests().size(), 2u);
-  EXPECT_TRUE(second.requests().empty()) << "the request was sent to a second backend";
-  auto rec = gw->wait_access_record("sent-once", 5s);
-  ASSERT_FALSE(rec.empty());
-  EXPECT_EQ(rec.at("attempts"), 1);
-  gw->expect_clean_exit();
+  // Not a generation request (embeddings), and a generation request with migration off: neither
+  // may run twice (a generation request with migration on is sent again:
+  // gateway_migration_test).
+  struct Case {
+    std::string path, extra;
+  };
+  for (const Case& one_case :
+       {Case{"/v1/embeddings", ""}, Case{"/v1/completions", "migration: {enabled: false}\n"}}) {
+    SCOPED_TRACE(one_case.path);
+    GatedBackend::Options drop{GatedBackend::Mode::Echo};
+    drop.drop_request_after = 1;  // answers the first request of a connection, swallows the next
+    GatedBackend first(drop);
+    GatedBackend second({GatedBackend::Mode::Echo});
+    auto gw = GatewayServer::with_config(one_route_config(
+        kOneWorker, backend_line("first", first.port()) + backend_line("second", second.port()),
+        "first, second", one_case.extra));
+    HttpClient c(gw->port());
+    Response r1 = c.post(one_case.path, R"({"n":1})");
+    ASSERT_EQ(r1.status, 200) << r1.body;
+    EXPECT_EQ(r1.header("x-llmux-backend"), "first");
+    // The same pooled connection carries the second request; the backend reads all of it, then
+    // closes without answering. It may have started work: no other backend gets it.
+    Response r2 = c.post(one_case.path, R"({"n":2})", {{"X-Request-Id", "sent-once"}});
+    EXPECT_EQ(r2.status, 502) << r2.body;
+    std::string why;
+    EXPECT_TRUE(is_openai_error(r2.body, 502, &why)) << why;
+    EXPECT_EQ(first.requests().size(), 2u);
+    EXPECT_TRUE(second.requests().empty()) << "the request was sent to a second backend";
+    auto rec = gw->wait_access_record("sent-once", 5s);
+    ASSERT_FALSE(rec.empty());
+    EXPECT_EQ(rec.at("attempts"), 1);
+    gw->expect_clean_exit();
+  }
 }
 
 TEST(GatewayRetry, EachAttemptIsBuiltFreshFromTheClientsRequest) {

@@ -267,8 +267,8 @@ TEST(LoadErrors, UnknownKeyWithoutNearMissListsKnownKeys) {
   ASSERT_EQ(errors.size(), 1u) << dump(errors);
   EXPECT_EQ(errors[0].reason,
             "unknown key (known: listen, threads, backends, routes, timeouts, limits, "
-            "access_log, pid_file, health_checks, outlier_detection, retries, queue, affinity, "
-            "backend_metrics, metrics, admin, auth, quotas, state)");
+            "access_log, pid_file, health_checks, outlier_detection, retries, migration, queue, "
+            "affinity, backend_metrics, metrics, admin, auth, quotas, state)");
 }
 
 TEST(LoadErrors, StrayCommaIsASyntaxErrorNotAHang) {

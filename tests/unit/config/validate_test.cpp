@@ -726,3 +726,29 @@ TEST(Load, StateAsAUrlOrAMapping) {
 
 }  // namespace
 }  // namespace llmux::config
+
+namespace llmux::config {
+namespace {
+
+TEST(Validate, MigrationSettingsNameTheirField) {
+  // Loaded and validated: out-of-range values are errors naming the field.
+  const std::string routes = "routes:\n  - {backends: [server1, server2]}\n";
+  auto errors = validate_yaml(std::string(testing::kBackends) + routes +
+                              "migration: {max_migrations: 0, max_kept_bytes: 10}\n");
+  ASSERT_EQ(on(errors, "migration.max_migrations").size(), 1u) << dump(errors);
+  EXPECT_THAT(on(errors, "migration.max_migrations")[0].reason, HasSubstr("1-10"));
+  ASSERT_EQ(on(errors, "migration.max_kept_bytes").size(), 1u) << dump(errors);
+  EXPECT_TRUE(
+      validate_yaml(std::string(testing::kBackends) + routes +
+                    "migration: {enabled: false, max_migrations: 3, max_kept_bytes: 1MiB}\n")
+          .empty());
+  // A wrong type or an unknown key fails at load, naming the field.
+  std::vector<ConfigError> load_errors;
+  load_yaml(std::string(testing::kBackends) + routes + "migration: {enabled: maybe, hedge: 1}\n",
+            load_errors);
+  EXPECT_EQ(on(load_errors, "migration.enabled").size(), 1u) << dump(load_errors);
+  EXPECT_EQ(on(load_errors, "migration.hedge").size(), 1u) << dump(load_errors);
+}
+
+}  // namespace
+}  // namespace llmux::config

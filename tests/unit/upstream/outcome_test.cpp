@@ -24,6 +24,17 @@ TEST(RetryDecision, OnlyWhatNeverReachedABackendIsRetried) {
     EXPECT_EQ(decide_retry(of(k), 1), RetryDecision::answer_error) << to_string(k);
 }
 
+TEST(RetryDecision, AGenerationRequestLeftUnansweredIsSentAgain) {
+  // Closed or timed out after the request was written, before any response: a generation
+  // request may run twice (issue 37); a broken response or a broken stream is not resent here.
+  EXPECT_EQ(decide_retry(of(Kind::broken), 1, 2, true), RetryDecision::try_another_backend);
+  EXPECT_EQ(decide_retry(of(Kind::timeout), 1, 2, true), RetryDecision::try_another_backend);
+  for (Kind k : {Kind::bad_response, Kind::broken_mid_stream, Kind::ok})
+    EXPECT_EQ(decide_retry(of(k), 1, 2, true), RetryDecision::answer_error) << to_string(k);
+  EXPECT_EQ(decide_retry(of(Kind::broken), 2, 2, true), RetryDecision::answer_error);
+  EXPECT_EQ(decide_retry(of(Kind::client_left), 1, 2, true), RetryDecision::give_up_silently);
+}
+
 TEST(RetryDecision, BoundedAndNeverAfterTheClientLeft) {
   EXPECT_EQ(decide_retry(of(Kind::connect_failed), 2), RetryDecision::answer_error);
   EXPECT_EQ(decide_retry(of(Kind::connect_failed), 2, 3), RetryDecision::try_another_backend);

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gateway/migration.hpp"
+
+#include <fmt/format.h>
+#include <boost/asio/write.hpp>
+
+#include "core/use_tuple.hpp"
+#include "gateway/relay.hpp"
+#include "gateway/stream_usage.hpp"
+#include "gateway/upstream_attempt.hpp"
+
+namespace llmux::gateway {
+
+using upstream::Outcome;
+using Kind = upstream::Outcome::Kind;
+
+std::unique_ptr<StreamContinuation> continuation_for(const Fleet& fleet, const Request& req,
+                                                     const RouteRuntime& route,
+                                                     const BodyFields& fields) {
+  if (!fleet.cfg.migration.enabled || !fields.stream || !fields.parsed || fields.not_continuable ||
+      route.backends.size() < 2 || req.method() != bhttp::verb::post)
+    return nullptr;
+  const std::string_view path = req.path();
+  openai::Dialect dialect;
+  if (path == "/v1/chat/completions")
+    dialect = openai::Dialect::chat;
+  else if (path == "/v1/completions")
+    dialect = openai::Dialect::completions;
+  else
+    return nullptr;
+  // The client's own opt-out.
+  const std::string_view opt = req["x-llmux-migrate"];
+  if (opt == "off" || opt == "false" || opt == "0") return nullptr;
+  return std::make_unique<StreamContinuation>(dialect, fleet.cfg.migration.max_kept_bytes);
+}
+
+bool may_run_twice(const Fleet& fleet, std::string_view method, std::string_view path,
+                   const BodyFields& fields) {
+  if (!fleet.cfg.migration.enabled || method != "POST" || !fields.parsed) return false;
+  return path == "/v1/chat/completions" || path == "/v1/completions" ||
+         (path == "/v1/responses" && fields.store_false);
+}
+
+net::awaitable<void> end_stream_with_error(ClientConnection& client, const std::string& message) {
+  const std::string event = mid_stream_error_tail(
+      false, 0, fmt::format("The upstream server failed mid-stream: {}.", message));
+  const std::string framed = fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", event.size(), event);
+  client.dl.arm(client.write_timeout);
+  auto [error, written] = co_await net::async_write(client.sock, net::buffer(framed), use_tuple);
+  client.dl.disarm();
+  if (error) client.keep_alive = false;
+}
+
+bool next_leg(const Fleet& fleet, const Request& req, const upstream::Backend& cut_backend,
+              StreamContinuation& continuation, UsageRequest& usage, AccessRecord& rec) {
+  if (rec.migrations >= fleet.cfg.migration.max_migrations) return false;
+  std::optional<std::string> body = continuation.next_leg_body(req.body());
+  if (!body) return false;
+  if (rec.migrations == 0) {
+    rec.migrated_from = cut_backend.name;
+    continuation.first_backend_metric_id = cut_backend.metric_id;
+  }
+  ++rec.migrations;
+  usage = UsageRequest{};
+  usage.asked = true;
+  usage.owned = std::move(*body);
+  return true;
+}
+
+void refuse_unusable_leg(Attempt& attempt, const upstream::Backend& backend, Outcome& outcome) {
+  const int status = attempt.parser->status();
+  if (status >= 200 && status <= 299 &&
+      attempt.parser->content_type().find("text/event-stream") != std::string_view::npos)
+    return;
+  outcome = Outcome{};
+  outcome.kind = Kind::bad_response;
+  outcome.status = status;
+  outcome.message = fmt::format("{} answered the continuation with {}", backend.name, status);
+  boost::system::error_code ignored;
+  attempt.up->sock.close(ignored);
+  attempt.up.reset();
+}
+
+void count_migration(const Fleet& fleet, Worker& worker, const RouteRuntime& route,
+                     const StreamContinuation& continuation, const upstream::Backend& backend) {
+  if (!fleet.cfg.metrics.enabled) return;
+  worker.worker_metrics->count(
+      metrics::Family::migrations, route.metric_id, continuation.first_backend_metric_id,
+      metrics::migration_target(backend.metric_id,
+                                static_cast<int>(continuation.last_cut_reason())));
+}
+
+void settle_leg_tokens(const StreamContinuation& continuation, AccessRecord& rec) {
+  if (!rec.prompt_tokens || !rec.completion_tokens) return;
+  const LegTokens computed =
+      continuation.computed(LegTokens{static_cast<std::uint64_t>(*rec.prompt_tokens),
+                                      static_cast<std::uint64_t>(*rec.completion_tokens)});
+  rec.prompt_tokens = static_cast<std::int64_t>(computed.prompt);
+  rec.completion_tokens = static_cast<std::int64_t>(computed.completion);
+}
+
+}  // namespace llmux::gateway
