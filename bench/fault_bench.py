@@ -42,10 +42,23 @@ MODEL = "Qwen3.6-35B-A3B"
 # ------------------------------------------------------------------------------------------
 # load client
 # ------------------------------------------------------------------------------------------
+def request_body(a, rid, stream):
+    """Request `rid`'s body: the same prompt and sampling streamed by `load` and asked again
+    whole by `verify`."""
+    body = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": f"fault bench request {rid}: write a story"}],
+        "max_tokens": a.max_tokens, "ignore_eos": True, "temperature": a.temperature, "seed": rid,
+    }
+    if stream:
+        body.update(stream=True, stream_options={"include_usage": True})
+    return json.dumps(body).encode()
+
+
 class Req:
     __slots__ = ("id", "stream", "start", "headers_at", "first_token", "end", "status",
                  "backend", "done", "error", "tokens", "usage_tokens", "outcome", "last_byte",
-                 "writer", "message", "reused", "timed_out")
+                 "writer", "message", "reused", "timed_out", "text")
 
     def __init__(self, rid, stream, now):
         self.id, self.stream, self.start = rid, stream, now
@@ -62,13 +75,14 @@ class Req:
         self.message = None
         self.reused = False
         self.timed_out = False
+        self.text = []  # the content pieces, as sent (JSON-escaped)
 
     def record(self):
         return dict(id=self.id, stream=self.stream, start=self.start, headers_at=self.headers_at,
                     first_token=self.first_token, end=self.end, status=self.status,
                     backend=self.backend, done=self.done, error=self.error, tokens=self.tokens,
                     usage_tokens=self.usage_tokens, outcome=self.outcome, message=self.message,
-                    reused_conn=self.reused)
+                    reused_conn=self.reused, text=b"".join(self.text).decode("utf-8", "replace"))
 
 
 class Stop(Exception):
@@ -99,13 +113,7 @@ class Client:
         d[sec] = d.get(sec, 0) + n
 
     def body(self, rid):
-        a = self.a
-        return json.dumps({
-            "model": MODEL,
-            "messages": [{"role": "user", "content": f"fault bench request {rid}: write a story"}],
-            "max_tokens": a.max_tokens, "ignore_eos": True, "temperature": 0.7, "seed": rid,
-            "stream": True, "stream_options": {"include_usage": True},
-        }).encode()
+        return request_body(self.a, rid, stream=True)
 
     async def one(self, stream, conn):
         """One request on conn (reader, writer) or a fresh connection. Returns the connection
@@ -242,6 +250,10 @@ class Client:
                     r.first_token = now
                 r.tokens += 1
                 self.add_tokens(r.backend, now)
+                # The piece as sent (the simulator's words need no escapes): compared whole with
+                # an uninterrupted answer by `verify`.
+                at = d.find(b'"content":"') + 11
+                r.text.append(d[at:d.find(b'"', at)])
 
     async def chunks(self, r, reader):
         """Yields the decoded chunks, then None after the last (0-size) chunk."""
@@ -414,7 +426,7 @@ def parse_log(path):
 
 def access_summary(path, t0):
     """The gateway's view: statuses, retried requests, errors (ports and ids stripped)."""
-    out = dict(lines=0, status={}, retried=0, errors={}, by_id={})
+    out = dict(lines=0, status={}, retried=0, errors={}, by_id={}, migrated=0)
     if not os.path.exists(path):
         return out
     for ln in open(path, errors="replace"):
@@ -426,7 +438,10 @@ def access_summary(path, t0):
             continue
         out["lines"] += 1
         out["by_id"][int(x["request_id"][3:])] = dict(backend=x.get("backend") or None,
-                                                      error=x.get("error"), status=x.get("status"))
+                                                      error=x.get("error"), status=x.get("status"),
+                                                      migrations=x.get("migrations", 0))
+        if x.get("migrations", 0) > 0:
+            out["migrated"] += 1
         st = str(x.get("status"))
         out["status"][st] = out["status"].get(st, 0) + 1
         if x.get("attempts", 1) > 1:
@@ -436,6 +451,35 @@ def access_summary(path, t0):
             e = re.sub(r"\d+ bytes", "N bytes", e)
             out["errors"][e] = out["errors"].get(e, 0) + 1
     return out
+
+
+def cmd_verify(a):
+    """Asks `--url` (a simulator) whole for every request the gateway migrated (its access log
+    says `migrations`) and compares the answer's text with what the client's stream said."""
+    import concurrent.futures
+    import http.client
+    recs = {r["id"]: r for r in (json.loads(ln) for ln in open(os.path.join(a.run, "records.jsonl"))
+                                 if ln.strip())}
+    access = access_summary(os.path.join(a.run, "access.log"), 0)
+    migrated = [i for i, x in sorted(access["by_id"].items()) if x["migrations"] > 0 and i in recs]
+    host, port = re.match(r"http://([^:/]+):(\d+)", a.url).groups()
+
+    def whole_text(rid):
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        conn.request("POST", "/v1/chat/completions", request_body(a, rid, stream=False),
+                     {"Content-Type": "application/json"})
+        answer = json.loads(conn.getresponse().read())
+        conn.close()
+        return answer["choices"][0]["message"]["content"]
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        wholes = dict(zip(migrated, pool.map(whole_text, migrated)))
+    ok = [i for i in migrated if recs[i]["outcome"] == "ok"]
+    identical = [i for i in ok if json.loads('"%s"' % recs[i]["text"]) == wholes[i]]
+    json.dump(dict(migrated=len(migrated), migrated_ok=len(ok), identical=len(identical),
+                   different=[i for i in ok if i not in identical][:20],
+                   not_ok={str(i): recs[i]["outcome"] for i in migrated if i not in ok}),
+              open(os.path.join(a.run, "verify.json"), "w"))
 
 
 def load_run(d):
@@ -449,8 +493,10 @@ def load_run(d):
             if len(parts) >= 2:
                 ev[parts[0]] = float(parts[1])
     meta = json.load(open(os.path.join(d, "run.json"))) if os.path.exists(os.path.join(d, "run.json")) else {}
+    vp = os.path.join(d, "verify.json")
     return dict(dir=d, recs=recs, client=cl, ev=ev, log=parse_log(os.path.join(d, "gateway.err")),
-                meta=meta, access=access_summary(os.path.join(d, "access.log"), cl["t0"]))
+                meta=meta, access=access_summary(os.path.join(d, "access.log"), cl["t0"]),
+                verify=json.load(open(vp)) if os.path.exists(vp) else None)
 
 
 def r1(x, n=1):
@@ -668,6 +714,8 @@ def analyse_run(run):
         failed_with_healthy_backend=len(failed_healthy), failed_with_healthy_by_kind=by_kind,
         failed_with_no_healthy_backend=len(failed) - len(failed_healthy),
         cut_without_error_event=len(cut),
+        error_events=outcomes.get("error_event", 0), migrated=run["access"]["migrated"],
+        verify=run.get("verify"),
         messages=samples, tok_s=tok, bins=bins, transitions=trans, log_lines=log_lines,
         fault_intervals={b: [r1(v[0], 2), r1(v[1], 2)] for b, v in iv.items()},
         e2e_window=e2e_window, client_cpu_s=r1(cl.get("client_cpu_s"), 2),
@@ -741,6 +789,11 @@ def cmd_report(a):
     row("streams running on B when it began stalling: error event / cut / other", "(apart)",
         lambda r: "{error_event} / {cut} / {other}".format(**r["stalled_midstream"]) if "stalled_midstream" in r else "—")
     row("**streams cut without an error event**", "0", lambda r: f'**{r["cut_without_error_event"]}**')
+    row("**streams ended by an error event**", "", lambda r: f'**{r["error_events"]}**')
+    row("streams continued on another backend (access log `migrations`)", "",
+        lambda r: str(r["migrated"]))
+    row("… of them ended ok / with text identical to the whole answer (`verify`)", "",
+        lambda r: "—" if not r.get("verify") else f'{r["verify"]["migrated_ok"]} / {r["verify"]["identical"]}')
     row("client gave up (no byte for the idle timeout)", "", lambda r: str(r["outcomes"].get("idle_timeout", 0)))
     row("still running at the end of the drain", "", lambda r: str(r["outcomes"].get("unfinished", 0)))
     for b in ("A", "B", "C"):
@@ -936,12 +989,18 @@ def main():
     l.add_argument("--duration", type=float, default=90)
     l.add_argument("--t0", type=float, default=0, help="epoch at which to start (default now)")
     l.add_argument("--max-tokens", type=int, default=64)
+    l.add_argument("--temperature", type=float, default=0.0)
     l.add_argument("--idle-timeout", type=float, default=30)
     l.add_argument("--drain", type=float, default=40)
     l.add_argument("--health-poll", type=float, default=0.1)
     l.add_argument("--rss-pid", type=int, default=0)
     l.add_argument("--rss-every", type=float, default=5)
     l.add_argument("--out", required=True)
+    v = sub.add_parser("verify")
+    v.add_argument("--url", required=True, help="a simulator that answers as the run's did")
+    v.add_argument("--run", required=True, help="the run's directory (records.jsonl, access.log)")
+    v.add_argument("--max-tokens", type=int, default=64)
+    v.add_argument("--temperature", type=float, default=0.0)
     r = sub.add_parser("report")
     r.add_argument("--runs", nargs="*", default=[])
     r.add_argument("--soak")
@@ -949,7 +1008,7 @@ def main():
     r.add_argument("--out-md", required=True)
     r.add_argument("--out-json", required=True)
     a = p.parse_args()
-    {"load": cmd_load, "report": cmd_report}[a.cmd](a)
+    {"load": cmd_load, "verify": cmd_verify, "report": cmd_report}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 # Fault benchmark of `llmux gateway` (issue 9, "Measured, not assumed").
 #
 # Three `llmux sim` backends A, B, C (DGX Spark preset, --time-scale 2; streaming chat
-# completions of --max-tokens 64 with ignore_eos: ~3 s each at ~33 streams per backend), STREAMS
+# completions of --max-tokens 64 with ignore_eos at --temperature 0 (greedy: a stream another
+# backend continued is checked against the whole answer, `fault_bench.py verify`): ~3 s each at
+# ~33 streams per backend), STREAMS
 # closed-loop streams for DURATION seconds through `llmux gateway` (round_robin over A, B, C) and
 # this timeline, written for a 90 s run and scaled by DURATION/90:
 #   A: SIGKILL at 20 s, restarted on the same port at 44 s
@@ -27,6 +29,7 @@
 #
 # Usage: bench/fault_bench.sh [--duration 90] [--streams 100] [--soak-minutes 10]
 #          [--soak-streams 32] [--soak-warmup 60] [--time-scale 2] [--max-tokens 64]
+#          [--temperature 0]
 #          [--b-fault freeze|stall-after] [--stall-after 4] [--idle-timeout 10]
 #          [--drain IDLE_TIMEOUT+15]
 #          [--timeline a_kill=20,a_back=44,b_stall=35,b_clear=65,c_hang=45,c_clear=75]
@@ -43,7 +46,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY=/usr/bin/python3
 HELPER=$ROOT/bench/fault_bench.py
 DURATION=90 STREAMS=100 SOAK_MIN=10 SOAK_STREAMS=32 SOAK_WARMUP='' TIME_SCALE=2 MAX_TOKENS=64
-STALL_AFTER=4 IDLE_TIMEOUT=10 DRAIN= B_FAULT=freeze
+STALL_AFTER=4 IDLE_TIMEOUT=10 DRAIN= B_FAULT=freeze TEMPERATURE=0
 TIMELINE=a_kill=20,a_back=44,b_stall=35,b_clear=65,c_hang=45,c_clear=75
 RUNS=faults,faults_no_health,reference_no_c,soak
 OUT=$ROOT/bench/results/fault_bench
@@ -58,6 +61,7 @@ while [ $# -gt 0 ]; do
     --soak-warmup) SOAK_WARMUP=$2; shift 2 ;;
     --time-scale) TIME_SCALE=$2; shift 2 ;;
     --max-tokens) MAX_TOKENS=$2; shift 2 ;;
+    --temperature) TEMPERATURE=$2; shift 2 ;;
     --stall-after) STALL_AFTER=$2; shift 2 ;;
     --b-fault) B_FAULT=$2; shift 2 ;;
     --idle-timeout) IDLE_TIMEOUT=$2; shift 2 ;;
@@ -203,7 +207,8 @@ fault_run() {  # fault_run NAME HEALTH WITH_C
   t0=$(awk -v n="$(now)" 'BEGIN {printf "%.3f", n + 1.5}')
   timeout $((${DURATION%.*} + ${DRAIN%.*} + 60)) $PY "$HELPER" load --url "http://127.0.0.1:$GW_PORT" \
     --streams "$STREAMS" --duration "$DURATION" --t0 "$t0" --max-tokens "$MAX_TOKENS" \
-    --idle-timeout "$IDLE_TIMEOUT" --drain "$DRAIN" --health-poll 0.1 --out "$d" >"$d/client.out" 2>&1 &
+    --temperature "$TEMPERATURE" --idle-timeout "$IDLE_TIMEOUT" --drain "$DRAIN" --health-poll 0.1 \
+    --out "$d" >"$d/client.out" 2>&1 &
   cl=$!; STARTED+=("$cl")
   : >"$d/events.txt"
   for ev in $SCALED; do
@@ -229,6 +234,10 @@ fault_run() {  # fault_run NAME HEALTH WITH_C
     for n in "${names[@]}"; do echo "cpu_sim_${n}_s $(cpu_s "${SIM_PID[$n]}")"; done
   } >>"$d/events.txt"
   stop_pid "$GW_PID"
+  # The streams the gateway continued on another backend, against whole answers from B (its
+  # fault cleared by now; every simulator answers a greedy prompt alike).
+  timeout 300 $PY "$HELPER" verify --url "http://127.0.0.1:${SIM_PORT[B]}" --run "$d" \
+    --max-tokens "$MAX_TOKENS" --temperature "$TEMPERATURE" || log "  verify exited with $?"
   for n in "${names[@]}"; do stop_pid "${SIM_PID[$n]}"; done
   SIM_PORT=()
 }
