@@ -359,5 +359,62 @@ TEST_F(GatewayMigration, RequestHeldByAHungBackendIsRescuedOnceChecksEjectIt) {
   EXPECT_EQ(HttpClient(first_->port()).post("/admin/faults", "{}").status, 200);
 }
 
+/// Streams a chat request through the gateway; after `cut_after` events posts `fault` to the
+/// first backend's /admin/faults (it stays up, the stream on it stops), then reads the rest.
+SeenStream stream_and_fault(int port, const json::object& body, const SimServer& victim,
+                            std::size_t cut_after, const std::string& fault) {
+  auto stream =
+      StreamingResponse::open(port, "POST", "/v1/chat/completions", json::serialize(body));
+  EXPECT_EQ(stream->status(), 200);
+  const SseResult before = read_sse(*stream, cut_after);
+  EXPECT_EQ(HttpClient(victim.port()).post("/admin/faults", fault).status, 200);
+  const SseResult after = read_sse(*stream, SIZE_MAX, 20s, 60s);
+  std::vector<SseEvent> all = before.events;
+  all.insert(all.end(), after.events.begin(), after.events.end());
+  return read_seen(all, after.end);
+}
+
+TEST_F(GatewayMigration, StreamOfAStalledBackendContinuesElsewhere) {
+  // The first backend's engine freezes mid-stream (its /health still answers): stall detection
+  // cuts the silent stream, which goes on from the second.
+  start_gateway("outlier_detection: {stall_timeout: 1s}\n");
+  const json::object body = chat_body("tell me about the sea", true);
+  const json::object whole = whole_answer(second_->port(), "/v1/chat/completions", body);
+  const SeenStream seen = stream_and_fault(gw_->port(), body, *first_, 20, R"({"freeze":true})");
+  EXPECT_EQ(seen.error_events, 0) << seen.errors;
+  EXPECT_EQ(seen.content, str(whole.at("choices").at(0).at("message").at("content")));
+  EXPECT_EQ(seen.done_events, 1);
+  const std::string text = HttpClient(gw_->port()).get("/metrics").body;
+  EXPECT_NE(
+      text.find(
+          R"(llmux_migrations_total{route="all",from="first",to="second",reason="stalled"} 1)"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(HttpClient(first_->port()).post("/admin/faults", "{}").status, 200);
+}
+
+TEST_F(GatewayMigration, SilentStreamOfABackendDeclaredDownContinuesElsewhere) {
+  // Stall detection slow; health checks quick. The first backend freezes and its /health fails:
+  // once the checks take it out, its silent stream goes on from the second.
+  start_gateway(
+      "outlier_detection: {stall_timeout: 60s}\n"
+      "health_checks: {enabled: true, interval: 300ms, timeout: 200ms, unhealthy_threshold: 1}\n");
+  const json::object body = chat_body("tell me about the sea", true);
+  const json::object whole = whole_answer(second_->port(), "/v1/chat/completions", body);
+  const auto started = std::chrono::steady_clock::now();
+  const SeenStream seen =
+      stream_and_fault(gw_->port(), body, *first_, 20, R"({"freeze":true,"not_ready_for":60})");
+  EXPECT_EQ(seen.error_events, 0) << seen.errors;
+  EXPECT_EQ(seen.content, str(whole.at("choices").at(0).at("message").at("content")));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 20s) << "not cut before the idle timeout";
+  const std::string text = HttpClient(gw_->port()).get("/metrics").body;
+  EXPECT_NE(
+      text.find(
+          R"(llmux_migrations_total{route="all",from="first",to="second",reason="ejected"} 1)"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(HttpClient(first_->port()).post("/admin/faults", "{}").status, 200);
+}
+
 }  // namespace
 }  // namespace llmux::test
