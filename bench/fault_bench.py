@@ -58,7 +58,7 @@ def request_body(a, rid, stream):
 class Req:
     __slots__ = ("id", "stream", "start", "headers_at", "first_token", "end", "status",
                  "backend", "done", "error", "tokens", "usage_tokens", "outcome", "last_byte",
-                 "writer", "message", "reused", "timed_out", "text")
+                 "writer", "message", "reused", "timed_out", "text", "last_token", "max_gap")
 
     def __init__(self, rid, stream, now):
         self.id, self.stream, self.start = rid, stream, now
@@ -76,13 +76,16 @@ class Req:
         self.reused = False
         self.timed_out = False
         self.text = []  # the content pieces, as sent (JSON-escaped)
+        self.last_token = None
+        self.max_gap = 0.0  # the longest wait between two tokens (a migration's shows here)
 
     def record(self):
         return dict(id=self.id, stream=self.stream, start=self.start, headers_at=self.headers_at,
                     first_token=self.first_token, end=self.end, status=self.status,
                     backend=self.backend, done=self.done, error=self.error, tokens=self.tokens,
                     usage_tokens=self.usage_tokens, outcome=self.outcome, message=self.message,
-                    reused_conn=self.reused, text=b"".join(self.text).decode("utf-8", "replace"))
+                    reused_conn=self.reused, text=b"".join(self.text).decode("utf-8", "replace"),
+                    max_gap=round(self.max_gap, 4))
 
 
 class Stop(Exception):
@@ -248,6 +251,9 @@ class Client:
                 now = time.time()
                 if r.first_token is None:
                     r.first_token = now
+                if r.last_token is not None:
+                    r.max_gap = max(r.max_gap, now - r.last_token)
+                r.last_token = now
                 r.tokens += 1
                 self.add_tokens(r.backend, now)
                 # The piece as sent (the simulator's words need no escapes): compared whole with
@@ -476,7 +482,10 @@ def cmd_verify(a):
         wholes = dict(zip(migrated, pool.map(whole_text, migrated)))
     ok = [i for i in migrated if recs[i]["outcome"] == "ok"]
     identical = [i for i in ok if json.loads('"%s"' % recs[i]["text"]) == wholes[i]]
+    # The gap the client saw at the migration: its stream's longest wait between two tokens.
+    gaps = [recs[i].get("max_gap", 0) for i in ok]
     json.dump(dict(migrated=len(migrated), migrated_ok=len(ok), identical=len(identical),
+                   gap_p50_s=pct(gaps, 50), gap_p99_s=pct(gaps, 99), gap_max_s=max(gaps, default=None),
                    different=[i for i in ok if i not in identical][:20],
                    not_ok={str(i): recs[i]["outcome"] for i in migrated if i not in ok}),
               open(os.path.join(a.run, "verify.json"), "w"))
@@ -794,6 +803,9 @@ def cmd_report(a):
         lambda r: str(r["migrated"]))
     row("… of them ended ok / with text identical to the whole answer (`verify`)", "",
         lambda r: "—" if not r.get("verify") else f'{r["verify"]["migrated_ok"]} / {r["verify"]["identical"]}')
+    row("… their longest gap between two tokens (the migration's), p50 / p99 / max", "",
+        lambda r: "—" if not r.get("verify") else
+        f'{fmt(r["verify"].get("gap_p50_s"), " s")} / {fmt(r["verify"].get("gap_p99_s"), " s")} / {fmt(r["verify"].get("gap_max_s"), " s")}')
     row("client gave up (no byte for the idle timeout)", "", lambda r: str(r["outcomes"].get("idle_timeout", 0)))
     row("still running at the end of the drain", "", lambda r: str(r["outcomes"].get("unfinished", 0)))
     for b in ("A", "B", "C"):
