@@ -445,7 +445,8 @@ def access_summary(path, t0):
         out["lines"] += 1
         out["by_id"][int(x["request_id"][3:])] = dict(backend=x.get("backend") or None,
                                                       error=x.get("error"), status=x.get("status"),
-                                                      migrations=x.get("migrations", 0))
+                                                      migrations=x.get("migrations", 0),
+                                                      migrated_from=x.get("migrated_from"))
         if x.get("migrations", 0) > 0:
             out["migrated"] += 1
         st = str(x.get("status"))
@@ -482,10 +483,16 @@ def cmd_verify(a):
         wholes = dict(zip(migrated, pool.map(whole_text, migrated)))
     ok = [i for i in migrated if recs[i]["outcome"] == "ok"]
     identical = [i for i in ok if json.loads('"%s"' % recs[i]["text"]) == wholes[i]]
-    # The gap the client saw at the migration: its stream's longest wait between two tokens.
+    # The gap the client saw at the migration: its stream's longest wait between two tokens, by
+    # the backend the stream was cut from (a killed one, a frozen one: stall detection waits).
     gaps = [recs[i].get("max_gap", 0) for i in ok]
+    by_from = {}
+    for i in ok:
+        by_from.setdefault(access["by_id"][i]["migrated_from"] or "?", []).append(recs[i]["max_gap"])
     json.dump(dict(migrated=len(migrated), migrated_ok=len(ok), identical=len(identical),
                    gap_p50_s=pct(gaps, 50), gap_p99_s=pct(gaps, 99), gap_max_s=max(gaps, default=None),
+                   gap_by_from={k: dict(n=len(v), p50_s=pct(v, 50), p99_s=pct(v, 99))
+                                for k, v in sorted(by_from.items())},
                    different=[i for i in ok if i not in identical][:20],
                    not_ok={str(i): recs[i]["outcome"] for i in migrated if i not in ok}),
               open(os.path.join(a.run, "verify.json"), "w"))
@@ -806,6 +813,10 @@ def cmd_report(a):
     row("… their longest gap between two tokens (the migration's), p50 / p99 / max", "",
         lambda r: "—" if not r.get("verify") else
         f'{fmt(r["verify"].get("gap_p50_s"), " s")} / {fmt(r["verify"].get("gap_p99_s"), " s")} / {fmt(r["verify"].get("gap_max_s"), " s")}')
+    row("… by the backend they were cut from: streams, gap p50 / p99", "",
+        lambda r: "—" if not r.get("verify") else "<br>".join(
+            f'{k}: {g["n"]}, {fmt(g["p50_s"], " s")} / {fmt(g["p99_s"], " s")}'
+            for k, g in r["verify"].get("gap_by_from", {}).items()) or "—")
     row("client gave up (no byte for the idle timeout)", "", lambda r: str(r["outcomes"].get("idle_timeout", 0)))
     row("still running at the end of the drain", "", lambda r: str(r["outcomes"].get("unfinished", 0)))
     for b in ("A", "B", "C"):
