@@ -155,8 +155,10 @@ std::string FaultControl::install(const RuntimeFaults& faults) {
   }
   const bool unhang = set_.hang && !faults.hang;
   const bool freeze_changed = set_.freeze != faults.freeze;
+  const bool slow_changed = set_.slow_factor != faults.slow_factor;
   set_ = faults;
   if (freeze_changed && on_freeze_) on_freeze_(faults.freeze);
+  if (slow_changed && on_slow_) on_slow_(faults.slow_factor.value_or(1.0));
   const std::int64_t now = mono_ns();
   not_ready_until_ns_ = faults.not_ready_for ? ns_from_now(now, *faults.not_ready_for) : 0;
   crash_left_ = faults.crash_after_requests.value_or(0);

@@ -67,6 +67,8 @@ class FaultControl {
   /// Called with true when `freeze` is posted and false when it is cleared (the engine driver
   /// stops and resumes its clock).
   void on_freeze(std::function<void(bool)> callback) { on_freeze_ = std::move(callback); }
+  /// Called with the engine's slowdown (1: none) when `slow_factor` is posted or cleared.
+  void on_slow(std::function<void(double)> callback) { on_slow_ = std::move(callback); }
   /// Holds the request just read on `connection` while hung, watching the client. True when the
   /// hang ended (serve the request); false when the client left first (close the connection).
   boost::asio::awaitable<bool> hold_while_hung(Conn& connection);
@@ -89,6 +91,7 @@ class FaultControl {
   std::uint64_t crash_generation_ = 0;  // a timer armed for an older set does nothing
   boost::asio::steady_timer unhang_;    // never expires: cancel() wakes held requests
   std::function<void(bool)> on_freeze_;
+  std::function<void(double)> on_slow_;
 };
 
 }  // namespace llmux::sim

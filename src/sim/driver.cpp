@@ -22,11 +22,23 @@ EngineDriver::EngineDriver(const SimConfig& cfg, net::io_context& ioc, SimMetric
       store_(store),
       engine_(cfg.engine),
       step_timer_(ioc),
-      base_ns_(mono_ns()) {}
+      base_ns_(mono_ns()),
+      speed_(cfg.time_scale) {}
 
 double EngineDriver::model_now() const {
   const std::int64_t now = frozen_ ? frozen_at_ns_ : mono_ns();
-  return static_cast<double>(now - base_ns_) * 1e-9 * cfg_.time_scale;
+  return model_at_base_ + static_cast<double>(now - base_ns_) * 1e-9 * speed_;
+}
+
+void EngineDriver::slow_down(double factor) {
+  // From the model time of now on, at the new speed (a frozen clock rebases at its stop).
+  const double model = model_now();
+  base_ns_ = frozen_ ? frozen_at_ns_ : mono_ns();
+  model_at_base_ = model;
+  speed_ = cfg_.time_scale / std::max(factor, 1.0);
+  if (timer_armed_) {
+    step_timer_.cancel();  // its handler clears timer_armed_ and re-arms at the new deadline
+  }
 }
 
 void EngineDriver::freeze(bool frozen) {
@@ -44,7 +56,7 @@ void EngineDriver::freeze(bool frozen) {
 }
 
 std::int64_t EngineDriver::wall_ns(double model_s) const {
-  return base_ns_ + static_cast<std::int64_t>(model_s / cfg_.time_scale * 1e9);
+  return base_ns_ + static_cast<std::int64_t>((model_s - model_at_base_) / speed_ * 1e9);
 }
 
 bool EngineDriver::submit(const std::shared_ptr<Job>& job, SeqRequest seq_request) {

@@ -40,6 +40,9 @@ class EngineDriver {
   /// Stops the engine (no step runs, the model clock stands still: every running stream stops
   /// where it is, new requests wait) or lets it go on from where it stood.
   void freeze(bool frozen);
+  /// Runs the model clock `factor` times slower than --time-scale from now on (1: as set): every
+  /// step takes that much longer, from where the clock stands.
+  void slow_down(double factor);
 
  private:
   std::int64_t wall_ns(double model_s) const;
@@ -54,7 +57,10 @@ class EngineDriver {
   Engine engine_;
   boost::asio::steady_timer step_timer_;
   bool timer_armed_ = false;
+  // Model time = model_at_base_ + (wall - base_ns_) x speed_ (model seconds per wall second).
   std::int64_t base_ns_;
+  double model_at_base_ = 0;
+  double speed_;
   bool frozen_ = false;  // freeze(): no step runs, model time stands still
   std::int64_t frozen_at_ns_ = 0;
   std::uint64_t next_seq_ = 1;

@@ -95,6 +95,7 @@ std::optional<FaultsError> read_field(RuntimeFaults& faults, std::string_view ke
     return std::nullopt;
   }
   if (key == "latency_ms") return set(faults.latency_ms, number(value, key, 0, kMaxLatencyMs));
+  if (key == "slow_factor") return set(faults.slow_factor, number(value, key, 1, 1000));
   if (key == "refuse_new") return set(faults.refuse_new, boolean(value, key));
   return FaultsError{std::string(key), fmt::format("unknown field '{}'", key)};
 }
@@ -151,6 +152,7 @@ json::object runtime_faults_json(const RuntimeFaults& faults) {
   if (faults.malformed != Malformed::none)
     fields["malformed"] = faults.malformed == Malformed::json ? "json" : "sse";
   if (faults.latency_ms) fields["latency_ms"] = num(*faults.latency_ms);
+  if (faults.slow_factor) fields["slow_factor"] = num(*faults.slow_factor);
   if (faults.refuse_new) fields["refuse_new"] = true;
   return fields;
 }

@@ -36,7 +36,8 @@ struct RuntimeFaults {
   std::optional<double> close_rate;         // [0, 1]; needs close_after (default 1)
   std::optional<double> not_ready_for;      // seconds from now (wall), >= 0
   Malformed malformed = Malformed::none;
-  std::optional<double> latency_ms;  // >= 0
+  std::optional<double> latency_ms;   // >= 0
+  std::optional<double> slow_factor;  // 1-1000: the engine runs this many times slower
   bool refuse_new = false;
 
   bool operator==(const RuntimeFaults&) const = default;

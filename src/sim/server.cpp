@@ -64,6 +64,7 @@ class Server {
         driver_(cfg_, ioc_, metrics_, store_),
         dispatcher_(cfg_, ioc_, driver_, metrics_, store_, timings_, control_) {
     control_.on_freeze([this](bool frozen) { driver_.freeze(frozen); });
+    control_.on_slow([this](double factor) { driver_.slow_down(factor); });
   }
 
   int run() {

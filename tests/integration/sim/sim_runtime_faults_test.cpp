@@ -252,6 +252,33 @@ TEST_F(SimRuntime, LatencyDelaysEveryRequestUntilCleared) {
   EXPECT_LT(Clock::now() - t0, 300ms);
 }
 
+TEST_F(SimRuntime, SlowFactorSlowsTheEngineUntilCleared) {
+  // 40 tokens at time scale 50 take ~16 ms; 50 times slower, ~0.8 s (a margin of 5x either way).
+  const std::string forty =
+      R"({"prompt":"hello","max_tokens":40,"ignore_eos":true,"temperature":0})";
+  HttpClient c(port());
+  auto t0 = Clock::now();
+  EXPECT_EQ(c.post("/v1/completions", forty).status, 200);
+  const auto normal = Clock::now() - t0;
+  EXPECT_EQ(set(R"({"slow_factor":50})").at("slow_factor"), 50);
+  EXPECT_EQ(get().at("slow_factor"), 50);
+  t0 = Clock::now();
+  EXPECT_EQ(c.post("/v1/completions", forty).status, 200);
+  const auto slowed = Clock::now() - t0;
+  EXPECT_GT(slowed, 10 * normal) << "normal " << normal.count() << " ns";
+  EXPECT_GE(slowed, 150ms);
+  set("{}");
+  t0 = Clock::now();
+  EXPECT_EQ(c.post("/v1/completions", forty).status, 200);
+  EXPECT_LT(Clock::now() - t0, slowed / 5);
+  for (const char* bad :
+       {R"({"slow_factor":0.5})", R"({"slow_factor":5000})", R"({"slow_factor":"x"})"}) {
+    const Response r = admin_->post(kFaults, bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_NE(r.body.find("slow_factor"), std::string::npos) << r.body;
+  }
+}
+
 TEST_F(SimRuntime, MalformedJsonBreaksBodiesAndOneStreamEvent) {
   set(R"({"malformed":"json"})");
   HttpClient c(port());
