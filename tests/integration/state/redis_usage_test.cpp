@@ -195,8 +195,10 @@ TEST_F(RedisUsage, WritesRefusedWhileUpAreWrittenBackByTheNextAdd) {
   // machine that issues the adds slowly must not see the pause end under them).
   ASSERT_EQ(raw({"CLIENT", "PAUSE", "10000", "WRITE"}).str, "OK");
   for (int i = 0; i < 6; ++i) add(*a, "alice", "llama", kH0 + 3 * 3600, {2, 0, 1});
-  // Four wait for the server, two are refused at once: not applied, to be resent.
-  EXPECT_TRUE(poll_until([&] { return c->counters().refused == 2; }, 10s));
+  // Four wait for the server, the other two are refused at once: not applied, to be resent.
+  // (On a loaded machine a refusal's callback may come before the last add, which then flushes
+  // the refused write again, refused again: at least two, then.)
+  EXPECT_TRUE(poll_until([&] { return c->counters().refused >= 2; }, 10s));
   ASSERT_EQ(raw({"CLIENT", "UNPAUSE"}).str, "OK");
   ASSERT_TRUE(poll_until([&] { return a->stats().inflight == 0; }, 10s));
   EXPECT_GT(a->stats().unsure_writes, 0u);
