@@ -13,6 +13,7 @@
 #include "core/openai_error.hpp"
 #include "gateway/health_checker.hpp"
 #include "gateway/http_rules.hpp"
+#include "gateway/relay_write.hpp"
 #include "gateway/stream_usage.hpp"
 #include "gateway/taps.hpp"
 #include "gateway/upstream_body.hpp"
@@ -73,69 +74,6 @@ bool stalled(const Fleet& fleet, upstream::Backend& backend, const upstream::Sta
 /// The most one read of the backend's socket takes.
 constexpr std::size_t kMaxBackendRead = 64 * 1024;
 
-/// What one write to the client carries: the header (until it is out), the body bytes a read
-/// made ready (in their chunk framing when `chunked`), the error event that ends a broken
-/// stream, and the last chunk.
-struct Ready {
-  std::string_view header;
-  bool chunked = false;
-  std::string_view body = {};
-  std::string_view tail = {};
-  bool last = false;
-};
-
-/// "<size in hex>\r\n", a chunk's size line, into `out` (room for 18 bytes); its length. (fmt's
-/// format_to_n costs ~450 instructions here, on every event of a relayed stream.)
-std::size_t chunk_size_line(char* out, std::size_t size) {
-  char digits[16];
-  std::size_t digit_count = 0;
-  do {
-    digits[digit_count++] = "0123456789abcdef"[size & 0xf];
-    size >>= 4;
-  } while (size > 0);
-  for (std::size_t i = 0; i < digit_count; ++i) out[i] = digits[digit_count - 1 - i];
-  out[digit_count] = '\r';
-  out[digit_count + 1] = '\n';
-  return digit_count + 2;
-}
-
-/// Writes `ready` at once as far as the socket takes it (the usual case); what it did not take (a
-/// slow client, and always over TLS) is copied into `rest`, for the relay to await. A plain
-/// function: the pieces and their framing take no room in the relay's frame, which a
-/// held-open stream keeps.
-void write_at_once(http::Stream& sock, const Ready& ready, std::string& rest,
-                   boost::system::error_code& ec) {
-  char size_line[32];
-  char tail_line[32];
-  std::array<net::const_buffer, 7> out{};
-  std::size_t pieces = 0;
-  if (!ready.header.empty()) out[pieces++] = net::buffer(ready.header);
-  if (ready.chunked) {
-    if (!ready.body.empty()) {
-      out[pieces++] = net::buffer(size_line, chunk_size_line(size_line, ready.body.size()));
-      out[pieces++] = net::buffer(ready.body);
-      out[pieces++] = net::buffer("\r\n", 2);
-    }
-    if (!ready.tail.empty()) {
-      out[pieces++] = net::buffer(tail_line, chunk_size_line(tail_line, ready.tail.size()));
-      out[pieces++] = net::buffer(ready.tail);
-      out[pieces++] = net::buffer("\r\n0\r\n\r\n", 7);
-    } else if (ready.last) {
-      out[pieces++] = net::buffer("0\r\n\r\n", 5);
-    }
-  } else if (!ready.body.empty()) {
-    out[pieces++] = net::buffer(ready.body);
-  }
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < pieces; ++i) total += out[i].size();
-  const std::size_t sent = sock.write_now(out, ec);
-  if (ec || sent == total) return;
-  http::skip_bytes(out, sent);
-  rest.reserve(total - sent);
-  for (std::size_t i = 0; i < pieces; ++i)
-    rest.append(static_cast<const char*>(out[i].data()), out[i].size());
-}
-
 /// The response header the client gets, and whether the gateway frames the body in chunks.
 struct ClientHeader {
   ByteBuilder bytes;
@@ -184,19 +122,6 @@ ClientHeader client_header(const Request& req, UpstreamResponse& response,
 ClientHeader continued_header(Worker& worker, UpstreamResponse& response) {
   worker.give_bytes(std::move(response.header()));
   return ClientHeader{ByteBuilder(), true};
-}
-
-/// What write_at_once() left in `rest`, awaited within the idle timeout, then freed (a stream holds
-/// no copy while it waits). A coroutine of its own: it costs a frame only when a write did not go
-/// at once, and its operation's state takes no room in the relay's frame.
-net::awaitable<boost::system::error_code> write_remainder(ClientConnection& client,
-                                                          std::string& rest,
-                                                          std::chrono::milliseconds idle) {
-  client.dl.arm(idle);
-  auto [ec, n] = co_await net::async_write(client.sock, net::buffer(rest), use_tuple);
-  client.dl.disarm();
-  std::string().swap(rest);
-  co_return ec;
 }
 
 /// The stream's content tokens so far (`tokens`) to the policy's observer, when more than the
@@ -254,7 +179,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   if (sse && !header_bytes.empty()) {
     // A stream's header goes out at once: the client sees the response begin (TTFB) even
     // while the first event is still being computed (a long prefill).
-    write_at_once(client.sock, Ready{.header = header_bytes.view()}, rest, wec);
+    write_at_once(client.sock, ClientWrite{.header = header_bytes.view()}, rest, wec);
     if (!wec && !rest.empty()) wec = co_await write_remainder(client, rest, idle);
     if (wec) client_failed = true;
     worker.give_bytes(std::move(header_bytes));
@@ -443,8 +368,8 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
 
     const bool last_chunk = last && chunked && !goes_on_elsewhere;
     if (!header_bytes.empty() || !body.empty() || !tail.empty() || last_chunk) {
-      write_at_once(client.sock, Ready{header_bytes.view(), chunked, body, tail, last_chunk}, rest,
-                    wec);
+      write_at_once(client.sock, ClientWrite{header_bytes.view(), chunked, body, tail, last_chunk},
+                    rest, wec);
       if (!wec && !rest.empty()) wec = co_await write_remainder(client, rest, idle);
       if (wec) {
         client_failed = true;
@@ -505,7 +430,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   }
   if (!header_bytes.empty() && !client_failed && !client.watch.client_gone) {
     // Nothing of the body was written (HEAD, or an empty body): send the header alone.
-    write_at_once(client.sock, Ready{.header = header_bytes.view()}, rest, wec);
+    write_at_once(client.sock, ClientWrite{.header = header_bytes.view()}, rest, wec);
     if (!wec && !rest.empty()) wec = co_await write_remainder(client, rest, idle);
     if (wec) client_failed = true;
   }

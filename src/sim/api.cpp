@@ -10,6 +10,7 @@
 
 #include "core/openai_error.hpp"
 #include "core/tokenizer.hpp"
+#include "sim/chat_template.hpp"
 #include "sim/input_items.hpp"
 #include "sim/turn.hpp"
 
@@ -20,8 +21,6 @@ namespace {
 
 // Special tokens of the ChatML template (one token each, with ids no text piece can hash to
 // by accident in practice).
-constexpr std::uint32_t kImStart = 151644;
-constexpr std::uint32_t kImEnd = 151645;
 
 ApiError bad(std::string message, std::optional<std::string> param = std::nullopt) {
   return bad_request(std::move(message), std::move(param));
@@ -89,38 +88,6 @@ struct Fields {
 };
 
 }  // namespace
-
-std::vector<std::uint32_t> render_chat(const std::vector<Message>& messages, ChatEnding ending,
-                                       std::size_t* final_message_start) {
-  // Qwen3's template shows an assistant message's reasoning only after the last user query (a
-  // tool's output is not a query): the thinking of the turn in progress.
-  std::size_t last_query = 0;
-  for (std::size_t i = 0; i < messages.size(); ++i)
-    if (messages[i].role == "user" && !is_tool_result(messages[i])) last_query = i;
-  std::vector<std::uint32_t> ids;
-  for (std::size_t i = 0; i < messages.size(); ++i) {
-    const Message& message = messages[i];
-    const bool last = i + 1 == messages.size();
-    ids.push_back(kImStart);
-    Tokenizer::encode(message.role, ids);
-    Tokenizer::encode("\n", ids);
-    if (last && final_message_start) *final_message_start = ids.size();
-    if (message.role == "assistant" && i > last_query && !message.reasoning.empty()) {
-      Tokenizer::encode("<think>\n", ids);
-      Tokenizer::encode(message.reasoning, ids);
-      Tokenizer::encode("\n</think>\n\n", ids);
-    }
-    Tokenizer::encode(message.content, ids);
-    if (last && ending == ChatEnding::final_message_open) return ids;
-    ids.push_back(kImEnd);
-    Tokenizer::encode("\n", ids);
-  }
-  if (ending == ChatEnding::closed) return ids;
-  ids.push_back(kImStart);
-  Tokenizer::encode("assistant", ids);
-  Tokenizer::encode("\n", ids);
-  return ids;
-}
 
 std::variant<GenRequest, ApiError> parse_request(Endpoint endpoint, std::string_view body,
                                                  const ApiContext& ctx) {

@@ -114,19 +114,6 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint endpoint, std::string_
 std::variant<std::int64_t, ApiError> effective_max_tokens(const GenRequest& req,
                                                           std::int64_t max_model_len);
 
-/// How a chat conversation's end is rendered (vLLM's add_generation_prompt and
-/// continue_final_message).
-enum class ChatEnding { generation_prompt, closed, final_message_open };
-
-/// Token ids of a chat conversation rendered with Qwen's ChatML template
-/// (`<|im_start|>role\ncontent<|im_end|>\n` ... `<|im_start|>assistant\n`); the special tokens
-/// are one token each. `final_message_open`: the last message without its end of turn and no
-/// generation prompt after it; `final_message_start`, when given, receives where that last
-/// message's reasoning and content begin.
-std::vector<std::uint32_t> render_chat(const std::vector<Message>& messages,
-                                       ChatEnding ending = ChatEnding::generation_prompt,
-                                       std::size_t* final_message_start = nullptr);
-
 /// Serialises a string as a JSON string literal (with quotes).
 std::string json_quote(std::string_view text);
 
