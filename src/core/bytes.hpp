@@ -20,25 +20,25 @@ namespace llmux {
 
 /// memcpy for the short pieces of a header (a name, ": ", a value), inline: two overlapping
 /// fixed-size moves up to 16 bytes instead of a call into libc per piece.
-inline void copy_bytes(char* d, const char* s, std::size_t n) {
-  if (n >= 16) {
-    std::memcpy(d, s, n);
-  } else if (n >= 8) {
-    std::uint64_t a, b;
-    std::memcpy(&a, s, 8);
-    std::memcpy(&b, s + n - 8, 8);
-    std::memcpy(d, &a, 8);
-    std::memcpy(d + n - 8, &b, 8);
-  } else if (n >= 4) {
-    std::uint32_t a, b;
-    std::memcpy(&a, s, 4);
-    std::memcpy(&b, s + n - 4, 4);
-    std::memcpy(d, &a, 4);
-    std::memcpy(d + n - 4, &b, 4);
-  } else if (n > 0) {
-    d[0] = s[0];
-    d[n / 2] = s[n / 2];
-    d[n - 1] = s[n - 1];
+inline void copy_bytes(char* into, const char* from, std::size_t count) {
+  if (count >= 16) {
+    std::memcpy(into, from, count);
+  } else if (count >= 8) {
+    std::uint64_t head, tail;
+    std::memcpy(&head, from, 8);
+    std::memcpy(&tail, from + count - 8, 8);
+    std::memcpy(into, &head, 8);
+    std::memcpy(into + count - 8, &tail, 8);
+  } else if (count >= 4) {
+    std::uint32_t head, tail;
+    std::memcpy(&head, from, 4);
+    std::memcpy(&tail, from + count - 4, 4);
+    std::memcpy(into, &head, 4);
+    std::memcpy(into + count - 4, &tail, 4);
+  } else if (count > 0) {
+    into[0] = from[0];
+    into[count / 2] = from[count / 2];
+    into[count - 1] = from[count - 1];
   }
 }
 
@@ -69,23 +69,23 @@ class ByteBuilder {
 
   /// Empty; the storage is kept.
   void clear() { size_ = 0; }
-  /// Room for `n` bytes in all, the content kept.
-  void reserve(std::size_t n) {
-    if (n > cap_) grow_to(n);
+  /// Room for `count` bytes in all, the content kept.
+  void reserve(std::size_t count) {
+    if (count > cap_) grow_to(count);
   }
 
-  /// `n` more bytes at the end, their content the caller's to write.
-  char* extend(std::size_t n) {
-    if (cap_ - size_ < n) grow_to(size_ + n);
-    char* d = storage_.get() + size_;
-    size_ += n;
-    return d;
+  /// `count` more bytes at the end, their content the caller's to write.
+  char* extend(std::size_t count) {
+    if (cap_ - size_ < count) grow_to(size_ + count);
+    char* end = storage_.get() + size_;
+    size_ += count;
+    return end;
   }
   /// Every piece in order (string views, strings, string literals): one room check for all.
   template <class... Pieces>
   void append(const Pieces&... pieces) {
-    char* d = extend((piece_size(pieces) + ...));
-    ((d = put(d, pieces)), ...);
+    char* end = extend((piece_size(pieces) + ...));
+    ((end = put(end, pieces)), ...);
   }
 
  private:
@@ -94,20 +94,20 @@ class ByteBuilder {
   static constexpr std::size_t piece_size(const char (&)[N]) {
     return N - 1;
   }
-  static char* put(char* d, std::string_view piece) {
-    copy_bytes(d, piece.data(), piece.size());
-    return d + piece.size();
+  static char* put(char* into, std::string_view piece) {
+    copy_bytes(into, piece.data(), piece.size());
+    return into + piece.size();
   }
   template <std::size_t N>
-  static char* put(char* d, const char (&piece)[N]) {
+  static char* put(char* into, const char (&piece)[N]) {
     if constexpr (N > 1)
-      std::memcpy(d, piece, N - 1);  // ("" into an empty builder: no memcpy(null))
-    return d + N - 1;
+      std::memcpy(into, piece, N - 1);  // ("" into an empty builder: no memcpy(null))
+    return into + N - 1;
   }
 
-  void grow_to(std::size_t n) {
+  void grow_to(std::size_t wanted) {
     std::size_t cap = cap_ < 256 ? 256 : cap_ * 2;
-    if (cap < n) cap = n;
+    if (cap < wanted) cap = wanted;
     auto storage = std::make_unique_for_overwrite<char[]>(cap);
     if (size_ > 0) std::memcpy(storage.get(), storage_.get(), size_);
     storage_ = std::move(storage);

@@ -76,14 +76,14 @@ bool parse_buffered(Reader& reader, boost::beast::flat_buffer& buf, Until until,
   return false;
 }
 
-/// The end of a read of `n` bytes into `buf`'s prepared room that ended with `ec`: the bytes are
-/// committed, and an EOF is given to `reader` as Beast does (put_eof when it got some bytes, else
-/// http::error::end_of_stream). The result is the read's.
+/// The end of a read of `bytes_read` bytes into `buf`'s prepared room that ended with `ec`: the
+/// bytes are committed, and an EOF is given to `reader` as Beast does (put_eof when it got some
+/// bytes, else http::error::end_of_stream). The result is the read's.
 template <MessageReader Reader>
-boost::system::error_code read_ended(boost::beast::flat_buffer& buf, Reader& reader, std::size_t n,
-                                     boost::system::error_code ec) {
-  buf.commit(n);
-  if (ec == boost::asio::error::eof && n == 0) {
+boost::system::error_code read_ended(boost::beast::flat_buffer& buf, Reader& reader,
+                                     std::size_t bytes_read, boost::system::error_code ec) {
+  buf.commit(bytes_read);
+  if (ec == boost::asio::error::eof && bytes_read == 0) {
     if (!reader.got_some()) return boost::beast::http::error::end_of_stream;
     ec = {};
     reader.put_eof(ec);  // the end of a body delimited by the close, else partial_message
@@ -105,9 +105,9 @@ bool try_read_more(ReadStream& sock, boost::beast::flat_buffer& buf, Reader& rea
                    std::size_t max_read, bool exactly, boost::system::error_code& ec) {
   ec = {};
   if (!sock.may_read_now()) return false;
-  const std::size_t n = sock.read_now(read_room(buf, max_read, exactly), ec);
-  if (n == 0 && !ec) return false;
-  ec = read_ended(buf, reader, n, ec);
+  const std::size_t bytes_read = sock.read_now(read_room(buf, max_read, exactly), ec);
+  if (bytes_read == 0 && !ec) return false;
+  ec = read_ended(buf, reader, bytes_read, ec);
   return true;
 }
 
@@ -122,20 +122,20 @@ boost::asio::awaitable<boost::system::error_code> read_more(ReadStream& sock,
                                                             std::size_t max_read = 64 * 1024,
                                                             bool exactly = false) {
   boost::system::error_code ec;
-  std::size_t n = 0;
+  std::size_t bytes_read = 0;
   if constexpr (requires { sock.read_now(buf.prepare(0), ec); }) {
     // An http::Stream: what has arrived is read at once; else (or when the socket is known to be
     // drained) the read waits for epoll's next event without a system call first.
     if (try_read_more(sock, buf, reader, max_read, exactly, ec)) co_return ec;
     const auto room = read_room(buf, max_read, exactly);
-    std::tie(ec, n) =
+    std::tie(ec, bytes_read) =
         co_await sock.async_read_some(room, boost::asio::as_tuple(boost::asio::use_awaitable));
-    co_return read_ended(buf, reader, n, ec);
+    co_return read_ended(buf, reader, bytes_read, ec);
   } else {
-    std::tie(ec, n) = co_await sock.async_read_some(
+    std::tie(ec, bytes_read) = co_await sock.async_read_some(
         read_room(buf, max_read, exactly), boost::asio::as_tuple(boost::asio::use_awaitable));
   }
-  co_return read_ended(buf, reader, n, ec);
+  co_return read_ended(buf, reader, bytes_read, ec);
 }
 
 /// read_parsed() without waiting, on an http::Stream: parses what `buf` holds and reads what has
