@@ -398,7 +398,7 @@ TEST_F(GatewayMigration, SilentStreamOfABackendDeclaredDownContinuesElsewhere) {
   // once the checks take it out, its silent stream goes on from the second.
   start_gateway(
       "outlier_detection: {stall_timeout: 60s}\n"
-      "health_checks: {enabled: true, interval: 300ms, timeout: 200ms, unhealthy_threshold: 1}\n");
+      "health_checks: {enabled: true, interval: 1s, timeout: 900ms, unhealthy_threshold: 1}\n");
   const json::object body = chat_body("tell me about the sea", true);
   const json::object whole = whole_answer(second_->port(), "/v1/chat/completions", body);
   const auto started = std::chrono::steady_clock::now();
