@@ -116,4 +116,10 @@ class StreamContinuation {
   std::string replay_content_;
 };
 
+/// Whether a request's stream is on a continuation leg: it was cut at least once and another
+/// backend goes on with it (null: a request that is not continued).
+inline bool on_continuation_leg(const StreamContinuation* continuation) {
+  return continuation && continuation->cuts() > 0;
+}
+
 }  // namespace llmux::gateway

@@ -36,7 +36,7 @@ net::awaitable<void> answer_failure(ClientConnection& client, const Request& req
                                     bool all_full, int attempts, const upstream::Backend* pinned,
                                     const upstream::Outcome& outcome, AccessRecord& rec,
                                     const StreamContinuation* continuation) {
-  if (continuation && continuation->cuts() > 0) {
+  if (on_continuation_leg(continuation)) {
     // A stream left open for a continuation that no backend could give: its error event.
     rec.attempts = attempts;
     rec.error = outcome.message;

@@ -146,7 +146,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     // The route's policy may follow the attempt, sent (what it learns from it).
     attempt.observer = route.policy->on_dispatch(backend);
     // A continuation leg's answer must be a stream to go on with.
-    if (attempt.up && continuation && continuation->cuts() > 0)
+    if (attempt.up && on_continuation_leg(continuation.get()))
       refuse_unusable_leg(attempt, backend, outcome);
     if (!attempt.up) {
       client.watch.up = nullptr;
@@ -157,7 +157,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
         worker.worker_metrics->count(metrics::Family::attempt_failures, backend.metric_id,
                                      static_cast<int>(outcome.kind));
       spdlog::debug("request {}: {}", request_id, outcome.message);
-      if (continuation && continuation->cuts() > 0) {
+      if (on_continuation_leg(continuation.get())) {
         // A continuation leg that failed before its stream began: the next one, if any is left.
         if (!client.watch.client_gone && next_leg(fleet, req, backend, *continuation, usage, rec))
           continue;
@@ -189,7 +189,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     }
     rec.backend = backend.name;
     rec.attempts = attempts;
-    if (continuation && continuation->cuts() > 0) {
+    if (on_continuation_leg(continuation.get())) {
       // A continuation leg: the client's time to first byte was the first leg's.
       outcome.ttfb = std::chrono::nanoseconds(mono_ns() - attempt_start);
       count_migration(fleet, worker, route, *continuation, backend);
@@ -224,7 +224,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
         continue;
       break;
     }
-    if (continuation && continuation->cuts() > 0) settle_leg_tokens(*continuation, rec);
+    if (on_continuation_leg(continuation.get())) settle_leg_tokens(*continuation, rec);
     finish(state, fleet, worker, route, &backend, fields, rec, start, end, key);
     if (!end_watch(client)) co_await stop_watch(client);
     co_return;

@@ -156,7 +156,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   StreamContinuation* const continuation =
       sse && rec.status >= 200 && rec.status < 300 ? attempt.continuation : nullptr;
   if (continuation) tap.keep_generated(&continuation->generated());
-  auto [header_bytes, chunked] = continuation && continuation->cuts() > 0
+  auto [header_bytes, chunked] = on_continuation_leg(continuation)
                                      ? continued_header(worker, parser)
                                      : client_header(req, parser, backend, rec, client);
 
@@ -343,7 +343,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
       tokens_told =
           tell_tokens(*attempt.observer, tap.reader().content_events(), tokens_told, read_ns);
     std::string_view body(buf, cut);
-    if (continuation && continuation->cuts() > 0 && cut > 0) {
+    if (on_continuation_leg(continuation) && cut > 0) {
       // A continuation leg's events, rewritten to read as the first leg's stream.
       if (!continuation->rewrite_events(body) && !upstream_failed) {
         upstream_failed = diverged = true;
@@ -383,7 +383,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
                                              now - read_ns);
       if (const std::uint64_t content_events = tap.reader().content_events();
           counting && sse && content_events > events_written) {
-        if (events_written == 0 && continuation && continuation->cuts() > 0) {
+        if (events_written == 0 && on_continuation_leg(continuation)) {
           // A continuation's first tokens: neither a first token nor a gap between two of one
           // backend's.
         } else if (events_written == 0) {
