@@ -101,6 +101,16 @@ struct RouteMatch {
   std::vector<std::string> models;   // request body's "model"; empty = any
 };
 
+/// Hedging before the first token (gateway/hedge.hpp): a generation request whose backend has
+/// produced no token after `after` (or `after_p99` times the route's learned time to first token,
+/// p99) is sent to a second backend of the route as well, within the route's retry budget; the
+/// first to produce a token wins, the other is cancelled. Off unless one of the two is set.
+struct Hedge {
+  Millis after{0};       // a fixed wait (0: not set)
+  double after_p99 = 0;  // a multiple of the route's learned p99 (`after: 2x`; 0: not set)
+  bool enabled() const { return after.count() > 0 || after_p99 > 0; }
+};
+
 struct Route {
   std::string name;  // defaults to "route<i>"
   RouteMatch match;
@@ -109,6 +119,7 @@ struct Route {
   // The policy's options: `policy: {name: NAME, OPTION: VALUE, ...}` (none for round_robin and
   // first); checked by the policy registry when the config is validated.
   std::map<std::string, std::string> policy_options;
+  Hedge hedge;
 };
 
 struct Timeouts {

@@ -31,6 +31,9 @@
 //       policy: first                          # policy::policy_names(): round_robin (default),
 //                                              # or {name: NAME, OPTION: VALUE, ...}
 //                                              # first
+//       hedge: {after: 2x}                     # off by default; a second backend after a wait
+//                                              # ("300ms") or a multiple of the route's learned
+//                                              # time-to-first-token p99 ("2x")
 //   timeouts:                                  # "250ms", "5s", "2m", "1h", or a number of ms
 //     {connect: 5s, first_byte: 300s, idle: 120s, client_header: 30s, client_body: 60s,
 //      client_idle: 75s, drain: 30s}
@@ -73,6 +76,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <set>
 #include <string_view>
@@ -268,12 +272,43 @@ class Loader : public detail::YamlReader {
   }
 
   void route(const YAML::Node& node, const std::string& field, Route& route) {
-    for (const auto& [key, value] : entries(node, field, {"name", "match", "backends", "policy"})) {
+    for (const auto& [key, value] :
+         entries(node, field, {"name", "match", "backends", "policy", "hedge"})) {
       const std::string child_field = child(field, key);
       if (key == "name") string(value, child_field, route.name);
       if (key == "match") match(value, child_field, route.match);
       if (key == "backends") strings(value, child_field, route.backends);
       if (key == "policy") policy(value, child_field, route);
+      if (key == "hedge") hedge(value, child_field, route.hedge);
+    }
+  }
+
+  /// `hedge: {after: 300ms}` (a duration) or `{after: 2x}` (times the route's learned p99).
+  void hedge(const YAML::Node& node, const std::string& field, Hedge& hedge) {
+    for (const auto& [key, value] : entries(node, field, {"after"})) {
+      const std::string child_field = child(field, key);
+      if (!value.IsScalar()) {
+        type_error(child_field, value, "a duration (300ms) or a multiple of the p99 (2x)");
+        continue;
+      }
+      const std::string& text = value.Scalar();
+      if (text.size() > 1 && (text.back() == 'x' || text.back() == 'X')) {
+        const std::string number = text.substr(0, text.size() - 1);
+        char* end = nullptr;
+        const double multiple = std::strtod(number.c_str(), &end);
+        if (end != number.c_str() + number.size() || !(multiple > 0))
+          error(child_field, value, text, "expected a positive multiple such as 2x or 1.5x");
+        else
+          hedge.after_p99 = multiple;
+        continue;
+      }
+      const std::optional<Millis> wait = parse_duration(text);
+      if (!wait)
+        duration(value, child_field, hedge.after);  // (reports the error)
+      else if (wait->count() <= 0)
+        error(child_field, value, text, "must be more than 0 (leave hedge out to turn it off)");
+      else
+        hedge.after = *wait;
     }
   }
 

@@ -29,6 +29,10 @@ std::string route_line(const Route& route) {
   }
   out += " over";
   for (const auto& backend : route.backends) out += " " + backend;
+  if (route.hedge.after_p99 > 0)
+    out += fmt::format(", hedged after {}x its first-token p99", route.hedge.after_p99);
+  else if (route.hedge.after.count() > 0)
+    out += fmt::format(", hedged after {}", format_duration(route.hedge.after));
   return out;
 }
 

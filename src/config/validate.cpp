@@ -285,6 +285,18 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
       }
     }
 
+    if (route.hedge.enabled()) {
+      if (route.backends.size() < 2)
+        add(field + ".hedge", "", "hedging needs a route of at least two backends");
+      if (route.hedge.after_p99 > 100)
+        add(field + ".hedge.after", fmt::format("{}x", route.hedge.after_p99),
+            "at most 100x the route's p99");
+      if (route.hedge.after >= cfg.timeouts.first_byte)
+        add(field + ".hedge.after", format_millis(route.hedge.after),
+            fmt::format("must be less than timeouts.first_byte ({})",
+                        format_millis(cfg.timeouts.first_byte)));
+    }
+
     const auto& known_policies = policy::policy_names();
     const bool known_policy = std::find(known_policies.begin(), known_policies.end(),
                                         route.policy) != known_policies.end();

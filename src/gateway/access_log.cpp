@@ -44,7 +44,7 @@ struct Line {
 
   /// Room a line needs at most for these strings (each escaped, 6 bytes a byte at worst).
   static std::size_t bound(std::initializer_list<std::string_view> strings) {
-    std::size_t room = 640;  // names, punctuation, numbers
+    std::size_t room = 704;  // names, punctuation, numbers
     for (const auto text : strings) room += 6 * text.size();
     return room;
   }
@@ -210,6 +210,10 @@ void AccessLog::write(const AccessRecord& record) {
     line.put(",\"migrated_from\":");
     line.quoted(record.migrated_from);
   }
+  if (record.hedge != HedgeResult::none)
+    // The first attempt raced a hedge on another backend (gateway/hedge.hpp): who won.
+    line.put(record.hedge == HedgeResult::hedge_won ? ",\"hedge\":\"hedge_won\""
+                                                    : ",\"hedge\":\"first_won\"");
   if (record.queue_depth > 0) {
     line.put(",\"queue_depth\":");
     line.integer(record.queue_depth);

@@ -11,6 +11,9 @@
 
 namespace llmux::gateway {
 
+/// Whether a request's first attempt raced a hedge (gateway/hedge.hpp), and which won.
+enum class HedgeResult : std::uint8_t { none, first_won, hedge_won };
+
 struct AccessRecord {
   std::string_view request_id, client, method, path, route, backend, model;
   std::string_view key;  // the client API key's name (auth.keys); "" when auth is off
@@ -22,6 +25,7 @@ struct AccessRecord {
   int attempts = 0;
   int migrations = 0;              // continuation legs of a cut stream (gateway/migration.hpp)
   std::string_view migrated_from;  // the backend whose stream was cut first
+  HedgeResult hedge = HedgeResult::none;  // raced a hedge (gateway/hedge.hpp), and who won
   int queue_depth = 0;   // waited in the route's queue: requests waiting when it joined (0: no)
   double queue_ms = -1;  // how long it waited there
   std::uint64_t bytes_in = 0, bytes_out = 0;

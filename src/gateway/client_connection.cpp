@@ -28,6 +28,7 @@ void start_watch_now(void* context) {
 void start_watch(Worker& worker, ClientConnection& client) {
   client.watch.client_gone = false;
   client.watch.up = nullptr;
+  client.watch.hedge_up = nullptr;
   client.deferred_watch.run = start_watch_now;
   client.deferred_watch.ctx = &client;
   worker.deferred_starts.link(client.deferred_watch, worker.tick);
@@ -36,6 +37,7 @@ void start_watch(Worker& worker, ClientConnection& client) {
 bool end_watch(ClientConnection& client) {
   DeferredStartList::unlink(client.deferred_watch);
   client.watch.up = nullptr;
+  client.watch.hedge_up = nullptr;
   return client.watch.peer.stop_now();
 }
 

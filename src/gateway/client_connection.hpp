@@ -26,11 +26,17 @@ struct ClientWatch {
   http::PeerWatch peer;                       // the read kept pending on the client socket
   bool client_gone = false;                   // the client closed or reset its connection
   upstream::BackendConnection* up = nullptr;  // the current attempt's connection
+  /// A hedge's connection while it races the first attempt (gateway/hedge.hpp).
+  upstream::BackendConnection* hedge_up = nullptr;
   void close_upstream() {
-    if (!up) return;
+    close(up);
+    close(hedge_up);
+  }
+  static void close(upstream::BackendConnection* connection) {
+    if (!connection) return;
     boost::system::error_code ignored;
-    up->sock.cancel(ignored);
-    up->sock.close(ignored);
+    connection->sock.cancel(ignored);
+    connection->sock.close(ignored);
   }
 };
 

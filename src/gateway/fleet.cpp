@@ -230,6 +230,14 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
       return out;
     }
     route.queue = std::make_unique<AdmissionQueue>(config.queue.size, config.queue.timeout);
+    if (configured_route.hedge.after_p99 > 0) {
+      if (prev)
+        for (const RouteRuntime& before : prev->routes)
+          if (before.cfg->name == configured_route.name && before.first_token_times)
+            route.first_token_times = before.first_token_times;
+      if (!route.first_token_times)
+        route.first_token_times = std::make_shared<upstream::FirstTokenTimes>();
+    }
     for (const auto& name : configured_route.backends) {
       for (std::size_t i = 0; i < config.backends.size(); ++i) {
         if (config.backends[i].name != name) continue;

@@ -22,6 +22,7 @@
 #include "http/stream.hpp"
 #include "policy/policy.hpp"
 #include "upstream/backend.hpp"
+#include "upstream/first_token_times.hpp"
 #include "upstream/health.hpp"
 #include "upstream/retry_budget.hpp"
 
@@ -34,6 +35,9 @@ struct RouteRuntime {
   std::vector<upstream::Backend*> backends;
   std::unique_ptr<upstream::RetryBudget> retry_budget;
   std::unique_ptr<AdmissionQueue> queue;
+  /// The route's recent times to first token, for `hedge: {after: Nx}` (null: not hedged that
+  /// way); a reload keeps what a route of the same name learned.
+  std::shared_ptr<upstream::FirstTokenTimes> first_token_times;
   int metric_id = 0;  // its id in the metrics' route label table (gateway/metrics.hpp)
 };
 

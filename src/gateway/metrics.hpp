@@ -95,6 +95,7 @@ enum class Family : std::uint8_t {
   generation_tokens,  // backend, model
   usage_requested,    // route: streams the gateway asked for usage
   migrations,         // route, backend cut, migration_target(backend continuing, why)
+  hedges,             // route, HedgeResult (who won: gateway/hedge.hpp)
 };
 
 /// The third label of a migrations counter: the backend that continued (low 12 bits) and why

@@ -8,6 +8,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "core/clock.hpp"
+#include "gateway/access_log.hpp"
 #include "gateway/continuation.hpp"
 #include "gateway/metrics_sum.hpp"
 #include "state/redis_quota.hpp"
@@ -112,6 +113,11 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
        "Streams continued on another backend after theirs broke, by route, the backend cut "
        "(from), the one continuing (to) and why (broken, stalled, idle)",
        {"route", "from", "to", "reason"}},
+      {Family::hedges,
+       "llmux_hedges_total",
+       "Requests whose first attempt was raced by a second on another backend (hedge), by "
+       "route and which produced the first token (first, hedge)",
+       {"route", "winner"}},
   };
   for (const auto& spec : specs) {
     auto fam = family(spec.name, spec.help, MetricType::Counter);
@@ -133,6 +139,8 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
         if (spec.fam == Family::migrations && label_name == "reason")
           label_value = to_string(static_cast<CutReason>(id));
         if (label_name == "model") label_value = names.models.name(id);
+        if (label_name == "winner")
+          label_value = static_cast<HedgeResult>(id) == HedgeResult::hedge_won ? "hedge" : "first";
         if (label_name == "code") label_value = std::to_string(id);
         if (spec.fam == Family::attempt_failures && label_name == "reason")
           label_value = upstream::to_string(static_cast<upstream::Outcome::Kind>(id));

@@ -12,6 +12,7 @@
 #include "gateway/admit.hpp"
 #include "gateway/affinity.hpp"
 #include "gateway/finish.hpp"
+#include "gateway/hedge.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/migration.hpp"
 #include "gateway/pick.hpp"
@@ -134,15 +135,19 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
       all_full = attempts == 0;
       break;
     }
-    upstream::Backend& backend = *held.slot.backend();
-    tried.add(backend);
+    tried.add(*held.slot.backend());
     ++attempts;
     // The first attempt starts when the request was ready to go (the pick takes microseconds).
     const std::int64_t attempt_start = attempts == 1 ? ready : mono_ns();
     // Each attempt's request is built fresh from the client's, which is never modified: a
-    // retry carries nothing of the backend tried before (its target, Host or key).
-    Attempt attempt = co_await send(fleet, worker, backend, req, fields, client, request_id, usage,
-                                    rec.queue_depth > 0, outcome);
+    // retry carries nothing of the backend tried before (its target, Host or key). A route that
+    // hedges races the first with a second backend (gateway/hedge.hpp); held has the winner's.
+    Attempt attempt = co_await attempt_at(
+        fleet, worker, route, held, tried, req, fields, client, request_id, usage,
+        rec.queue_depth > 0, attempts == 1 && !pinned && !on_continuation_leg(continuation.get()),
+        outcome);
+    upstream::Backend& backend = *held.slot.backend();
+    rec.hedge = attempt.hedge;
     // The route's policy may follow the attempt, sent (what it learns from it).
     attempt.observer = route.policy->on_dispatch(backend);
     // A continuation leg's answer must be a stream to go on with.

@@ -20,16 +20,16 @@ using Kind = upstream::Outcome::Kind;
 
 net::awaitable<ConnectResult> connect(const Fleet& fleet, Worker& worker,
                                       upstream::Backend& backend, bool allow_pooled,
-                                      ClientWatch* watch) {
+                                      upstream::BackendConnection** watched) {
   if (allow_pooled) {
     if (auto connection = worker.pool_for(backend).take()) {
-      if (watch) watch->up = connection.get();
+      if (watched) *watched = connection.get();
       co_return ConnectResult{std::move(connection), {}};
     }
   }
   auto connection =
       std::make_shared<upstream::BackendConnection>(worker.ioc.get_executor(), worker.deadlines);
-  if (watch) watch->up = connection.get();
+  if (watched) *watched = connection.get();
   connection->dl.arm(fleet.cfg.timeouts.connect);
   auto [ec, ep] =
       co_await net::async_connect(connection->sock.socket(), backend.endpoints, use_tuple);
@@ -130,21 +130,22 @@ struct PooledBytes {
 net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backend& backend,
                              const Request& req, const BodyFields& fields, ClientConnection& client,
                              const std::string& request_id, const UsageRequest& usage, bool queued,
-                             Outcome& outcome) {
+                             Outcome& outcome, bool hedge_leg) {
   const bool rescue_when_down = may_run_twice(fleet, req.method_string(), req.path(), fields);
-  ClientWatch& watch = client.watch;
+  const ClientWatch& watch = client.watch;
+  upstream::BackendConnection*& watched = hedge_leg ? client.watch.hedge_up : client.watch.up;
   const PooledBytes head{worker, upstream_head(worker, backend, req, client.peer, request_id, usage,
                                                !fleet.keys.enabled(), client.sock.tls())};
   auto client_gone = [&] { return failed(outcome, Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
-    watch.up = nullptr;
+    watched = nullptr;
     // A pooled connection is taken here, without a coroutine frame of connect()'s own.
     ConnectResult conn;
     if (round == 0) conn.up = worker.pool_for(backend).take();
     if (conn.up)
-      watch.up = conn.up.get();
+      watched = conn.up.get();
     else
-      conn = co_await connect(fleet, worker, backend, false, &watch);
+      conn = co_await connect(fleet, worker, backend, false, &watched);
     if (watch.client_gone) co_return client_gone();
     if (!conn.up) {
       outcome = std::move(conn.outcome);
@@ -172,7 +173,7 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
       const bool unsent = written == 0 && !attempt.up->dl.fired;
       if (unsent && attempt.up->reused && round == 0)
         continue;  // a pooled connection closed under us
-      watch.up = nullptr;
+      watched = nullptr;
       if (unsent)
         co_return failed(outcome, Kind::reset_before_send,
                          fmt::format("sending to {} failed before a byte was written: {}",
@@ -198,7 +199,7 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
           // A step of the wait ended: the backend declared down sends the request elsewhere,
           // the first_byte timeout ends it, else it waits on.
           if (!backend.usable(mono_ns())) {
-            watch.up = nullptr;
+            watched = nullptr;
             boost::system::error_code ignored;
             attempt.up->sock.close(ignored);
             Attempt none = failed(outcome, Kind::broken,
@@ -229,7 +230,7 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
     if (rec) {
       const bool nothing = rec == bhttp::error::end_of_stream ||
                            rec == net::error::connection_reset || rec == net::error::eof;
-      watch.up = nullptr;
+      watched = nullptr;
       if (attempt.up->dl.fired)
         co_return failed(outcome, Kind::timeout,
                          fmt::format("{} sent no response within {} ms", backend.name,

@@ -9,6 +9,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "gateway/access_log.hpp"
 #include "gateway/client_connection.hpp"
 #include "gateway/continuation.hpp"
 #include "gateway/request_view.hpp"
@@ -39,6 +40,7 @@ struct Attempt {
   /// Set by the relay: the stream broke, the client's response was left open, and
   /// `continuation` says how another backend goes on (gateway/migration.hpp).
   bool continues_elsewhere = false;
+  HedgeResult hedge = HedgeResult::none;
 };
 
 /// A connection to a backend, or why there is none.
@@ -48,10 +50,11 @@ struct ConnectResult {
 };
 
 /// A pooled connection to `backend` when `allow_pooled` and one is idle, else a new one (connect
-/// timeout). `watch`, when given, learns the connection at once (a client leaving closes it).
+/// timeout). `watched`, when given (a ClientWatch's pointer), learns the connection at once (a
+/// client leaving closes it).
 net::awaitable<ConnectResult> connect(const Fleet& fleet, Worker& worker,
                                       upstream::Backend& backend, bool allow_pooled,
-                                      ClientWatch* watch = nullptr);
+                                      upstream::BackendConnection** watched = nullptr);
 
 /// Back to the worker's pool: only a connection whose last response was complete, did not end
 /// by close, and left nothing unread (the caller checks the first two); never one of a backend a
@@ -69,11 +72,12 @@ void release(Worker& worker, upstream::Backend& backend,
 /// gateway's X-Llmux-Queue-Depth, not the backend's). A request that may run twice
 /// (gateway/migration.hpp: may_run_twice, from `fields`) waits for its header in steps, and its
 /// backend declared down meanwhile ends the wait at once (Outcome::backend_down; the connection
-/// closed, which makes vLLM abort it).
+/// closed, which makes vLLM abort it). `hedge_leg`: the second attempt of a hedged request
+/// (gateway/hedge.hpp), whose connection the client's watch knows as `hedge_up`, not `up`.
 net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backend& backend,
                              const Request& req, const BodyFields& fields, ClientConnection& client,
                              const std::string& request_id, const UsageRequest& usage, bool queued,
-                             upstream::Outcome& outcome);
+                             upstream::Outcome& outcome, bool hedge_leg = false);
 
 /// Tells the backend's health and the route's policy how an attempt ended.
 void report_outcome(const Fleet& fleet, upstream::Backend& backend,

@@ -19,9 +19,8 @@ namespace json = boost::json;
 }  // namespace
 
 void append_opening_frames(Job& job) {
-  if (job.req.endpoint == Endpoint::Chat) {
-    job.out += chat_role_frame(job.meta, continuous_usage(job));
-  } else if (job.req.endpoint == Endpoint::Responses) {
+  // (A chat stream's role delta comes with its first token: append_token_frame.)
+  if (job.req.endpoint == Endpoint::Responses) {
     json::object initial = response_object(job.meta, job.req, "in_progress", "", std::nullopt);
     job.out += responses_event("response.created", {{"response", initial}}, job.seq_number++);
     job.out += responses_event("response.in_progress", {{"response", initial}}, job.seq_number++);
@@ -45,6 +44,15 @@ void append_opening_frames(Job& job) {
 }
 
 void append_token_frame(Job& job, int index, bool last) {
+  if (index == 0 && job.req.endpoint == Endpoint::Chat) {
+    // vLLM sends a chat stream's role delta in its first iteration over the engine's outputs,
+    // that is with the first token (serving_chat.py, chat_completion_stream_generator): a chat
+    // stream's first body byte says that prefill is done. Its continuous usage counts no
+    // completion token yet.
+    std::optional<Usage> usage = continuous_usage(job);
+    if (usage) usage->completion_tokens = 0;
+    job.out += chat_role_frame(job.meta, usage);
+  }
   const std::size_t start = job.out.size();
   if (job.turn_plan) {
     append_turn_token_frame(job, index, last);

@@ -10,8 +10,9 @@
 
 namespace llmux::sim {
 
-/// Before the first token: the chat role chunk, or the Responses API's created / in_progress /
-/// output_item.added / content_part.added events. Nothing for completions.
+/// Before the first token: the Responses API's created / in_progress / output_item.added /
+/// content_part.added events. Nothing for completions and chat (whose role chunk comes with the
+/// first token, as vLLM's does).
 void append_opening_frames(Job& job);
 
 /// The frame of output token `index` (`last`: it carries the finish reason). The first token's

@@ -750,5 +750,40 @@ TEST(Validate, MigrationSettingsNameTheirField) {
   EXPECT_EQ(on(load_errors, "migration.hedge").size(), 1u) << dump(load_errors);
 }
 
+TEST(Validate, HedgeSettingsNameTheirField) {
+  auto route = [](const std::string& hedge, const std::string& backends = "server1, server2") {
+    return std::string(testing::kBackends) + "routes:\n  - {backends: [" + backends +
+           "], hedge: " + hedge + "}\n";
+  };
+  // A wait or a multiple of the learned p99, each checked.
+  std::vector<ConfigError> load_errors;
+  const GatewayConfig fixed = load_yaml(route("{after: 300ms}"), load_errors);
+  ASSERT_TRUE(load_errors.empty()) << dump(load_errors);
+  EXPECT_EQ(fixed.routes[0].hedge.after, Millis(300));
+  EXPECT_TRUE(fixed.routes[0].hedge.enabled());
+  const GatewayConfig multiple = load_yaml(route("{after: 1.5x}"), load_errors);
+  ASSERT_TRUE(load_errors.empty()) << dump(load_errors);
+  EXPECT_DOUBLE_EQ(multiple.routes[0].hedge.after_p99, 1.5);
+  EXPECT_TRUE(validate_yaml(route("{after: 2x}")).empty());
+  // Off unless set.
+  EXPECT_FALSE(load_yaml(route("{}"), load_errors).routes[0].hedge.enabled());
+  for (const char* bad : {"{after: 0x}", "{after: -2x}", "{after: twox}", "{after: 0ms}",
+                          "{after: soon}", "{after: [1]}", "{before: 1s}"}) {
+    load_errors.clear();
+    load_yaml(route(bad), load_errors);
+    ASSERT_EQ(load_errors.size(), 1u) << bad << ": " << dump(load_errors);
+    EXPECT_THAT(load_errors[0].field, HasSubstr("routes[0].hedge")) << bad;
+  }
+  // Validated: one backend, a multiple beyond 100, a wait as long as first_byte.
+  auto one_backend = validate_yaml(route("{after: 1s}", "server1"));
+  ASSERT_EQ(on(one_backend, "routes[0].hedge").size(), 1u) << dump(one_backend);
+  EXPECT_THAT(on(one_backend, "routes[0].hedge")[0].reason, HasSubstr("two backends"));
+  auto too_many = validate_yaml(route("{after: 500x}"));
+  ASSERT_EQ(on(too_many, "routes[0].hedge.after").size(), 1u) << dump(too_many);
+  auto too_long = validate_yaml(route("{after: 10m}"));
+  ASSERT_EQ(on(too_long, "routes[0].hedge.after").size(), 1u) << dump(too_long);
+  EXPECT_THAT(on(too_long, "routes[0].hedge.after")[0].reason, HasSubstr("first_byte"));
+}
+
 }  // namespace
 }  // namespace llmux::config

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gateway/hedge.hpp"
+
+#include <array>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/read_size.hpp>
+
+#include "core/clock.hpp"
+#include "core/use_tuple.hpp"
+#include "gateway/metrics.hpp"
+
+namespace llmux::gateway {
+
+using upstream::Outcome;
+using Kind = upstream::Outcome::Kind;
+
+namespace {
+
+/// One of the two attempts of a race.
+struct Leg {
+  upstream::Backend* backend = nullptr;
+  Attempt attempt;  // `up` set: it answered, its first body byte came (or it has no body)
+  Outcome outcome;  // how it ended when it did not answer
+  std::int64_t start_ns = 0;
+  std::int64_t answered_ns = 0;
+  bool running = false;
+  bool cancelled = false;  // its connection was closed here: it lost, or the client left
+};
+
+/// What the attempts share with the request's coroutine, which waits on `wake` (its deadline:
+/// the hedge's time; cancelled when a leg ends) and outlives both legs.
+struct Race {
+  explicit Race(const net::any_io_executor& executor) : wake(executor) {}
+  net::steady_timer wake;
+  std::array<Leg, 2> legs;
+};
+
+/// The first byte of the response's body, unless one is there already, the response is
+/// complete, or the read fails (the relay then finds what happened). A stream's first chunk
+/// comes with its first token.
+net::awaitable<void> await_first_body_byte(const Fleet& fleet, upstream::BackendConnection& up,
+                                           const UpstreamResponse& response) {
+  if (up.buf.size() > 0 || response.is_done()) co_return;
+  up.dl.arm(fleet.cfg.timeouts.idle);
+  const auto room = up.buf.prepare(beast::read_size(up.buf, 64 * 1024));
+  auto [error, bytes_read] = co_await up.sock.async_read_some(room, use_tuple);
+  up.buf.commit(bytes_read);
+  up.dl.disarm();
+}
+
+/// One attempt of the race, run beside the request's coroutine: send() and the first body byte.
+net::awaitable<void> run_leg(const Fleet& fleet, Worker& worker, Race& race, int index,
+                             const Request& req, const BodyFields& fields, ClientConnection& client,
+                             const std::string& request_id, const UsageRequest& usage,
+                             bool queued) {
+  Leg& leg = race.legs[static_cast<std::size_t>(index)];
+  leg.attempt = co_await send(fleet, worker, *leg.backend, req, fields, client, request_id, usage,
+                              queued, leg.outcome, /*hedge_leg=*/index == 1);
+  if (leg.attempt.up && !leg.cancelled && !client.watch.client_gone)
+    co_await await_first_body_byte(fleet, *leg.attempt.up, *leg.attempt.parser);
+  leg.answered_ns = mono_ns();
+  leg.running = false;
+  race.wake.cancel();
+}
+
+/// How long the first attempt runs alone; none: it is not hedged (the route's p99 not learned
+/// yet).
+std::optional<std::chrono::nanoseconds> hedge_wait(const RouteRuntime& route) {
+  const config::Hedge& hedge = route.cfg->hedge;
+  if (hedge.after_p99 <= 0) return std::chrono::nanoseconds(hedge.after);
+  if (!route.first_token_times) return std::nullopt;
+  const auto p99 = route.first_token_times->quantile(0.99);
+  if (!p99) return std::nullopt;
+  return std::chrono::nanoseconds(
+      static_cast<std::int64_t>(static_cast<double>(p99->count()) * hedge.after_p99));
+}
+
+/// The hedged attempt: the first leg at once, a second after the route's wait (a backend not
+/// tried, a slot free, the retry budget willing), the first answer taken and the other leg
+/// cancelled. See attempt_at().
+net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const RouteRuntime& route,
+                                    HeldSlot& held, upstream::TriedSet& tried, const Request& req,
+                                    const BodyFields& fields, ClientConnection& client,
+                                    const std::string& request_id, const UsageRequest& usage,
+                                    bool queued, Outcome& outcome) {
+  const auto executor = co_await net::this_coro::executor;
+  Race race(executor);
+  HeldSlot hedge_slot(fleet);
+  auto start_leg = [&](int index, upstream::Backend& backend) {
+    Leg& leg = race.legs[static_cast<std::size_t>(index)];
+    leg.backend = &backend;
+    leg.running = true;
+    leg.start_ns = mono_ns();
+    net::co_spawn(
+        executor,
+        run_leg(fleet, worker, race, index, req, fields, client, request_id, usage, queued),
+        net::detached);
+  };
+  Leg& first = race.legs[0];
+  Leg& second = race.legs[1];
+  start_leg(0, *held.slot.backend());
+  const std::optional<std::chrono::nanoseconds> wait = hedge_wait(route);
+  bool hedge_decided = !wait;  // the hedge started, or it will not
+  int winner = -1;
+  for (;;) {
+    for (int i = 0; i < 2 && winner < 0; ++i) {
+      const Leg& leg = race.legs[static_cast<std::size_t>(i)];
+      if (leg.backend && !leg.running && leg.attempt.up) winner = i;
+    }
+    if (winner >= 0 || client.watch.client_gone) break;
+    // The first failed before its hedge began: the proxy's retry rules take it from here.
+    if (!first.running && !second.backend) break;
+    if (!first.running && !second.running) break;  // both failed
+    const std::int64_t now = mono_ns();
+    if (!hedge_decided && now - first.start_ns >= wait->count()) {
+      hedge_decided = true;
+      if (route.retry_budget->try_retry(now)) {
+        upstream::Backend* const not_pinned = nullptr;
+        hedge_slot.slot = pick(route, req, fields, tried, &not_pinned);
+        if (hedge_slot.slot) {
+          tried.add(*hedge_slot.slot.backend());
+          start_leg(1, *hedge_slot.slot.backend());
+          spdlog::debug("request {}: hedged on {} after {} ms without a token from {}", request_id,
+                        hedge_slot.slot.backend()->name, (now - first.start_ns) / 1'000'000,
+                        first.backend->name);
+        }
+      }
+      continue;
+    }
+    if (hedge_decided)
+      race.wake.expires_at(net::steady_timer::time_point::max());
+    else
+      race.wake.expires_after(std::chrono::nanoseconds(first.start_ns + wait->count() - now));
+    co_await race.wake.async_wait(use_tuple);
+  }
+
+  // The loser, or both when the client left, is cancelled: its connection closed (vLLM aborts
+  // the request), and awaited, since it shares this frame.
+  for (int i = 0; i < 2; ++i) {
+    Leg& leg = race.legs[static_cast<std::size_t>(i)];
+    if (i == winner || !leg.running) continue;
+    leg.cancelled = true;
+    ClientWatch::close(i == 0 ? client.watch.up : client.watch.hedge_up);
+  }
+  // (One that answered but lost, when both answered before this coroutine woke, is closed with
+  // its Attempt at the end of this frame.)
+  while (first.running || second.running) {
+    race.wake.expires_at(net::steady_timer::time_point::max());
+    co_await race.wake.async_wait(use_tuple);
+  }
+  client.watch.hedge_up = nullptr;
+
+  const HedgeResult result = !second.backend ? HedgeResult::none
+                             : winner == 1   ? HedgeResult::hedge_won
+                                             : HedgeResult::first_won;
+  if (result != HedgeResult::none && fleet.cfg.metrics.enabled)
+    worker.worker_metrics->count(metrics::Family::hedges, route.metric_id,
+                                 static_cast<int>(result));
+  // A leg that failed on its own (not cancelled) tells its backend's health, as any attempt
+  // does; the one whose failure is returned is told by the proxy.
+  const int returned = winner >= 0 ? winner : (second.backend && !second.cancelled ? 1 : 0);
+  for (int i = 0; i < 2; ++i) {
+    Leg& leg = race.legs[static_cast<std::size_t>(i)];
+    if (i == returned || !leg.backend || leg.cancelled || leg.attempt.up) continue;
+    report_outcome(fleet, *leg.backend, nullptr, leg.outcome, request_id, leg.answered_ns);
+    if (fleet.cfg.metrics.enabled)
+      worker.worker_metrics->count(metrics::Family::attempt_failures, leg.backend->metric_id,
+                                   static_cast<int>(leg.outcome.kind));
+  }
+  if (client.watch.client_gone && winner < 0) {
+    client.watch.up = nullptr;
+    outcome = Outcome{};
+    outcome.kind = Kind::client_left;
+    outcome.message = "the client left";
+    co_return Attempt{};
+  }
+  Leg& kept = race.legs[static_cast<std::size_t>(returned)];
+  if (returned == 1) std::swap(held.slot, hedge_slot.slot);  // the attempt's backend is held's
+  outcome = std::move(kept.outcome);
+  if (winner >= 0) {
+    client.watch.up = kept.attempt.up.get();
+    if (route.first_token_times)
+      route.first_token_times->record(std::chrono::nanoseconds(kept.answered_ns - kept.start_ns));
+  }
+  kept.attempt.hedge = result;
+  co_return std::move(kept.attempt);
+}
+
+}  // namespace
+
+bool hedges(const RouteRuntime& route, std::string_view method, std::string_view path,
+            const BodyFields& fields) {
+  if (!route.cfg->hedge.enabled() || route.backends.size() < 2 || method != "POST" ||
+      !fields.parsed)
+    return false;
+  return path == "/v1/chat/completions" || path == "/v1/completions" ||
+         (path == "/v1/responses" && fields.store_false);
+}
+
+net::awaitable<Attempt> attempt_at(const Fleet& fleet, Worker& worker, const RouteRuntime& route,
+                                   HeldSlot& held, upstream::TriedSet& tried, const Request& req,
+                                   const BodyFields& fields, ClientConnection& client,
+                                   const std::string& request_id, const UsageRequest& usage,
+                                   bool queued, bool may_hedge, upstream::Outcome& outcome) {
+  if (may_hedge && hedges(route, req.method_string(), req.path(), fields))
+    return hedged_send(fleet, worker, route, held, tried, req, fields, client, request_id, usage,
+                       queued, outcome);
+  return send(fleet, worker, *held.slot.backend(), req, fields, client, request_id, usage, queued,
+              outcome);
+}
+
+}  // namespace llmux::gateway

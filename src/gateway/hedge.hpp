@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Hedging before the first token (a route's `hedge`, config::Hedge): a generation request goes
+// to the backend picked for it; if that one has produced no token by the route's `after` (a
+// fixed wait, or a multiple of the route's learned time-to-first-token p99), a second attempt
+// goes to another backend of the route, within the route's retry budget. The first attempt to
+// produce a token wins and is relayed; the other is cancelled (its connection closed, which
+// makes vLLM abort it).
+//
+// "Produced a token" is read as "sent a byte of its body": vLLM writes a chat or completions
+// stream's header at once and its first chunk (the role delta, or the first text) with the first
+// token, and a whole answer at its end. A Responses stream sends `response.created` before any
+// token, so hedging ends as soon as it begins there (docs/config.md says so).
+//
+// Only a request's first attempt is hedged, only where a repeat costs compute, not correctness
+// (chat, completions, a Responses request with `store: false`), and never one pinned to the
+// backend that holds the response it names.
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "gateway/client_connection.hpp"
+#include "gateway/pick.hpp"
+#include "gateway/upstream_attempt.hpp"
+
+namespace llmux::gateway {
+
+/// The request's attempt at the backend of `held`: send() (gateway/upstream_attempt.hpp), or,
+/// when `may_hedge` and the route hedges this request, a race with a second backend. A hedge that
+/// wins (or the one that failed last) moves its slot into `held`: the attempt's backend is
+/// always held's. `tried` gets the second backend. A plain function: the proxy's frame keeps one
+/// awaitable, whichever runs.
+net::awaitable<Attempt> attempt_at(const Fleet& fleet, Worker& worker, const RouteRuntime& route,
+                                   HeldSlot& held, upstream::TriedSet& tried, const Request& req,
+                                   const BodyFields& fields, ClientConnection& client,
+                                   const std::string& request_id, const UsageRequest& usage,
+                                   bool queued, bool may_hedge, upstream::Outcome& outcome);
+
+/// Whether the route hedges a request like this one (a generation request: see above).
+bool hedges(const RouteRuntime& route, std::string_view method, std::string_view path,
+            const BodyFields& fields);
+
+}  // namespace llmux::gateway
