@@ -81,6 +81,8 @@ StreamContinuation::StreamContinuation(openai::Dialect dialect, std::size_t max_
 }
 
 const char* StreamContinuation::why_not_continuable() const {
+  if (dialect_ == openai::Dialect::responses && generated_.output_began)
+    return "a Responses stream goes on elsewhere only before its output begins";
   if (generated_.tool_call) return "a tool call began";
   if (generated_.over_limit) return "more text than migration.max_kept_bytes";
   return nullptr;
@@ -94,6 +96,14 @@ void StreamContinuation::learn_identity() {
   json::value first = json::parse(generated_.first_event, error);
   if (error || !first.is_object()) return;
   const json::object& chunk = first.get_object();
+  if (dialect_ == openai::Dialect::responses) {
+    // `response.created`: the response object holds the identity.
+    const json::value* response = chunk.if_contains("response");
+    if (!response || !response->is_object()) return;
+    if (const auto* value = response->get_object().if_contains("id")) id_ = *value;
+    if (const auto* value = response->get_object().if_contains("created_at")) created_ = *value;
+    return;
+  }
   if (const auto* value = chunk.if_contains("id")) id_ = *value;
   if (const auto* value = chunk.if_contains("created")) created_ = *value;
   if (const auto* value = chunk.if_contains("model")) model_ = *value;
@@ -108,6 +118,16 @@ void StreamContinuation::cut(std::uint64_t leg_tokens, CutReason reason) {
   earlier_carried_ += carried_;
   earlier_completion_ += leg_tokens;
   const std::uint64_t sent = carried_ + leg_tokens;  // what the client has now
+  if (dialect_ == openai::Dialect::responses) {
+    // Before the output: the request again. What the client had came from the first leg (a
+    // later leg cut before its output gave it nothing).
+    way_ = ContinuationWay::replay;
+    if (cuts_ == 1) {
+      client_sequence_ = generated_.last_sequence_number;
+      client_events_ = client_sequence_ + 1;
+    }
+    return;
+  }
   const bool content_to_continue = dialect_ == openai::Dialect::completions
                                        ? !generated_.content.empty()
                                        : cut_after_content_is_unambiguous(generated_.content);
@@ -133,6 +153,7 @@ std::optional<std::string> StreamContinuation::next_leg_body(std::string_view cl
   json::value parsed = json::parse(client_body, error);
   if (error || !parsed.is_object()) return std::nullopt;
   json::object& body = parsed.get_object();
+  if (dialect_ == openai::Dialect::responses) return std::string(client_body);  // a replay
   body["stream"] = true;
   json::value& options = body["stream_options"];
   if (!options.is_object()) options = json::object{};
@@ -244,6 +265,24 @@ StreamContinuation::EventFate StreamContinuation::rewrite_chunk(json::object& ch
   return carries_something ? EventFate::keep : EventFate::drop;
 }
 
+StreamContinuation::EventFate StreamContinuation::rewrite_responses_event(json::object& event) {
+  const json::value* type_value = event.if_contains("type");
+  const std::string_view type =
+      type_value && type_value->is_string() ? std::string_view(type_value->get_string()) : "";
+  // The opening events the client has had from the first leg.
+  if ((type == "response.created" && client_events_ >= 1) ||
+      (type == "response.in_progress" && client_events_ >= 2))
+    return EventFate::drop;
+  if (json::value* response = event.if_contains("response");
+      response && response->is_object() && identity_known_) {
+    json::object& object = response->get_object();
+    if (!id_.is_null()) object["id"] = id_;
+    if (!created_.is_null() && object.contains("created_at")) object["created_at"] = created_;
+  }
+  if (event.contains("sequence_number")) event["sequence_number"] = ++client_sequence_;
+  return EventFate::keep;
+}
+
 bool StreamContinuation::rewrite_events(std::string_view events) {
   std::string& out = rewritten_;
   out.clear();
@@ -282,8 +321,13 @@ bool StreamContinuation::rewrite_events(std::string_view events) {
       out.append(event);
       continue;
     }
-    switch (rewrite_chunk(chunk.get_object())) {
+    const bool responses = dialect_ == openai::Dialect::responses;
+    switch (responses ? rewrite_responses_event(chunk.get_object())
+                      : rewrite_chunk(chunk.get_object())) {
       case EventFate::keep:
+        if (const json::value* type = chunk.get_object().if_contains("type");
+            responses && type && type->is_string())
+          out.append("event: ").append(type->get_string()).append("\n");
         out.append("data: ").append(json::serialize(chunk)).append("\n\n");
         break;
       case EventFate::drop:

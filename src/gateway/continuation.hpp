@@ -19,6 +19,12 @@
 // A cut inside a tool call's arguments is not continued (its JSON cannot be reopened), nor a
 // stream whose kept text passed the limit (`migration.max_kept_bytes`).
 //
+// A Responses stream (`store: false`) goes on only before its output begins (a rescue): the
+// client has `response.created` and `response.in_progress`, the next leg is the client's request
+// again, and its events read as the first leg's: those two dropped, the first leg's response id
+// and `created_at`, the sequence numbers going on from the client's last. vLLM's Responses API
+// cannot be asked to continue a partial output item through its request.
+//
 // The continuation reads as the same stream: the first leg's `id`, `created`, `model` and
 // `system_fingerprint`, no second role delta, and usage as the client's own view: the first
 // leg's prompt tokens, every leg's completion tokens.
@@ -53,15 +59,16 @@ class StreamContinuation {
   /// The metric id of the backend cut first (llmux_migrations_total's `from`).
   int first_backend_metric_id = 0;
 
-  /// `dialect`: chat or completions. `max_kept_bytes`: the generated text kept at most.
+  /// `dialect`: chat, completions or responses. `max_kept_bytes`: the generated text kept at
+  /// most.
   StreamContinuation(openai::Dialect dialect, std::size_t max_kept_bytes);
 
   openai::Dialect dialect() const { return dialect_; }
   /// What the legs generated so far (the relay's tap keeps it: ResponseTap::keep_generated).
   openai::GeneratedText& generated() { return generated_; }
 
-  /// Why the stream, cut now, cannot go on elsewhere; null when it can. (A tool call began, or
-  /// the kept text passed its limit.)
+  /// Why the stream, cut now, cannot go on elsewhere; null when it can. (A tool call began, the
+  /// kept text passed its limit, a Responses stream's output began.)
   const char* why_not_continuable() const;
 
   /// The stream was cut (for `reason`) after its leg relayed `leg_tokens` (completion tokens, the
@@ -93,6 +100,7 @@ class StreamContinuation {
  private:
   enum class EventFate { keep, drop, diverged };
   EventFate rewrite_chunk(boost::json::object& chunk);
+  EventFate rewrite_responses_event(boost::json::object& event);
   bool trim_replayed(boost::json::object& holder, std::string_view key, std::string& pending);
   void learn_identity();
 
@@ -114,6 +122,10 @@ class StreamContinuation {
   // Replay: what this leg must say first (the client has it already).
   std::string replay_reasoning_;
   std::string replay_content_;
+  // Responses: the events the client has had (its opening ones), and the last sequence number
+  // it got (the next leg's events are numbered on from it).
+  std::int64_t client_events_ = 0;
+  std::int64_t client_sequence_ = -1;
 };
 
 /// Whether a request's stream is on a continuation leg: it was cut at least once and another

@@ -17,15 +17,19 @@ using Kind = upstream::Outcome::Kind;
 std::unique_ptr<StreamContinuation> continuation_for(const Fleet& fleet, const Request& req,
                                                      const RouteRuntime& route,
                                                      const BodyFields& fields) {
-  if (!fleet.cfg.migration.enabled || !fields.stream || !fields.parsed || fields.not_continuable ||
+  if (!fleet.cfg.migration.enabled || !fields.stream || !fields.parsed ||
       route.backends.size() < 2 || req.method() != bhttp::verb::post)
     return nullptr;
   const std::string_view path = req.path();
   openai::Dialect dialect;
-  if (path == "/v1/chat/completions")
+  if (path == "/v1/chat/completions" && !fields.not_continuable)
     dialect = openai::Dialect::chat;
-  else if (path == "/v1/completions")
+  else if (path == "/v1/completions" && !fields.not_continuable)
     dialect = openai::Dialect::completions;
+  else if (path == "/v1/responses" && fields.store_false && fields.previous_response_id.empty())
+    // Rescued before its output only (a replay, so whatever its fields): stored nowhere, and
+    // naming no response that only one backend holds.
+    dialect = openai::Dialect::responses;
   else
     return nullptr;
   // The client's own opt-out.
@@ -62,6 +66,8 @@ bool next_leg(const Fleet& fleet, const Request& req, const upstream::Backend& c
   }
   ++rec.migrations;
   usage = UsageRequest{};
+  // (A Responses stream's leg is the client's request again, which reports its usage anyway.)
+  if (continuation.dialect() == openai::Dialect::responses) return true;
   usage.asked = true;
   usage.owned = std::move(*body);
   return true;

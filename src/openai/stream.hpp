@@ -82,6 +82,11 @@ struct GeneratedText {
   std::string first_event;
   std::size_t limit = 0;    ///< bytes of text kept at most
   bool over_limit = false;  ///< more came than `limit`: what is kept is incomplete
+  /// Responses: an event other than `response.created` and `response.in_progress` came (an
+  /// output item began, or the response ended).
+  bool output_began = false;
+  /// Responses: the last event's `sequence_number` (-1: none yet).
+  std::int64_t last_sequence_number = -1;
   static constexpr std::size_t kMaxFirstEvent = 4096;
 };
 

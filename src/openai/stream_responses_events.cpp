@@ -67,6 +67,12 @@ EventInfo EventParser::responses(std::string_view event_name, od::object& obj) {
     }
   }
   if (type.empty()) type = event_name;
+  if (GeneratedText* generated = interpreter_.generated_) {
+    if (interpreter_.sequence_number_)
+      generated->last_sequence_number = static_cast<std::int64_t>(*interpreter_.sequence_number_);
+    if (type != "response.created" && type != "response.in_progress")
+      generated->output_began = true;
+  }
 
   if (has_delta && is_text_delta_type(type)) add_text(delta);
   if (got_usage) {

@@ -12,11 +12,8 @@
 #include "sim/turn_frames.hpp"
 
 namespace llmux::sim {
-namespace {
 
 namespace json = boost::json;
-
-}  // namespace
 
 void append_opening_frames(Job& job) {
   // (A chat stream's role delta comes with its first token: append_token_frame.)
@@ -24,26 +21,36 @@ void append_opening_frames(Job& job) {
     json::object initial = response_object(job.meta, job.req, "in_progress", "", std::nullopt);
     job.out += responses_event("response.created", {{"response", initial}}, job.seq_number++);
     job.out += responses_event("response.in_progress", {{"response", initial}}, job.seq_number++);
-    if (job.turn_plan) return;  // a turn's items open with their first token (sim/turn_frames)
-    json::object item{{"id", job.meta.item_id},
-                      {"content", json::array{}},
-                      {"role", "assistant"},
-                      {"status", "in_progress"},
-                      {"type", "message"}};
-    job.out += responses_event("response.output_item.added", {{"item", item}, {"output_index", 0}},
-                               job.seq_number++);
-    json::object part{{"annotations", json::array{}},
-                      {"text", ""},
-                      {"type", "output_text"},
-                      {"logprobs", json::array{}}};
-    job.out += responses_event(
-        "response.content_part.added",
-        {{"content_index", 0}, {"item_id", job.meta.item_id}, {"output_index", 0}, {"part", part}},
-        job.seq_number++);
   }
 }
 
+namespace {
+
+/// A Responses message's output item and content part, opened with its first token as vLLM
+/// does (serving_responses.py: the item is added when the first delta comes).
+void append_message_opening(Job& job) {
+  json::object item{{"id", job.meta.item_id},
+                    {"content", json::array{}},
+                    {"role", "assistant"},
+                    {"status", "in_progress"},
+                    {"type", "message"}};
+  job.out += responses_event("response.output_item.added", {{"item", item}, {"output_index", 0}},
+                             job.seq_number++);
+  json::object part{{"annotations", json::array{}},
+                    {"text", ""},
+                    {"type", "output_text"},
+                    {"logprobs", json::array{}}};
+  job.out += responses_event(
+      "response.content_part.added",
+      {{"content_index", 0}, {"item_id", job.meta.item_id}, {"output_index", 0}, {"part", part}},
+      job.seq_number++);
+}
+
+}  // namespace
+
 void append_token_frame(Job& job, int index, bool last) {
+  if (index == 0 && job.req.endpoint == Endpoint::Responses && !job.turn_plan)
+    append_message_opening(job);
   if (index == 0 && job.req.endpoint == Endpoint::Chat) {
     // vLLM sends a chat stream's role delta in its first iteration over the engine's outputs,
     // that is with the first token (serving_chat.py, chat_completion_stream_generator): a chat
@@ -89,6 +96,7 @@ void append_responses_done_events(Job& job, const std::string& text, const json:
     job.out += responses_event("response.completed", {{"response", resp}}, job.seq_number++);
     return;
   }
+  if (job.emitted == 0) append_message_opening(job);  // no token opened the message
   json::object part{{"annotations", json::array{}}, {"text", text}, {"type", "output_text"}};
   part["logprobs"] = nullptr;
   job.out += responses_event("response.output_text.done",

@@ -10,9 +10,9 @@
 
 namespace llmux::sim {
 
-/// Before the first token: the Responses API's created / in_progress / output_item.added /
-/// content_part.added events. Nothing for completions and chat (whose role chunk comes with the
-/// first token, as vLLM's does).
+/// Before the first token: the Responses API's created / in_progress events. Nothing for
+/// completions and chat: a chat stream's role chunk and a Responses message's output_item.added
+/// and content_part.added come with the first token, as vLLM's do.
 void append_opening_frames(Job& job);
 
 /// The frame of output token `index` (`last`: it carries the finish reason). The first token's

@@ -12,6 +12,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -306,6 +307,99 @@ TEST_F(GatewayMigration, EveryBackendDyingEndsTheStreamWithinMaxMigrations) {
   EXPECT_EQ(seen.error_events, 1);
   EXPECT_EQ(seen.done_events, 1);
   EXPECT_EQ(gw_->wait_access_record("all-die", 5s).at("migrations"), 1);
+}
+
+/// What a client saw of a Responses stream.
+struct SeenResponses {
+  std::vector<std::string> types;
+  std::vector<std::int64_t> sequence_numbers;
+  std::set<std::string> response_ids;
+  std::string text;  // output_text deltas
+};
+
+SeenResponses read_responses(const std::vector<SseEvent>& events) {
+  SeenResponses seen;
+  for (const auto& event : events) {
+    const json::object data = parse_json(event.data).as_object();
+    const std::string type = str(data.at("type"));
+    seen.types.push_back(type);
+    EXPECT_EQ(event.event, type) << "the event line names the event's type";
+    if (const auto* number = data.if_contains("sequence_number"))
+      seen.sequence_numbers.push_back(i64(*number));
+    if (const auto* response = data.if_contains("response"))
+      seen.response_ids.insert(str(response->at("id")));
+    if (type == "response.output_text.delta") seen.text += str(data.at("delta"));
+  }
+  return seen;
+}
+
+TEST_F(GatewayMigration, ResponsesStreamCutBeforeItsOutputIsRescued) {
+  start_gateway();
+  const json::object body{{"model", "Qwen3.6-35B-A3B"},
+                          {"input", "tell me about the sea"},
+                          {"temperature", 0},
+                          {"max_output_tokens", 60},
+                          {"store", false},
+                          {"stream", true}};
+  json::object whole_body = body;
+  whole_body.erase("stream");
+  HttpClient direct(second_->port());
+  const Response whole = direct.post("/v1/responses", json::serialize(whole_body));
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const std::string whole_text =
+      str(parse_json(whole.body).at("output").at(0).at("content").at(0).at("text"));
+  // The first backend computes the first token for seconds: the stream is cut after its
+  // opening events (response.created, response.in_progress), before any output.
+  HttpClient admin(first_->port());
+  ASSERT_EQ(admin.post("/admin/faults", R"({"slow_factor":300})").status, 200);
+  auto stream = StreamingResponse::open(gw_->port(), "POST", "/v1/responses", json::serialize(body),
+                                        {{"X-Request-Id", "rescued"}});
+  ASSERT_EQ(stream->status(), 200);
+  const SseResult opening = read_sse(*stream, 2);
+  ASSERT_EQ(opening.events.size(), 2u);
+  ::kill(first_->pid(), SIGKILL);
+  const SseResult rest = read_sse(*stream, SIZE_MAX, 10s, 60s);
+  EXPECT_EQ(rest.end, ReadStatus::End);
+  std::vector<SseEvent> all = opening.events;
+  all.insert(all.end(), rest.events.begin(), rest.events.end());
+  const SeenResponses seen = read_responses(all);
+  EXPECT_EQ(std::count(seen.types.begin(), seen.types.end(), "response.created"), 1);
+  EXPECT_EQ(std::count(seen.types.begin(), seen.types.end(), "response.in_progress"), 1);
+  EXPECT_EQ(std::count(seen.types.begin(), seen.types.end(), "response.completed"), 1);
+  EXPECT_EQ(std::count(seen.types.begin(), seen.types.end(), "error"), 0);
+  EXPECT_EQ(seen.types.back(), "response.completed");
+  EXPECT_EQ(seen.response_ids.size(), 1u) << "one response id across both legs";
+  ASSERT_EQ(seen.sequence_numbers.size(), all.size());
+  for (std::size_t i = 0; i < seen.sequence_numbers.size(); ++i)
+    EXPECT_EQ(seen.sequence_numbers[i], static_cast<std::int64_t>(i)) << "event " << i;
+  EXPECT_EQ(seen.text, whole_text);
+  const json::object record = gw_->wait_access_record("rescued", 5s);
+  EXPECT_EQ(record.at("migrations"), 1) << json::serialize(record);
+  EXPECT_EQ(record.at("backend"), "second");
+}
+
+TEST_F(GatewayMigration, ResponsesStreamCutAfterItsOutputBeganEndsWithTheErrorEvent) {
+  start_gateway();
+  const json::object body{{"model", "Qwen3.6-35B-A3B"},
+                          {"input", "tell me about the sea"},
+                          {"temperature", 0},
+                          {"max_output_tokens", 200},
+                          {"store", false},
+                          {"stream", true}};
+  auto stream = StreamingResponse::open(gw_->port(), "POST", "/v1/responses", json::serialize(body),
+                                        {{"X-Request-Id", "not-rescued"}});
+  ASSERT_EQ(stream->status(), 200);
+  // The opening events, the message's item and part, and ten deltas.
+  const SseResult before = read_sse(*stream, 14);
+  ASSERT_EQ(before.events.size(), 14u);
+  ::kill(first_->pid(), SIGKILL);
+  const SseResult after = read_sse(*stream, SIZE_MAX, 10s, 30s);
+  std::vector<SseEvent> all = before.events;
+  all.insert(all.end(), after.events.begin(), after.events.end());
+  const SeenResponses seen = read_responses(all);
+  EXPECT_EQ(seen.types.back(), "error");
+  EXPECT_EQ(std::count(seen.types.begin(), seen.types.end(), "response.completed"), 0);
+  EXPECT_FALSE(gw_->wait_access_record("not-rescued", 5s).contains("migrations"));
 }
 
 TEST_F(GatewayMigration, NonStreamingRequestWhoseBackendDiesIsSentAgain) {
