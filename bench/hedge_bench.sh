@@ -17,7 +17,7 @@
 # OUT/hedge_bench.json.
 #
 # Usage: bench/hedge_bench.sh [--duration 60] [--warmup 5] [--time-scale 2] [--clients 16]
-#          [--slow 10] [--after 1x] [--seed 7] [--policy round_robin]
+#          [--slow 10] [--after 2x] [--seed 7] [--policy round_robin]
 #          [--runs healthy,healthy_hedge,slowed,slowed_hedge] [--out bench/results/hedge_bench]
 # (--runs: which runs, in this order; the report needs all four, a partial list is for trying.)
 # Env: LLMUX (binary, default build/llmux; copied first). Loopback only; servers on free ports,
@@ -26,7 +26,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
 PY=/usr/bin/python3
-DURATION=60 WARMUP=5 TIME_SCALE=2 CLIENTS=16 SLOW=10 AFTER=1x SEED=7 POLICY=round_robin
+DURATION=60 WARMUP=5 TIME_SCALE=2 CLIENTS=16 SLOW=10 AFTER=2x SEED=7 POLICY=round_robin
 RUNS=healthy,healthy_hedge,slowed,slowed_hedge
 PRESET=dgx-spark-qwen3.6-35b-a3b-fp8
 OUT=$ROOT/bench/results/hedge_bench

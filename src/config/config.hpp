@@ -102,9 +102,10 @@ struct RouteMatch {
 };
 
 /// Hedging before the first token (gateway/hedge.hpp): a generation request whose backend has
-/// produced no token after `after` (or `after_p99` times the route's learned time to first token,
-/// p99) is sent to a second backend of the route as well, within the route's retry budget; the
-/// first to produce a token wins, the other is cancelled. Off unless one of the two is set.
+/// produced no token after `after` (or `after_p99` times the learned time to first token, p99, of
+/// the route's fastest backend) is sent to a second backend of the route as well, within the
+/// route's retry budget; the first to produce a token wins, the other is cancelled. Off unless one
+/// of the two is set.
 struct Hedge {
   Millis after{0};       // a fixed wait (0: not set)
   double after_p99 = 0;  // a multiple of the route's learned p99 (`after: 2x`; 0: not set)

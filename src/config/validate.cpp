@@ -288,9 +288,10 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
     if (route.hedge.enabled()) {
       if (route.backends.size() < 2)
         add(field + ".hedge", "", "hedging needs a route of at least two backends");
-      if (route.hedge.after_p99 > 100)
+      if (route.hedge.after_p99 > 0 && (route.hedge.after_p99 <= 1 || route.hedge.after_p99 > 100))
         add(field + ".hedge.after", fmt::format("{}x", route.hedge.after_p99),
-            "at most 100x the route's p99");
+            "a multiple above 1x (the route learns its p99 from the first tokens that come "
+            "before the hedge) and at most 100x");
       if (route.hedge.after >= cfg.timeouts.first_byte)
         add(field + ".hedge.after", format_millis(route.hedge.after),
             fmt::format("must be less than timeouts.first_byte ({})",

@@ -126,6 +126,27 @@ const policy::Policy* previous_policy(const Fleet& previous, const config::Route
 
 }  // namespace
 
+namespace {
+
+/// A route hedged after a multiple of its p99: each backend's learned times, those of a backend
+/// the same route had before a reload kept.
+void keep_first_token_times(const Fleet* prev, RouteRuntime& route) {
+  for (const upstream::Backend* backend : route.backends) {
+    std::shared_ptr<upstream::FirstTokenTimes> kept;
+    if (prev)
+      for (const RouteRuntime& before : prev->routes) {
+        if (before.cfg->name != route.cfg->name) continue;
+        for (std::size_t i = 0; i < before.backends.size() && i < before.first_token_times.size();
+             ++i)
+          if (before.backends[i] == backend) kept = before.first_token_times[i];
+      }
+    route.first_token_times.push_back(kept ? std::move(kept)
+                                           : std::make_shared<upstream::FirstTokenTimes>());
+  }
+}
+
+}  // namespace
+
 FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
                        const std::shared_ptr<BackendSlots>& slots) {
   FleetBuild out;
@@ -230,14 +251,7 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
       return out;
     }
     route.queue = std::make_unique<AdmissionQueue>(config.queue.size, config.queue.timeout);
-    if (configured_route.hedge.after_p99 > 0) {
-      if (prev)
-        for (const RouteRuntime& before : prev->routes)
-          if (before.cfg->name == configured_route.name && before.first_token_times)
-            route.first_token_times = before.first_token_times;
-      if (!route.first_token_times)
-        route.first_token_times = std::make_shared<upstream::FirstTokenTimes>();
-    }
+
     for (const auto& name : configured_route.backends) {
       for (std::size_t i = 0; i < config.backends.size(); ++i) {
         if (config.backends[i].name != name) continue;
@@ -246,6 +260,7 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
             route.queue.get());
       }
     }
+    if (configured_route.hedge.after_p99 > 0) keep_first_token_times(prev, route);
     fleet->routes.push_back(std::move(route));
   }
 

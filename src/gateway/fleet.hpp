@@ -35,9 +35,10 @@ struct RouteRuntime {
   std::vector<upstream::Backend*> backends;
   std::unique_ptr<upstream::RetryBudget> retry_budget;
   std::unique_ptr<AdmissionQueue> queue;
-  /// The route's recent times to first token, for `hedge: {after: Nx}` (null: not hedged that
-  /// way); a reload keeps what a route of the same name learned.
-  std::shared_ptr<upstream::FirstTokenTimes> first_token_times;
+  /// For `hedge: {after: Nx}` (gateway/hedge.hpp): each backend's recent times to first token
+  /// on this route, in `backends`' order (empty: not hedged that way); a reload keeps what a
+  /// route of the same name learned of each backend it keeps.
+  std::vector<std::shared_ptr<upstream::FirstTokenTimes>> first_token_times;
   int metric_id = 0;  // its id in the metrics' route label table (gateway/metrics.hpp)
 };
 

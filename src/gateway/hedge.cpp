@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gateway/hedge.hpp"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -68,16 +69,71 @@ net::awaitable<void> run_leg(const Fleet& fleet, Worker& worker, Race& race, int
   race.wake.cancel();
 }
 
-/// How long the first attempt runs alone; none: it is not hedged (the route's p99 not learned
-/// yet).
-std::optional<std::chrono::nanoseconds> hedge_wait(const RouteRuntime& route) {
+/// How long the first attempt runs alone, and the learned p99 it came from (zero for a fixed
+/// `after`); no wait: it is not hedged (no p99 learned yet).
+struct HedgeWait {
+  std::optional<std::chrono::nanoseconds> wait;
+  std::chrono::nanoseconds p99{0};
+};
+
+/// `after: Nx` multiplies the lowest p99 of the route's backends: a backend slowed for a while
+/// then raises its own, not the wait (which the route's p99, all backends together, would).
+HedgeWait hedge_wait(const RouteRuntime& route) {
   const config::Hedge& hedge = route.cfg->hedge;
-  if (hedge.after_p99 <= 0) return std::chrono::nanoseconds(hedge.after);
-  if (!route.first_token_times) return std::nullopt;
-  const auto p99 = route.first_token_times->quantile(0.99);
-  if (!p99) return std::nullopt;
-  return std::chrono::nanoseconds(
-      static_cast<std::int64_t>(static_cast<double>(p99->count()) * hedge.after_p99));
+  if (hedge.after_p99 <= 0) return {std::chrono::nanoseconds(hedge.after)};
+  std::optional<std::chrono::nanoseconds> lowest;
+  for (const auto& times : route.first_token_times)
+    if (const auto p99 = times->quantile(0.99); p99 && (!lowest || *p99 < *lowest)) lowest = p99;
+  if (!lowest) return {};
+  return {std::chrono::nanoseconds(
+              static_cast<std::int64_t>(static_cast<double>(lowest->count()) * hedge.after_p99)),
+          *lowest};
+}
+
+/// The learned times of `backend` on `route` (null: not learned there).
+upstream::FirstTokenTimes* times_of(const RouteRuntime& route, const upstream::Backend& backend) {
+  for (std::size_t i = 0; i < route.backends.size() && i < route.first_token_times.size(); ++i)
+    if (route.backends[i] == &backend) return route.first_token_times[i].get();
+  return nullptr;
+}
+
+/// What the route learns of the first attempt's time to its first token (for that attempt's
+/// backend): the time itself when
+/// it came before the hedge began; when the hedge began, only that it took longer than the p99
+/// that set the wait, which is what is recorded, just inside that p99's bucket (a lower bound:
+/// recording a slow first attempt's time, or the p99's bucket bound, which falls in the next
+/// bucket, would let the p99 climb with every slowdown and the wait with it; a hedge's own time
+/// is another backend's). While more than 1% of requests are hedged the p99 stays, and it comes
+/// back down as they stop; it rises with times that came before the wait, which is why the
+/// multiple must be above 1.
+void learn_first_token_time(const RouteRuntime& route, const HedgeWait& wait, const Leg& first,
+                            bool hedge_began) {
+  upstream::FirstTokenTimes* times = times_of(route, *first.backend);
+  if (!times) return;
+  if (!hedge_began) {
+    if (first.attempt.up)
+      times->record(std::chrono::nanoseconds(first.answered_ns - first.start_ns));
+  } else if (wait.p99.count() > 1) {
+    times->record(wait.p99 - std::chrono::nanoseconds(1));
+  }
+}
+
+/// How long a backend that lost `lost_in_a_row` races in a row is avoided: 1 s, doubled for each
+/// further loss, at most 16 s.
+std::chrono::nanoseconds avoidance(int lost_in_a_row) {
+  return std::chrono::seconds(1) * (1 << std::clamp(lost_in_a_row - 1, 0, 4));
+}
+
+/// Tells the first attempt's backend how the race went: a loss makes the routes that hedge
+/// avoid it for a while, longer with each loss in a row; an answer in time ends the run.
+void settle_race(upstream::Backend& backend, bool lost, std::int64_t now) {
+  if (!lost) {
+    if (backend.hedges_lost_in_a_row.load(std::memory_order_relaxed) != 0)
+      backend.hedges_lost_in_a_row.store(0, std::memory_order_relaxed);
+    return;
+  }
+  const int in_a_row = backend.hedges_lost_in_a_row.fetch_add(1, std::memory_order_relaxed) + 1;
+  backend.avoided_until_ns.store(now + avoidance(in_a_row).count(), std::memory_order_relaxed);
 }
 
 /// The hedged attempt: the first leg at once, a second after the route's wait (a backend not
@@ -104,7 +160,8 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
   Leg& first = race.legs[0];
   Leg& second = race.legs[1];
   start_leg(0, *held.slot.backend());
-  const std::optional<std::chrono::nanoseconds> wait = hedge_wait(route);
+  const HedgeWait hedge = hedge_wait(route);
+  const std::optional<std::chrono::nanoseconds>& wait = hedge.wait;
   bool hedge_decided = !wait;  // the hedge started, or it will not
   int winner = -1;
   for (;;) {
@@ -158,6 +215,12 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
   const HedgeResult result = !second.backend ? HedgeResult::none
                              : winner == 1   ? HedgeResult::hedge_won
                                              : HedgeResult::first_won;
+  if (winner >= 0) {
+    settle_race(*first.backend, winner == 1, mono_ns());
+    // (A hedge that could not start — no budget, no free backend — still says the first took
+    // longer than the wait.)
+    learn_first_token_time(route, hedge, first, hedge_decided && wait.has_value());
+  }
   if (result != HedgeResult::none && fleet.cfg.metrics.enabled)
     worker.worker_metrics->count(metrics::Family::hedges, route.metric_id,
                                  static_cast<int>(result));
@@ -184,8 +247,6 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
   outcome = std::move(kept.outcome);
   if (winner >= 0) {
     client.watch.up = kept.attempt.up.get();
-    if (route.first_token_times)
-      route.first_token_times->record(std::chrono::nanoseconds(kept.answered_ns - kept.start_ns));
   }
   kept.attempt.hedge = result;
   co_return std::move(kept.attempt);

@@ -2,15 +2,20 @@
 #pragma once
 // Hedging before the first token (a route's `hedge`, config::Hedge): a generation request goes
 // to the backend picked for it; if that one has produced no token by the route's `after` (a
-// fixed wait, or a multiple of the route's learned time-to-first-token p99), a second attempt
-// goes to another backend of the route, within the route's retry budget. The first attempt to
-// produce a token wins and is relayed; the other is cancelled (its connection closed, which
-// makes vLLM abort it).
+// fixed wait, or a multiple of the learned time-to-first-token p99 of the route's fastest
+// backend), a second attempt goes to another backend of the route, within the route's retry
+// budget. The first attempt to produce a token wins and is relayed; the other is cancelled (its
+// connection closed, which makes vLLM abort it).
 //
 // "Produced a token" is read as "sent a byte of its body": vLLM writes a chat or completions
 // stream's header at once and its first chunk (the role delta, or the first text) with the first
 // token, and a whole answer at its end. A Responses stream sends `response.created` before any
 // token, so hedging ends as soon as it begins there (docs/config.md says so).
+//
+// A backend whose race the hedge won is avoided by the routes that hedge (gateway/pick.cpp: their
+// picks take it only when no other backend can take the request) for 1 s, doubled with each
+// further race it loses in a row (at most 16 s); an answer in time ends the run. A backend slowed
+// for a while then costs a few hedges, not one per request sent to it.
 //
 // Only a request's first attempt is hedged, only where a repeat costs compute, not correctness
 // (chat, completions, a Responses request with `store: false`), and never one pinned to the

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "core/clock.hpp"
 #include "core/openai_error.hpp"
 #include "gateway/affinity.hpp"
 #include "gateway/http_rules.hpp"
@@ -78,8 +79,25 @@ upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFie
   const std::span<upstream::Backend* const> candidates =
       *pinned ? std::span<upstream::Backend* const>(pinned, 1)
               : std::span<upstream::Backend* const>(route.backends);
-  return policy::pick_and_acquire(
-      *route.policy, context(route, req, fields, headers, *pinned != nullptr), candidates, tried);
+  const policy::PickContext pick_context = context(route, req, fields, headers, *pinned != nullptr);
+  if (route.cfg->hedge.enabled() && !*pinned) {
+    // A route that hedges avoids the backends that just lost races (gateway/hedge.hpp) while
+    // another can take the request.
+    const std::int64_t now = mono_ns();
+    upstream::TriedSet avoided = tried;
+    bool any_avoided = false;
+    for (upstream::Backend* backend : route.backends) {
+      if (backend->avoided_until_ns.load(std::memory_order_relaxed) <= now) continue;
+      avoided.add(*backend);
+      any_avoided = true;
+    }
+    if (any_avoided) {
+      if (upstream::Slot slot =
+              policy::pick_and_acquire(*route.policy, pick_context, candidates, avoided))
+        return slot;
+    }
+  }
+  return policy::pick_and_acquire(*route.policy, pick_context, candidates, tried);
 }
 
 }  // namespace llmux::gateway

@@ -69,6 +69,11 @@ struct Backend {
   std::atomic<int> flowing{0};               // event streams producing for a while, open now
   std::atomic<bool> stalled{false};          // ejected for a stall; a probe generation clears it
   std::atomic<std::int64_t> progress_ns{0};  // the backend's latest sign of life
+  // Hedging (gateway/hedge.hpp): races this backend lost in a row (a hedge on another backend
+  // produced the first token), and until when the routes that hedge avoid it (their picks take
+  // it only when no other backend can take the request).
+  std::atomic<int> hedges_lost_in_a_row{0};
+  std::atomic<std::int64_t> avoided_until_ns{0};
   // The learned capacity curve and the load it reports itself (upstream/observations.hpp).
   Observations observations;
 

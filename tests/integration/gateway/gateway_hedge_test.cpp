@@ -2,14 +2,16 @@
 // Hedging before the first token (issue 37, gateway/hedge.hpp): a route with `hedge` sends a
 // request whose backend has produced no token by `after` to a second backend as well; the first
 // to produce a token is relayed, the other cancelled (the slow backend aborts its request). A
-// backend that answers in time is not hedged; `after: Nx` waits N times the route's learned
-// time-to-first-token p99, so nothing is hedged before the route has learned it.
+// backend that answers in time is not hedged, one that lost a race is avoided for a while;
+// `after: Nx` waits N times the route's learned time-to-first-token p99, so nothing is hedged
+// before the route has learned it.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "support/gateway_support.hpp"
 #include "support/http_client.hpp"
@@ -122,6 +124,31 @@ TEST_F(GatewayHedge, NonStreamingRequestIsHedgedToo) {
   ASSERT_EQ(response.status, 200) << response.body;
   EXPECT_EQ(response.header("x-llmux-backend"), "fast");
   EXPECT_EQ(gw_->wait_access_record("hedged-whole", 5s).at("hedge"), "hedge_won");
+}
+
+TEST_F(GatewayHedge, ABackendThatLostARaceIsAvoidedForAWhile) {
+  start_gateway("{after: 300ms}");
+  slow_down(200);
+  HttpClient client(gw_->port());
+  auto ask = [&](const std::string& id) {
+    const Response response =
+        client.post("/v1/chat/completions", chat("a question", false), {{"X-Request-Id", id}});
+    EXPECT_EQ(response.status, 200) << response.body;
+    const json::object record = gw_->wait_access_record(id, 5s);
+    return std::pair{str(record.at("backend")),
+                     record.contains("hedge") ? str(record.at("hedge")) : std::string()};
+  };
+  const auto won = std::pair(std::string("fast"), std::string("hedge_won"));
+  EXPECT_EQ(ask("lost-once"), won);
+  // Avoided for 1 s: the next request goes to the fast backend at once, no race.
+  EXPECT_EQ(ask("avoided"), std::pair(std::string("fast"), std::string()));
+  // Past that second (the duration tested), the slow backend is asked again, loses again.
+  std::this_thread::sleep_for(1200ms);
+  EXPECT_EQ(ask("lost-twice"), won);
+  // Back at full speed: once its (2 s) avoidance ended, it answers in time and is asked as before.
+  slow_down(1);
+  std::this_thread::sleep_for(2200ms);
+  EXPECT_EQ(ask("recovered"), std::pair(std::string("slow"), std::string()));
 }
 
 TEST_F(GatewayHedge, ABackendThatAnswersInTimeIsNotHedged) {

@@ -774,12 +774,15 @@ TEST(Validate, HedgeSettingsNameTheirField) {
     ASSERT_EQ(load_errors.size(), 1u) << bad << ": " << dump(load_errors);
     EXPECT_THAT(load_errors[0].field, HasSubstr("routes[0].hedge")) << bad;
   }
-  // Validated: one backend, a multiple beyond 100, a wait as long as first_byte.
+  // Validated: one backend, a multiple of 1 or less or beyond 100, a wait as long as first_byte.
   auto one_backend = validate_yaml(route("{after: 1s}", "server1"));
   ASSERT_EQ(on(one_backend, "routes[0].hedge").size(), 1u) << dump(one_backend);
   EXPECT_THAT(on(one_backend, "routes[0].hedge")[0].reason, HasSubstr("two backends"));
   auto too_many = validate_yaml(route("{after: 500x}"));
   ASSERT_EQ(on(too_many, "routes[0].hedge.after").size(), 1u) << dump(too_many);
+  auto too_few = validate_yaml(route("{after: 1x}"));
+  ASSERT_EQ(on(too_few, "routes[0].hedge.after").size(), 1u) << dump(too_few);
+  EXPECT_THAT(on(too_few, "routes[0].hedge.after")[0].reason, HasSubstr("above 1x"));
   auto too_long = validate_yaml(route("{after: 10m}"));
   ASSERT_EQ(on(too_long, "routes[0].hedge.after").size(), 1u) << dump(too_long);
   EXPECT_THAT(on(too_long, "routes[0].hedge.after")[0].reason, HasSubstr("first_byte"));
