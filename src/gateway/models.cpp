@@ -42,20 +42,23 @@ net::awaitable<void> models(const Fleet& fleet, Worker& worker, ClientConnection
     mreq.keep_alive(true);
     bool ok = false;
     for (int round = 0; round < 2 && !ok; ++round) {
-      auto conn = co_await connect(fleet, worker, backend, round == 0);
-      if (!conn.up) {
-        errors.push_back(conn.outcome.message);
+      upstream::Outcome failure;
+      auto connection = co_await connect(fleet, worker, backend, round == 0, failure);
+      if (!connection) {
+        errors.push_back(failure.message);
         break;
       }
-      conn.up->dl.arm(std::chrono::seconds(10));
-      auto [wec, wn] = co_await bhttp::async_write(conn.up->sock, mreq, use_tuple);
+      connection->dl.arm(std::chrono::seconds(10));
+      auto [wec, wn] = co_await bhttp::async_write(connection->sock, mreq, use_tuple);
       if (wec) continue;
       bhttp::response_parser<bhttp::string_body> parser;
       parser.body_limit(8 << 20);
-      auto [rec, rn] = co_await bhttp::async_read(conn.up->sock, conn.up->buf, parser, use_tuple);
-      conn.up->dl.disarm();
+      auto [rec, rn] =
+          co_await bhttp::async_read(connection->sock, connection->buf, parser, use_tuple);
+      connection->dl.disarm();
       if (rec) {
-        if (!conn.up->reused) errors.push_back(fmt::format("{}: {}", backend.name, rec.message()));
+        if (!connection->reused)
+          errors.push_back(fmt::format("{}: {}", backend.name, rec.message()));
         continue;
       }
       ok = true;
@@ -77,7 +80,7 @@ net::awaitable<void> models(const Fleet& fleet, Worker& worker, ClientConnection
       } else {
         errors.push_back(fmt::format("{}: invalid /v1/models body", backend.name));
       }
-      if (reusable) release(worker, backend, std::move(conn.up));
+      if (reusable) release(worker, backend, std::move(connection));
     }
   }
   if (seen.empty() && !errors.empty()) {

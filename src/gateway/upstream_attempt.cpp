@@ -18,13 +18,13 @@ namespace llmux::gateway {
 using upstream::Outcome;
 using Kind = upstream::Outcome::Kind;
 
-net::awaitable<ConnectResult> connect(const Fleet& fleet, Worker& worker,
-                                      upstream::Backend& backend, bool allow_pooled,
-                                      upstream::BackendConnection** watched) {
+net::awaitable<std::shared_ptr<upstream::BackendConnection>> connect(
+    const Fleet& fleet, Worker& worker, upstream::Backend& backend, bool allow_pooled,
+    Outcome& failure, upstream::BackendConnection** watched) {
   if (allow_pooled) {
     if (auto connection = worker.pool_for(backend).take()) {
       if (watched) *watched = connection.get();
-      co_return ConnectResult{std::move(connection), {}};
+      co_return connection;
     }
   }
   auto connection =
@@ -35,11 +35,11 @@ net::awaitable<ConnectResult> connect(const Fleet& fleet, Worker& worker,
       co_await net::async_connect(connection->sock.socket(), backend.endpoints, use_tuple);
   connection->dl.disarm();
   if (ec) {
-    Outcome failure;
+    failure = Outcome{};
     failure.kind = Kind::connect_failed;
     failure.message = fmt::format("connect to {} ({}:{}) failed: {}", backend.name, backend.host,
                                   backend.port, connection->dl.fired ? "timed out" : ec.message());
-    co_return ConnectResult{nullptr, std::move(failure)};
+    co_return nullptr;
   }
   boost::system::error_code ignored;
   connection->sock.socket().set_option(tcp::no_delay(true), ignored);
@@ -52,15 +52,15 @@ net::awaitable<ConnectResult> connect(const Fleet& fleet, Worker& worker,
     const boost::system::error_code hec = co_await connection->sock.handshake();
     connection->dl.disarm();
     if (hec) {
-      Outcome failure;
+      failure = Outcome{};
       failure.kind = Kind::connect_failed;
       failure.message = fmt::format(
           "TLS handshake with {} ({}:{}) failed: {}", backend.name, backend.host, backend.port,
           connection->dl.fired ? "timed out" : connection->sock.tls_error_message(hec));
-      co_return ConnectResult{nullptr, std::move(failure)};
+      co_return nullptr;
     }
   }
-  co_return ConnectResult{std::move(connection), {}};
+  co_return connection;
 }
 
 void release(Worker& worker, upstream::Backend& backend,
@@ -139,20 +139,15 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
   auto client_gone = [&] { return failed(outcome, Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
     watched = nullptr;
-    // A pooled connection is taken here, without a coroutine frame of connect()'s own.
-    ConnectResult conn;
-    if (round == 0) conn.up = worker.pool_for(backend).take();
-    if (conn.up)
-      watched = conn.up.get();
-    else
-      conn = co_await connect(fleet, worker, backend, false, &watched);
-    if (watch.client_gone) co_return client_gone();
-    if (!conn.up) {
-      outcome = std::move(conn.outcome);
-      co_return Attempt{};
-    }
     Attempt attempt;
-    attempt.up = std::move(conn.up);
+    // A pooled connection is taken here, without a coroutine frame of connect()'s own.
+    if (round == 0) attempt.up = worker.pool_for(backend).take();
+    if (attempt.up)
+      watched = attempt.up.get();
+    else
+      attempt.up = co_await connect(fleet, worker, backend, false, outcome, &watched);
+    if (watch.client_gone) co_return client_gone();
+    if (!attempt.up) co_return Attempt{};  // `outcome` says why
     std::array<net::const_buffer, 3> out{net::buffer(head.bytes.view()),
                                          net::buffer(usage.first(req.body())),
                                          net::buffer(usage.second(req.body()))};

@@ -43,18 +43,14 @@ struct Attempt {
   HedgeResult hedge = HedgeResult::none;
 };
 
-/// A connection to a backend, or why there is none.
-struct ConnectResult {
-  std::shared_ptr<upstream::BackendConnection> up;
-  upstream::Outcome outcome;
-};
-
 /// A pooled connection to `backend` when `allow_pooled` and one is idle, else a new one (connect
-/// timeout). `watched`, when given (a ClientWatch's pointer), learns the connection at once (a
-/// client leaving closes it).
-net::awaitable<ConnectResult> connect(const Fleet& fleet, Worker& worker,
-                                      upstream::Backend& backend, bool allow_pooled,
-                                      upstream::BackendConnection** watched = nullptr);
+/// timeout); null when none could be made, and `failure` says why. `watched`, when given (a
+/// ClientWatch's pointer), learns the connection at once (a client leaving closes it). (The
+/// failure is the caller's: a result that held an Outcome would take ~100 bytes of the frame of
+/// send(), which every request has while it waits for its answer.)
+net::awaitable<std::shared_ptr<upstream::BackendConnection>> connect(
+    const Fleet& fleet, Worker& worker, upstream::Backend& backend, bool allow_pooled,
+    upstream::Outcome& failure, upstream::BackendConnection** watched = nullptr);
 
 /// Back to the worker's pool: only a connection whose last response was complete, did not end
 /// by close, and left nothing unread (the caller checks the first two); never one of a backend a
