@@ -98,14 +98,13 @@ upstream::FirstTokenTimes* times_of(const RouteRuntime& route, const upstream::B
 }
 
 /// What the route learns of the first attempt's time to its first token (for that attempt's
-/// backend): the time itself when
-/// it came before the hedge began; when the hedge began, only that it took longer than the p99
-/// that set the wait, which is what is recorded, just inside that p99's bucket (a lower bound:
-/// recording a slow first attempt's time, or the p99's bucket bound, which falls in the next
-/// bucket, would let the p99 climb with every slowdown and the wait with it; a hedge's own time
-/// is another backend's). While more than 1% of requests are hedged the p99 stays, and it comes
-/// back down as they stop; it rises with times that came before the wait, which is why the
-/// multiple must be above 1.
+/// backend): the time itself when it came before the hedge began; when the hedge began, only that
+/// it took longer than the p99 that set the wait, which is what is recorded, just inside that
+/// p99's bucket (a lower bound: recording a slow first attempt's time, or the p99's bucket bound,
+/// which falls in the next bucket, would let the p99 climb with every slowdown and the wait with
+/// it; a hedge's own time is another backend's). While more than 1% of requests are hedged the
+/// p99 stays, and it comes back down as they stop; it rises with times that came before the wait,
+/// which is why the multiple must be above 1.
 void learn_first_token_time(const RouteRuntime& route, const HedgeWait& wait, const Leg& first,
                             bool hedge_began) {
   upstream::FirstTokenTimes* times = times_of(route, *first.backend);

@@ -45,6 +45,39 @@ bool may_run_twice(const Fleet& fleet, std::string_view method, std::string_view
          (path == "/v1/responses" && fields.store_false);
 }
 
+bool may_be_stored(const Fleet& fleet, std::string_view method, std::string_view path,
+                   const BodyFields& fields) {
+  return fleet.cfg.migration.enabled && method == "POST" && fields.parsed &&
+         path == "/v1/responses" && !fields.store_false;
+}
+
+net::awaitable<bool> confirmed_down(const Fleet& fleet, Worker& worker,
+                                    upstream::Backend& backend) {
+  if (!backend.checks_ok.load(std::memory_order_relaxed)) co_return true;
+  Outcome failure;
+  auto connection = co_await connect(fleet, worker, backend, /*allow_pooled=*/false, failure);
+  if (!connection) co_return failure.refused;
+  // Connected: a process that is dying may still have taken the connection into its listener's
+  // backlog, so it must answer something (any status) within the checks' timeout to count as up;
+  // a reset or a close without a byte says it is down, silence says nothing for sure.
+  const std::string probe =
+      fmt::format("GET / HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", backend.host_header);
+  connection->dl.arm(fleet.cfg.health_checks.timeout);
+  auto [write_error, written] =
+      co_await net::async_write(connection->sock, net::buffer(probe), use_tuple);
+  char byte = 0;
+  std::size_t bytes_read = 0;
+  boost::system::error_code read_error = write_error;
+  if (!write_error)
+    std::tie(read_error, bytes_read) =
+        co_await connection->sock.async_read_some(net::buffer(&byte, 1), use_tuple);
+  const bool timed_out = connection->dl.fired;
+  connection->dl.disarm();
+  boost::system::error_code ignored;
+  connection->sock.close(ignored);
+  co_return bytes_read == 0 && !timed_out;
+}
+
 net::awaitable<void> end_stream_with_error(ClientConnection& client, const std::string& message) {
   const std::string event = mid_stream_error_tail(
       false, 0, fmt::format("The upstream server failed mid-stream: {}.", message));

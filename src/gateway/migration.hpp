@@ -39,6 +39,17 @@ std::unique_ptr<StreamContinuation> continuation_for(const Fleet& fleet, const R
 bool may_run_twice(const Fleet& fleet, std::string_view method, std::string_view path,
                    const BodyFields& fields);
 
+/// A Responses request the backend may store (`store` not false), with migration on: sent to
+/// another backend only when the first is confirmed down (confirmed_down()), since a second
+/// backend storing it too leaves a response the client never hears of.
+bool may_be_stored(const Fleet& fleet, std::string_view method, std::string_view path,
+                   const BodyFields& fields);
+
+/// Whether `backend` is down for sure, not just slow or failing one request: its active checks
+/// fail, or a fresh connection to it is refused. A coroutine of its own: its connect takes no
+/// room in send()'s frame.
+net::awaitable<bool> confirmed_down(const Fleet& fleet, Worker& worker, upstream::Backend& backend);
+
 // The legs after a cut run in the proxy's loop (gateway/proxy.cpp), through the same stages as
 // the first; these say what differs.
 

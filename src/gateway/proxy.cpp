@@ -168,8 +168,10 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
           continue;
         break;
       }
-      if (upstream::decide_retry(outcome, attempts, fleet.cfg.retries.max_attempts,
-                                 may_run_twice(fleet, rec.method, rec.path, fields)) !=
+      // (A request the backend may store is sent again only from a backend down for sure.)
+      if (upstream::decide_retry(
+              outcome, attempts, fleet.cfg.retries.max_attempts,
+              may_run_twice(fleet, rec.method, rec.path, fields) || outcome.backend_down) !=
           upstream::RetryDecision::try_another_backend)
         break;
       // Never sent: another backend may take it, within the request's time and the route's

@@ -37,6 +37,7 @@ net::awaitable<std::shared_ptr<upstream::BackendConnection>> connect(
   if (ec) {
     failure = Outcome{};
     failure.kind = Kind::connect_failed;
+    failure.refused = ec == net::error::connection_refused;
     failure.message = fmt::format("connect to {} ({}:{}) failed: {}", backend.name, backend.host,
                                   backend.port, connection->dl.fired ? "timed out" : ec.message());
     co_return nullptr;
@@ -131,7 +132,12 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
                              const Request& req, const BodyFields& fields, ClientConnection& client,
                              const std::string& request_id, const UsageRequest& usage, bool queued,
                              Outcome& outcome, bool hedge_leg) {
-  const bool rescue_when_down = may_run_twice(fleet, req.method_string(), req.path(), fields);
+  // A request that may run twice waits for its header in steps and goes elsewhere when its
+  // backend is declared down meanwhile; one the backend may store, only when it is down for sure
+  // (gateway/migration.hpp).
+  const bool stored = may_be_stored(fleet, req.method_string(), req.path(), fields);
+  const bool rescue_when_down =
+      stored || may_run_twice(fleet, req.method_string(), req.path(), fields);
   const ClientWatch& watch = client.watch;
   upstream::BackendConnection*& watched = hedge_leg ? client.watch.hedge_up : client.watch.up;
   const PooledBytes head{worker, upstream_head(worker, backend, req, client.peer, request_id, usage,
@@ -193,7 +199,8 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
             !watch.client_gone) {
           // A step of the wait ended: the backend declared down sends the request elsewhere,
           // the first_byte timeout ends it, else it waits on.
-          if (!backend.usable(mono_ns())) {
+          if (stored ? !backend.checks_ok.load(std::memory_order_relaxed)
+                     : !backend.usable(mono_ns())) {
             watched = nullptr;
             boost::system::error_code ignored;
             attempt.up->sock.close(ignored);
@@ -230,9 +237,17 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
         co_return failed(outcome, Kind::timeout,
                          fmt::format("{} sent no response within {} ms", backend.name,
                                      fleet.cfg.timeouts.first_byte.count()));
-      if (nothing)
-        co_return failed(outcome, Kind::broken,
-                         fmt::format("{} closed the connection without a response", backend.name));
+      if (nothing) {
+        Attempt none =
+            failed(outcome, Kind::broken,
+                   fmt::format("{} closed the connection without a response", backend.name));
+        // A request the backend may store goes elsewhere only when it is down for sure.
+        if (stored && co_await confirmed_down(fleet, worker, backend)) {
+          outcome.backend_down = true;
+          outcome.message += " and is down";
+        }
+        co_return none;
+      }
       co_return failed(outcome, Kind::bad_response,
                        fmt::format("{} sent an invalid response: {}", backend.name, rec.message()));
     }

@@ -31,6 +31,8 @@ struct Outcome {
   /// The backend was declared down (ejected, failed checks) while the request waited for its
   /// answer: the request goes to another backend at once, outside the route's retry budget.
   bool backend_down = false;
+  /// connect_failed: the backend refused the connection (nothing listens there).
+  bool refused = false;
 
   /// True when no byte of the request can have reached the backend: retrying elsewhere cannot
   /// run it twice.

@@ -453,6 +453,41 @@ TEST_F(GatewayMigration, RequestHeldByAHungBackendIsRescuedOnceChecksEjectIt) {
   EXPECT_EQ(HttpClient(first_->port()).post("/admin/faults", "{}").status, 200);
 }
 
+TEST_F(GatewayMigration, StoredResponsesRequestIsSentAgainOnlyFromABackendDownForSure) {
+  start_gateway();
+  const std::string body = json::serialize(json::object{{"model", "Qwen3.6-35B-A3B"},
+                                                        {"input", "tell me about the sea"},
+                                                        {"temperature", 0},
+                                                        {"max_output_tokens", 100}});
+  HttpClient client(gw_->port());
+  // The first backend closes the connection without answering but is up (it accepts a fresh
+  // connection): it may have stored the response, so the request is not sent again.
+  HttpClient admin(first_->port());
+  ASSERT_EQ(admin.post("/admin/faults", R"({"close_after":5})").status, 200);
+  const Response closed = client.post("/v1/responses", body, {{"X-Request-Id", "stored-up"}});
+  EXPECT_EQ(closed.status, 502) << closed.body;
+  EXPECT_EQ(gw_->wait_access_record("stored-up", 5s).at("attempts"), 1);
+  ASSERT_EQ(admin.post("/admin/faults", "{}").status, 200);
+  // The first backend dies while it computes the answer: a fresh connection is refused, so it is
+  // down for sure, and the request goes to the second.
+  std::thread killer([this] {
+    poll_until(
+        [this] {
+          HttpClient scrape(first_->port());
+          return metric_value(scrape.get("/metrics").body, "vllm:num_requests_running")
+                     .value_or(0) >= 1;
+        },
+        10s);
+    ::kill(first_->pid(), SIGKILL);
+  });
+  HttpClient fresh(gw_->port());
+  const Response resent = fresh.post("/v1/responses", body, {{"X-Request-Id", "stored-down"}});
+  killer.join();
+  ASSERT_EQ(resent.status, 200) << resent.body;
+  EXPECT_EQ(resent.header("x-llmux-backend"), "second");
+  EXPECT_EQ(gw_->wait_access_record("stored-down", 5s).at("attempts"), 2);
+}
+
 /// Streams a chat request through the gateway; after `cut_after` events posts `fault` to the
 /// first backend's /admin/faults (it stays up, the stream on it stops), then reads the rest.
 SeenStream stream_and_fault(int port, const json::object& body, const SimServer& victim,
