@@ -238,15 +238,15 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
                          fmt::format("{} sent no response within {} ms", backend.name,
                                      fleet.cfg.timeouts.first_byte.count()));
       if (nothing) {
-        Attempt none =
-            failed(outcome, Kind::broken,
-                   fmt::format("{} closed the connection without a response", backend.name));
+        // (No Attempt kept across the probe: a local would take its room in this frame.)
+        failed(outcome, Kind::broken,
+               fmt::format("{} closed the connection without a response", backend.name));
         // A request the backend may store goes elsewhere only when it is down for sure.
         if (stored && co_await confirmed_down(fleet, worker, backend)) {
           outcome.backend_down = true;
           outcome.message += " and is down";
         }
-        co_return none;
+        co_return Attempt{};
       }
       co_return failed(outcome, Kind::bad_response,
                        fmt::format("{} sent an invalid response: {}", backend.name, rec.message()));
