@@ -318,6 +318,9 @@ std::vector<ConfigError> validate(GatewayConfig& cfg);
 /// Parses "250ms", "5s", "2m", "1h", or a bare number of milliseconds (non-negative integers
 /// only; nullopt for anything else or on overflow).
 std::optional<Millis> parse_duration(const std::string& text);
+/// Parses a multiple such as "2x" or "1.5X" (a positive number followed by x); nullopt for
+/// anything else.
+std::optional<double> parse_multiple(const std::string& text);
 /// Parses "16MiB", "512KiB", "1GiB", "1000", "10MB" (MB = 10^6); units B, KB/MB/GB/TB,
 /// KiB/MiB/GiB/TiB, case-insensitive. nullopt for anything else or on overflow.
 std::optional<std::uint64_t> parse_size(const std::string& text);

@@ -31,9 +31,8 @@
 //       policy: first                          # policy::policy_names(): round_robin (default),
 //                                              # or {name: NAME, OPTION: VALUE, ...}
 //                                              # first
-//       hedge: {after: 2x}                     # off by default; a second backend after a wait
-//                                              # ("300ms") or a multiple of the route's learned
-//                                              # time-to-first-token p99 ("2x")
+//       hedge: {after: 2x}                     # off by default; a second backend after 300ms,
+//                                              # or 2x the learned time-to-first-token p99
 //   timeouts:                                  # "250ms", "5s", "2m", "1h", or a number of ms
 //     {connect: 5s, first_byte: 300s, idle: 120s, client_header: 30s, client_body: 60s,
 //      client_idle: 75s, drain: 30s}
@@ -76,7 +75,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <set>
 #include <string_view>
@@ -292,18 +290,12 @@ class Loader : public detail::YamlReader {
         continue;
       }
       const std::string& text = value.Scalar();
-      if (text.size() > 1 && (text.back() == 'x' || text.back() == 'X')) {
-        const std::string number = text.substr(0, text.size() - 1);
-        char* end = nullptr;
-        const double multiple = std::strtod(number.c_str(), &end);
-        if (end != number.c_str() + number.size() || !(multiple > 0))
-          error(child_field, value, text, "expected a positive multiple such as 2x or 1.5x");
-        else
-          hedge.after_p99 = multiple;
-        continue;
-      }
       const std::optional<Millis> wait = parse_duration(text);
-      if (!wait)
+      if (const auto multiple = parse_multiple(text))
+        hedge.after_p99 = *multiple;
+      else if (text.ends_with('x') || text.ends_with('X'))
+        error(child_field, value, text, "expected a positive multiple such as 2x or 1.5x");
+      else if (!wait)
         duration(value, child_field, hedge.after);  // (reports the error)
       else if (wait->count() <= 0)
         error(child_field, value, text, "must be more than 0 (leave hedge out to turn it off)");

@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
@@ -29,6 +30,15 @@ std::string format_millis(Millis ms) {
 
 using detail::lower;
 using detail::parse_uint;
+
+std::optional<double> parse_multiple(const std::string& text) {
+  if (text.size() < 2 || (text.back() != 'x' && text.back() != 'X')) return std::nullopt;
+  const std::string number = text.substr(0, text.size() - 1);
+  char* end = nullptr;
+  const double multiple = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size() || !(multiple > 0)) return std::nullopt;
+  return multiple;
+}
 
 std::optional<Millis> parse_duration(const std::string& text) {
   std::string_view view = text;
