@@ -402,6 +402,21 @@ TEST_F(GatewayMigration, ResponsesStreamCutAfterItsOutputBeganEndsWithTheErrorEv
   EXPECT_FALSE(gw_->wait_access_record("not-rescued", 5s).contains("migrations"));
 }
 
+/// Kills `victim` (SIGKILL) once it runs a request, from a thread of its own: the caller sends
+/// the request meanwhile, then joins the thread.
+std::thread kill_once_running(const SimServer& victim) {
+  return std::thread([&victim] {
+    poll_until(
+        [&victim] {
+          HttpClient scrape(victim.port());
+          return metric_value(scrape.get("/metrics").body, "vllm:num_requests_running")
+                     .value_or(0) >= 1;
+        },
+        10s);
+    ::kill(victim.pid(), SIGKILL);
+  });
+}
+
 TEST_F(GatewayMigration, NonStreamingRequestWhoseBackendDiesIsSentAgain) {
   start_gateway();
   json::object body = chat_body("tell me about the sea", false);
@@ -409,17 +424,7 @@ TEST_F(GatewayMigration, NonStreamingRequestWhoseBackendDiesIsSentAgain) {
   const json::object whole = whole_answer(second_->port(), "/v1/chat/completions", body);
   // The first backend takes the request, then dies while it computes the answer (~2 s).
   HttpClient client(gw_->port());
-  std::thread killer([this] {
-    // Once the first backend runs the request.
-    poll_until(
-        [this] {
-          HttpClient scrape(first_->port());
-          return metric_value(scrape.get("/metrics").body, "vllm:num_requests_running")
-                     .value_or(0) >= 1;
-        },
-        10s);
-    ::kill(first_->pid(), SIGKILL);
-  });
+  std::thread killer = kill_once_running(*first_);
   const Response response =
       client.post("/v1/chat/completions", json::serialize(body), {{"X-Request-Id", "resent"}});
   killer.join();
@@ -470,16 +475,7 @@ TEST_F(GatewayMigration, StoredResponsesRequestIsSentAgainOnlyFromABackendDownFo
   ASSERT_EQ(admin.post("/admin/faults", "{}").status, 200);
   // The first backend dies while it computes the answer: a fresh connection is refused, so it is
   // down for sure, and the request goes to the second.
-  std::thread killer([this] {
-    poll_until(
-        [this] {
-          HttpClient scrape(first_->port());
-          return metric_value(scrape.get("/metrics").body, "vllm:num_requests_running")
-                     .value_or(0) >= 1;
-        },
-        10s);
-    ::kill(first_->pid(), SIGKILL);
-  });
+  std::thread killer = kill_once_running(*first_);
   HttpClient fresh(gw_->port());
   const Response resent = fresh.post("/v1/responses", body, {{"X-Request-Id", "stored-down"}});
   killer.join();
