@@ -3,6 +3,9 @@
 // admin API's run-time changes and the drain (SIGTERM). Each may block (a reload resolves the
 // hosts of new backends), so none runs on a worker; a new configuration reaches the workers as a
 // FleetHandle posted to each, taken between requests.
+#include <pthread.h>
+
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <functional>
@@ -31,16 +34,39 @@ void GatewayProcess::start_control(net::signal_set& signals) {
   if (state_.replicas) net::co_spawn(control_, replica_beat(*state_.replicas), net::detached);
 }
 
+namespace {
 /// Every signal whose default would end the process, except the crashes (fatal_signal_report)
-/// and SIGPIPE (ignored: a write to a closed pipe fails instead).
+/// and SIGPIPE (ignored: a write to a closed pipe fails instead); then the real-time ones.
+constexpr std::array kControlSignals{SIGHUP,  SIGINT,    SIGQUIT,   SIGTERM, SIGUSR1,
+                                     SIGUSR2, SIGALRM,   SIGVTALRM, SIGPROF, SIGIO,
+                                     SIGPWR,  SIGSTKFLT, SIGXCPU,   SIGXFSZ};
+
+sigset_t control_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal_number : kControlSignals) sigaddset(&set, signal_number);
+  for (int signal_number = SIGRTMIN; signal_number <= SIGRTMAX; ++signal_number)
+    sigaddset(&set, signal_number);
+  return set;
+}
+}  // namespace
+
 void GatewayProcess::add_signals(net::signal_set& signals) {
-  for (int signal_number : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,
-                            SIGPROF, SIGIO, SIGPWR, SIGSTKFLT, SIGXCPU, SIGXFSZ})
-    signals.add(signal_number);
+  for (int signal_number : kControlSignals) signals.add(signal_number);
   for (int signal_number = SIGRTMIN; signal_number <= SIGRTMAX; ++signal_number) {
     boost::system::error_code ec;
     signals.add(signal_number, ec);  // beyond what Asio handles: left as it is
   }
+}
+
+void GatewayProcess::hold_signals_for_control() {
+  const sigset_t set = control_signal_set();
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void GatewayProcess::take_signals_on_this_thread() {
+  const sigset_t set = control_signal_set();
+  ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
 awaitable<void> GatewayProcess::signal_loop(net::signal_set& signals) {

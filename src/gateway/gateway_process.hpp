@@ -72,6 +72,15 @@ class GatewayProcess {
   // ---- control.cpp ----
   void start_control(boost::asio::signal_set& signals);
   static void add_signals(boost::asio::signal_set& signals);
+  /// The signals add_signals() takes, blocked in the calling thread and so in every thread it
+  /// starts later (workers, health checks, Redis), and unblocked by the control thread alone:
+  /// the kernel hands each to the thread that waits for nothing else, never to a worker in the
+  /// middle of a request. (With any thread taking them, a TSan build in CI once did not begin
+  /// its drain within 10 s of SIGTERM: ThreadSanitizer runs a handler only at the receiving
+  /// thread's next intercepted call.) A signal sent during start-up waits for the control
+  /// thread instead of ending the process half started.
+  static void hold_signals_for_control();
+  static void take_signals_on_this_thread();
   boost::asio::awaitable<void> signal_loop(boost::asio::signal_set& signals);
   void reload();
   /// Puts a new fleet in use: every worker switches to it between requests.

@@ -52,6 +52,8 @@ int GatewayProcess::run() {
   }
   fleet_ = std::move(built.fleet);
   const auto& config = fleet_->cfg;
+  // Before the first thread starts (Redis's, below): signals go to the control thread alone.
+  hold_signals_for_control();
   make_response_store(config);
   make_quotas_and_usage(config);
 
@@ -175,7 +177,10 @@ void GatewayProcess::serve(const std::vector<std::uint16_t>& ports) {
   // new backends' hosts, which blocks); the main thread runs worker 0.
   net::signal_set signals(control_);
   start_control(signals);
-  std::thread control([this] { control_.run(); });
+  std::thread control([this] {
+    take_signals_on_this_thread();
+    control_.run();
+  });
   const auto& config = initial->cfg;
   spdlog::info("llmux gateway: listening on {} ({} backends, {} routes, {} threads{})",
                config::listen_addresses(config.listeners, ports), initial->backends.size(),
