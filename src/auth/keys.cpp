@@ -76,7 +76,8 @@ Digest digest(std::string_view key) {
 
 KeyTable::KeyTable(const config::Auth& auth) : enabled_(auth.enabled()) {
   auto add = [&](const config::ApiKey& key) {
-    KeyEntry entry{key.name, {}, key.models, key.routes, key.limits};
+    KeyEntry entry{key.name,   {},           key.models,      key.routes,
+                   key.limits, key.priority, key.max_priority};
     if (!from_hex(key.sha256, entry.sha256)) return;  // not validated: such a key can never match
     entries_.push_back(std::move(entry));
   };

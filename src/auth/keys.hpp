@@ -38,6 +38,8 @@ struct KeyEntry {
   std::vector<std::string> models;  // allowed models; empty: all
   std::vector<std::string> routes;  // allowed route names; empty: all
   config::KeyLimits limits;
+  std::string priority;      // its requests' class when they name none ("": the default)
+  std::string max_priority;  // the highest class it may ask for ("": any)
 };
 
 /// The key in an Authorization header value: "Bearer <key>" (scheme case-insensitive, spaces or

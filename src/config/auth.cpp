@@ -67,8 +67,9 @@ void load_limits(const YAML::Node& node, const std::string& field, KeyLimits& li
 
 void load_key(const YAML::Node& node, const std::string& field, ApiKey& key, YamlReader& reader) {
   bool plain = false, hashed = false;
-  for (const auto& [name, value] :
-       reader.entries(node, field, {"name", "key", "sha256", "models", "routes", "limits"})) {
+  for (const auto& [name, value] : reader.entries(
+           node, field,
+           {"name", "key", "sha256", "models", "routes", "limits", "priority", "max_priority"})) {
     const std::string child_field = child(field, name);
     if (name == "name") reader.string(value, child_field, key.name);
     if (name == "key") {
@@ -97,6 +98,8 @@ void load_key(const YAML::Node& node, const std::string& field, ApiKey& key, Yam
     if (name == "models") reader.strings(value, child_field, key.models);
     if (name == "routes") reader.strings(value, child_field, key.routes);
     if (name == "limits") load_limits(value, child_field, key.limits, reader);
+    if (name == "priority") reader.string(value, child_field, key.priority);  // sharing.cpp
+    if (name == "max_priority") reader.string(value, child_field, key.max_priority);
   }
   if (plain && hashed) {
     key.sha256.clear();

@@ -92,6 +92,9 @@ struct Backend {
   Millis pool_idle_timeout{4000};
   HealthChecksOverride health_override;  // as written under the backend
   HealthChecks health;                   // resolved by validate(): top level + override
+  /// Send each request's priority class to the backend as vLLM's `priority` field (vLLM started
+  /// with `--scheduling-policy priority`; without it vLLM refuses any value but 0).
+  bool send_priority = false;
 };
 
 struct RouteMatch {
@@ -224,6 +227,58 @@ struct Admin {
   std::string token_file;
 };
 
+/// `tenants` (gateway/fair_queue.hpp): whom a request is for — its API key's name, else the value
+/// of `header`, else "anonymous" — and how a route's queue shares its turns between them: by
+/// tokens, in proportion to `weights` (1 for a tenant not named), each holding at most
+/// `max_queued` places of each route's queue (0: none but queue.size).
+struct Tenants {
+  std::string header = "X-Llmux-Tenant";
+  std::map<std::string, double, std::less<>> weights;
+  int max_queued = 128;
+  double weight(std::string_view tenant) const {
+    const auto found = weights.find(tenant);
+    return found == weights.end() ? 1.0 : found->second;
+  }
+};
+
+/// One priority class (`priorities.classes`, highest first).
+struct PriorityClass {
+  std::string name;
+  /// A request of this class takes a backend's slot only while fewer than max_share of the
+  /// backend's max_inflight are in use (at least one slot): the rest stay free for the classes
+  /// above. Not more than the class above's.
+  double max_share = 1.0;
+  /// A request waiting longer than this in a route's queue counts as one class higher (0: never;
+  /// the highest class is never promoted).
+  Millis promote_after{0};
+  /// vLLM's `priority` for it (lower runs first), sent to backends with `send_priority`; unset:
+  /// its distance from the default class (the default class is 0, the one above -1).
+  std::optional<int> vllm_priority;
+};
+
+/// `priorities`: a request's class is named by `header`, else its key's `priority`, else
+/// `default`; a key's `max_priority` caps it — a request above its key's cap is served at the
+/// cap (with a log line), or refused with 403 when `refuse_above_key_cap`.
+struct Priorities {
+  std::string header = "X-Llmux-Priority";
+  std::vector<PriorityClass> classes{{"interactive", 1.0, Millis{0}, std::nullopt},
+                                     {"default", 1.0, Millis{15000}, std::nullopt},
+                                     {"batch", 0.5, Millis{30000}, std::nullopt}};
+  std::string default_class = "default";
+  bool refuse_above_key_cap = false;
+  /// The index of class `name` (0: highest), or -1.
+  int index_of(std::string_view name) const {
+    for (std::size_t i = 0; i < classes.size(); ++i)
+      if (classes[i].name == name) return static_cast<int>(i);
+    return -1;
+  }
+  /// The vLLM priority of class `index`.
+  int vllm_priority(int index) const {
+    const auto& rule = classes[static_cast<std::size_t>(index)];
+    return rule.vllm_priority ? *rule.vllm_priority : index - index_of(default_class);
+  }
+};
+
 /// A key's limits (auth/quota.hpp); 0: none. Tokens are those the responses' `usage` reports.
 struct KeyLimits {
   std::int64_t requests_per_minute = 0;
@@ -239,6 +294,8 @@ struct ApiKey {
   std::vector<std::string> models;  // allowed models; empty: all
   std::vector<std::string> routes;  // allowed route names; empty: all
   KeyLimits limits;
+  std::string priority;      // its requests' class when they name none ("": priorities.default)
+  std::string max_priority;  // the highest class it may ask for ("": any)
 };
 
 /// `auth`: on when any key is configured (inline or in `keys_file`); then every request needs
@@ -282,6 +339,8 @@ struct GatewayConfig {
   Admin admin;
   Auth auth;
   Quotas quotas;
+  Tenants tenants;
+  Priorities priorities;
 };
 
 struct ConfigError {

@@ -14,6 +14,7 @@
 //   yaml_guard.cpp  parser_would_loop(): yaml-cpp 0.7's endless loop, caught before loading
 //   yaml_reader.hpp YamlReader: typed, strict reading of YAML nodes (load.cpp, auth.cpp)
 //   auth.cpp      `auth` and `quotas`: loading, the keys file, validation; hash_key()
+//   sharing.cpp   `tenants` and `priorities`: loading, validation
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -78,5 +79,14 @@ void load_quotas(const YAML::Node& node, Quotas& out, YamlReader& reader);
 /// Reads `auth.keys_file` into auth.file_keys and checks auth and quotas (called by validate()
 /// after the routes got their names).
 void validate_auth(GatewayConfig& cfg, std::vector<ConfigError>& errs);
+
+// --- sharing.cpp
+
+/// Letters, digits, '-', '_', '.', '@'; 1-128 of them (tenant and class names).
+bool valid_tenant_name(std::string_view name);
+void load_tenants(const YAML::Node& node, Tenants& out, YamlReader& reader);
+void load_priorities(const YAML::Node& node, Priorities& out, YamlReader& reader);
+/// Checks tenants, priorities and the keys' classes (after validate_auth read the keys file).
+void validate_sharing(GatewayConfig& cfg, std::vector<ConfigError>& errs);
 
 }  // namespace llmux::config::detail

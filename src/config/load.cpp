@@ -20,6 +20,7 @@
 //       pool_idle_timeout: 4s                  # idle pooled connections closed after this;
 //                                              # keep below the backend's keep-alive timeout
 //       health_checks: {path: /ping}           # this backend's own health_checks keys
+//       send_priority: false                   # the request's class as vLLM's `priority`
 //   routes:                                    # matched in order; the first match wins
 //     - name: responses                        # optional; default "route<i>" (i from 0)
 //       match:                                 # all conditions must hold; none = every request
@@ -30,7 +31,6 @@
 //       backends: [server1]                    # names from `backends`, in order
 //       policy: first                          # policy::policy_names(): round_robin (default),
 //                                              # or {name: NAME, OPTION: VALUE, ...}
-//                                              # first
 //       hedge: {after: 2x}                     # off by default; a second backend after 300ms,
 //                                              # or 2x the learned time-to-first-token p99
 //   timeouts:                                  # "250ms", "5s", "2m", "1h", or a number of ms
@@ -40,9 +40,8 @@
 //                                              # KB/MB/GB (10^3...), B, or a number of bytes
 //     # also max_connections: 0 (client connections; above: 503 + close; 0 = no limit) and
 //     # connection_rate: 0 (requests/s on one connection; above: 429; 0 = no limit)
-//   retries:                                   # only what never reached a backend
-//     {max_attempts: 2, backoff: 5ms, request_budget: 10s, budget: 0.2,
-//      min_retries_per_second: 10}
+//   retries: {max_attempts: 2, backoff: 5ms,   # only what never reached a backend
+//     request_budget: 10s, budget: 0.2, min_retries_per_second: 10}
 //   migration:                                 # a cut chat/completions stream continued
 //     {enabled: true, max_migrations: 2, max_kept_bytes: 64KiB}   # on another backend
 //   queue: {size: 256, timeout: 60s}            # when every backend is at max_inflight
@@ -55,6 +54,7 @@
 //   metrics: {enabled: true, listen: "", stream_usage: true}   admin: {token: "", token_file: ""}
 //   auth: {keys: [{name, key | sha256, models, routes, limits}], keys_file}  # API keys, and
 //   quotas: {local_share: 0.5}                 # their limits: the schema is in auth.cpp
+//   tenants: {...}   priorities: {...}         # sharing the queues: schema in sharing.cpp
 //   access_log: stdout                         # stdout, off, or a file path
 //   pid_file: /run/llmux.pid                   # written at start ("" = none); `--reload` reads it
 //   health_checks:                             # active checks, per backend (defaults shown)
@@ -177,15 +177,17 @@ class Loader : public detail::YamlReader {
   }
 
   void backend(const YAML::Node& node, const std::string& field, Backend& backend) {
-    for (const auto& [key, value] : entries(node, field,
-                                            {"name", "url", "api_key", "weight", "max_inflight",
-                                             "pool_idle_timeout", "health_checks", "tls"})) {
+    for (const auto& [key, value] :
+         entries(node, field,
+                 {"name", "url", "api_key", "weight", "max_inflight", "pool_idle_timeout",
+                  "health_checks", "tls", "send_priority"})) {
       const std::string child_field = child(field, key);
       if (key == "name") string(value, child_field, backend.name);
       if (key == "url") string(value, child_field, backend.url);
       if (key == "api_key") string(value, child_field, backend.api_key);
       if (key == "weight") integer(value, child_field, backend.weight);
       if (key == "max_inflight") integer(value, child_field, backend.max_inflight);
+      if (key == "send_priority") boolean(value, child_field, backend.send_priority);
       if (key == "pool_idle_timeout") duration(value, child_field, backend.pool_idle_timeout);
       if (key == "health_checks") health_checks(value, child_field, backend.health_override);
       if (key == "tls") {
@@ -370,11 +372,14 @@ class Loader : public detail::YamlReader {
              node, "", {"listen",  "threads",    "backends", "routes",        "timeouts",
                         "limits",  "access_log", "pid_file", "health_checks", "outlier_detection",
                         "retries", "migration",  "queue",    "affinity",      "backend_metrics",
-                        "metrics", "admin",      "auth",     "quotas",        "state"})) {
+                        "metrics", "admin",      "auth",     "quotas",        "state",
+                        "tenants", "priorities"})) {
       if (key == "listen") listen(value, cfg.listeners);
       if (key == "threads") integer(value, "threads", cfg.threads);
       if (key == "auth") detail::load_auth(value, cfg.auth, *this);  // auth.cpp
       if (key == "quotas") detail::load_quotas(value, cfg.quotas, *this);
+      if (key == "tenants") detail::load_tenants(value, cfg.tenants, *this);  // sharing.cpp
+      if (key == "priorities") detail::load_priorities(value, cfg.priorities, *this);
       if (key == "backends") {
         if (!value.IsSequence()) {
           type_error(key, value, "a list of backends");
@@ -404,22 +409,19 @@ class Loader : public detail::YamlReader {
       if (key == "outlier_detection") outlier_detection(value, cfg.outlier_detection);
       if (key == "retries") retries(value, cfg.retries);
       if (key == "migration") migration(value, cfg.migration);
-      if (key == "queue") {
+      if (key == "queue")
         for (const auto& [qk, qv] : entries(value, key, {"size", "timeout"})) {
           if (qk == "size") integer(qv, child(key, qk), cfg.queue.size);
           if (qk == "timeout") duration(qv, child(key, qk), cfg.queue.timeout);
         }
-      }
-      if (key == "affinity") {
-        auto& affinity = cfg.affinity;
+      if (key == "affinity")
         for (const auto& [ak, av] :
              entries(value, key, {"enabled", "max_entries", "ttl", "lookup_timeout"})) {
-          if (ak == "enabled") boolean(av, child(key, ak), affinity.enabled);
-          if (ak == "max_entries") integer(av, child(key, ak), affinity.max_entries);
-          if (ak == "ttl") duration(av, child(key, ak), affinity.ttl);
-          if (ak == "lookup_timeout") duration(av, child(key, ak), affinity.lookup_timeout);
+          if (ak == "enabled") boolean(av, child(key, ak), cfg.affinity.enabled);
+          if (ak == "max_entries") integer(av, child(key, ak), cfg.affinity.max_entries);
+          if (ak == "ttl") duration(av, child(key, ak), cfg.affinity.ttl);
+          if (ak == "lookup_timeout") duration(av, child(key, ak), cfg.affinity.lookup_timeout);
         }
-      }
       if (key == "state") {
         // `state: redis://...` or `state: {url, prefix, timeout}`.
         if (value.IsScalar()) {
@@ -432,17 +434,16 @@ class Loader : public detail::YamlReader {
           }
         }
       }
-      if (key == "backend_metrics") {
-        auto& metrics = cfg.backend_metrics;
+      if (key == "backend_metrics")
         for (const auto& [mk, mv] :
              entries(value, key, {"enabled", "path", "interval", "timeout", "stale_after"})) {
+          BackendMetrics& metrics = cfg.backend_metrics;
           if (mk == "enabled") boolean(mv, child(key, mk), metrics.enabled);
           if (mk == "path") string(mv, child(key, mk), metrics.path);
           if (mk == "interval") duration(mv, child(key, mk), metrics.interval);
           if (mk == "timeout") duration(mv, child(key, mk), metrics.timeout);
           if (mk == "stale_after") duration(mv, child(key, mk), metrics.stale_after);
         }
-      }
       if (key == "metrics")
         for (const auto& [mk, mv] : entries(value, key, {"enabled", "listen", "stream_usage"})) {
           if (mk == "enabled") boolean(mv, child(key, mk), cfg.metrics.enabled);

@@ -167,12 +167,12 @@ AccessLog::~AccessLog() {
   if (owned_ && file_) std::fclose(file_);
 }
 
-void AccessLog::write(const AccessRecord& record) {
+void AccessLog::write(const AccessRecord& record, std::string_view priority) {
   if (!enabled_) return;
   thread_local std::string out;  // its memory reused line after line
   out.resize(Line::bound({record.request_id, record.client, record.method, record.path,
-                          record.route, record.backend, record.model, record.key, record.affinity,
-                          record.error, record.migrated_from}));
+                          record.route, record.backend, record.model, record.tenant, record.tenant,
+                          priority, record.affinity, record.error, record.migrated_from}));
   Line line{out.data()};
   const std::int64_t ms = unix_ms();
   line.put("{\"ts\":");
@@ -220,9 +220,18 @@ void AccessLog::write(const AccessRecord& record) {
     line.put(",\"queue_ms\":");
     line.fixed3(record.queue_ms);
   }
-  if (!record.key.empty()) {
+  if (record.tenant_is_key) {
     line.put(",\"key\":");
-    line.quoted(record.key);
+    line.quoted(record.tenant);
+  }
+  if (!record.tenant.empty()) {
+    // Whom it was for and its priority class (gateway/sharing.hpp).
+    line.put(",\"tenant\":");
+    line.quoted(record.tenant);
+  }
+  if (!priority.empty()) {
+    line.put(",\"priority\":");
+    line.quoted(priority);
   }
   if (!record.affinity.empty()) {
     line.put(",\"affinity\":");

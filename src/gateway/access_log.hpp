@@ -16,21 +16,28 @@ enum class HedgeResult : std::uint8_t { none, first_won, hedge_won };
 
 struct AccessRecord {
   std::string_view request_id, client, method, path, route, backend, model;
-  std::string_view key;  // the client API key's name (auth.keys); "" when auth is off
+  // Whom it is for (gateway/sharing.hpp): the client API key's name when auth.keys is on
+  // (tenant_is_key), else the tenant header's value, else "anonymous"; "" until it is known.
+  std::string_view tenant;
   // Response affinity (gateway/affinity.hpp): "known" (the table said), "found" (by asking the
   // backends), "not_found", "unavailable" (owner down or silent); "" when the request named none.
   std::string_view affinity;
   std::string error;  // owned: often built while the request unwinds
   int status = 0;
   int attempts = 0;
-  int migrations = 0;              // continuation legs of a cut stream (gateway/migration.hpp)
+  int migrations = 0;   // continuation legs of a cut stream (gateway/migration.hpp)
+  int queue_depth = 0;  // waited in the route's queue: requests waiting when it joined (0: no)
   std::string_view migrated_from;  // the backend whose stream was cut first
+  double queue_ms = -1;            // how long it waited there
+  // Tokens its tenant was charged when it left the route's queue (estimated; 0: it did not
+  // wait), corrected by its real tokens when it ends (gateway/fair_queue.hpp).
+  float queue_charge = 0;
   HedgeResult hedge = HedgeResult::none;  // raced a hedge (gateway/hedge.hpp), and who won
-  int queue_depth = 0;   // waited in the route's queue: requests waiting when it joined (0: no)
-  double queue_ms = -1;  // how long it waited there
   std::uint64_t bytes_in = 0, bytes_out = 0;
   double ttfb_ms = -1, total_ms = 0;
   bool stream = false;
+  bool tenant_is_key = false;
+  std::int8_t priority = -1;  // its priority class: an index into priorities.classes (-1: none)
   std::optional<std::int64_t> prompt_tokens, completion_tokens, cached_tokens;
   std::int64_t received_ns = 0;  // when the gateway had the request (mono_ns; not logged)
   // Generated tokens the metrics counted while the stream passed (one per content event; the
@@ -48,7 +55,8 @@ class AccessLog {
   /// request's CPU): the lines reach the file in one write of whole lines when kBuffer bytes
   /// have gathered, at flush() (the gateway calls it every 100 ms), at reopen() and when the log
   /// is destroyed.
-  void write(const AccessRecord& record);
+  /// `priority`: the name of record.priority's class.
+  void write(const AccessRecord& record, std::string_view priority = {});
   /// Writes out what is buffered.
   void flush();
   static constexpr std::size_t kBuffer = 64 * 1024;

@@ -5,10 +5,13 @@
 #include <chrono>
 #include <optional>
 
+#include <spdlog/spdlog.h>
+
 #include "core/clock.hpp"
 #include "core/use_tuple.hpp"
 #include "gateway/client_connection.hpp"
 #include "gateway/pick.hpp"
+#include "gateway/sharing.hpp"
 
 namespace llmux::gateway {
 
@@ -21,19 +24,28 @@ net::awaitable<bool> admit_client(GatewayState& state, const Fleet& fleet, Clien
                                   const BodyFields& fields, const std::string& request_id,
                                   AccessRecord& rec, const auth::KeyEntry*& key,
                                   auth::QuotaLimiter::Permit& permit) {
+  if (!fleet.keys.enabled()) {  // called for a request classify_request() refused: its answer
+    co_await write_error(client, rec.status, rec.error, &req, true, request_id);
+    co_return false;
+  }
   // A request with a body names its model there ("" when it does not); one without (GET
   // /v1/responses/{id}) is held to the key's routes only.
   const std::optional<std::string_view> model =
       req.body().empty() ? std::nullopt : std::optional<std::string_view>(fields.model);
   auto [entry, decision] =
       fleet.keys.authorize(req[bhttp::field::authorization], route.cfg->name, model);
-  if (entry) rec.key = entry->name;
+  if (entry) {
+    rec.tenant = entry->name;
+    rec.tenant_is_key = true;
+  }
   if (decision.ok()) {
     auto admission = state.quotas->admit(*entry, unix_ms());
     if (admission.decision.ok()) {
       key = entry;
       permit = std::move(admission.permit);
-      co_return true;
+      if (classify_request(fleet, client, req, key, request_id, rec)) co_return true;
+      co_await write_error(client, rec.status, rec.error, &req, true, request_id);
+      co_return false;
     }
     decision = std::move(admission.decision);
   }
@@ -46,24 +58,52 @@ net::awaitable<bool> admit_client(GatewayState& state, const Fleet& fleet, Clien
   co_return false;
 }
 
-/// Waits in the route's queue until, first in line, it takes a slot (`slot`); `depth` is how many
-/// were waiting when it joined, itself included. A coroutine of its own: its frame (and the
-/// ticket) exist only while a request waits.
-net::awaitable<QueueWait> wait_in_queue(ClientConnection& client, const RouteRuntime& route,
-                                        const Request& req, const BodyFields& fields,
-                                        upstream::Backend* const* pinned, upstream::Slot& slot,
-                                        int& depth) {
+bool classify_request(const Fleet& fleet, ClientConnection& client, const Request& req,
+                      const auth::KeyEntry* key, const std::string& request_id, AccessRecord& rec) {
+  Classification decided = classify(fleet, req, key, rec);
+  if (decided.status != 0) {
+    rec.status = decided.status;
+    rec.error = std::move(decided.message);
+    return false;
+  }
+  if (!decided.capped_from.empty())
+    spdlog::info(
+        "request {}: priority class '{}' is above what key '{}' may ask for (max_priority): "
+        "served as '{}'",
+        request_id, decided.capped_from, key->name, priority_name(fleet, rec));
+  client.slot_share = class_share(fleet, rec.priority);
+  return true;
+}
+
+/// Waits in the route's queue until, first in line, it takes a slot (`slot`). A coroutine of its
+/// own: its frame (and the ticket) exist only while a request waits.
+net::awaitable<QueueWait> wait_in_queue(const Fleet& fleet, ClientConnection& client,
+                                        const RouteRuntime& route, const Request& req,
+                                        const BodyFields& fields, upstream::Backend* const* pinned,
+                                        upstream::Slot& slot, AccessRecord& rec) {
   AdmissionQueue& queue = *route.queue;
-  auto ticket = queue.join(co_await net::this_coro::executor);
-  if (!ticket) co_return QueueWait::full;
-  depth = ticket->depth;
+  FairQueue::Waiter waiter;
+  waiter.tenant = std::string(rec.tenant.empty() ? std::string_view("anonymous") : rec.tenant);
+  waiter.weight = fleet.cfg.tenants.weight(rec.tenant);
+  waiter.priority_class = std::max<int>(0, rec.priority);
+  waiter.cost = estimate_cost(req.body(), fields, queue.learned_output());
+  const double cost = waiter.cost;
+  FairQueue::Joined refused = FairQueue::Joined::yes;
+  auto ticket = queue.join(co_await net::this_coro::executor, std::move(waiter), refused);
+  if (!ticket)
+    co_return refused == FairQueue::Joined::tenant_full ? QueueWait::tenant_full : QueueWait::full;
+  rec.queue_depth = ticket->depth;
   const auto deadline = std::chrono::steady_clock::now() + queue.timeout();
   for (;;) {
-    if (queue.at_head(*ticket)) {
+    if (const std::optional<int> head_class = queue.at_head(*ticket)) {
+      // First in line: a slot within the share of the class it counts as now (promoted or not).
       upstream::TriedSet tried;
-      slot = pick(route, req, fields, tried, pinned);
+      const double share = class_share(fleet, *head_class);
+      slot = pick(route, req, fields, tried, pinned, share);
       if (slot) {
-        queue.leave(ticket);
+        queue.dispatched(ticket);
+        rec.queue_charge = static_cast<float>(cost);
+        client.slot_share = share;
         co_return QueueWait::slot;
       }
     }
@@ -76,7 +116,8 @@ net::awaitable<QueueWait> wait_in_queue(ClientConnection& client, const RouteRun
       ticket->woken = false;
       continue;
     }
-    // Woken by a slot coming free, or every 100 ms to see the client and the deadline.
+    // Woken by a slot coming free, or every 100 ms to see the client, the deadline and
+    // promotions.
     ticket->timer.expires_after(std::min<std::chrono::steady_clock::duration>(
         deadline - now, std::chrono::milliseconds(100)));
     co_await ticket->timer.async_wait(use_tuple);

@@ -21,25 +21,34 @@
 namespace llmux::gateway {
 
 /// auth.keys: the client's key, its right to this route and model, then its quotas (`permit`
-/// holds its concurrency slot). False when the request was answered here instead (401, 403 or
-/// 429 with Retry-After). A coroutine of its own, so that the decision and its message take no
-/// room in every proxy frame.
+/// holds its concurrency slot), then whom the request is for and its class (classify_request).
+/// False when the request was answered here instead (400, 401, 403 or 429 with Retry-After).
+/// Without auth.keys, called only for a request classify_request() refused: it answers it. A
+/// coroutine of its own, so that the decision and its message take no room in every proxy
+/// frame.
 net::awaitable<bool> admit_client(GatewayState& state, const Fleet& fleet, ClientConnection& client,
                                   const Request& req, const RouteRuntime& route,
                                   const BodyFields& fields, const std::string& request_id,
                                   AccessRecord& rec, const auth::KeyEntry*& key,
                                   auth::QuotaLimiter::Permit& permit);
 
-/// How a wait in the route's queue ended: with a slot, refused (the queue is full), timed out,
-/// or the client left.
-enum class QueueWait { slot, full, timeout, client_left };
+/// Whom the request is for and its priority class (gateway/sharing.hpp) into `rec`, and the
+/// share of a backend's slots its class may fill into client.slot_share. False when it must be
+/// refused instead: rec.status (400 or 403) and rec.error say why, for the caller to answer.
+bool classify_request(const Fleet& fleet, ClientConnection& client, const Request& req,
+                      const auth::KeyEntry* key, const std::string& request_id, AccessRecord& rec);
 
-/// Waits in the route's queue until, first in line, it takes a slot (`slot`); `depth` is how many
-/// were waiting when it joined, itself included. A coroutine of its own: its frame (and the
-/// ticket) exist only while a request waits.
-net::awaitable<QueueWait> wait_in_queue(ClientConnection& client, const RouteRuntime& route,
-                                        const Request& req, const BodyFields& fields,
-                                        upstream::Backend* const* pinned, upstream::Slot& slot,
-                                        int& depth);
+/// How a wait in the route's queue ended: with a slot, refused (the queue is full, or the
+/// tenant holds its max_queued places), timed out, or the client left.
+enum class QueueWait { slot, full, tenant_full, timeout, client_left };
+
+/// Waits in the route's queue until, first in line, it takes a slot (`slot`). Sets rec's
+/// queue_depth (how many were waiting when it joined, itself included) and, with a slot, its
+/// queue_charge. A coroutine of its own: its frame (and the ticket) exist only while a request
+/// waits.
+net::awaitable<QueueWait> wait_in_queue(const Fleet& fleet, ClientConnection& client,
+                                        const RouteRuntime& route, const Request& req,
+                                        const BodyFields& fields, upstream::Backend* const* pinned,
+                                        upstream::Slot& slot, AccessRecord& rec);
 
 }  // namespace llmux::gateway

@@ -52,7 +52,10 @@ struct ClientConnection {
   std::string peer;
   std::chrono::milliseconds write_timeout{120000};  // the gateway's own answers (timeouts.idle)
   http::ScopedDeadline dl;
-  ClientWatch watch;             // the current request's watch on this socket
+  ClientWatch watch;  // the current request's watch on this socket
+  // The share of a backend's max_inflight the current request's priority class may fill
+  // (gateway/sharing.hpp), for the picks of its retries and hedges.
+  double slot_share = 1.0;
   DeferredStart deferred_watch;  // linked while the watch waits to start (start_watch)
 };
 

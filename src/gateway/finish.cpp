@@ -8,6 +8,7 @@
 #include "core/clock.hpp"
 #include "gateway/affinity.hpp"
 #include "gateway/metrics.hpp"
+#include "gateway/sharing.hpp"
 
 namespace llmux::gateway {
 
@@ -44,7 +45,15 @@ net::awaitable<void> answer_failure(ClientConnection& client, const Request& req
   }
   upstream::ErrorAnswer answer;
   int retry_after = 0;
-  if (queue_wait == QueueWait::full) {
+  if (queue_wait == QueueWait::tenant_full) {
+    answer.status = 429;
+    answer.message = fmt::format(
+        "Too many requests of tenant '{}' waiting: every backend of this route is at its "
+        "max_inflight and this tenant holds {} places of its queue already (tenants.max_queued). "
+        "Retry later.",
+        rec.tenant, route.queue->max_queued_per_tenant());
+    retry_after = 1;
+  } else if (queue_wait == QueueWait::full) {
     answer.status = 429;
     answer.message = fmt::format(
         "Too many requests waiting: every backend of this route is at its max_inflight and {} "
@@ -86,9 +95,10 @@ void finish(GatewayState& state, const Fleet& fleet, Worker& worker, const Route
             const upstream::Backend* backend, const BodyFields& fields, AccessRecord& rec,
             std::int64_t start, std::int64_t now, const auth::KeyEntry* key) {
   rec.total_ms = static_cast<double>(now - start) / 1e6;
+  settle_queue_charge(fleet, route, rec);  // its tenant's charge in the queue, by its real tokens
   if (key && backend) charge_key(state, *key, *backend, fields, rec);
   if (!fleet.cfg.metrics.enabled) {
-    state.log.write(rec);
+    state.log.write(rec, priority_name(fleet, rec));
     return;
   }
   metrics::WorkerMetrics& worker_metrics = *worker.worker_metrics;
@@ -116,7 +126,7 @@ void finish(GatewayState& state, const Fleet& fleet, Worker& worker, const Route
         worker_metrics.count(Family::generation_tokens, bid, model, 0, total - rec.streamed_tokens);
     }
   }
-  state.log.write(rec);
+  state.log.write(rec, priority_name(fleet, rec));
 }
 
 }  // namespace llmux::gateway

@@ -30,6 +30,18 @@ void BackendSlots::give(int slot) {
 
 namespace {
 
+/// The order of each route's queue: the priority classes and the tenants' limit.
+FairQueueRules queue_rules(const config::GatewayConfig& config) {
+  FairQueueRules rules;
+  rules.size = config.queue.size;
+  rules.max_queued_per_tenant = config.tenants.max_queued;
+  rules.promote_after_ns.clear();
+  for (const auto& rule : config.priorities.classes)
+    rules.promote_after_ns.push_back(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(rule.promote_after).count());
+  return rules;
+}
+
 std::atomic<std::uint64_t> next_uid{1};
 
 /// The same machine, reached the same way: the backend object (and its state) is kept.
@@ -250,7 +262,7 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
       out.errors.push_back(fmt::format("route {}: {}", configured_route.name, why));
       return out;
     }
-    route.queue = std::make_unique<AdmissionQueue>(config.queue.size, config.queue.timeout);
+    route.queue = std::make_unique<AdmissionQueue>(queue_rules(config), config.queue.timeout);
 
     for (const auto& name : configured_route.backends) {
       for (std::size_t i = 0; i < config.backends.size(); ++i) {

@@ -177,7 +177,7 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
       hedge_decided = true;
       if (route.retry_budget->try_retry(now)) {
         upstream::Backend* const not_pinned = nullptr;
-        hedge_slot.slot = pick(route, req, fields, tried, &not_pinned);
+        hedge_slot.slot = pick(route, req, fields, tried, &not_pinned, client.slot_share);
         if (hedge_slot.slot) {
           tried.add(*hedge_slot.slot.backend());
           start_leg(1, *hedge_slot.slot.backend());

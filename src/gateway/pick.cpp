@@ -74,12 +74,13 @@ net::awaitable<bool> pin_owner(GatewayState& state, const Fleet& fleet, ClientCo
 /// `pinned`: the backend that holds the response the request names (gateway/affinity.hpp), the
 /// only candidate then.
 upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFields& fields,
-                    upstream::TriedSet& tried, upstream::Backend* const* pinned) {
+                    upstream::TriedSet& tried, upstream::Backend* const* pinned, double max_share) {
   const HeaderLookup headers{&req};
   const std::span<upstream::Backend* const> candidates =
       *pinned ? std::span<upstream::Backend* const>(pinned, 1)
               : std::span<upstream::Backend* const>(route.backends);
-  const policy::PickContext pick_context = context(route, req, fields, headers, *pinned != nullptr);
+  policy::PickContext pick_context = context(route, req, fields, headers, *pinned != nullptr);
+  pick_context.max_share = max_share;
   if (route.cfg->hedge.enabled() && !*pinned) {
     // A route that hedges avoids the backends that just lost races (gateway/hedge.hpp) while
     // another can take the request.

@@ -72,11 +72,14 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
   rec.stream = fields.stream;
   rec.bytes_in = req.body().size();
 
-  // auth.keys: who is calling, may they, and within which quotas (held until the request ends).
+  // auth.keys: who is calling, may they, and within which quotas (held until the request ends);
+  // whom the request is for and its priority class (gateway/sharing.hpp). A request refused is
+  // answered by admit_client().
   const auth::KeyEntry* key = nullptr;
   auth::QuotaLimiter::Permit permit;
-  if (fleet.keys.enabled() && !co_await admit_client(state, fleet, client, req, route, fields,
-                                                     request_id, rec, key, permit)) {
+  if ((fleet.keys.enabled() || !classify_request(fleet, client, req, nullptr, request_id, rec)) &&
+      !co_await admit_client(state, fleet, client, req, route, fields, request_id, rec, key,
+                             permit)) {
     finish(state, fleet, worker, route, nullptr, fields, rec, start, mono_ns());
     co_return;
   }
@@ -121,11 +124,11 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     // requests wait in the route's queue, a new one joins them rather than overtaking them.
     HeldSlot held(fleet);
     if (attempts > 0 || route.queue->depth() == 0)
-      held.slot = pick(route, req, fields, tried, &pinned);
+      held.slot = pick(route, req, fields, tried, &pinned, client.slot_share);
     if (!held.slot && attempts == 0 && route.queue->size() > 0) {
       const std::int64_t queued_at = mono_ns();
       queue_wait =
-          co_await wait_in_queue(client, route, req, fields, &pinned, held.slot, rec.queue_depth);
+          co_await wait_in_queue(fleet, client, route, req, fields, &pinned, held.slot, rec);
       ready = mono_ns();
       not_overhead += ready - queued_at;
       rec.queue_ms = static_cast<double>(ready - queued_at) / 1e6;

@@ -5,15 +5,16 @@
 
 namespace llmux::policy {
 
-bool available(const Backend& backend, const TriedSet& tried, std::int64_t now_ns) {
-  return !tried.contains(backend) && backend.has_capacity() && backend.usable(now_ns) &&
+bool available(const Backend& backend, const TriedSet& tried, std::int64_t now_ns,
+               double max_share) {
+  return !tried.contains(backend) && backend.has_capacity(max_share) && backend.usable(now_ns) &&
          !(backend.on_trial() && backend.trial_taken.load(std::memory_order_relaxed));
 }
 
 Backend* Policy::pick(const PickContext& ctx, std::span<Backend* const> candidates,
                       const TriedSet& tried, std::int64_t now_ns) {
   return select(ctx, candidates, [&](const Backend& backend) {
-    return available(backend, tried, now_ns) &&
+    return available(backend, tried, now_ns, ctx.max_share) &&
            (ctx.pinned || !backend.draining.load(std::memory_order_relaxed));
   });
 }
@@ -23,22 +24,22 @@ namespace {
 /// When every backend of the route is out: the least recently failed one that is not tried and
 /// has room, so that requests are tried rather than refused by the gateway alone.
 upstream::Slot last_resort(std::span<Backend* const> candidates, TriedSet& tried,
-                           std::int64_t now_ns, std::int64_t tokens, bool pinned) {
+                           std::int64_t now_ns, const PickContext& ctx) {
   for (Backend* backend : candidates)  // not every backend is out: no last resort
     if (backend->usable(now_ns) &&
         !(backend->on_trial() && backend->trial_taken.load(std::memory_order_relaxed)))
       return {};
   Backend* best = nullptr;
   for (Backend* backend : candidates) {
-    if (tried.contains(*backend) || !backend->has_capacity() ||
-        (!pinned && backend->draining.load(std::memory_order_relaxed)))
+    if (tried.contains(*backend) || !backend->has_capacity(ctx.max_share) ||
+        (!ctx.pinned && backend->draining.load(std::memory_order_relaxed)))
       continue;
     if (!best || backend->last_failure_ns.load(std::memory_order_relaxed) <
                      best->last_failure_ns.load(std::memory_order_relaxed))
       best = backend;
   }
-  if (!best || !best->try_acquire()) return {};
-  return upstream::Slot{best, false, tokens};
+  if (!best || !best->try_acquire(ctx.max_share)) return {};
+  return upstream::Slot{best, false, ctx.tokens};
 }
 
 }  // namespace
@@ -50,7 +51,7 @@ upstream::Slot pick_and_acquire(Policy& policy, const PickContext& ctx,
   for (std::size_t round = 0; round <= candidates.size(); ++round) {
     Backend* backend = policy.pick(ctx, candidates, tried, now_ns);
     if (!backend) break;
-    if (!backend->try_acquire()) {
+    if (!backend->try_acquire(ctx.max_share)) {
       tried.add(*backend);  // full since select() looked: not this one, for this request
       continue;
     }
@@ -61,7 +62,7 @@ upstream::Slot pick_and_acquire(Policy& policy, const PickContext& ctx,
     backend->release();  // another request holds its trial
     tried.add(*backend);
   }
-  return last_resort(candidates, tried, now_ns, ctx.tokens, ctx.pinned);
+  return last_resort(candidates, tried, now_ns, ctx);
 }
 
 }  // namespace llmux::policy

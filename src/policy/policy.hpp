@@ -62,6 +62,9 @@ struct PickContext {
   /// The request names a response its one candidate holds (affinity): a draining backend still
   /// takes it.
   bool pinned = false;
+  /// The share of each backend's max_inflight the request's priority class may fill (the rest
+  /// is kept for higher classes: config `priorities`).
+  double max_share = 1.0;
 };
 
 /// What a policy follows of one attempt it chose the backend for, made by Policy::on_dispatch()
@@ -104,7 +107,8 @@ class Policy {
 /// True if `backend` may take another request: not tried, under its in-flight limit. A hint for
 /// select(): the slot itself is taken by pick_and_acquire().
 /// Also: usable (checks pass, not ejected), and not on a trial another request holds.
-bool available(const Backend& backend, const TriedSet& tried, std::int64_t now_ns = mono_ns());
+bool available(const Backend& backend, const TriedSet& tried, std::int64_t now_ns = mono_ns(),
+               double max_share = 1.0);
 
 /// Asks `policy` for an available backend and takes one of its in-flight slots atomically. A
 /// backend that filled up between select() and the slot (another worker took the last one) is

@@ -11,6 +11,7 @@
 // configuration snapshots that name them (gateway/fleet.hpp) and by the requests running on
 // them, so a backend removed by a reload lives until its last request ends. A reload that keeps
 // a backend (same name and address) keeps the same object: its health and in-flight count go on.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -81,15 +82,24 @@ struct Backend {
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
-  /// True while under max_inflight (a hint: the slot itself is taken by try_acquire()).
-  bool has_capacity() const {
+  /// The slots a request may fill when its priority class may take `share` of max_inflight (at
+  /// least one; 0: unlimited).
+  int slot_limit(double share) const {
     const int max = max_inflight.load(std::memory_order_relaxed);
+    if (max <= 0 || share >= 1.0) return max;
+    return std::max(1, static_cast<int>(static_cast<double>(max) * share + 1e-9));
+  }
+  /// True while under max_inflight, or under the `share` of it a request's class may fill (a
+  /// hint: the slot itself is taken by try_acquire()).
+  bool has_capacity(double share = 1.0) const {
+    const int max = slot_limit(share);
     return max <= 0 || inflight.load(std::memory_order_relaxed) < max;
   }
-  /// Takes one in-flight slot: false when the backend is at max_inflight. Check and increment
+  /// Takes one in-flight slot: false when the backend is at max_inflight, or at the `share` of
+  /// it the request's class may fill (the rest is kept for higher classes). Check and increment
   /// are one atomic step, so workers racing for the last slot never overshoot the limit.
-  bool try_acquire() {
-    const int max = max_inflight.load(std::memory_order_relaxed);
+  bool try_acquire(double share = 1.0) {
+    const int max = slot_limit(share);
     if (max <= 0) {
       inflight.fetch_add(1, std::memory_order_relaxed);
       return true;

@@ -268,7 +268,7 @@ TEST(LoadErrors, UnknownKeyWithoutNearMissListsKnownKeys) {
   EXPECT_EQ(errors[0].reason,
             "unknown key (known: listen, threads, backends, routes, timeouts, limits, "
             "access_log, pid_file, health_checks, outlier_detection, retries, migration, queue, "
-            "affinity, backend_metrics, metrics, admin, auth, quotas, state)");
+            "affinity, backend_metrics, metrics, admin, auth, quotas, state, tenants, priorities)");
 }
 
 TEST(LoadErrors, StrayCommaIsASyntaxErrorNotAHang) {

@@ -22,7 +22,8 @@ using llmux::gateway::AccessRecord;
 namespace {
 
 /// The lines `write` produced for `records`, each parsed.
-std::vector<std::string> lines_of(const std::vector<AccessRecord>& records) {
+std::vector<std::string> lines_of(const std::vector<AccessRecord>& records,
+                                  std::string_view priority = {}) {
   char path[] = "/tmp/llmux-access-log-XXXXXX";
   const int fd = ::mkstemp(path);
   EXPECT_GE(fd, 0);
@@ -31,7 +32,7 @@ std::vector<std::string> lines_of(const std::vector<AccessRecord>& records) {
     AccessLog log;
     std::string error;
     EXPECT_TRUE(log.open(path, error)) << error;
-    for (const auto& r : records) log.write(r);
+    for (const auto& r : records) log.write(r, priority);
     log.flush();
   }
   std::ifstream in(path);
@@ -50,7 +51,8 @@ TEST(AccessLogLine, EveryFieldReadsBackAsTheRecordHadIt) {
   r.route = "chat \"main\"";                                   // a quote to escape
   r.backend = "spark\\1";                                      // a backslash
   r.model = std::string_view("m\n\t\x01\x1f\x7f\xc3\xa9", 8);  // controls, DEL, UTF-8 é
-  r.key = "team-a";
+  r.tenant = "team-a";
+  r.tenant_is_key = true;
   r.affinity = "known";
   r.error = "upstream said \"no\"\r\n";
   r.status = 502;
@@ -65,7 +67,7 @@ TEST(AccessLogLine, EveryFieldReadsBackAsTheRecordHadIt) {
   r.prompt_tokens = 17;
   r.completion_tokens = 0;
   const auto before = std::chrono::system_clock::now();
-  const auto lines = lines_of({r});
+  const auto lines = lines_of({r}, "batch");
   const auto after = std::chrono::system_clock::now();
   ASSERT_EQ(lines.size(), 1u);
   const json::object o = json::parse(lines[0]).as_object();
@@ -77,6 +79,8 @@ TEST(AccessLogLine, EveryFieldReadsBackAsTheRecordHadIt) {
   EXPECT_EQ(o.at("backend").as_string(), r.backend);
   EXPECT_EQ(o.at("model").as_string(), r.model);
   EXPECT_EQ(o.at("key").as_string(), "team-a");
+  EXPECT_EQ(o.at("tenant").as_string(), "team-a");
+  EXPECT_EQ(o.at("priority").as_string(), "batch");
   EXPECT_EQ(o.at("affinity").as_string(), "known");
   EXPECT_EQ(o.at("error").as_string(), r.error);
   EXPECT_EQ(o.at("status").as_int64(), 502);
@@ -113,8 +117,8 @@ TEST(AccessLogLine, UnsetFieldsAreLeftOutAndNoTimeIsNegative) {
   const auto lines = lines_of({r, r});
   ASSERT_EQ(lines.size(), 2u);
   const json::object o = json::parse(lines[1]).as_object();
-  for (const char* absent : {"queue_depth", "queue_ms", "key", "affinity", "prompt_tokens",
-                             "completion_tokens", "error"})
+  for (const char* absent : {"queue_depth", "queue_ms", "key", "tenant", "priority", "affinity",
+                             "prompt_tokens", "completion_tokens", "error"})
     EXPECT_FALSE(o.contains(absent)) << absent << " in " << lines[1];
   EXPECT_EQ(o.at("backend").as_string(), "");
   EXPECT_EQ(o.at("stream").as_bool(), false);

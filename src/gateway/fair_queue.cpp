@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gateway/fair_queue.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace llmux::gateway {
+
+FairQueue::FairQueue(FairQueueRules rules) : rules_(std::move(rules)) {
+  if (rules_.promote_after_ns.empty()) rules_.promote_after_ns.push_back(0);
+}
+
+FairQueue::Joined FairQueue::join(Waiter waiter) {
+  if (static_cast<int>(waiters_.size()) >= rules_.size) return Joined::queue_full;
+  auto found = tenants_.find(waiter.tenant);
+  if (rules_.max_queued_per_tenant > 0 && found != tenants_.end() &&
+      found->second.waiting >= rules_.max_queued_per_tenant)
+    return Joined::tenant_full;
+  waiter.priority_class = std::clamp(waiter.priority_class, 0,
+                                     static_cast<int>(rules_.promote_after_ns.size()) - 1);
+  if (found == tenants_.end() || found->second.waiting == 0) {
+    // Starts waiting: no credit from the time it had nobody waiting.
+    double floor = std::numeric_limits<double>::infinity();
+    for (const auto& [name, tenant] : tenants_)
+      if (tenant.waiting > 0) floor = std::min(floor, tenant.counter);
+    if (floor == std::numeric_limits<double>::infinity()) floor = last_served_counter_;
+    if (found == tenants_.end()) found = tenants_.emplace(waiter.tenant, Tenant{floor}).first;
+    found->second.counter = std::max(found->second.counter, floor);
+  }
+  ++found->second.waiting;
+  waiters_.push_back(std::move(waiter));
+  return Joined::yes;
+}
+
+bool FairQueue::remove(std::uint64_t id) {
+  const auto it = std::find_if(waiters_.begin(), waiters_.end(),
+                               [id](const Waiter& waiter) { return waiter.id == id; });
+  if (it == waiters_.end()) return false;
+  const auto tenant = tenants_.find(it->tenant);
+  waiters_.erase(it);
+  if (tenant != tenants_.end()) {
+    --tenant->second.waiting;
+    forget_if_idle(tenant);
+  }
+  return true;
+}
+
+int FairQueue::effective_class(int priority_class, std::int64_t waited_ns) const {
+  int current = priority_class;
+  std::int64_t left = waited_ns;
+  while (current > 0) {
+    const std::int64_t after = rules_.promote_after_ns[static_cast<std::size_t>(current)];
+    if (after <= 0 || left < after) break;
+    left -= after;
+    --current;
+  }
+  return current;
+}
+
+std::optional<FairQueue::Next> FairQueue::next(std::int64_t now_ns) const {
+  if (waiters_.empty()) return std::nullopt;
+  // The highest class anyone counts as now; then, among the tenants with a waiter there, the
+  // lowest counter (ties: the earlier waiter); that tenant's earliest waiter of the class.
+  int best_class = std::numeric_limits<int>::max();
+  for (const Waiter& waiter : waiters_)
+    best_class = std::min(best_class,
+                          effective_class(waiter.priority_class, now_ns - waiter.joined_ns));
+  const Waiter* chosen = nullptr;
+  double chosen_counter = 0;
+  for (const Waiter& waiter : waiters_) {  // in join order: the first of each tenant is its oldest
+    if (effective_class(waiter.priority_class, now_ns - waiter.joined_ns) != best_class) continue;
+    const auto tenant = tenants_.find(waiter.tenant);
+    const double counter = tenant == tenants_.end() ? 0 : tenant->second.counter;
+    if (!chosen || counter < chosen_counter) {
+      chosen = &waiter;
+      chosen_counter = counter;
+    }
+  }
+  return Next{chosen->id, best_class};
+}
+
+bool FairQueue::dispatch(std::uint64_t id) {
+  const auto it = std::find_if(waiters_.begin(), waiters_.end(),
+                               [id](const Waiter& waiter) { return waiter.id == id; });
+  if (it == waiters_.end()) return false;
+  auto tenant = tenants_.find(it->tenant);
+  if (tenant != tenants_.end()) {
+    tenant->second.counter += it->cost / std::max(it->weight, 1e-9);
+    last_served_counter_ = tenant->second.counter;
+    --tenant->second.waiting;
+    ++tenant->second.in_flight;
+  }
+  waiters_.erase(it);
+  return true;
+}
+
+void FairQueue::correct(std::string_view tenant_name, double weight, double estimated,
+                        double actual) {
+  const auto tenant = tenants_.find(tenant_name);
+  if (tenant == tenants_.end()) return;  // forgotten since (a reload's queue is new)
+  tenant->second.counter += (actual - estimated) / std::max(weight, 1e-9);
+  if (tenant->second.in_flight > 0) --tenant->second.in_flight;
+  forget_if_idle(tenant);
+}
+
+int FairQueue::waiting(std::string_view tenant_name) const {
+  const auto tenant = tenants_.find(tenant_name);
+  return tenant == tenants_.end() ? 0 : tenant->second.waiting;
+}
+
+std::optional<double> FairQueue::counter(std::string_view tenant_name) const {
+  const auto tenant = tenants_.find(tenant_name);
+  if (tenant == tenants_.end()) return std::nullopt;
+  return tenant->second.counter;
+}
+
+void FairQueue::forget_if_idle(std::map<std::string, Tenant, std::less<>>::iterator tenant) {
+  if (tenant->second.waiting == 0 && tenant->second.in_flight == 0) tenants_.erase(tenant);
+}
+
+}  // namespace llmux::gateway

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sharing the machines (issue 38): a request's tenant and priority class from its key or its
+// headers, each bad value a clear 400 (or 403), a class above its key's cap served at the cap;
+// in a saturated route's queue a higher class goes first, a tenant holds at most max_queued
+// places (429 naming its limit), and a lower class fills only its share of a backend's slots.
+// Queued requests are seen through GET /health's `queued`, never guessed with sleeps.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "support/gated_backend.hpp"
+#include "support/gateway_support.hpp"
+#include "support/http_client.hpp"
+#include "support/process.hpp"
+#include "support/test_util.hpp"
+
+namespace llmux::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kBody = R"({"model":"m","stream":true,"messages":[]})";
+
+std::string config(int port, int max_inflight, const std::string& extra = "") {
+  return "listen: \"127.0.0.1:0\"\nthreads: 2\nqueue: {size: 16, timeout: 20s}\nbackends:\n" +
+         backend_line("be", port, ", max_inflight: " + std::to_string(max_inflight)) +
+         "routes:\n  - {name: all, backends: [be]}\n" + extra;
+}
+
+int queued(int gw_port) {
+  Response r = HttpClient(gw_port).get("/health");
+  return static_cast<int>(parse_json(r.body).at("routes").at(0).at("queued").as_int64());
+}
+
+std::unique_ptr<StreamingResponse> open_stream(int port, const std::string& id,
+                                               const Headers& headers) {
+  Headers all = headers;
+  all.push_back({"x-request-id", "s" + id});
+  return StreamingResponse::open(port, "POST", "/v1/chat/completions?n=" + id, kBody, all, 20s);
+}
+
+void finish(GatedBackend& be, StreamingResponse& s) {
+  be.release(2);
+  SseResult r = read_sse(s, SIZE_MAX, 5s, 10s);
+  EXPECT_EQ(r.end, ReadStatus::End) << r.raw();
+}
+
+TEST(GatewaySharing, BadTenantAndPriorityHeadersAre400NamingTheClasses) {
+  GatedBackend be({GatedBackend::Mode::Echo});
+  auto gw = GatewayServer::with_config(config(be.port(), 0));
+  HttpClient client(gw->port());
+  std::string why;
+
+  Response unknown = client.post("/v1/chat/completions", kBody, {{"X-Llmux-Priority", "urgent"}});
+  EXPECT_EQ(unknown.status, 400) << unknown.body;
+  EXPECT_TRUE(is_openai_error(unknown.body, 400, &why)) << why;
+  EXPECT_NE(unknown.body.find("interactive, default, batch"), std::string::npos) << unknown.body;
+
+  Response malformed =
+      client.post("/v1/chat/completions", kBody, {{"X-Llmux-Priority", "batch please"}});
+  EXPECT_EQ(malformed.status, 400) << malformed.body;
+  EXPECT_NE(malformed.body.find("Malformed X-Llmux-Priority"), std::string::npos) << malformed.body;
+
+  Response tenant = client.post("/v1/chat/completions", kBody, {{"X-Llmux-Tenant", "a/b"}});
+  EXPECT_EQ(tenant.status, 400) << tenant.body;
+  EXPECT_NE(tenant.body.find("Malformed X-Llmux-Tenant"), std::string::npos) << tenant.body;
+  EXPECT_TRUE(be.requests().empty()) << "a refused request reached the backend";
+
+  // A good one goes through; the access log names its tenant and class.
+  Response ok = client.post("/v1/chat/completions", kBody,
+                            {{"X-Llmux-Tenant", "eval-team"},
+                             {"X-Llmux-Priority", "batch"},
+                             {"x-request-id", "good-1"}});
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  const auto record = gw->wait_access_record("good-1", 5s);
+  EXPECT_EQ(record.at("tenant").as_string(), "eval-team");
+  EXPECT_EQ(record.at("priority").as_string(), "batch");
+  gw->expect_clean_exit();
+}
+
+TEST(GatewaySharing, AClassAboveTheKeysCapIsServedAtTheCapOrRefusedWhenConfigured) {
+  GatedBackend be({GatedBackend::Mode::Echo});
+  const std::string keys =
+      "auth:\n  keys:\n"
+      "    - {name: ci, key: sk-ci-000001, priority: batch, max_priority: default}\n";
+  {
+    auto gw = GatewayServer::with_config(config(be.port(), 0, keys));
+    HttpClient client(gw->port());
+    Response capped = client.post("/v1/chat/completions", kBody,
+                                  {{"Authorization", "Bearer sk-ci-000001"},
+                                   {"X-Llmux-Priority", "interactive"},
+                                   {"X-Llmux-Tenant", "someone-else"},
+                                   {"x-request-id", "capped-1"}});
+    EXPECT_EQ(capped.status, 200) << capped.body;
+    const auto record = gw->wait_access_record("capped-1", 5s);
+    EXPECT_EQ(record.at("priority").as_string(), "default");
+    EXPECT_EQ(record.at("tenant").as_string(), "ci") << "the key names the tenant, not a header";
+    EXPECT_TRUE(poll_until(
+        [&] { return gw->stderr_text().find("served as 'default'") != std::string::npos; }, 5s))
+        << gw->stderr_text();
+    // No header: the key's own class.
+    Response plain = client.post("/v1/chat/completions", kBody,
+                                 {{"Authorization", "Bearer sk-ci-000001"},
+                                  {"x-request-id", "plain-1"}});
+    EXPECT_EQ(plain.status, 200) << plain.body;
+    EXPECT_EQ(gw->wait_access_record("plain-1", 5s).at("priority").as_string(), "batch");
+    gw->expect_clean_exit();
+  }
+  auto gw = GatewayServer::with_config(
+      config(be.port(), 0, keys + "priorities: {refuse_above_key_cap: true}\n"));
+  Response refused = HttpClient(gw->port())
+                         .post("/v1/chat/completions", kBody,
+                               {{"Authorization", "Bearer sk-ci-000001"},
+                                {"X-Llmux-Priority", "interactive"}});
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  std::string why;
+  EXPECT_TRUE(is_openai_error(refused.body, 403, &why)) << why;
+  EXPECT_NE(refused.body.find("at most 'default'"), std::string::npos) << refused.body;
+  gw->expect_clean_exit();
+}
+
+TEST(GatewaySharing, AHigherClassGoesFirstAndATenantHoldsAtMostMaxQueuedPlaces) {
+  GatedBackend be({GatedBackend::Mode::GatedSse, 1});
+  auto gw = GatewayServer::with_config(config(be.port(), 1, "tenants: {max_queued: 1}\n"));
+  const int port = gw->port();
+  auto first = open_stream(port, "0", {});
+  ASSERT_EQ(first->status(), 200);
+  auto batch = std::async(std::launch::async, [&] {
+    return open_stream(port, "1", {{"X-Llmux-Tenant", "nightly"}, {"X-Llmux-Priority", "batch"}});
+  });
+  ASSERT_TRUE(poll_until([&] { return queued(port) == 1; }, 5s));
+  // nightly holds its one place: its next request is refused, naming the limit.
+  Response over = HttpClient(port).post(
+      "/v1/chat/completions?n=x", kBody,
+      {{"X-Llmux-Tenant", "nightly"}, {"X-Llmux-Priority", "batch"}});
+  EXPECT_EQ(over.status, 429) << over.body;
+  EXPECT_EQ(over.header("retry-after"), "1");
+  EXPECT_NE(over.body.find("tenant 'nightly'"), std::string::npos) << over.body;
+  EXPECT_NE(over.body.find("tenants.max_queued"), std::string::npos) << over.body;
+  // An interactive request of another tenant joins after the batch one and goes before it.
+  auto interactive = std::async(std::launch::async, [&] {
+    return open_stream(port, "2", {{"X-Llmux-Tenant", "alice"}, {"X-Llmux-Priority", "interactive"}});
+  });
+  ASSERT_TRUE(poll_until([&] { return queued(port) == 2; }, 5s));
+  finish(be, *first);
+  auto second = interactive.get();
+  ASSERT_EQ(second->status(), 200);
+  ASSERT_TRUE(be.wait_requests(2, 5s));
+  EXPECT_EQ(be.requests()[1].target, "/v1/chat/completions?n=2");
+  finish(be, *second);
+  auto third = batch.get();
+  ASSERT_EQ(third->status(), 200);
+  ASSERT_TRUE(be.wait_requests(3, 5s));
+  EXPECT_EQ(be.requests()[2].target, "/v1/chat/completions?n=1");
+  finish(be, *third);
+  gw->expect_clean_exit();
+}
+
+TEST(GatewaySharing, ALowerClassFillsOnlyItsShareOfABackendsSlots) {
+  // max_inflight 2, batch's default max_share 0.5: batch holds one slot, the other is kept.
+  GatedBackend be({GatedBackend::Mode::GatedSse, 1});
+  auto gw = GatewayServer::with_config(config(be.port(), 2));
+  const int port = gw->port();
+  const Headers batch_headers{{"X-Llmux-Priority", "batch"}};
+  auto first = open_stream(port, "0", batch_headers);
+  ASSERT_EQ(first->status(), 200);
+  auto second = std::async(std::launch::async, [&] { return open_stream(port, "1", batch_headers); });
+  ASSERT_TRUE(poll_until([&] { return queued(port) == 1; }, 5s))
+      << "the second batch request took the slot kept for higher classes";
+  // The kept slot serves a default-class request (which joins the queue, ahead of batch).
+  auto plain = open_stream(port, "2", {});
+  ASSERT_EQ(plain->status(), 200);
+  ASSERT_TRUE(be.wait_requests(2, 5s));
+  EXPECT_EQ(be.requests()[1].target, "/v1/chat/completions?n=2");
+  EXPECT_EQ(queued(port), 1) << "the second batch request still waits";
+  be.release(4);  // both running streams: an event and [DONE] each
+  for (StreamingResponse* running : {plain.get(), first.get()}) {
+    SseResult r = read_sse(*running, SIZE_MAX, 5s, 10s);
+    EXPECT_EQ(r.end, ReadStatus::End) << r.raw();
+  }
+  auto later = second.get();
+  ASSERT_EQ(later->status(), 200);
+  finish(be, *later);
+  gw->expect_clean_exit();
+}
+
+}  // namespace
+}  // namespace llmux::test
