@@ -74,13 +74,12 @@ void load_tenants(const YAML::Node& node, Tenants& out, YamlReader& reader) {
 
 void load_priorities(const YAML::Node& node, Priorities& out, YamlReader& reader) {
   const std::string field = "priorities";
-  for (const auto& [key, value] : reader.entries(
-           node, field, {"header", "default", "refuse_above_key_cap", "classes"})) {
+  for (const auto& [key, value] :
+       reader.entries(node, field, {"header", "default", "refuse_above_key_cap", "classes"})) {
     const std::string child_field = child(field, key);
     if (key == "header") reader.string(value, child_field, out.header);
     if (key == "default") reader.string(value, child_field, out.default_class);
-    if (key == "refuse_above_key_cap")
-      reader.boolean(value, child_field, out.refuse_above_key_cap);
+    if (key == "refuse_above_key_cap") reader.boolean(value, child_field, out.refuse_above_key_cap);
     if (key != "classes") continue;
     if (!value.IsSequence()) {
       reader.type_error(child_field, value, "a list of classes, highest first");

@@ -71,7 +71,7 @@ bool classify_request(const Fleet& fleet, ClientConnection& client, const Reques
         "request {}: priority class '{}' is above what key '{}' may ask for (max_priority): "
         "served as '{}'",
         request_id, decided.capped_from, key->name, priority_name(fleet, rec));
-  client.slot_share = class_share(fleet, rec.priority);
+  client.priority_class = rec.priority;
   return true;
 }
 
@@ -98,12 +98,11 @@ net::awaitable<QueueWait> wait_in_queue(const Fleet& fleet, ClientConnection& cl
     if (const std::optional<int> head_class = queue.at_head(*ticket)) {
       // First in line: a slot within the share of the class it counts as now (promoted or not).
       upstream::TriedSet tried;
-      const double share = class_share(fleet, *head_class);
-      slot = pick(route, req, fields, tried, pinned, share);
+      slot = pick(route, req, fields, tried, pinned, class_share(fleet, *head_class));
       if (slot) {
         queue.dispatched(ticket);
         rec.queue_charge = static_cast<float>(cost);
-        client.slot_share = share;
+        client.priority_class = *head_class;
         co_return QueueWait::slot;
       }
     }

@@ -32,8 +32,8 @@ net::awaitable<bool> admit_client(GatewayState& state, const Fleet& fleet, Clien
                                   AccessRecord& rec, const auth::KeyEntry*& key,
                                   auth::QuotaLimiter::Permit& permit);
 
-/// Whom the request is for and its priority class (gateway/sharing.hpp) into `rec`, and the
-/// share of a backend's slots its class may fill into client.slot_share. False when it must be
+/// Whom the request is for and its priority class (gateway/sharing.hpp) into `rec` (the class
+/// also into client.priority_class). False when it must be
 /// refused instead: rec.status (400 or 403) and rec.error say why, for the caller to answer.
 bool classify_request(const Fleet& fleet, ClientConnection& client, const Request& req,
                       const auth::KeyEntry* key, const std::string& request_id, AccessRecord& rec);

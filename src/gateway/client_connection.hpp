@@ -53,9 +53,10 @@ struct ClientConnection {
   std::chrono::milliseconds write_timeout{120000};  // the gateway's own answers (timeouts.idle)
   http::ScopedDeadline dl;
   ClientWatch watch;  // the current request's watch on this socket
-  // The share of a backend's max_inflight the current request's priority class may fill
-  // (gateway/sharing.hpp), for the picks of its retries and hedges.
-  double slot_share = 1.0;
+  // The current request's priority class (gateway/sharing.hpp: an index into
+  // priorities.classes, the class it was promoted to in the queue if it was): the share of a
+  // backend's slots its retries and hedges may take, and vLLM's `priority` for send_priority.
+  int priority_class = 0;
   DeferredStart deferred_watch;  // linked while the watch waits to start (start_watch)
 };
 

@@ -16,8 +16,8 @@ FairQueue::Joined FairQueue::join(Waiter waiter) {
   if (rules_.max_queued_per_tenant > 0 && found != tenants_.end() &&
       found->second.waiting >= rules_.max_queued_per_tenant)
     return Joined::tenant_full;
-  waiter.priority_class = std::clamp(waiter.priority_class, 0,
-                                     static_cast<int>(rules_.promote_after_ns.size()) - 1);
+  waiter.priority_class =
+      std::clamp(waiter.priority_class, 0, static_cast<int>(rules_.promote_after_ns.size()) - 1);
   if (found == tenants_.end() || found->second.waiting == 0) {
     // Starts waiting: no credit from the time it had nobody waiting.
     double floor = std::numeric_limits<double>::infinity();
@@ -63,8 +63,8 @@ std::optional<FairQueue::Next> FairQueue::next(std::int64_t now_ns) const {
   // lowest counter (ties: the earlier waiter); that tenant's earliest waiter of the class.
   int best_class = std::numeric_limits<int>::max();
   for (const Waiter& waiter : waiters_)
-    best_class = std::min(best_class,
-                          effective_class(waiter.priority_class, now_ns - waiter.joined_ns));
+    best_class =
+        std::min(best_class, effective_class(waiter.priority_class, now_ns - waiter.joined_ns));
   const Waiter* chosen = nullptr;
   double chosen_counter = 0;
   for (const Waiter& waiter : waiters_) {  // in join order: the first of each tenant is its oldest

@@ -34,8 +34,8 @@ struct FairQueueRules {
   /// Per class, highest first: how long a waiter of the class waits before it counts as one
   /// class higher (0: never; the highest class is never promoted).
   std::vector<std::int64_t> promote_after_ns{0};
-  int size = 256;                  // waiters at most
-  int max_queued_per_tenant = 0;   // waiters of one tenant at most; 0: only `size`
+  int size = 256;                 // waiters at most
+  int max_queued_per_tenant = 0;  // waiters of one tenant at most; 0: only `size`
 };
 
 class FairQueue {
@@ -43,8 +43,8 @@ class FairQueue {
   struct Waiter {
     std::uint64_t id = 0;  // the caller's, unique among the waiters
     std::string tenant;
-    double weight = 1;        // the tenant's (> 0)
-    int priority_class = 0;   // as asked: an index into the rules' classes
+    double weight = 1;       // the tenant's (> 0)
+    int priority_class = 0;  // as asked: an index into the rules' classes
     std::int64_t joined_ns = 0;
     double cost = 0;  // estimated tokens, charged at dispatch
   };

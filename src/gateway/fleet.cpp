@@ -212,6 +212,7 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
     if (!configured.api_key.empty()) backend->authorization = "Bearer " + configured.api_key;
     backend->weight = configured.weight;
     backend->max_inflight = configured.max_inflight;
+    backend->send_priority = configured.send_priority;
     if (configured.scheme == "https") {
       std::string why;
       backend->tls = http::make_client_context(configured.tls.ca_file, configured.tls.verify, why);
@@ -283,6 +284,7 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
       if (!kept[i]) continue;
       fleet->backends[i]->weight.store(config.backends[i].weight);
       fleet->backends[i]->max_inflight.store(config.backends[i].max_inflight);
+      fleet->backends[i]->send_priority.store(config.backends[i].send_priority);
     }
     for (const auto& old_backend : prev->backends) {
       if (std::find(fleet->backends.begin(), fleet->backends.end(), old_backend) ==

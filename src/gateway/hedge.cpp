@@ -14,6 +14,7 @@
 #include "core/clock.hpp"
 #include "core/use_tuple.hpp"
 #include "gateway/metrics.hpp"
+#include "gateway/sharing.hpp"
 
 namespace llmux::gateway {
 
@@ -177,7 +178,8 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
       hedge_decided = true;
       if (route.retry_budget->try_retry(now)) {
         upstream::Backend* const not_pinned = nullptr;
-        hedge_slot.slot = pick(route, req, fields, tried, &not_pinned, client.slot_share);
+        hedge_slot.slot =
+            pick(route, req, fields, tried, &not_pinned, class_share(fleet, client.priority_class));
         if (hedge_slot.slot) {
           tried.add(*hedge_slot.slot.backend());
           start_leg(1, *hedge_slot.slot.backend());

@@ -17,6 +17,7 @@
 #include "gateway/migration.hpp"
 #include "gateway/pick.hpp"
 #include "gateway/relay.hpp"
+#include "gateway/sharing.hpp"
 #include "gateway/stream_usage.hpp"
 #include "gateway/upstream_attempt.hpp"
 
@@ -124,7 +125,8 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     // requests wait in the route's queue, a new one joins them rather than overtaking them.
     HeldSlot held(fleet);
     if (attempts > 0 || route.queue->depth() == 0)
-      held.slot = pick(route, req, fields, tried, &pinned, client.slot_share);
+      held.slot =
+          pick(route, req, fields, tried, &pinned, class_share(fleet, client.priority_class));
     if (!held.slot && attempts == 0 && route.queue->size() > 0) {
       const std::int64_t queued_at = mono_ns();
       queue_wait =

@@ -190,6 +190,8 @@ BodyFields read_body_fields(std::string& body) {
       if (!value.get_string().get(text)) fields.user = std::string(text);
     } else if (key == "prompt_cache_key") {
       if (!value.get_string().get(text)) fields.prompt_cache_key = std::string(text);
+    } else if (key == "priority") {
+      fields.names_priority = true;
     } else if (key == "store") {
       bool store = true;
       if (!value.get_bool().get(store)) fields.store_false = !store;

@@ -15,6 +15,7 @@ struct BodyFields {
   std::string prompt_cache_key;  // the Responses API's cache hint (Codex sends one per session)
   bool stream = false;
   bool store_false = false;      // `store: false`: the backend keeps no copy of the response
+  bool names_priority = false;   // the body has a top-level `priority` (vLLM's)
   std::int64_t max_tokens = -1;  // max_tokens, max_completion_tokens or max_output_tokens; -1: none
   std::size_t body_bytes = 0;    // the body's size (it may be released before the request ends)
   // `stream_options.include_usage`: -1 no `stream_options` field at all; 0 the field is there

@@ -17,8 +17,8 @@ bool plain_name(std::string_view text) {
          std::all_of(text.begin(), text.end(), [](char character) {
            return (character >= 'a' && character <= 'z') ||
                   (character >= 'A' && character <= 'Z') ||
-                  (character >= '0' && character <= '9') || character == '-' ||
-                  character == '_' || character == '.' || character == '@';
+                  (character >= '0' && character <= '9') || character == '-' || character == '_' ||
+                  character == '.' || character == '@';
          });
 }
 

@@ -2,6 +2,7 @@
 #include "gateway/upstream_attempt.hpp"
 
 #include <array>
+#include <memory>
 
 #include <fmt/format.h>
 #include <boost/asio/connect.hpp>
@@ -11,6 +12,7 @@
 #include "gateway/health_checker.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/migration.hpp"
+#include "gateway/priority_field.hpp"
 #include "http/read_parsed.hpp"
 
 namespace llmux::gateway {
@@ -86,8 +88,8 @@ Attempt failed(Outcome& outcome, Kind kind, std::string message) {
 
 /// The upstream request's head for `backend` (a worker's pooled builder; give it back).
 ByteBuilder upstream_head(Worker& worker, const upstream::Backend& backend, const Request& req,
-                          std::string_view peer, std::string_view request_id,
-                          const UsageRequest& usage, bool keep_client_authorization, bool https) {
+                          std::string_view peer, std::string_view request_id, std::size_t body_size,
+                          bool keep_client_authorization, bool https) {
   ByteBuilder head = worker.take_bytes();
   // The backend's base path before the client's target (none: the target as it is).
   std::string prefixed;
@@ -97,7 +99,7 @@ ByteBuilder upstream_head(Worker& worker, const upstream::Backend& backend, cons
                              backend.authorization,
                              peer,
                              request_id,
-                             usage.size(req.body())};
+                             body_size};
   parts.keep_client_authorization = keep_client_authorization;
   parts.https = https;
   build_upstream_head(head, req, parts);
@@ -140,8 +142,20 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
       stored || may_run_twice(fleet, req.method_string(), req.path(), fields);
   const ClientWatch& watch = client.watch;
   upstream::BackendConnection*& watched = hedge_leg ? client.watch.hedge_up : client.watch.up;
-  const PooledBytes head{worker, upstream_head(worker, backend, req, client.peer, request_id, usage,
-                                               !fleet.keys.enabled(), client.sock.tls())};
+  // A backend with send_priority gets the request's class as vLLM's `priority`
+  // (gateway/priority_field.hpp); any other the body as the usage request sends it.
+  std::unique_ptr<PriorityBody> with_priority;
+  if (backend.send_priority.load(std::memory_order_relaxed)) {
+    with_priority = std::make_unique<PriorityBody>();
+    if (!body_with_priority(req.body(), usage, fields,
+                            fleet.cfg.priorities.vllm_priority(client.priority_class),
+                            *with_priority))
+      with_priority.reset();
+  }
+  const PooledBytes head{
+      worker, upstream_head(worker, backend, req, client.peer, request_id,
+                            with_priority ? with_priority->size() : usage.size(req.body()),
+                            !fleet.keys.enabled(), client.sock.tls())};
   auto client_gone = [&] { return failed(outcome, Kind::client_left, "the client left"); };
   for (int round = 0; round < 2; ++round) {
     watched = nullptr;
@@ -154,10 +168,13 @@ net::awaitable<Attempt> send(const Fleet& fleet, Worker& worker, upstream::Backe
       attempt.up = co_await connect(fleet, worker, backend, false, outcome, &watched);
     if (watch.client_gone) co_return client_gone();
     if (!attempt.up) co_return Attempt{};  // `outcome` says why
-    std::array<net::const_buffer, 3> out{net::buffer(head.bytes.view()),
-                                         net::buffer(usage.first(req.body())),
-                                         net::buffer(usage.second(req.body()))};
-    const std::size_t total = out[0].size() + out[1].size() + out[2].size();
+    std::array<net::const_buffer, 4> out{
+        net::buffer(head.bytes.view()),
+        net::buffer(with_priority ? std::string_view(with_priority->prefix)
+                                  : usage.first(req.body())),
+        net::buffer(with_priority ? with_priority->first : usage.second(req.body())),
+        net::buffer(with_priority ? with_priority->second : std::string_view())};
+    const std::size_t total = out[0].size() + out[1].size() + out[2].size() + out[3].size();
     attempt.up->dl.arm(fleet.cfg.timeouts.first_byte);
     // At once when the socket takes it all (the usual case), else the rest awaited.
     boost::system::error_code wec;

@@ -128,6 +128,11 @@ std::variant<GenRequest, ApiError> parse_request(Endpoint endpoint, std::string_
     request.temperature = *temperature;
   }
   if (auto seed = fields.integer("seed")) request.seed = static_cast<std::uint64_t>(*seed);
+  // vLLM refuses any priority but 0 unless it schedules by priority (vllm/v1/engine/processor.py).
+  if (auto priority = fields.integer("priority")) request.priority = static_cast<int>(*priority);
+  if (request.priority != 0 && !ctx.priority_scheduling && !fields.err)
+    fields.err = bad(
+        fmt::format("Got priority {} but Priority scheduling is not enabled.", request.priority));
   request.ignore_eos = fields.boolean("ignore_eos").value_or(false);
   if (auto choices = fields.integer("n"); choices && *choices != 1 && !fields.err)
     fields.err =

@@ -71,6 +71,7 @@ struct GenRequest {
   std::optional<std::int64_t> max_tokens;
   double temperature = 1.0;
   std::optional<std::uint64_t> seed;
+  int priority = 0;  // vLLM's `priority` (lower runs first; --scheduling-policy priority)
   bool ignore_eos = false;
   std::vector<std::uint32_t> prompt_ids;
   /// Chat `continue_final_message`: the final message is rendered open (no end of turn, no
@@ -101,6 +102,7 @@ struct GenRequest {
 struct ApiContext {
   std::string served_model_name;
   std::int64_t max_model_len = 0;
+  bool priority_scheduling = false;  // --scheduling-policy priority: `priority` may be nonzero
   /// Returns the stored conversation of a response id, or nullopt when unknown.
   std::function<std::optional<std::vector<Message>>(std::string_view)> lookup_conversation;
 };

@@ -79,6 +79,7 @@ void SimConfig::finalize() {
     engine.prefill_rate = 0.0;  // 0 means free
   }
   if (no_prefix_caching) engine.enable_prefix_caching = false;
+  engine.priority_scheduling = scheduling_policy == "priority";
   engine.num_kv_blocks =
       kv_blocks_override > 0 ? kv_blocks_override : memory.kv_blocks(engine.block_size);
 }

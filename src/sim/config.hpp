@@ -59,8 +59,9 @@ struct SimConfig {
   /// --keep-alive-timeout: an idle keep-alive connection is closed this long after its last
   /// response (uvicorn's --timeout-keep-alive, 5 s, which vLLM's server runs with); 0 = never
   double keep_alive_timeout_s = 5.0;
-  bool zero_cost = false;          // --zero-cost: every model cost is 0
-  bool no_prefix_caching = false;  // --no-enable-prefix-caching
+  bool zero_cost = false;                  // --zero-cost: every model cost is 0
+  bool no_prefix_caching = false;          // --no-enable-prefix-caching
+  std::string scheduling_policy = "fcfs";  // --scheduling-policy: fcfs or priority
   /// --enable-prompt-tokens-details: usage.prompt_tokens_details.cached_tokens on completions and
   /// chat (vLLM leaves it null without the flag)
   bool enable_prompt_tokens_details = false;

@@ -56,6 +56,7 @@ Dispatcher::Dispatcher(const SimConfig& cfg, net::io_context& ioc, EngineDriver&
       rng_(std::random_device{}()) {
   api_.served_model_name = cfg_.served_model_name;
   api_.max_model_len = cfg_.max_model_len;
+  api_.priority_scheduling = cfg_.engine.priority_scheduling;
   api_.lookup_conversation = [this](std::string_view id) { return store_.conversation(id); };
   if (cfg_.script) script_.emplace(cfg_.script);
 }
@@ -261,6 +262,7 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
   SeqRequest seq_request;
   seq_request.id = job->seq;
   seq_request.prompt = job->req.prompt_ids;
+  seq_request.priority = job->req.priority;
   seq_request.output.reserve(static_cast<std::size_t>(n_out));
   for (auto word : job->words) seq_request.output.push_back(vocab_id(word));
   if (job->turn_plan) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <tuple>
 
 namespace llmux::sim {
 
@@ -55,8 +56,9 @@ bool Engine::submit(SeqRequest req, double now) {
   sequence.tokens = req.prompt;
   sequence.target = static_cast<std::int32_t>(sequence.tokens.size());
   sequence.req = std::move(req);
-  seqs_.emplace(id, std::move(sequence));
-  waiting_.push_back(id);
+  sequence.arrival = now;
+  const Seq& stored = seqs_.emplace(id, std::move(sequence)).first->second;
+  enqueue_waiting(stored, false);
   if (!busy_) plan_step(now);
   return true;
 }
@@ -227,8 +229,41 @@ void Engine::preempt(Seq& sequence) {
   ++sequence.preemptions;
   ++stats_.preemptions;
   running_.erase(std::remove(running_.begin(), running_.end(), sequence.req.id), running_.end());
-  waiting_.push_front(sequence.req.id);
+  enqueue_waiting(sequence, true);
   pending_.preempted.push_back(sequence.req.id);
+}
+
+std::uint64_t Engine::preemption_victim() const {
+  if (!p_.priority_scheduling) return running_.back();
+  // vLLM: max(self.running, key=lambda r: (r.priority, r.arrival_time)); the first of equals.
+  std::uint64_t victim = running_.front();
+  const Seq* worst = &seqs_.at(victim);
+  for (std::uint64_t id : running_) {
+    const Seq& sequence = seqs_.at(id);
+    if (std::tie(sequence.req.priority, sequence.arrival) >
+        std::tie(worst->req.priority, worst->arrival)) {
+      victim = id;
+      worst = &sequence;
+    }
+  }
+  return victim;
+}
+
+void Engine::enqueue_waiting(const Seq& sequence, bool preempted) {
+  if (!p_.priority_scheduling) {
+    if (preempted)
+      waiting_.push_front(sequence.req.id);
+    else
+      waiting_.push_back(sequence.req.id);
+    return;
+  }
+  // Ordered by (priority, arrival), a preempted request back among them by its own.
+  const auto before = std::find_if(waiting_.begin(), waiting_.end(), [&](std::uint64_t id) {
+    const Seq& other = seqs_.at(id);
+    return std::tie(sequence.req.priority, sequence.arrival) <
+           std::tie(other.req.priority, other.arrival);
+  });
+  waiting_.insert(before, sequence.req.id);
 }
 
 void Engine::plan_step(double start) {
@@ -244,29 +279,51 @@ void Engine::plan_step(double start) {
     const std::int32_t chunk = std::min(sequence.target - sequence.computed, budget);
     bool preempted_self = false;
     while (!ensure_blocks(sequence, sequence.computed + chunk)) {
-      // Out of KV: preempt the newest running sequence (possibly this one).
-      Seq& victim = seqs_.at(running_.back());
+      // Out of KV: preempt the newest running sequence, or the lowest in priority (possibly
+      // this one).
+      const std::uint64_t victim_id = preemption_victim();
+      Seq& victim = seqs_.at(victim_id);
       if (&victim == &sequence) {
         preempt(sequence);
         preempted_self = true;
         break;
       }
+      // One planned earlier in this step leaves the step: its work and budget are undone.
+      const auto position = std::find(running_.begin(), running_.end(), victim_id);
+      if (static_cast<std::size_t>(position - running_.begin()) < k) {
+        const auto planned =
+            std::find_if(planned_.begin(), planned_.end(),
+                         [&](const Planned& entry) { return entry.id == victim_id; });
+        if (planned != planned_.end()) {
+          budget += planned->tokens;
+          if (planned->decode_context > 0)
+            decode_ctx -= planned->decode_context;
+          else
+            prefill_tokens -= planned->tokens;
+          planned_.erase(planned);
+        }
+        --k;  // running_ shifts down by one below sequence
+      }
       preempt(victim);
     }
     if (preempted_self) continue;  // running_[k] is now the next sequence
     const bool decoding = sequence.generated > 0 && sequence.target - sequence.computed == 1;
+    std::int64_t decode_context = 0;
     if (decoding) {
-      decode_ctx += sequence.computed + 1;
+      decode_context = sequence.computed + 1;
+      decode_ctx += decode_context;
     } else {
       prefill_tokens += chunk;
     }
-    planned_.push_back({sequence.req.id, chunk});
+    planned_.push_back({sequence.req.id, chunk, decode_context});
     budget -= chunk;
     ++k;
   }
 
-  // 2. Waiting sequences, first come first served, while there is room.
-  while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < p_.max_num_seqs) {
+  // 2. Waiting sequences in their queue's order, while there is room — unless this step
+  // preempted a running one (vLLM v1: `if not preempted_reqs`).
+  while (pending_.preempted.empty() && !waiting_.empty() && budget > 0 &&
+         static_cast<int>(running_.size()) < p_.max_num_seqs) {
     Seq& sequence = seqs_.at(waiting_.front());
     if (!try_admit(sequence, budget)) break;
     waiting_.pop_front();

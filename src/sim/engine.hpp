@@ -39,6 +39,12 @@ struct EngineParams {
   // Scheduler.
   int max_num_seqs = 256;
   int max_num_batched_tokens = 8192;  // token budget per step (chunked prefill)
+  /// vLLM's --scheduling-policy: false "fcfs"; true "priority", as vLLM v1 does it
+  /// (vllm/v1/core/sched/scheduler.py, request_queue.py): waiting requests ordered by
+  /// (priority, arrival); when a running request cannot get KV blocks, the running request
+  /// with the largest (priority, arrival) is preempted, possibly itself. Either way waiting
+  /// requests never preempt, and a step that preempted admits none.
+  bool priority_scheduling = false;
   // KV cache.
   int block_size = 16;
   std::int64_t num_kv_blocks = 1 << 20;
@@ -55,6 +61,7 @@ struct SeqRequest {
   std::uint64_t id = 0;
   std::vector<std::uint32_t> prompt;  // token ids of the prompt (non-empty)
   std::vector<std::uint32_t> output;  // token ids that will be generated (non-empty)
+  int priority = 0;                   // with priority_scheduling: lower runs first
 };
 
 struct TokenOut {
@@ -140,10 +147,12 @@ class Engine {
     int preemptions = 0;
     bool running = false;
     std::uint64_t admit_order = 0;
+    double arrival = 0;  // when it was submitted (model time)
   };
   struct Planned {
     std::uint64_t id;
-    std::int32_t tokens;  // tokens computed for it in this step
+    std::int32_t tokens;              // tokens computed for it in this step
+    std::int64_t decode_context = 0;  // its context, when it decodes in this step (else 0)
   };
   struct Block {
     std::uint64_t hash = 0;
@@ -159,6 +168,12 @@ class Engine {
   void release_blocks(Seq& sequence);
   void register_full_blocks(Seq& sequence);
   void preempt(Seq& sequence);
+  /// The running sequence to preempt when one is out of KV blocks: the newest (fcfs), or the
+  /// one with the largest (priority, arrival).
+  std::uint64_t preemption_victim() const;
+  /// Queues a waiting sequence: at the back (fcfs; a preempted one at the front), or in
+  /// (priority, arrival) order.
+  void enqueue_waiting(const Seq& sequence, bool preempted);
   std::uint64_t block_hash(const Seq& sequence, std::int32_t block_index) const;
   std::int64_t free_blocks() const;
 

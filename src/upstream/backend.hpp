@@ -50,6 +50,8 @@ struct Backend {
   // Set from the config; a reload may change them on a backend it keeps.
   std::atomic<int> weight{1};
   std::atomic<int> max_inflight{0};  // 0: unlimited
+  // Requests carry their class as vLLM's `priority` (config backends[].send_priority).
+  std::atomic<bool> send_priority{false};
   // Set once a reload removed the backend: its running requests finish, its connections are
   // not pooled again.
   std::atomic<bool> retired{false};

@@ -70,10 +70,9 @@ TEST(GatewaySharing, BadTenantAndPriorityHeadersAre400NamingTheClasses) {
   EXPECT_TRUE(be.requests().empty()) << "a refused request reached the backend";
 
   // A good one goes through; the access log names its tenant and class.
-  Response ok = client.post("/v1/chat/completions", kBody,
-                            {{"X-Llmux-Tenant", "eval-team"},
-                             {"X-Llmux-Priority", "batch"},
-                             {"x-request-id", "good-1"}});
+  Response ok = client.post(
+      "/v1/chat/completions", kBody,
+      {{"X-Llmux-Tenant", "eval-team"}, {"X-Llmux-Priority", "batch"}, {"x-request-id", "good-1"}});
   EXPECT_EQ(ok.status, 200) << ok.body;
   const auto record = gw->wait_access_record("good-1", 5s);
   EXPECT_EQ(record.at("tenant").as_string(), "eval-team");
@@ -102,19 +101,19 @@ TEST(GatewaySharing, AClassAboveTheKeysCapIsServedAtTheCapOrRefusedWhenConfigure
         [&] { return gw->stderr_text().find("served as 'default'") != std::string::npos; }, 5s))
         << gw->stderr_text();
     // No header: the key's own class.
-    Response plain = client.post("/v1/chat/completions", kBody,
-                                 {{"Authorization", "Bearer sk-ci-000001"},
-                                  {"x-request-id", "plain-1"}});
+    Response plain =
+        client.post("/v1/chat/completions", kBody,
+                    {{"Authorization", "Bearer sk-ci-000001"}, {"x-request-id", "plain-1"}});
     EXPECT_EQ(plain.status, 200) << plain.body;
     EXPECT_EQ(gw->wait_access_record("plain-1", 5s).at("priority").as_string(), "batch");
     gw->expect_clean_exit();
   }
   auto gw = GatewayServer::with_config(
       config(be.port(), 0, keys + "priorities: {refuse_above_key_cap: true}\n"));
-  Response refused = HttpClient(gw->port())
-                         .post("/v1/chat/completions", kBody,
-                               {{"Authorization", "Bearer sk-ci-000001"},
-                                {"X-Llmux-Priority", "interactive"}});
+  Response refused =
+      HttpClient(gw->port())
+          .post("/v1/chat/completions", kBody,
+                {{"Authorization", "Bearer sk-ci-000001"}, {"X-Llmux-Priority", "interactive"}});
   EXPECT_EQ(refused.status, 403) << refused.body;
   std::string why;
   EXPECT_TRUE(is_openai_error(refused.body, 403, &why)) << why;
@@ -133,16 +132,17 @@ TEST(GatewaySharing, AHigherClassGoesFirstAndATenantHoldsAtMostMaxQueuedPlaces) 
   });
   ASSERT_TRUE(poll_until([&] { return queued(port) == 1; }, 5s));
   // nightly holds its one place: its next request is refused, naming the limit.
-  Response over = HttpClient(port).post(
-      "/v1/chat/completions?n=x", kBody,
-      {{"X-Llmux-Tenant", "nightly"}, {"X-Llmux-Priority", "batch"}});
+  Response over =
+      HttpClient(port).post("/v1/chat/completions?n=x", kBody,
+                            {{"X-Llmux-Tenant", "nightly"}, {"X-Llmux-Priority", "batch"}});
   EXPECT_EQ(over.status, 429) << over.body;
   EXPECT_EQ(over.header("retry-after"), "1");
   EXPECT_NE(over.body.find("tenant 'nightly'"), std::string::npos) << over.body;
   EXPECT_NE(over.body.find("tenants.max_queued"), std::string::npos) << over.body;
   // An interactive request of another tenant joins after the batch one and goes before it.
   auto interactive = std::async(std::launch::async, [&] {
-    return open_stream(port, "2", {{"X-Llmux-Tenant", "alice"}, {"X-Llmux-Priority", "interactive"}});
+    return open_stream(port, "2",
+                       {{"X-Llmux-Tenant", "alice"}, {"X-Llmux-Priority", "interactive"}});
   });
   ASSERT_TRUE(poll_until([&] { return queued(port) == 2; }, 5s));
   finish(be, *first);
@@ -167,7 +167,8 @@ TEST(GatewaySharing, ALowerClassFillsOnlyItsShareOfABackendsSlots) {
   const Headers batch_headers{{"X-Llmux-Priority", "batch"}};
   auto first = open_stream(port, "0", batch_headers);
   ASSERT_EQ(first->status(), 200);
-  auto second = std::async(std::launch::async, [&] { return open_stream(port, "1", batch_headers); });
+  auto second =
+      std::async(std::launch::async, [&] { return open_stream(port, "1", batch_headers); });
   ASSERT_TRUE(poll_until([&] { return queued(port) == 1; }, 5s))
       << "the second batch request took the slot kept for higher classes";
   // The kept slot serves a default-class request (which joins the queue, ahead of batch).
@@ -184,6 +185,32 @@ TEST(GatewaySharing, ALowerClassFillsOnlyItsShareOfABackendsSlots) {
   auto later = second.get();
   ASSERT_EQ(later->status(), 200);
   finish(be, *later);
+  gw->expect_clean_exit();
+}
+
+TEST(GatewaySharing, ABackendWithSendPriorityGetsTheClassAsVllmsPriority) {
+  GatedBackend plain({GatedBackend::Mode::Echo});
+  GatedBackend vllm({GatedBackend::Mode::Echo});
+  auto gw = GatewayServer::with_config(
+      "listen: \"127.0.0.1:0\"\nthreads: 1\nbackends:\n" + backend_line("plain", plain.port(), "") +
+      backend_line("vllm", vllm.port(), ", send_priority: true") +
+      "routes:\n  - {name: a, match: {path: /v1/completions}, backends: [plain]}\n"
+      "  - {name: b, backends: [vllm]}\n");
+  HttpClient client(gw->port());
+  const std::string body = R"({"model":"m","priority":-100,"messages":[]})";
+  auto priority_sent = [&](const Headers& headers) {
+    Response r = client.post("/v1/chat/completions", body, headers);
+    EXPECT_EQ(r.status, 200) << r.body;
+    const auto echoed = parse_json(parse_json(r.body).at("body").as_string());
+    return echoed.at("priority").as_int64();
+  };
+  EXPECT_EQ(priority_sent({{"X-Llmux-Priority", "interactive"}}), -1);
+  EXPECT_EQ(priority_sent({}), 0) << "the default class is vLLM's 0";
+  EXPECT_EQ(priority_sent({{"X-Llmux-Priority", "batch"}}), 1);
+  // A backend without send_priority gets the client's body as it was.
+  Response r = client.post("/v1/completions", body, {{"X-Llmux-Priority", "batch"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(parse_json(r.body).at("body").as_string(), body);
   gw->expect_clean_exit();
 }
 

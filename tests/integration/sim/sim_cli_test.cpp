@@ -2,10 +2,15 @@
 // `llmux sim` as a command: its help, its refusals of bad flags, its shutdown.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "support/http_client.hpp"
 #include "support/process.hpp"
+#include "support/test_util.hpp"
 
 namespace llmux::test {
 namespace {
@@ -125,6 +130,70 @@ TEST(SimCli, TwoSimsOnPortZeroGetDifferentPorts) {
   HttpClient cb(b.port());
   EXPECT_EQ(cb.post("/v1/completions", R"({"model":"other","prompt":"x","max_tokens":1})").status,
             200);
+}
+
+/// A gauge or counter of the simulator's /metrics (vLLM's names), 0 when absent.
+double sim_metric(int port, const std::string& name) {
+  const std::string text = HttpClient(port).get("/metrics").body;
+  const std::size_t at = text.find("\n" + name);
+  if (at == std::string::npos) return 0;
+  const std::size_t line_end = text.find('\n', at + 1);
+  const std::size_t value = text.rfind(' ', line_end);
+  return std::stod(text.substr(value + 1, line_end - value - 1));
+}
+
+TEST(SimPriority, ANonzeroPriorityNeedsThePriorityPolicy) {
+  SimServer sim({"--zero-cost"});
+  HttpClient client(sim.port());
+  Response refused =
+      client.post("/v1/completions", R"({"prompt":"x","max_tokens":1,"priority":-1})");
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("Got priority -1 but Priority scheduling is not enabled."),
+            std::string::npos)
+      << refused.body;
+  EXPECT_EQ(client.post("/v1/completions", R"({"prompt":"x","max_tokens":1,"priority":0})").status,
+            200);
+}
+
+/// Two long requests on a KV cache too small for both: a low-priority one admitted first, then
+/// a high-priority one. The order their last tokens come in: {first to end, second}.
+std::vector<std::string> finish_order(const std::string& policy) {
+  SimServer sim({"--scheduling-policy", policy, "--max-num-seqs", "2", "--num-kv-blocks", "8",
+                 "--block-size", "16", "--no-enable-prefix-caching"});
+  const int port = sim.port();
+  const std::string prompt(120, 'a');  // 30 tokens of four letters each
+  auto send = [port, &prompt](int priority, const std::string& name) {
+    HttpClient client(port);
+    Response r = client.post("/v1/completions",
+                             R"({"prompt":")" + prompt + R"(","max_tokens":40,"ignore_eos":true,)" +
+                                 R"("priority":)" + std::to_string(priority) + "}");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return name;
+  };
+  std::vector<std::string> order;
+  std::mutex order_lock;
+  auto record = [&](std::future<std::string> done) {
+    const std::string name = done.get();
+    std::lock_guard lock(order_lock);
+    order.push_back(name);
+  };
+  auto low = std::async(std::launch::async, send, policy == "priority" ? 5 : 0, "low");
+  EXPECT_TRUE(poll_until([&] { return sim_metric(port, "vllm:num_requests_running") == 1; },
+                         std::chrono::seconds(5)));
+  auto high = std::async(std::launch::async, send, policy == "priority" ? -1 : 0, "high");
+  auto first = std::async(std::launch::async, record, std::move(low));
+  auto second = std::async(std::launch::async, record, std::move(high));
+  first.get();
+  second.get();
+  EXPECT_GE(sim_metric(port, "vllm:num_preemptions_total"), 1) << "the KV cache never ran out";
+  return order;
+}
+
+TEST(SimPriority, OutOfKvThePriorityPolicyPreemptsTheLowerPriorityRequest) {
+  // fcfs preempts the newest (the high-priority one), which then ends last; priority preempts
+  // the low-priority one although it came first.
+  EXPECT_EQ(finish_order("fcfs"), (std::vector<std::string>{"low", "high"}));
+  EXPECT_EQ(finish_order("priority"), (std::vector<std::string>{"high", "low"}));
 }
 
 }  // namespace

@@ -67,10 +67,10 @@ TEST(FairQueue, AWaiterIsPromotedOneClassPerPromoteAfterOfTheClassItIsIn) {
 
 /// Dispatches `rounds` times from a queue where each tenant always has `backlog` waiters,
 /// correcting each request with its estimate; counts dispatches per tenant.
-std::map<std::string, int> serve_backlogged(FairQueue& queue,
-                                            const std::map<std::string, std::pair<double, double>>&
-                                                tenants,  // name -> (cost, weight)
-                                            int rounds, std::uint64_t& next_id) {
+std::map<std::string, int> serve_backlogged(
+    FairQueue& queue,
+    const std::map<std::string, std::pair<double, double>>& tenants,  // name -> (cost, weight)
+    int rounds, std::uint64_t& next_id) {
   const int backlog = 3;
   std::map<std::string, int> served;
   for (const auto& [name, cost_and_weight] : tenants)

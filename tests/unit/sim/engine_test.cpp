@@ -222,6 +222,77 @@ TEST(Engine, OutOfKvMidDecodePreemptsTheNewest) {
   EXPECT_GT(out[2].back().time, out[1].back().time);
 }
 
+// vLLM's priority policy (vllm/v1/core/sched/scheduler.py): out of KV, the running request
+// with the largest (priority, arrival) goes, even an older one; under fcfs the newest went
+// (the test above, same load).
+TEST(Engine, PriorityPolicyPreemptsTheLowestPriorityNotTheNewest) {
+  EngineParams p = simple_params();
+  p.num_kv_blocks = 8;
+  p.enable_prefix_caching = false;
+  p.priority_scheduling = true;
+  Engine e(p);
+  SeqRequest low = make_req(1, 32, 40, 1);
+  low.priority = 5;
+  SeqRequest high = make_req(2, 32, 40, 2);
+  high.priority = -1;
+  ASSERT_TRUE(e.submit(std::move(low), 0.0));
+  ASSERT_TRUE(e.submit(std::move(high), 0.0));
+  std::vector<StepResult> steps;
+  auto out = run_all(e, &steps);
+  std::size_t preempted = 0;
+  for (const auto& step : steps) {
+    for (auto id : step.preempted) {
+      EXPECT_EQ(id, 1u) << "the older but lower-priority request goes";
+      ++preempted;
+    }
+    // A step that preempted admits no waiting request.
+    if (!step.preempted.empty()) EXPECT_TRUE(step.scheduled.empty());
+  }
+  EXPECT_GE(preempted, 1u);
+  ASSERT_EQ(out[2].size(), 40u);
+  ASSERT_EQ(out[1].size(), 40u);
+  EXPECT_LT(out[2].back().time, out[1].back().time) << "the high-priority request ends first";
+}
+
+TEST(Engine, PriorityPolicyAdmitsWaitingRequestsByPriorityThenArrival) {
+  EngineParams p = simple_params();
+  p.max_num_seqs = 1;
+  p.priority_scheduling = true;
+  Engine e(p);
+  ASSERT_TRUE(e.submit(make_req(1, 16, 3, 1), 0.0));  // runs alone
+  SeqRequest batch = make_req(2, 16, 3, 2);
+  batch.priority = 1;
+  SeqRequest later_batch = make_req(3, 16, 3, 3);
+  later_batch.priority = 1;
+  SeqRequest interactive = make_req(4, 16, 3, 4);
+  interactive.priority = -1;
+  ASSERT_TRUE(e.submit(std::move(batch), 0.001));
+  ASSERT_TRUE(e.submit(std::move(later_batch), 0.002));
+  ASSERT_TRUE(e.submit(std::move(interactive), 0.003));
+  std::vector<StepResult> steps;
+  run_all(e, &steps);
+  std::vector<std::uint64_t> order;
+  for (const auto& step : steps)
+    for (auto id : step.scheduled) order.push_back(id);
+  EXPECT_EQ(order, (std::vector<std::uint64_t>{1, 4, 2, 3}));
+
+  // The same under fcfs: arrival order.
+  p.priority_scheduling = false;
+  Engine fcfs(p);
+  ASSERT_TRUE(fcfs.submit(make_req(1, 16, 3, 1), 0.0));
+  for (std::uint64_t id : {2u, 3u, 4u}) {
+    SeqRequest request = make_req(id, 16, 3, static_cast<std::uint32_t>(id));
+    request.priority = id == 4 ? -1 : 1;
+    ASSERT_TRUE(fcfs.submit(std::move(request), 0.001 * static_cast<double>(id)));
+  }
+  steps.clear();
+  run_all(fcfs, &steps);
+  order.clear();
+  for (const auto& step : steps)
+    for (auto id : step.scheduled) order.push_back(id);
+  EXPECT_EQ(order, (std::vector<std::uint64_t>{1, 2, 3, 4}));
+}
+
 TEST(Engine, PrefixCacheHitSkipsPrefill) {
   EngineParams p = simple_params();
   p.prefill_rate = 1000.0;  // make prefill expensive enough to see
