@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gateway/priority_field.hpp"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 namespace llmux::gateway {
 
@@ -39,8 +39,8 @@ bool body_with_priority(const std::string& body, const UsageRequest& usage,
   if (first.empty() || first.front() != '{') return false;
   first.remove_prefix(1);
   // An empty object (`{}`) gets no comma after the field.
-  const bool empty_object =
-      trim_left(first).starts_with('}') || (trim_left(first).empty() && trim_left(second).starts_with('}'));
+  const bool empty_object = trim_left(first).starts_with('}') ||
+                            (trim_left(first).empty() && trim_left(second).starts_with('}'));
   out.prefix = fmt::format("{{\"priority\":{}{}", priority, empty_object ? "" : ",");
   out.first = first;
   out.second = second;
