@@ -6,6 +6,7 @@
 #include "core/clock.hpp"
 #include "gateway/metrics_render.hpp"
 #include "gateway/metrics_sum.hpp"
+#include "gateway/tenant_metrics.hpp"
 
 #ifndef LLMUX_VERSION
 #define LLMUX_VERSION "0.1.0"
@@ -101,6 +102,17 @@ std::string dashboard_json(const GatewayState& state, const Fleet& fleet) {
                       {"backends", std::move(backend_names)},
                       {"queued", route.queue->depth()}});
   }
+  boost::json::array tenants;
+  for (const TenantRow& row : tenant_rows(state, fleet))
+    tenants.push_back({{"tenant", row.tenant},
+                       {"priority", row.priority},
+                       {"queued", row.queued},
+                       {"running", row.running},
+                       {"requests", row.requests},
+                       {"prompt_tokens", row.prompt_tokens},
+                       {"completion_tokens", row.completion_tokens},
+                       {"queue_wait_p50_s", row.queue_wait_p50_s},
+                       {"queue_wait_p99_s", row.queue_wait_p99_s}});
   const auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
@@ -131,7 +143,8 @@ std::string dashboard_json(const GatewayState& state, const Fleet& fleet) {
       {"config_generation", fleet.generation},
       {"gateway", std::move(gateway_json)},
       {"backends", std::move(backends)},
-      {"routes", std::move(routes)}});
+      {"routes", std::move(routes)},
+      {"tenants", std::move(tenants)}});
 }
 
 }  // namespace llmux::gateway

@@ -9,6 +9,7 @@
 #include "gateway/affinity.hpp"
 #include "gateway/metrics.hpp"
 #include "gateway/sharing.hpp"
+#include "gateway/tenant_metrics.hpp"
 
 namespace llmux::gateway {
 
@@ -105,6 +106,7 @@ void finish(GatewayState& state, const Fleet& fleet, Worker& worker, const Route
   using metrics::Family;
   const int bid = backend ? backend->metric_id : 0;
   worker_metrics.count(Family::requests, route.metric_id, bid, rec.status);
+  count_tenant_end(fleet, worker_metrics, rec);
   if (rec.attempts > 1)
     worker_metrics.count(Family::retries, route.metric_id, 0, 0, rec.attempts - 1);
   if (backend) {

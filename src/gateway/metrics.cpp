@@ -66,7 +66,11 @@ const Bounds& bounds(HistKind kind) {
   static const Bounds overhead{
       "overhead", seconds({0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1})};
+  static const Bounds queue_wait{"queue_wait", seconds({0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                        0.5, 1, 2.5, 5, 10, 20, 30, 60, 120})};
   switch (kind) {
+    case HistKind::queue_wait:
+      return queue_wait;
     case HistKind::ttft:
       return ttft;
     case HistKind::itl:

@@ -9,6 +9,7 @@
 // Labels are low-cardinality by construction: routes and backends come from the configuration,
 // models only from answers a backend accepted (2xx), status codes are three digits; each label
 // table holds at most kMaxNames names for the process's life (more go to "other").
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -44,11 +45,14 @@ class NameTable {
   std::mutex mu_;
 };
 
-/// The label tables, process-wide.
+/// The label tables, process-wide. Tenants come from API keys or a client's header: the first
+/// 63 seen get their own label, the rest share "other".
 struct Names {
   NameTable routes{"other"};
   NameTable backends{""};
   NameTable models{"other"};
+  NameTable tenants{"other"};
+  NameTable classes{"other"};  // priority classes (config `priorities`)
 };
 Names& names();
 
@@ -57,7 +61,7 @@ struct Bounds {
   const char* name;  // which metric these bounds are for (a scrape names them)
   std::vector<std::int64_t> upper_ns;
 };
-enum class HistKind { ttft, itl, e2e, request_overhead, relay_overhead };
+enum class HistKind { ttft, itl, e2e, request_overhead, relay_overhead, queue_wait };
 const Bounds& bounds(HistKind kind);
 inline constexpr int kMaxBuckets = 24;
 
@@ -96,6 +100,46 @@ enum class Family : std::uint8_t {
   usage_requested,    // route: streams the gateway asked for usage
   migrations,         // route, backend cut, migration_target(backend continuing, why)
   hedges,             // route, HedgeResult (who won: gateway/hedge.hpp)
+  tenant_started,     // tenant, class: requests that began (classified)
+  tenant_finished,    // tenant, class: requests that ended
+  tenant_tokens,      // tenant, class, TokenKind
+};
+
+/// The third label of a tenant_tokens counter.
+enum class TokenKind : std::uint8_t { prompt, completion };
+
+inline constexpr int kMaxClasses = 8;
+
+/// Histograms by (tenant, class) label ids, each made the first time its pair is seen (by the
+/// worker that owns them; a scrape reads the pointers from any thread).
+class PairHistograms {
+ public:
+  PairHistograms() = default;
+  PairHistograms(const PairHistograms&) = delete;
+  PairHistograms& operator=(const PairHistograms&) = delete;
+  ~PairHistograms() {
+    for (auto& slot : slots_) delete slot.load(std::memory_order_relaxed);
+  }
+  Histogram& at(int tenant, int priority_class) {
+    auto& slot = slots_[index(tenant, priority_class)];
+    Histogram* histogram = slot.load(std::memory_order_acquire);
+    if (!histogram) {
+      histogram = new Histogram();
+      slot.store(histogram, std::memory_order_release);
+    }
+    return *histogram;
+  }
+  /// nullptr until the pair was seen.
+  const Histogram* find(int tenant, int priority_class) const {
+    return slots_[index(tenant, priority_class)].load(std::memory_order_acquire);
+  }
+
+ private:
+  static std::size_t index(int tenant, int priority_class) {
+    return static_cast<std::size_t>(std::clamp(tenant, 0, kMaxNames - 1) * kMaxClasses +
+                                    std::clamp(priority_class, 0, kMaxClasses - 1));
+  }
+  std::array<std::atomic<Histogram*>, kMaxNames * kMaxClasses> slots_{};
 };
 
 /// The third label of a migrations counter: the backend that continued (low 12 bits) and why
@@ -140,6 +184,7 @@ struct WorkerMetrics {
   CounterTable counters;
   std::array<Histogram, kMaxNames> ttft, itl, e2e;
   Histogram request_overhead, relay_overhead;
+  PairHistograms queue_wait;  // by tenant and class: the time spent in a route's queue (0: none)
 
   /// Adds `amount` to the counter of `family` with these label ids (their meaning is the
   /// family's: gateway/metrics_render.cpp).

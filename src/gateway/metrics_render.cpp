@@ -11,6 +11,7 @@
 #include "gateway/access_log.hpp"
 #include "gateway/continuation.hpp"
 #include "gateway/metrics_sum.hpp"
+#include "gateway/tenant_metrics.hpp"
 #include "state/redis_quota.hpp"
 #include "upstream/health.hpp"
 
@@ -227,6 +228,7 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
     queued.metric.push_back(std::move(metric));
   }
   out.push_back(std::move(queued));
+  render_tenant_metrics(state, fleet, out);  // by tenant and priority class
 
   // ---- histograms ----
   struct HistSpec {

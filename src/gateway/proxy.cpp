@@ -19,6 +19,7 @@
 #include "gateway/relay.hpp"
 #include "gateway/sharing.hpp"
 #include "gateway/stream_usage.hpp"
+#include "gateway/tenant_metrics.hpp"
 #include "gateway/upstream_attempt.hpp"
 
 namespace llmux::gateway {
@@ -84,6 +85,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     finish(state, fleet, worker, route, nullptr, fields, rec, start, mono_ns());
     co_return;
   }
+  if (fleet.cfg.metrics.enabled) count_tenant_start(fleet, *worker.worker_metrics, rec);
   route.retry_budget->on_request(start);
 
   upstream::Backend* pinned = nullptr;

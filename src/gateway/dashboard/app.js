@@ -297,6 +297,7 @@
   const BACKEND_CELLS = ['name', 'url', 'state', 'inflight', 'reported', 'kv', 'tokps', 'ttft-p50',
     'ttft-p99', 'errors', 'migrated'];
   const ROUTE_CELLS = ['name', 'match', 'model', 'policy', 'backends', 'queued'];
+  const TENANT_CELLS = ['tenant', 'class', 'queued', 'running', 'requests', 'tokps', 'wait'];
 
   function render(d, view) {
     $('version').textContent = d.version ? 'v' + d.version : '';
@@ -363,6 +364,25 @@
       setCell(tr, 'policy', r.policy || '');
       setCell(tr, 'backends', (r.backends || []).join(', '));
       setCell(tr, 'queued', String(r.queued ?? 0), Number(r.queued));
+    }
+
+    // Tenants by class: generated tokens/s over the rate window, from the cumulative counts.
+    const tenants = d.tenants || [];
+    const keyOf = (row) => row.tenant + ' / ' + row.priority;
+    const rateBase = baseline(RATE_S);
+    const trows = syncRows($('tenants').tBodies[0], 'tenant', tenants.map(keyOf), TENANT_CELLS);
+    for (const row of tenants) {
+      const tr = trows.get(keyOf(row));
+      const before = rateBase ? (rateBase.d.tenants || []).find((o) => keyOf(o) === keyOf(row)) : null;
+      const tokps = rate(row, before, 'completion_tokens', rateBase ? Number(d.time) - rateBase.t : 0);
+      setCell(tr, 'tenant', row.tenant);
+      setCell(tr, 'class', row.priority);
+      setCell(tr, 'queued', String(row.queued ?? 0), Number(row.queued));
+      setCell(tr, 'running', String(row.running ?? 0), Number(row.running));
+      setCell(tr, 'requests', String(row.requests ?? 0), Number(row.requests));
+      setCell(tr, 'tokps', fmtRate(tokps), tokps);
+      setCell(tr, 'wait', fmtPair(row.queue_wait_p50_s, row.queue_wait_p99_s),
+        Number(row.queue_wait_p99_s));
     }
   }
 

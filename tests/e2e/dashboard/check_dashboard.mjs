@@ -45,6 +45,14 @@ function readPage(names) {
       color: cell('name').dataset.color,
     };
   }
+  // The tenants table: the bench's requests name no tenant or class (anonymous, default).
+  const tenant = document.querySelector('#tenants tr[data-tenant="anonymous / default"]');
+  out.tenant = tenant
+    ? {
+        requests: Number(tenant.querySelector('td.requests').dataset.value),
+        tokps: Number.parseFloat(tenant.querySelector('td.tokps').dataset.value),
+      }
+    : null;
   const box = document.getElementById('chart-tokps');
   const canvas = box?.querySelector('canvas');
   if (canvas && canvas.width > 0 && canvas.height > 0) {
@@ -89,6 +97,10 @@ function problems(state, names) {
     }
     if (b.state !== 'up') p.push(`backend ${n} is "${b.state}", not up`);
     if (!(b.tokps > 0)) p.push(`backend ${n} shows tokens/s "${b.tokpsText}", not > 0`);
+  }
+  if (!state.tenant) p.push('no row for tenant anonymous, class default in the tenants table');
+  else if (!(state.tenant.requests > 0 && state.tenant.tokps > 0)) {
+    p.push(`the tenants table shows ${state.tenant.requests} requests at ${state.tenant.tokps} tokens/s`);
   }
   if (!state.chart) p.push('the tokens/s chart has no canvas');
   else {

@@ -214,5 +214,58 @@ TEST(GatewaySharing, ABackendWithSendPriorityGetsTheClassAsVllmsPriority) {
   gw->expect_clean_exit();
 }
 
+/// The value of the /metrics line that starts with `series` (its name and labels), -1 if none.
+double metric_value(const std::string& text, const std::string& series) {
+  const std::size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  const std::size_t value = at + 1 + series.size() + 1;
+  return std::stod(text.substr(value, text.find('\n', value) - value));
+}
+
+TEST(GatewaySharing, MetricsAndTheDashboardShowEachTenantAndClass) {
+  SimServer sim({"--zero-cost"});
+  auto gw = GatewayServer::with_config("listen: \"127.0.0.1:0\"\nthreads: 2\nbackends:\n" +
+                                       backend_line("sim", sim.port(), ", max_inflight: 4") +
+                                       "routes:\n  - {name: all, backends: [sim]}\n");
+  HttpClient client(gw->port());
+  const std::string body = R"({"model":"Qwen3.6-35B-A3B","max_tokens":7,"ignore_eos":true,)"
+                           R"("messages":[{"role":"user","content":"hello there"}]})";
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(client
+                  .post("/v1/chat/completions", body,
+                        {{"X-Llmux-Tenant", "eval-team"}, {"X-Llmux-Priority", "batch"}})
+                  .status,
+              200);
+  EXPECT_EQ(client.post("/v1/chat/completions", body).status, 200);
+  const std::string text = client.get("/metrics").body;
+  EXPECT_EQ(metric_value(text, R"(llmux_tenant_requests_total{tenant="eval-team",class="batch"})"),
+            3)
+      << text;
+  EXPECT_EQ(
+      metric_value(text, R"(llmux_tenant_requests_total{tenant="anonymous",class="default"})"), 1);
+  EXPECT_EQ(
+      metric_value(
+          text, R"(llmux_tenant_tokens_total{tenant="eval-team",class="batch",kind="completion"})"),
+      21)
+      << "three answers of 7 tokens";
+  EXPECT_EQ(
+      metric_value(text, R"(llmux_tenant_running_requests{tenant="eval-team",class="batch"})"), 0);
+  EXPECT_EQ(metric_value(
+                text, R"(llmux_tenant_queue_wait_seconds_count{tenant="eval-team",class="batch"})"),
+            3);
+  const auto data = parse_json(client.get("/dashboard/data").body).as_object();
+  bool found = false;
+  for (const auto& row : data.at("tenants").as_array()) {
+    const auto& object = row.as_object();
+    if (object.at("tenant") != "eval-team") continue;
+    found = true;
+    EXPECT_EQ(object.at("priority").as_string(), "batch");
+    EXPECT_EQ(object.at("requests").to_number<int>(), 3);
+    EXPECT_EQ(object.at("completion_tokens").to_number<int>(), 21);
+  }
+  EXPECT_TRUE(found) << data;
+  gw->expect_clean_exit();
+}
+
 }  // namespace
 }  // namespace llmux::test
