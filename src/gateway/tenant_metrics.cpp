@@ -148,15 +148,15 @@ void render_tenant_metrics(const GatewayState& state, const Fleet& fleet,
     metric_family.type = type;
     return metric_family;
   };
-  MetricFamily requests = family("llmux_tenant_requests_total",
-                                 "Requests begun, by tenant and priority class", MetricType::Counter);
+  MetricFamily requests =
+      family("llmux_tenant_requests_total", "Requests begun, by tenant and priority class",
+             MetricType::Counter);
   MetricFamily queued = family("llmux_tenant_queued_requests",
                                "Requests waiting in a route's queue, by tenant and priority class",
                                MetricType::Gauge);
-  MetricFamily running_now =
-      family("llmux_tenant_running_requests",
-             "Requests begun and not waiting nor ended, by tenant and priority class",
-             MetricType::Gauge);
+  MetricFamily running_now = family(
+      "llmux_tenant_running_requests",
+      "Requests begun and not waiting nor ended, by tenant and priority class", MetricType::Gauge);
   MetricFamily tokens = family("llmux_tenant_tokens_total",
                                "Tokens of the answers (the backends' usage), by tenant, priority "
                                "class and kind (prompt, completion)",
