@@ -35,8 +35,20 @@ struct SplitTarget {
   std::size_t clients = 1;
 };
 
+/// One tenant of `bench run --tenant NAME:CLIENTS[:PRIORITY[:WORKLOAD]]` (bench/tenants.hpp).
+struct TenantLoad {
+  std::string name;
+  std::size_t clients = 1;
+  std::string priority;                             // sent as X-Llmux-Priority; "" none
+  std::size_t input_tokens = 0, output_tokens = 0;  // its workload; 0: the run's
+  std::vector<PromptItem> prompts;                  // its prompts; empty: the run's
+};
+
 struct RunCommand {
   RunOptions run;
+  /// Tenants sharing a gateway (closed loop, one level): each its own clients, headers and
+  /// workload, all at once; empty = none.
+  std::vector<TenantLoad> tenants;
   /// A fixed split (closed loop, one level): the clients divided over these targets, each with
   /// its own connections, all at once; empty = every request to run.url.
   std::vector<SplitTarget> split;

@@ -120,10 +120,12 @@ std::optional<Table> backend_table(const RunCommand& command,
 Table detail_table(const Aggregate& aggregate, const std::vector<double>& extra);
 /// With an output directory: run.json, requests.csv, summary.csv, summary.md, the charts and
 /// index.html (`html` completed with the files and charts; `where` names the target in the
-/// charts' titles); adds notes on what was written.
+/// charts' titles); adds notes on what was written. `tenants`: run.json's "tenants" (with
+/// --tenant; empty: none).
 void write_run_files(const RunCommand& command, const std::vector<LevelResult>& levels,
                      const KneeResult& knee, const boost::json::object& ground_truth,
-                     HtmlReport html, const std::string& where, std::vector<std::string>& notes);
+                     const boost::json::object& tenants, HtmlReport html, const std::string& where,
+                     std::vector<std::string>& notes);
 
 // ---------------------------------------------------------------------------------------------
 // The seed's scripts: throughput and compare (seed.cpp)

@@ -357,8 +357,9 @@ Table detail_table(const Aggregate& aggregate, const std::vector<double>& extra)
 }
 
 void write_run_files(const RunCommand& command, const std::vector<LevelResult>& levels,
-                     const KneeResult& knee, const json::object& gt_json, HtmlReport html,
-                     const std::string& where, std::vector<std::string>& notes) {
+                     const KneeResult& knee, const json::object& gt_json,
+                     const json::object& tenants, HtmlReport html, const std::string& where,
+                     std::vector<std::string>& notes) {
   if (command.out.out_dir.empty()) return;
   const fs::path dir(command.out.out_dir);
   fs::create_directories(dir);
@@ -385,6 +386,7 @@ void write_run_files(const RunCommand& command, const std::vector<LevelResult>& 
     doc["knee"] = std::move(knee_json);
   }
   if (command.sim_ground_truth) doc["ground_truth"] = gt_json;
+  if (!tenants.empty()) doc["tenants"] = tenants;
   json::array levels_json;
   std::string csv = csv_record(request_csv_header());
   for (const auto& level : levels) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "bench/commands.hpp"
+#include "bench/tenants.hpp"
 #include "cli/bench_common.hpp"
 
 namespace llmux::cli::bench_cli {
@@ -20,6 +21,7 @@ using namespace llmux::bench;
 struct RunFlags {
   std::string url = "http://127.0.0.1:30000";
   std::vector<std::string> split;
+  std::vector<std::string> tenants;
   std::string endpoint = "completions";
   std::string model;
   std::size_t concurrency = 1;
@@ -71,6 +73,13 @@ Runner add_run(CLI::App* bench) {
                   "A fixed split instead of --url: URL=N sends N of the closed loop's clients "
                   "straight to URL (repeat for each target; the concurrency is their sum); each "
                   "request's backend is its target. The baseline a gateway is compared with")
+      ->group(target_group);
+  sub->add_option("--tenant", flags->tenants,
+                  "NAME:CLIENTS[:PRIORITY[:WORKLOAD]] (repeat): tenants sharing a gateway at "
+                  "once, each a closed loop of CLIENTS sending X-Llmux-Tenant: NAME and "
+                  "X-Llmux-Priority: PRIORITY, WORKLOAD IN/OUT its prompt tokens and max_tokens "
+                  "(default the run's); reports each tenant's TTFT, E2E and tok/s and Jain's "
+                  "index over the token rates. The concurrency is their sum")
       ->group(target_group);
   sub->add_option("--endpoint", flags->endpoint,
                   "completions (/v1/completions), chat (/v1/chat/completions) or responses "
@@ -312,6 +321,16 @@ Runner add_run(CLI::App* bench) {
               "--sim-ground-truth");
         command.load.concurrency = split_clients;
       }
+      for (const auto& text : flags->tenants) command.tenants.push_back(parse_tenant(text));
+      if (!command.tenants.empty()) {
+        if (command.load.mode == LoadSpec::Mode::open || !flags->sweep.empty() ||
+            !command.split.empty() || flags->sim_ground_truth)
+          throw std::invalid_argument(
+              "--tenant is one closed-loop level: not with --request-rate, --sweep, --split or "
+              "--sim-ground-truth");
+        command.load.concurrency = 0;
+        for (const auto& tenant : command.tenants) command.load.concurrency += tenant.clients;
+      }
       if (command.load.mode == LoadSpec::Mode::closed && command.load.concurrency == 0)
         throw std::invalid_argument("--concurrency must be at least 1 in a closed loop");
       ConversationSpec& conv = command.run.conversation;
@@ -360,6 +379,11 @@ Runner add_run(CLI::App* bench) {
       command.out.fail_on_reject = flags->fail_on_reject;
       command.sim_ground_truth = flags->sim_ground_truth;
       if (!flags->dataset.empty()) {
+        for (const TenantLoad& tenant : command.tenants)
+          if (tenant.input_tokens > 0)
+            throw std::invalid_argument(fmt::format(
+                "--tenant {}: a WORKLOAD (IN/OUT) is for synthetic prompts, not with --dataset",
+                tenant.name));
         command.prompts = load_dataset(flags->dataset, flags->max_prompts);
         command.workload_desc =
             fmt::format("dataset {} ({} prompts)", flags->dataset, command.prompts.size());
@@ -388,6 +412,18 @@ Runner add_run(CLI::App* bench) {
         command.workload_desc = fmt::format("synthetic, {} prompt tokens{}, max_tokens {}{}",
                                             flags->input_len, spread(flags->input_spread),
                                             flags->output_len, spread(flags->output_spread));
+        // A tenant with a workload of its own: its own synthetic prompts.
+        for (TenantLoad& tenant : command.tenants) {
+          if (tenant.input_tokens == 0) continue;
+          SyntheticSpec own = synthetic;
+          own.input_tokens = tenant.input_tokens;
+          own.output_tokens = tenant.output_tokens;
+          own.seed = synthetic.seed + std::hash<std::string>{}(tenant.name);
+          tenant.prompts = synthetic_workload(own, prompt_count);
+          command.workload_desc +=
+              fmt::format("; tenant {}: {} prompt tokens, max_tokens {}", tenant.name,
+                          tenant.input_tokens, tenant.output_tokens);
+        }
       }
       if (flags->shared_prefix > 0) {
         command.shared_prefixes = flags->shared_prefix;
