@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <cerrno>
 #include <cstring>
@@ -132,7 +133,37 @@ std::vector<CheckResult> probe_one(const Backend& backend, Millis timeout) {
         fmt::format("{} in {:.1f} ms, but not a model list: {}", models_response.result.status,
                     ms(models_response.result), excerpt(models_response.body));
   }
+  const bool listed = models_check.ok;
   out.push_back(std::move(models_check));
+
+  // send_priority: does the backend take a nonzero `priority` (vLLM: only with
+  // --scheduling-policy priority)? One token of the first model it lists.
+  if (backend.send_priority && listed) {
+    const auto ids = model_ids(models_response.body);
+    const std::string body = fmt::format(
+        R"({{"model":{},"prompt":"ping","max_tokens":1,"priority":1}})",
+        boost::json::serialize(boost::json::value(ids && !ids->empty() ? ids->front() : "")));
+    http::RequestSpec generate;
+    generate.target = "/v1/completions";
+    generate.body = body;
+    if (!backend.api_key.empty()) generate.headers = auth;
+    const auto answer = http::fetch_blocking(base, generate, timeout, tls, backend.tls.verify);
+    CheckResult priority_check{true, subject,
+                               "send_priority: POST /v1/completions with priority 1: "};
+    if (answer.result.failure != http::Failure::none) {
+      priority_check.ok = false;
+      priority_check.detail += transport_failure(answer.result);
+    } else if (answer.result.status >= 200 && answer.result.status <= 299) {
+      priority_check.detail +=
+          fmt::format("{}: the backend schedules by priority", answer.result.status);
+    } else {
+      priority_check.ok = false;
+      priority_check.detail += fmt::format(
+          "{} ({}): start vLLM with --scheduling-policy priority, or turn send_priority off",
+          answer.result.status, error_text(answer.body));
+    }
+    out.push_back(std::move(priority_check));
+  }
   return out;
 }
 

@@ -262,6 +262,29 @@ TEST(GatewayConfig, CheckProbeReportsHealthAndModelsOfASimulator) {
   EXPECT_TRUE(lines_starting(plain.out, "  ok    backend sim: GET ").empty()) << plain.out;
 }
 
+TEST(GatewayConfig, CheckProbeFindsOutWhetherASendPriorityBackendTakesAPriority) {
+  SimServer fcfs({"--zero-cost"});
+  SimServer priority({"--zero-cost", "--scheduling-policy", "priority"});
+  TempDir dir;
+  auto probe = [&](int port) {
+    const std::string path =
+        dir.write("priority.yaml",
+                  one_route_config(1, backend_line("sim", port, ", send_priority: true"), "sim"));
+    return run_gateway({"--check", "--probe", "--config", path});
+  };
+  RunResult refused = probe(fcfs.port());
+  ASSERT_FALSE(refused.timed_out);
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  const auto fails = lines_starting(refused.out, "  FAIL  backend sim: send_priority: ");
+  ASSERT_EQ(fails.size(), 1u) << refused.out;
+  EXPECT_NE(fails[0].find("400"), std::string::npos) << fails[0];
+  EXPECT_NE(fails[0].find("--scheduling-policy priority"), std::string::npos) << fails[0];
+  RunResult taken = probe(priority.port());
+  EXPECT_EQ(taken.exit_code, 0) << taken.out << taken.err;
+  EXPECT_EQ(lines_starting(taken.out, "  ok    backend sim: send_priority: ").size(), 1u)
+      << taken.out;
+}
+
 TEST(GatewayConfig, CheckProbeOfAClosedPortFailsWithExit1) {
   const int port = closed_port();
   TempDir dir;
