@@ -144,11 +144,12 @@ Runner add_sim(CLI::App& app) {
           sub, "--num-kv-blocks", [](C & config) -> auto& { return config.kv_blocks_override; },
           "KV cache blocks; -1 derives them from the memory budget below")
       ->group(sched);
-  sub->add_option("--scheduling-policy", flags->cfg.scheduling_policy,
-                  "fcfs, or priority: waiting requests by their `priority` (lower first), the "
-                  "lowest preempted first (vLLM's --scheduling-policy)")
+  flags
+      ->add(
+          sub, "--scheduling-policy", [](C & config) -> auto& { return config.scheduling_policy; },
+          "fcfs, or priority: waiting requests by their `priority` (lower first), the lowest "
+          "preempted first (vLLM's --scheduling-policy)")
       ->check(CLI::IsMember({"fcfs", "priority"}))
-      ->capture_default_str()
       ->group(sched);
   flags
       ->flag(

@@ -2,6 +2,7 @@
 #include "gateway/admission_queue.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include <boost/asio/post.hpp>
 
@@ -68,32 +69,32 @@ void AdmissionQueue::dispatched(const std::shared_ptr<Ticket>& ticket) {
   wake_head();
 }
 
-std::shared_ptr<AdmissionQueue::Ticket> AdmissionQueue::head_ticket() const {
-  const auto next = fair_.next(mono_ns());
-  if (!next) return nullptr;
-  const auto found = tickets_.find(next->id);
-  return found == tickets_.end() ? nullptr : found->second;
-}
-
-std::optional<int> AdmissionQueue::at_head(const Ticket& ticket) const {
+bool AdmissionQueue::at_head(const Ticket& ticket, FairQueue::ClassMask admissible) const {
   std::lock_guard lock(mu_);
-  const auto next = fair_.next(mono_ns());
-  if (!next || next->id != ticket.id) return std::nullopt;
-  return next->effective_class;
+  const auto next = fair_.next(mono_ns(), admissible);
+  return next && next->id == ticket.id;
 }
 
 void AdmissionQueue::wake_head() {
-  std::shared_ptr<Ticket> head;
+  std::vector<std::shared_ptr<Ticket>> heads;
   {
     std::lock_guard lock(mu_);
-    head = head_ticket();
+    const std::int64_t now = mono_ns();
+    const FairQueue::ClassMask classes = fair_.waiting_classes();
+    for (int priority_class = 0; priority_class < 32; ++priority_class) {
+      if (((classes >> priority_class) & 1u) == 0) continue;
+      const auto next = fair_.next(now, FairQueue::ClassMask{1} << priority_class);
+      if (!next) continue;
+      if (const auto found = tickets_.find(next->id); found != tickets_.end())
+        heads.push_back(found->second);
+    }
   }
-  if (!head) return;
-  // The timer is the waiter's: cancelled on its own worker.
-  boost::asio::post(head->timer.get_executor(), [head] {
-    head->woken = true;
-    head->timer.cancel();
-  });
+  // Each timer is its waiter's: cancelled on its own worker.
+  for (auto& head : heads)
+    boost::asio::post(head->timer.get_executor(), [head] {
+      head->woken = true;
+      head->timer.cancel();
+    });
 }
 
 void AdmissionQueue::settle(std::string_view tenant, double weight, double estimated, double actual,

@@ -57,9 +57,12 @@ class AdmissionQueue {
   void leave(const std::shared_ptr<Ticket>& ticket);
   /// Leaves with a slot: its tenant is charged its cost. Wakes the next head.
   void dispatched(const std::shared_ptr<Ticket>& ticket);
-  /// The class `ticket` counts as when it is first in line now; nullopt when it is not.
-  std::optional<int> at_head(const Ticket& ticket) const;
-  /// Wakes the head (any thread): a slot may have come free.
+  /// True when `ticket` is first in line now among the waiters whose class could take a slot
+  /// (`admissible`: bit c for class c, as the route's backends say).
+  bool at_head(const Ticket& ticket,
+               FairQueue::ClassMask admissible = FairQueue::kEveryClass) const;
+  /// Wakes the first waiter of each class (any thread): a slot may have come free, and only the
+  /// waiters' own routes can say which class it suits.
   void wake_head();
   /// A request dispatched from here ended: its tenant is charged `actual` tokens in place of
   /// `estimated`; `completion_tokens` (when known) teaches the mean output of a request.
@@ -90,8 +93,6 @@ class AdmissionQueue {
   }
 
  private:
-  std::shared_ptr<Ticket> head_ticket() const;  // under mu_
-
   const int size_;
   const int max_queued_per_tenant_;
   const std::chrono::milliseconds timeout_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <span>
 
 #include <spdlog/spdlog.h>
 
@@ -75,6 +76,29 @@ bool classify_request(const Fleet& fleet, ClientConnection& client, const Reques
   return true;
 }
 
+namespace {
+
+/// Bit c set when a request of class c could take a slot of one of the route's usable backends
+/// now (the pinned one only, for a request that names a response it holds).
+FairQueue::ClassMask admissible_classes(const Fleet& fleet, const RouteRuntime& route,
+                                        upstream::Backend* const* pinned) {
+  const std::int64_t now = mono_ns();
+  const auto& classes = fleet.cfg.priorities.classes;
+  FairQueue::ClassMask mask = 0;
+  const std::span<upstream::Backend* const> candidates =
+      *pinned ? std::span<upstream::Backend* const>(pinned, 1)
+              : std::span<upstream::Backend* const>(route.backends);
+  for (std::size_t priority_class = 0; priority_class < classes.size(); ++priority_class)
+    for (const upstream::Backend* backend : candidates)
+      if (backend->usable(now) && backend->has_capacity(classes[priority_class].max_share)) {
+        mask |= FairQueue::ClassMask{1} << priority_class;
+        break;
+      }
+  return mask;
+}
+
+}  // namespace
+
 /// Waits in the route's queue until, first in line, it takes a slot (`slot`). A coroutine of its
 /// own: its frame (and the ticket) exist only while a request waits.
 net::awaitable<QueueWait> wait_in_queue(const Fleet& fleet, ClientConnection& client,
@@ -94,15 +118,16 @@ net::awaitable<QueueWait> wait_in_queue(const Fleet& fleet, ClientConnection& cl
     co_return refused == FairQueue::Joined::tenant_full ? QueueWait::tenant_full : QueueWait::full;
   rec.queue_depth = ticket->depth;
   const auto deadline = std::chrono::steady_clock::now() + queue.timeout();
+  const double share = class_share(fleet, rec.priority);
   for (;;) {
-    if (const std::optional<int> head_class = queue.at_head(*ticket)) {
-      // First in line: a slot within the share of the class it counts as now (promoted or not).
+    // First in line among the waiters whose class has a slot free: a slot within its class's
+    // share (a promotion changes its place in line, not its share).
+    if (queue.at_head(*ticket, admissible_classes(fleet, route, pinned))) {
       upstream::TriedSet tried;
-      slot = pick(route, req, fields, tried, pinned, class_share(fleet, *head_class));
+      slot = pick(route, req, fields, tried, pinned, share);
       if (slot) {
         queue.dispatched(ticket);
         rec.queue_charge = static_cast<float>(cost);
-        client.priority_class = *head_class;
         co_return QueueWait::slot;
       }
     }

@@ -54,8 +54,8 @@ struct ClientConnection {
   http::ScopedDeadline dl;
   ClientWatch watch;  // the current request's watch on this socket
   // The current request's priority class (gateway/sharing.hpp: an index into
-  // priorities.classes, the class it was promoted to in the queue if it was): the share of a
-  // backend's slots its retries and hedges may take, and vLLM's `priority` for send_priority.
+  // priorities.classes): the share of a backend's slots its retries and hedges may take, and
+  // vLLM's `priority` for send_priority.
   int priority_class = 0;
   DeferredStart deferred_watch;  // linked while the watch waits to start (start_watch)
 };

@@ -57,18 +57,24 @@ int FairQueue::effective_class(int priority_class, std::int64_t waited_ns) const
   return current;
 }
 
-std::optional<FairQueue::Next> FairQueue::next(std::int64_t now_ns) const {
-  if (waiters_.empty()) return std::nullopt;
-  // The highest class anyone counts as now; then, among the tenants with a waiter there, the
-  // lowest counter (ties: the earlier waiter); that tenant's earliest waiter of the class.
+std::optional<FairQueue::Next> FairQueue::next(std::int64_t now_ns, ClassMask admissible) const {
+  const auto allowed = [admissible](const Waiter& waiter) {
+    return ((admissible >> std::min(waiter.priority_class, 31)) & 1u) != 0;
+  };
+  // The highest class an admissible waiter counts as now; then, among the tenants with such a
+  // waiter there, the lowest counter (ties: the earlier waiter); that tenant's earliest one.
   int best_class = std::numeric_limits<int>::max();
   for (const Waiter& waiter : waiters_)
-    best_class =
-        std::min(best_class, effective_class(waiter.priority_class, now_ns - waiter.joined_ns));
+    if (allowed(waiter))
+      best_class =
+          std::min(best_class, effective_class(waiter.priority_class, now_ns - waiter.joined_ns));
+  if (best_class == std::numeric_limits<int>::max()) return std::nullopt;
   const Waiter* chosen = nullptr;
   double chosen_counter = 0;
   for (const Waiter& waiter : waiters_) {  // in join order: the first of each tenant is its oldest
-    if (effective_class(waiter.priority_class, now_ns - waiter.joined_ns) != best_class) continue;
+    if (!allowed(waiter) ||
+        effective_class(waiter.priority_class, now_ns - waiter.joined_ns) != best_class)
+      continue;
     const auto tenant = tenants_.find(waiter.tenant);
     const double counter = tenant == tenants_.end() ? 0 : tenant->second.counter;
     if (!chosen || counter < chosen_counter) {
@@ -77,6 +83,12 @@ std::optional<FairQueue::Next> FairQueue::next(std::int64_t now_ns) const {
     }
   }
   return Next{chosen->id, best_class};
+}
+
+FairQueue::ClassMask FairQueue::waiting_classes() const {
+  ClassMask mask = 0;
+  for (const Waiter& waiter : waiters_) mask |= ClassMask{1} << std::min(waiter.priority_class, 31);
+  return mask;
 }
 
 bool FairQueue::dispatch(std::uint64_t id) {

@@ -7,7 +7,9 @@
 // waiter of a higher class always goes first, except that a waiter that has waited longer than
 // its class's `promote_after` counts as one class higher (and one more after each further
 // `promote_after` of the class it reached): a flood of interactive requests delays a batch
-// request, it never starves it.
+// request, it never starves it. Promotion changes the order only: a waiter takes a slot by the
+// capacity rules of the class it asked for (its `priority_class`), and a waiter whose class has
+// no slot free is passed over (`admissible`), so it blocks nobody behind it.
 //
 // Within a class: weighted fair queuing between tenants by tokens, with a virtual token counter
 // per tenant as in "Fairness in Serving Large Language Models" (Sheng et al., OSDI 2024). A
@@ -61,8 +63,14 @@ class FairQueue {
   Joined join(Waiter waiter);
   /// A waiter that leaves without a slot (timed out, its client left); false if unknown.
   bool remove(std::uint64_t id);
-  /// Who goes next at `now_ns`; nullopt when nobody waits.
-  std::optional<Next> next(std::int64_t now_ns) const;
+  /// Bit c set: a waiter of class c could take a slot now.
+  using ClassMask = std::uint32_t;
+  static constexpr ClassMask kEveryClass = ~ClassMask{0};
+  /// Who goes next at `now_ns` among the waiters whose class is in `admissible`; nullopt when
+  /// none of them waits.
+  std::optional<Next> next(std::int64_t now_ns, ClassMask admissible = kEveryClass) const;
+  /// The classes someone waits in (as asked), as a mask.
+  ClassMask waiting_classes() const;
   /// Waiter `id` leaves for a backend: its tenant is charged its cost. False if unknown.
   bool dispatch(std::uint64_t id);
   /// A request dispatched from here ended with `actual` tokens where `estimated` were charged

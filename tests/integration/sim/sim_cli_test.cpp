@@ -153,6 +153,13 @@ TEST(SimPriority, ANonzeroPriorityNeedsThePriorityPolicy) {
       << refused.body;
   EXPECT_EQ(client.post("/v1/completions", R"({"prompt":"x","max_tokens":1,"priority":0})").status,
             200);
+  // With the policy (a preset too: flags given explicitly override it), any priority is taken.
+  SimServer priority({"--zero-cost", "--preset", "dgx-spark-qwen3.6-35b-a3b-fp8",
+                      "--scheduling-policy", "priority"});
+  EXPECT_EQ(HttpClient(priority.port())
+                .post("/v1/completions", R"({"prompt":"x","max_tokens":1,"priority":-1})")
+                .status,
+            200);
 }
 
 /// Two long requests on a KV cache too small for both: a low-priority one admitted first, then

@@ -59,10 +59,25 @@ TEST(FairQueue, AWaiterIsPromotedOneClassPerPromoteAfterOfTheClassItIsIn) {
   EXPECT_EQ(queue.next(4 * kSecond)->id, 2u);
   const auto promoted = queue.next(5 * kSecond);
   EXPECT_EQ(promoted->id, 1u);
-  EXPECT_EQ(promoted->effective_class, 1) << "its slot follows the rules of the class it reached";
+  EXPECT_EQ(promoted->effective_class, 1);
   // An interactive request still goes before it.
   ASSERT_EQ(queue.join(waiter(3, "alice", 0, 5 * kSecond)), FairQueue::Joined::yes);
   EXPECT_EQ(queue.next(5 * kSecond)->id, 3u);
+}
+
+TEST(FairQueue, AWaiterWhoseClassHasNoSlotFreeBlocksNobodyBehindIt) {
+  FairQueue queue(three_classes());
+  // A batch request promoted to the top of the line keeps batch's share of the slots: when
+  // batch has none free, the default-class request behind it goes.
+  ASSERT_EQ(queue.join(waiter(1, "nightly", 2, 0)), FairQueue::Joined::yes);
+  ASSERT_EQ(queue.join(waiter(2, "team", 1, 14 * kSecond)), FairQueue::Joined::yes);
+  EXPECT_EQ(queue.next(15 * kSecond)->id, 1u) << "promoted twice: first in line";
+  const FairQueue::ClassMask no_batch = 0b011;
+  const auto next = queue.next(15 * kSecond, no_batch);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->id, 2u);
+  EXPECT_FALSE(queue.next(15 * kSecond, 0)) << "nobody admissible: nobody goes";
+  EXPECT_EQ(queue.waiting_classes(), FairQueue::ClassMask{0b110});
 }
 
 /// Dispatches `rounds` times from a queue where each tenant always has `backlog` waiters,
