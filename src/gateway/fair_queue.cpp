@@ -2,6 +2,7 @@
 #include "gateway/fair_queue.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 namespace llmux::gateway {
@@ -58,23 +59,38 @@ int FairQueue::effective_class(int priority_class, std::int64_t waited_ns) const
 }
 
 std::optional<FairQueue::Next> FairQueue::next(std::int64_t now_ns, ClassMask admissible) const {
-  const auto allowed = [admissible](const Waiter& waiter) {
-    return ((admissible >> std::min(waiter.priority_class, 31)) & 1u) != 0;
+  const auto allowed = [admissible](int priority_class) {
+    return ((admissible >> std::min(priority_class, 31)) & 1u) != 0;
   };
-  // The highest class an admissible waiter counts as now; then, among the tenants with such a
-  // waiter there, the lowest counter (ties: the earlier waiter); that tenant's earliest one.
-  int best_class = std::numeric_limits<int>::max();
-  for (const Waiter& waiter : waiters_)
-    if (allowed(waiter))
-      best_class =
-          std::min(best_class, effective_class(waiter.priority_class, now_ns - waiter.joined_ns));
-  if (best_class == std::numeric_limits<int>::max()) return std::nullopt;
+  // Each class counts as the class its oldest waiter was promoted to: the class whose count is
+  // highest goes (ties: the one whose oldest waiter came first). A promotion lifts the class of
+  // a starved request, its class-mates with it, so that within a class the tenants still share
+  // by their counters.
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+  std::array<std::int64_t, 32> oldest;
+  oldest.fill(kNone);
+  for (const Waiter& waiter : waiters_) {
+    const auto index = static_cast<std::size_t>(std::min(waiter.priority_class, 31));
+    if (allowed(waiter.priority_class)) oldest[index] = std::min(oldest[index], waiter.joined_ns);
+  }
+  int chosen_class = -1, chosen_effective = 0;
+  for (int priority_class = 0; priority_class < 32; ++priority_class) {
+    const std::int64_t joined = oldest[static_cast<std::size_t>(priority_class)];
+    if (joined == kNone) continue;
+    const int effective = effective_class(priority_class, now_ns - joined);
+    if (chosen_class < 0 || effective < chosen_effective ||
+        (effective == chosen_effective &&
+         joined < oldest[static_cast<std::size_t>(chosen_class)])) {
+      chosen_class = priority_class;
+      chosen_effective = effective;
+    }
+  }
+  if (chosen_class < 0) return std::nullopt;
+  // In it: the tenant with the lowest counter (ties: the earlier waiter), its earliest waiter.
   const Waiter* chosen = nullptr;
   double chosen_counter = 0;
   for (const Waiter& waiter : waiters_) {  // in join order: the first of each tenant is its oldest
-    if (!allowed(waiter) ||
-        effective_class(waiter.priority_class, now_ns - waiter.joined_ns) != best_class)
-      continue;
+    if (std::min(waiter.priority_class, 31) != chosen_class) continue;
     const auto tenant = tenants_.find(waiter.tenant);
     const double counter = tenant == tenants_.end() ? 0 : tenant->second.counter;
     if (!chosen || counter < chosen_counter) {
@@ -82,7 +98,7 @@ std::optional<FairQueue::Next> FairQueue::next(std::int64_t now_ns, ClassMask ad
       chosen_counter = counter;
     }
   }
-  return Next{chosen->id, best_class};
+  return Next{chosen->id, chosen_effective};
 }
 
 FairQueue::ClassMask FairQueue::waiting_classes() const {

@@ -4,12 +4,14 @@
 // no clock, no I/O. Times are given to it; tests/unit/fair_queue_test.cpp drives it so.
 //
 // Between priority classes (config `priorities.classes`, highest first): strict priority, a
-// waiter of a higher class always goes first, except that a waiter that has waited longer than
-// its class's `promote_after` counts as one class higher (and one more after each further
-// `promote_after` of the class it reached): a flood of interactive requests delays a batch
-// request, it never starves it. Promotion changes the order only: a waiter takes a slot by the
-// capacity rules of the class it asked for (its `priority_class`), and a waiter whose class has
-// no slot free is passed over (`admissible`), so it blocks nobody behind it.
+// waiter of a higher class always goes first, except that a class whose oldest waiter has waited
+// longer than the class's `promote_after` counts as one class higher (and one more after each
+// further `promote_after` of the class it reached): a flood of interactive requests delays batch
+// requests, it never starves them. The class is promoted, not the one request: within it the
+// tenants still share by their counters (a tenant whose requests wait long because it sends many
+// does not jump ahead of its class-mates). Promotion changes the order only: a waiter takes a
+// slot by the capacity rules of the class it asked for (its `priority_class`), and a waiter
+// whose class has no slot free is passed over (`admissible`), so it blocks nobody behind it.
 //
 // Within a class: weighted fair queuing between tenants by tokens, with a virtual token counter
 // per tenant as in "Fairness in Serving Large Language Models" (Sheng et al., OSDI 2024). A
@@ -51,7 +53,7 @@ class FairQueue {
     double cost = 0;  // estimated tokens, charged at dispatch
   };
   enum class Joined { yes, queue_full, tenant_full };
-  /// The waiter that goes next, and the class it counts as now (promotion included).
+  /// The waiter that goes next, and the class its class counts as now (promotion included).
   struct Next {
     std::uint64_t id = 0;
     int effective_class = 0;

@@ -65,6 +65,22 @@ TEST(FairQueue, AWaiterIsPromotedOneClassPerPromoteAfterOfTheClassItIsIn) {
   EXPECT_EQ(queue.next(5 * kSecond)->id, 3u);
 }
 
+TEST(FairQueue, PromotionLiftsAClassNotATenantOverItsClassMates) {
+  FairQueue queue(three_classes());
+  // heavy has three default-class requests waiting since 0 s, light one since 12 s.
+  for (std::uint64_t id : {1u, 2u, 3u})
+    ASSERT_EQ(queue.join(waiter(id, "heavy", 1, 0)), FairQueue::Joined::yes);
+  ASSERT_EQ(queue.join(waiter(4, "light", 1, 12 * kSecond)), FairQueue::Joined::yes);
+  ASSERT_EQ(queue.next(12 * kSecond)->id, 1u) << "equal counters: the earlier waiter";
+  ASSERT_TRUE(queue.dispatch(1));
+  // At 13 s heavy's requests have waited past default's 10 s: the class counts as interactive,
+  // and within it light, served less, goes before heavy's older requests.
+  const auto next = queue.next(13 * kSecond);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->id, 4u);
+  EXPECT_EQ(next->effective_class, 0);
+}
+
 TEST(FairQueue, AWaiterWhoseClassHasNoSlotFreeBlocksNobodyBehindIt) {
   FairQueue queue(three_classes());
   // A batch request promoted to the top of the line keeps batch's share of the slots: when
