@@ -244,9 +244,8 @@ struct Tenants {
 /// One priority class (`priorities.classes`, highest first).
 struct PriorityClass {
   std::string name;
-  /// A request of this class takes a backend's slot only while fewer than max_share of the
-  /// backend's max_inflight are in use (at least one slot): the rest stay free for the classes
-  /// above. Not more than the class above's.
+  /// The requests of this class hold at most max_share of each backend's max_inflight (at least
+  /// one slot): the rest stay free for the other classes. Not more than the class above's.
   double max_share = 1.0;
   /// A request waiting longer than this in a route's queue counts as one class higher (0: never;
   /// the highest class is never promoted).

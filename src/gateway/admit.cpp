@@ -90,7 +90,8 @@ FairQueue::ClassMask admissible_classes(const Fleet& fleet, const RouteRuntime& 
               : std::span<upstream::Backend* const>(route.backends);
   for (std::size_t priority_class = 0; priority_class < classes.size(); ++priority_class)
     for (const upstream::Backend* backend : candidates)
-      if (backend->usable(now) && backend->has_capacity(classes[priority_class].max_share)) {
+      if (backend->usable(now) &&
+          backend->has_capacity(class_cap(fleet, static_cast<int>(priority_class)))) {
         mask |= FairQueue::ClassMask{1} << priority_class;
         break;
       }
@@ -118,13 +119,13 @@ net::awaitable<QueueWait> wait_in_queue(const Fleet& fleet, ClientConnection& cl
     co_return refused == FairQueue::Joined::tenant_full ? QueueWait::tenant_full : QueueWait::full;
   rec.queue_depth = ticket->depth;
   const auto deadline = std::chrono::steady_clock::now() + queue.timeout();
-  const double share = class_share(fleet, rec.priority);
+  const upstream::ClassCap cap = class_cap(fleet, rec.priority);
   for (;;) {
     // First in line among the waiters whose class has a slot free: a slot within its class's
     // share (a promotion changes its place in line, not its share).
     if (queue.at_head(*ticket, admissible_classes(fleet, route, pinned))) {
       upstream::TriedSet tried;
-      slot = pick(route, req, fields, tried, pinned, share);
+      slot = pick(route, req, fields, tried, pinned, cap);
       if (slot) {
         queue.dispatched(ticket);
         rec.queue_charge = static_cast<float>(cost);

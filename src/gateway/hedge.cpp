@@ -179,7 +179,7 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
       if (route.retry_budget->try_retry(now)) {
         upstream::Backend* const not_pinned = nullptr;
         hedge_slot.slot =
-            pick(route, req, fields, tried, &not_pinned, class_share(fleet, client.priority_class));
+            pick(route, req, fields, tried, &not_pinned, class_cap(fleet, client.priority_class));
         if (hedge_slot.slot) {
           tried.add(*hedge_slot.slot.backend());
           start_leg(1, *hedge_slot.slot.backend());

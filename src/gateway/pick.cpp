@@ -74,13 +74,14 @@ net::awaitable<bool> pin_owner(GatewayState& state, const Fleet& fleet, ClientCo
 /// `pinned`: the backend that holds the response the request names (gateway/affinity.hpp), the
 /// only candidate then.
 upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFields& fields,
-                    upstream::TriedSet& tried, upstream::Backend* const* pinned, double max_share) {
+                    upstream::TriedSet& tried, upstream::Backend* const* pinned,
+                    const upstream::ClassCap& class_cap) {
   const HeaderLookup headers{&req};
   const std::span<upstream::Backend* const> candidates =
       *pinned ? std::span<upstream::Backend* const>(pinned, 1)
               : std::span<upstream::Backend* const>(route.backends);
   policy::PickContext pick_context = context(route, req, fields, headers, *pinned != nullptr);
-  pick_context.max_share = max_share;
+  pick_context.class_cap = class_cap;
   if (route.cfg->hedge.enabled() && !*pinned) {
     // A route that hedges avoids the backends that just lost races (gateway/hedge.hpp) while
     // another can take the request.

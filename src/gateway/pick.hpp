@@ -28,10 +28,11 @@ net::awaitable<bool> pin_owner(GatewayState& state, const Fleet& fleet, ClientCo
 
 /// The policy's choice with its in-flight slot, taken atomically (a full backend is skipped).
 /// `pinned`: the backend that holds the response the request names (gateway/affinity.hpp), the
-/// only candidate then. `max_share`: the share of a backend's max_inflight the request's
-/// priority class may fill (gateway/sharing.hpp).
+/// only candidate then. `class_cap`: what the request's priority class may hold of a backend
+/// (gateway/sharing.hpp).
 upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFields& fields,
-                    upstream::TriedSet& tried, upstream::Backend* const* pinned, double max_share);
+                    upstream::TriedSet& tried, upstream::Backend* const* pinned,
+                    const upstream::ClassCap& class_cap);
 
 /// A backend slot that, once given back, wakes the queues of the routes its backend serves (the
 /// head waiter may take it).

@@ -127,8 +127,7 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
     // requests wait in the route's queue, a new one joins them rather than overtaking them.
     HeldSlot held(fleet);
     if (attempts > 0 || route.queue->depth() == 0)
-      held.slot =
-          pick(route, req, fields, tried, &pinned, class_share(fleet, client.priority_class));
+      held.slot = pick(route, req, fields, tried, &pinned, class_cap(fleet, client.priority_class));
     if (!held.slot && attempts == 0 && route.queue->size() > 0) {
       const std::int64_t queued_at = mono_ns();
       queue_wait =

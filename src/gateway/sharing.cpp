@@ -105,10 +105,10 @@ std::string_view priority_name(const Fleet& fleet, const AccessRecord& rec) {
   return classes[static_cast<std::size_t>(rec.priority)].name;
 }
 
-double class_share(const Fleet& fleet, int priority_class) {
+upstream::ClassCap class_cap(const Fleet& fleet, int priority_class) {
   const auto& classes = fleet.cfg.priorities.classes;
-  if (priority_class < 0 || priority_class >= static_cast<int>(classes.size())) return 1.0;
-  return classes[static_cast<std::size_t>(priority_class)].max_share;
+  if (priority_class < 0 || priority_class >= static_cast<int>(classes.size())) return {};
+  return {classes[static_cast<std::size_t>(priority_class)].max_share, priority_class};
 }
 
 double estimate_cost(const std::string& body, const BodyFields& fields, double learned_output) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Sharing a team's machines (config `tenants` and `priorities`): whom a request is for and its
-// priority class (classify), the share of a backend's slots its class may fill (class_share),
+// priority class (classify), what its class may hold of a backend's slots (class_cap),
 // the tokens its tenant is charged when it leaves the route's queue (estimate_cost), and the
 // correction by its real tokens when it ends (settle_queue_charge). The queue's order itself is
 // gateway/fair_queue.hpp.
@@ -37,8 +37,9 @@ Classification classify(const Fleet& fleet, const Request& req, const auth::KeyE
 /// The name of rec.priority's class ("" before it is known).
 std::string_view priority_name(const Fleet& fleet, const AccessRecord& rec);
 
-/// The share of each backend's max_inflight a request of class `priority_class` may fill.
-double class_share(const Fleet& fleet, int priority_class);
+/// What a request of class `priority_class` may hold of each backend: its class's max_share of
+/// max_inflight.
+upstream::ClassCap class_cap(const Fleet& fleet, int priority_class);
 
 /// The tokens a request is charged when it leaves the queue: its prompt (counted by the
 /// tokenizer in src/core) plus twice its output — max_tokens where it sets one, else

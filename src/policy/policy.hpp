@@ -62,9 +62,8 @@ struct PickContext {
   /// The request names a response its one candidate holds (affinity): a draining backend still
   /// takes it.
   bool pinned = false;
-  /// The share of each backend's max_inflight the request's priority class may fill (the rest
-  /// is kept for higher classes: config `priorities`).
-  double max_share = 1.0;
+  /// What the request's priority class may hold of each backend (config `priorities`).
+  upstream::ClassCap class_cap;
 };
 
 /// What a policy follows of one attempt it chose the backend for, made by Policy::on_dispatch()
@@ -108,7 +107,7 @@ class Policy {
 /// select(): the slot itself is taken by pick_and_acquire().
 /// Also: usable (checks pass, not ejected), and not on a trial another request holds.
 bool available(const Backend& backend, const TriedSet& tried, std::int64_t now_ns = mono_ns(),
-               double max_share = 1.0);
+               const upstream::ClassCap& cap = {});
 
 /// Asks `policy` for an available backend and takes one of its in-flight slots atomically. A
 /// backend that filled up between select() and the slot (another worker took the last one) is

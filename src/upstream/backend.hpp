@@ -12,6 +12,7 @@
 // them, so a backend removed by a reload lives until its last request ends. A reload that keeps
 // a backend (same name and address) keeps the same object: its health and in-flight count go on.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -25,6 +26,20 @@
 #include "upstream/observations.hpp"
 
 namespace llmux::upstream {
+
+/// What a request's priority class may hold of a backend (config `priorities`, gateway/
+/// sharing.hpp): at most `share` of its max_inflight (at least one slot), counted per class
+/// `priority_class`. A share of 1 (or no class) caps nothing.
+struct ClassCap {
+  static constexpr int kClasses = 8;
+  double share = 1.0;
+  int priority_class = -1;
+  bool capped() const { return share < 1.0 && priority_class >= 0 && priority_class < kClasses; }
+  /// The slots of a backend with `max_inflight` (> 0) the class may hold.
+  int limit(int max_inflight) const {
+    return std::max(1, static_cast<int>(static_cast<double>(max_inflight) * share + 1e-9));
+  }
+};
 
 struct Backend {
   // ---- fixed ----
@@ -59,6 +74,8 @@ struct Backend {
   // (affinity); its running requests go on. A reload undrains it.
   std::atomic<bool> draining{false};
   std::atomic<int> inflight{0};
+  // In-flight requests of each capped priority class (ClassCap), by class index.
+  std::array<std::atomic<int>, ClassCap::kClasses> held_by_class{};
   std::atomic<std::int64_t> outstanding_tokens{0};  // estimated, of the requests in flight
   // Health (upstream/health.hpp keeps these; everything else only reads them):
   std::atomic<bool> checks_ok{true};              // active checks pass (true when they are off)
@@ -84,36 +101,52 @@ struct Backend {
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
-  /// The slots a request may fill when its priority class may take `share` of max_inflight (at
-  /// least one; 0: unlimited).
-  int slot_limit(double share) const {
+  /// True while under max_inflight and, for a capped class, under its cap (a hint: the slot
+  /// itself is taken by try_acquire()).
+  bool has_capacity(const ClassCap& cap = {}) const {
     const int max = max_inflight.load(std::memory_order_relaxed);
-    if (max <= 0 || share >= 1.0) return max;
-    return std::max(1, static_cast<int>(static_cast<double>(max) * share + 1e-9));
+    if (max > 0 && inflight.load(std::memory_order_relaxed) >= max) return false;
+    return !cap.capped() || max <= 0 ||
+           held_by_class[static_cast<std::size_t>(cap.priority_class)].load(
+               std::memory_order_relaxed) < cap.limit(max);
   }
-  /// True while under max_inflight, or under the `share` of it a request's class may fill (a
-  /// hint: the slot itself is taken by try_acquire()).
-  bool has_capacity(double share = 1.0) const {
-    const int max = slot_limit(share);
-    return max <= 0 || inflight.load(std::memory_order_relaxed) < max;
-  }
-  /// Takes one in-flight slot: false when the backend is at max_inflight, or at the `share` of
-  /// it the request's class may fill (the rest is kept for higher classes). Check and increment
-  /// are one atomic step, so workers racing for the last slot never overshoot the limit.
-  bool try_acquire(double share = 1.0) {
-    const int max = slot_limit(share);
+  /// Takes one in-flight slot: false when the backend is at max_inflight, or when `cap`'s class
+  /// holds its share of it already (the rest is kept for other classes). Each check and its
+  /// increment are one atomic step, so workers racing for the last slot never overshoot a limit.
+  bool try_acquire(const ClassCap& cap = {}) {
+    const int max = max_inflight.load(std::memory_order_relaxed);
     if (max <= 0) {
       inflight.fetch_add(1, std::memory_order_relaxed);
       return true;
+    }
+    std::atomic<int>* held =
+        cap.capped() ? &held_by_class[static_cast<std::size_t>(cap.priority_class)] : nullptr;
+    if (held) {
+      const int limit = cap.limit(max);
+      int cur = held->load(std::memory_order_relaxed);
+      do {
+        if (cur >= limit) return false;
+      } while (!held->compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed));
     }
     int cur = inflight.load(std::memory_order_relaxed);
     while (cur < max) {
       if (inflight.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed)) return true;
     }
+    if (held) held->fetch_sub(1, std::memory_order_relaxed);
     return false;
   }
-  /// Gives back a slot taken by try_acquire().
-  void release() { inflight.fetch_sub(1, std::memory_order_relaxed); }
+  /// Gives back a slot taken by try_acquire(); `held_class`: the class it counted for (Slot::
+  /// held_class; -1: none).
+  void release(int held_class = -1) {
+    if (held_class >= 0 && held_class < ClassCap::kClasses)
+      held_by_class[static_cast<std::size_t>(held_class)].fetch_sub(1, std::memory_order_relaxed);
+    inflight.fetch_sub(1, std::memory_order_relaxed);
+  }
+  /// The class a slot taken with `cap` counts for (-1: none): what release() is given.
+  int held_class(const ClassCap& cap) const {
+    return cap.capped() && max_inflight.load(std::memory_order_relaxed) > 0 ? cap.priority_class
+                                                                            : -1;
+  }
 
   /// True while the backend may get new requests: its checks pass and it is not ejected.
   bool usable(std::int64_t now_ns) const {
@@ -132,20 +165,26 @@ class Slot {
   /// `trial`: the slot also holds the backend's one trial request (see Backend::on_trial).
   /// `tokens`: the request's estimated tokens, added to the backend's outstanding_tokens for as
   /// long as the slot is held.
-  explicit Slot(Backend* owner, bool trial = false, std::int64_t tokens = 0)
-      : backend_(owner), trial_(trial), tokens_(tokens) {
+  /// `held_class`: the class whose count it also holds (Backend::held_class; -1: none).
+  explicit Slot(Backend* owner, bool trial = false, std::int64_t tokens = 0, int held_class = -1)
+      : backend_(owner),
+        trial_(trial),
+        held_class_(static_cast<std::int8_t>(held_class)),
+        tokens_(tokens) {
     if (backend_ && tokens_ > 0)
       backend_->outstanding_tokens.fetch_add(tokens_, std::memory_order_relaxed);
   }
   Slot(Slot&& other) noexcept
       : backend_(std::exchange(other.backend_, nullptr)),
         trial_(std::exchange(other.trial_, false)),
+        held_class_(std::exchange(other.held_class_, std::int8_t{-1})),
         tokens_(std::exchange(other.tokens_, 0)) {}
   Slot& operator=(Slot&& other) noexcept {
     if (this != &other) {
       reset();
       backend_ = std::exchange(other.backend_, nullptr);
       trial_ = std::exchange(other.trial_, false);
+      held_class_ = std::exchange(other.held_class_, std::int8_t{-1});
       tokens_ = std::exchange(other.tokens_, 0);
     }
     return *this;
@@ -159,7 +198,7 @@ class Slot {
     if (std::exchange(trial_, false)) owner->trial_taken.store(false, std::memory_order_relaxed);
     if (const std::int64_t tokens = std::exchange(tokens_, 0); tokens > 0)
       owner->outstanding_tokens.fetch_sub(tokens, std::memory_order_relaxed);
-    owner->release();
+    owner->release(std::exchange(held_class_, std::int8_t{-1}));
   }
   Backend* backend() const { return backend_; }
   bool trial() const { return trial_; }
@@ -168,6 +207,7 @@ class Slot {
  private:
   Backend* backend_ = nullptr;
   bool trial_ = false;
+  std::int8_t held_class_ = -1;
   std::int64_t tokens_ = 0;
 };
 

@@ -112,5 +112,36 @@ TEST(Slot, RacingThreadsNeverExceedTheLimit) {
   EXPECT_EQ(pool[0].inflight.load(), 0);
 }
 
+// A priority class capped at half of max_inflight (config `priorities`): it holds at most its
+// share, the other classes may fill the rest, and a slot given back frees the class's count.
+TEST(Slot, ACappedClassHoldsAtMostItsShareAndOthersFillTheRest) {
+  Pool pool({1});
+  pool[0].max_inflight = 4;
+  First policy;
+  PickContext batch = request();
+  batch.class_cap = {0.5, 2};
+  std::vector<upstream::Slot> held;
+  for (int i = 0; i < 2; ++i) {
+    TriedSet tried;
+    held.push_back(pick_and_acquire(policy, batch, pool.all(), tried));
+    ASSERT_TRUE(held.back()) << "batch request " << i;
+  }
+  TriedSet tried;
+  EXPECT_FALSE(pick_and_acquire(policy, batch, pool.all(), tried)) << "a third batch request";
+  const PickContext interactive = request();
+  for (int i = 0; i < 2; ++i) {
+    TriedSet other;
+    held.push_back(pick_and_acquire(policy, interactive, pool.all(), other));
+    ASSERT_TRUE(held.back()) << "other class " << i;
+  }
+  EXPECT_EQ(pool[0].inflight.load(), 4);
+  held.erase(held.begin());  // a batch request ends
+  held.pop_back();           // and another class's
+  TriedSet again;
+  held.push_back(pick_and_acquire(policy, batch, pool.all(), again));
+  EXPECT_TRUE(held.back()) << "the class's count came back";
+  EXPECT_EQ(pool[0].held_by_class[2].load(), 2);
+}
+
 }  // namespace
 }  // namespace llmux::policy
