@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <future>
 #include <memory>
 #include <string>
@@ -77,6 +78,40 @@ TEST(GatewaySharing, BadTenantAndPriorityHeadersAre400NamingTheClasses) {
   const auto record = gw->wait_access_record("good-1", 5s);
   EXPECT_EQ(record.at("tenant").as_string(), "eval-team");
   EXPECT_EQ(record.at("priority").as_string(), "batch");
+  gw->expect_clean_exit();
+}
+
+TEST(GatewaySharing, InvalidSharingIsAnErrorNamingTheFieldAtCheckAndAtReload) {
+  GatedBackend be({GatedBackend::Mode::Echo});
+  const std::string bad =
+      config(be.port(), 0,
+             "tenants: {weights: {alice: 0}}\n"
+             "priorities:\n"
+             "  default: normal\n"
+             "  classes: [{name: high, max_share: 0.5}, {name: low, max_share: 0.9}]\n");
+  TempDir dir;
+  RunResult check = run_gateway({"--check", "--config", dir.write("bad.yaml", bad)});
+  ASSERT_FALSE(check.timed_out);
+  EXPECT_NE(check.exit_code, 0) << check.out << check.err;
+  const std::string report = check.out + check.err;
+  for (const char* field :
+       {"tenants.weights.alice", "priorities.classes[1].max_share", "priorities.default"})
+    EXPECT_NE(report.find(field), std::string::npos) << field << " in:\n" << report;
+
+  auto gw = GatewayServer::with_config(config(be.port(), 0));
+  gw->rewrite_config(bad);
+  ASSERT_EQ(::kill(gw->pid(), SIGHUP), 0);
+  EXPECT_TRUE(poll_until(
+      [&] {
+        return gw->stderr_text().find("priorities.classes[1].max_share") != std::string::npos;
+      },
+      5s))
+      << gw->stderr_text();
+  EXPECT_NE(gw->stderr_text().find("reload: the new configuration is invalid"), std::string::npos);
+  // The old configuration still serves: its classes are the default ones.
+  Response still =
+      HttpClient(gw->port()).post("/v1/chat/completions", kBody, {{"X-Llmux-Priority", "batch"}});
+  EXPECT_EQ(still.status, 200) << still.body;
   gw->expect_clean_exit();
 }
 
