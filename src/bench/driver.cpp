@@ -466,4 +466,26 @@ GroundTruthCheck check_against_sim(const http::Url& url, std::span<const Record>
   return out;
 }
 
+RunResult merge_concurrent(std::vector<RunResult> parts) {
+  RunResult out;
+  for (auto& part : parts) {
+    out.connections += part.connections;
+    out.max_in_flight += part.max_in_flight;
+    for (auto& record : part.records) out.records.push_back(std::move(record));
+  }
+  std::stable_sort(
+      out.records.begin(), out.records.end(),
+      [](const Record& left, const Record& right) { return left.t.start_ns < right.t.start_ns; });
+  std::int64_t first = 0, last = 0;
+  for (std::size_t i = 0; i < out.records.size(); ++i) {
+    auto& record = out.records[i];
+    record.index = i;
+    if (record.warmup) continue;
+    if (first == 0 || record.t.start_ns < first) first = record.t.start_ns;
+    last = std::max(last, record.t.end_ns);
+  }
+  out.wall_s = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;
+  return out;
+}
+
 }  // namespace llmux::bench

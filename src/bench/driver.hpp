@@ -84,6 +84,11 @@ struct RunResult {
 RunResult run_load(const RunOptions& opt, const LoadSpec& spec,
                    std::span<const PromptItem> prompts);
 
+/// Loads that ran at the same time (a split's targets, tenants) as one: every record in start
+/// order and renumbered, the connections and in-flight maxima added, the measured window from
+/// the first measured start to the last measured end.
+RunResult merge_concurrent(std::vector<RunResult> parts);
+
 /// Turns what the transport saw into a RequestTiming (exposed for tests): the error kind from
 /// the transport failure, the HTTP status, an error event, or a stream that ended before its
 /// end marker; output tokens from usage.

@@ -105,28 +105,10 @@ RunResult run_split(const RunCommand& command, const RunOptions& base_options,
     });
   }
   for (auto& thread : threads) thread.join();
-  RunResult out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    out.connections += parts[i].connections;
-    out.max_in_flight += parts[i].max_in_flight;
-    for (auto& record : parts[i].records) {
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    for (auto& record : parts[i].records)
       if (record.t.backend.empty()) record.t.backend = command.split[i].name;
-      out.records.push_back(std::move(record));
-    }
-  }
-  std::stable_sort(
-      out.records.begin(), out.records.end(),
-      [](const Record& left, const Record& right) { return left.t.start_ns < right.t.start_ns; });
-  std::int64_t first = 0, last = 0;
-  for (std::size_t i = 0; i < out.records.size(); ++i) {
-    auto& record = out.records[i];
-    record.index = i;
-    if (record.warmup) continue;
-    if (first == 0 || record.t.start_ns < first) first = record.t.start_ns;
-    last = std::max(last, record.t.end_ns);
-  }
-  out.wall_s = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;
-  return out;
+  return merge_concurrent(std::move(parts));
 }
 
 }  // namespace
