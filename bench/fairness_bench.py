@@ -172,8 +172,8 @@ def main():
         "",
         "Each case runs fresh simulators and a fresh gateway. FIFO: the gateway reads no tenant "
         "or priority header and has one class that fills every slot, i.e. the queue as it was "
-        "before classes. Sharing: the default classes (batch may fill half of each backend's "
-        "slots) and tenants by token counters. The send_priority cases let 12 requests per "
+        "before classes. Sharing: the default classes (batch holds at most half of each "
+        "backend's slots) and tenants by token counters. The send_priority cases let 12 requests per "
         "backend through with no slot kept for a class, so the simulators' own queue "
         "(`--scheduling-policy priority --max-num-seqs 4`) decides; with send_priority each "
         "request carries its class as vLLM's `priority`. Token rates in the heavy/light case and the "
