@@ -46,14 +46,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ -x $PY ] || { echo "missing $PY" >&2; exit 1; }
-TMP=$(mktemp -d /tmp/cache-routing-bench.XXXXXX)
-STARTED=()
-trap 'stop_all; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
-LLMUX_SRC=${LLMUX:-$ROOT/build/llmux}
-[ -x "$LLMUX_SRC" ] || { echo "no llmux binary at $LLMUX_SRC (make build)" >&2; exit 1; }
-LLMUX=$TMP/llmux
-cp "$LLMUX_SRC" "$LLMUX"
+bench_workspace cache-routing-bench
 CONV=(--endpoint responses --conversation-turns 20 --concurrency 32 --input-len 64 --error-pause 500
       --output-len 32 --ignore-eos --seed 11 --no-progress --no-plots)
 PREFIX=(--endpoint chat --shared-prefix 12 --prefix-len 2000 --input-len 100 --output-len 64

@@ -52,14 +52,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ -x $PY ] || { echo "missing $PY" >&2; exit 1; }
-TMP=$(mktemp -d /tmp/fairness-bench.XXXXXX)
-STARTED=()
-trap 'stop_all; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
-LLMUX_SRC=${LLMUX:-$ROOT/build/llmux}
-[ -x "$LLMUX_SRC" ] || { echo "no llmux binary at $LLMUX_SRC (make build)" >&2; exit 1; }
-LLMUX=$TMP/llmux
-cp "$LLMUX_SRC" "$LLMUX"
+bench_workspace fairness-bench
 COMMON=(--endpoint chat --ignore-eos --seed "$SEED" --no-progress --no-plots --timeout 300)
 INTERACTIVE=alice:4:interactive:128/64
 BATCH=nightly:64:batch:128/256

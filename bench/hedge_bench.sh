@@ -47,14 +47,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ -x $PY ] || { echo "missing $PY" >&2; exit 1; }
-TMP=$(mktemp -d /tmp/hedge-bench.XXXXXX)
-STARTED=()
-trap 'stop_all; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
-LLMUX_SRC=${LLMUX:-$ROOT/build/llmux}
-[ -x "$LLMUX_SRC" ] || { echo "no llmux binary at $LLMUX_SRC (make build)" >&2; exit 1; }
-LLMUX=$TMP/llmux
-cp "$LLMUX_SRC" "$LLMUX"
+bench_workspace hedge-bench
 WORKLOAD=(--endpoint chat --input-len 512 --input-spread 0.5 --output-len 64 --output-spread 0.5 --ignore-eos
           --seed "$SEED" --no-progress --no-plots)
 

@@ -41,13 +41,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-TMP=$(mktemp -d /tmp/held-stream-memory.XXXXXX)
-STARTED=()
-trap 'stop_all; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
-LLMUX_SRC=${LLMUX:-$ROOT/build/llmux}
-[ -x "$LLMUX_SRC" ] || { echo "no llmux binary at $LLMUX_SRC (make build)" >&2; exit 1; }
-LLMUX=$TMP/llmux
-cp "$LLMUX_SRC" "$LLMUX"
+bench_workspace held-stream-memory
 VARIANTS=(new new_off)
 if [ -n "$BASELINE" ]; then cp "$BASELINE" "$TMP/llmux-base"; VARIANTS+=(base); fi
 STREAM_S=$($PY -c "print(round($TOKENS * $T0, 1))")

@@ -33,3 +33,18 @@ wait_http() {
   done
   return 1
 }
+
+# bench_workspace NAME: $TMP, a fresh /tmp/NAME.XXXXXX removed on exit (unless KEEP_TMP is set)
+# after what the script started (STARTED) is stopped, and $LLMUX, a copy there of the binary
+# under test (env LLMUX, default build/llmux), so that a rebuild during the run changes nothing.
+# Checks $PY first when the script set one. Needs $ROOT.
+bench_workspace() {
+  if [ -n "${PY:-}" ] && [ ! -x "$PY" ]; then echo "missing $PY" >&2; exit 1; fi
+  TMP=$(mktemp -d "/tmp/$1.XXXXXX")
+  STARTED=()
+  trap 'stop_all; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
+  local source=${LLMUX:-$ROOT/build/llmux}
+  [ -x "$source" ] || { echo "no llmux binary at $source (make build)" >&2; exit 1; }
+  LLMUX=$TMP/llmux
+  cp "$source" "$LLMUX"
+}

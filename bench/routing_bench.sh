@@ -45,14 +45,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ -x $PY ] || { echo "missing $PY" >&2; exit 1; }
-TMP=$(mktemp -d /tmp/routing-bench.XXXXXX)
-STARTED=()
-trap 'stop_all; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
-LLMUX_SRC=${LLMUX:-$ROOT/build/llmux}
-[ -x "$LLMUX_SRC" ] || { echo "no llmux binary at $LLMUX_SRC (make build)" >&2; exit 1; }
-LLMUX=$TMP/llmux
-cp "$LLMUX_SRC" "$LLMUX"
+bench_workspace routing-bench
 case $PRESET in  # the preset's step costs x3 (src/sim/config.cpp)
   dgx-spark-qwen3.6-35b-a3b-fp8) SLOW_FLAGS=(--t0 0.0594 --m 0.00264 --c 0.00855) ;;
   dgx-spark-qwen3.6-35b-a3b-fp8-atlas) SLOW_FLAGS=(--t0 0.0534) ;;  # m = c = 0
