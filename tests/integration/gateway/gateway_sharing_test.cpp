@@ -242,6 +242,16 @@ TEST(GatewaySharing, ABackendWithSendPriorityGetsTheClassAsVllmsPriority) {
   EXPECT_EQ(priority_sent({{"X-Llmux-Priority", "interactive"}}), -1);
   EXPECT_EQ(priority_sent({}), 0) << "the default class is vLLM's 0";
   EXPECT_EQ(priority_sent({{"X-Llmux-Priority", "batch"}}), 1);
+  // A body far larger than the socket buffers goes whole, priority first, nothing lost.
+  const std::string big_content(2 << 20, 'x');
+  const std::string big =
+      R"({"model":"m","messages":[{"role":"user","content":")" + big_content + R"("}]})";
+  Response large = client.post("/v1/chat/completions", big, {{"X-Llmux-Priority", "batch"}});
+  ASSERT_EQ(large.status, 200) << large.body.substr(0, 200);
+  const auto echoed = parse_json(parse_json(large.body).at("body").as_string()).as_object();
+  EXPECT_EQ(echoed.at("priority").as_int64(), 1);
+  EXPECT_EQ(echoed.at("messages").as_array()[0].as_object().at("content").as_string().size(),
+            big_content.size());
   // A backend without send_priority gets the client's body as it was.
   Response r = client.post("/v1/completions", body, {{"X-Llmux-Priority", "batch"}});
   EXPECT_EQ(r.status, 200) << r.body;
