@@ -24,6 +24,9 @@ struct ApiError {
   std::string message;
   std::string type;  // empty: derived from status
   std::optional<std::string> param;
+  /// Written in Anthropic's shape `{"type":"error","error":{"type","message"}}` (vLLM's
+  /// /v1/messages translates its serving errors so; its schema errors stay OpenAI-shaped).
+  bool anthropic = false;
 };
 
 /// One message of a conversation as the chat template renders it (tool calls, tool results and
@@ -96,6 +99,9 @@ struct GenRequest {
   std::vector<FunctionTool> function_tools;
   /// The last user message or tool output of the input (what a script turn's `match` reads).
   std::string last_input;
+  /// `POST /v1/messages`: a chat request (vLLM converts it to one) answered in Anthropic's
+  /// Messages dialect (sim/messages_request, sim/messages_frames).
+  bool messages_api = false;
 };
 
 /// What the server knows when validating (model name, limits, the response store).

@@ -18,6 +18,7 @@
 #include "sim/continuation.hpp"
 #include "sim/faults.hpp"
 #include "sim/job.hpp"
+#include "sim/messages_request.hpp"
 #include "sim/stream.hpp"
 #include "sim/textgen.hpp"
 
@@ -39,6 +40,13 @@ std::size_t debug_limit(std::string_view target) {
     limit = std::strtoull(std::string(target.substr(pos + 6)).c_str(), nullptr, 10);
   }
   return limit;
+}
+
+/// An error of the serving layer: on /v1/messages vLLM translates it to Anthropic's shape.
+ApiError translated_error(int status, std::string message, bool messages_api) {
+  ApiError error{status, std::move(message), "", std::nullopt};
+  error.anthropic = messages_api;
+  return error;
 }
 
 }  // namespace
@@ -73,6 +81,16 @@ awaitable<void> Dispatcher::dispatch(Conn& connection, Request& req) {
                                                         : Endpoint::Chat;
     control_.count_generation();  // the crash_after_requests-th dies here, unanswered
     co_return co_await handle_generate(connection, req, endpoint);
+  }
+  // Anthropic's Messages API (vLLM serves it beside the OpenAI one; Claude Code adds ?beta=true).
+  if (path == "/v1/messages") {
+    if (!post) co_return co_await write_method_not_allowed(connection, req, "POST");
+    control_.count_generation();
+    co_return co_await handle_generate(connection, req, Endpoint::Chat, true);
+  }
+  if (path == "/v1/messages/count_tokens") {
+    if (!post) co_return co_await write_method_not_allowed(connection, req, "POST");
+    co_return co_await count_tokens(connection, req);
   }
   if (path == kAdminFaultsPath) co_return co_await control_.handle(connection, req);
   if (path == "/health" && get) {
@@ -179,15 +197,26 @@ std::shared_ptr<const TurnPlan> Dispatcher::plan_turn(const GenRequest& gen_requ
   return whole;
 }
 
-awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endpoint endpoint) {
+awaitable<void> Dispatcher::count_tokens(Conn& connection, Request& req) {
+  auto counted = count_message_tokens(req.body(), api_);
+  if (auto* error = std::get_if<ApiError>(&counted))
+    co_return co_await write_api_error(connection, *error, req);
+  co_await write_json(connection, 200, count_tokens_body(std::get<std::int64_t>(counted)), &req);
+}
+
+awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endpoint endpoint,
+                                            bool messages_api) {
   const std::int64_t arrival = mono_ns();
-  auto parsed = parse_request(endpoint, req.body(), api_);
+  auto parsed = messages_api ? parse_messages_request(req.body(), api_)
+                             : parse_request(endpoint, req.body(), api_);
   if (auto* error = std::get_if<ApiError>(&parsed))
     co_return co_await write_api_error(connection, *error, req);
   GenRequest gen_request = std::move(std::get<GenRequest>(parsed));
   auto maxv = effective_max_tokens(gen_request, cfg_.max_model_len);
-  if (auto* error = std::get_if<ApiError>(&maxv))
+  if (auto* error = std::get_if<ApiError>(&maxv)) {
+    error->anthropic = messages_api;
     co_return co_await write_api_error(connection, *error, req);
+  }
   const std::int64_t max_tokens = std::get<std::int64_t>(maxv);
   if (endpoint == Endpoint::Responses)
     gen_request.max_tokens = max_tokens;  // echoed resolved, as vLLM does
@@ -202,10 +231,13 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
     co_await timer.async_wait(use_tuple);
   }
   if (job->faults.error_status >= 400) {
-    co_return co_await write_error(
-        connection, job->faults.error_status,
-        fmt::format("Simulated fault: the server answered {}.", job->faults.error_status), true,
-        &req);
+    co_return co_await write_api_error(
+        connection,
+        translated_error(
+            job->faults.error_status,
+            fmt::format("Simulated fault: the server answered {}.", job->faults.error_status),
+            messages_api),
+        req);
   }
 
   // Output: greedy decoding is a function of the prompt; sampling of the seed. A greedy prompt
@@ -274,12 +306,15 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
   }
   if (!driver_.submit(job, std::move(seq_request))) {
     timing.outcome = "rejected";
-    co_return co_await write_error(
-        connection, 400,
-        fmt::format("The request needs {} tokens of KV cache but the cache holds only {}.",
-                    job->usage.prompt_tokens + n_out,
-                    cfg_.engine.num_kv_blocks * cfg_.engine.block_size),
-        true, &req);
+    co_return co_await write_api_error(
+        connection,
+        translated_error(400,
+                         fmt::format("The request needs {} tokens of KV cache but the cache holds "
+                                     "only {}.",
+                                     job->usage.prompt_tokens + n_out,
+                                     cfg_.engine.num_kv_blocks * cfg_.engine.block_size),
+                         messages_api),
+        req);
   }
 
   if (endpoint == Endpoint::Responses && job->req.background) {

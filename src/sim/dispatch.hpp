@@ -36,7 +36,12 @@ class Dispatcher {
   boost::asio::awaitable<void> dispatch(Conn& connection, Request& req);
 
  private:
-  boost::asio::awaitable<void> handle_generate(Conn& connection, Request& req, Endpoint endpoint);
+  /// A generation request; `messages_api`: POST /v1/messages (a chat request in Anthropic's
+  /// dialect, sim/messages_request).
+  boost::asio::awaitable<void> handle_generate(Conn& connection, Request& req, Endpoint endpoint,
+                                               bool messages_api = false);
+  /// POST /v1/messages/count_tokens: the prompt's tokens, nothing generated.
+  boost::asio::awaitable<void> count_tokens(Conn& connection, Request& req);
   boost::asio::awaitable<void> get_response(Conn& connection, Request& req, std::string_view id);
   boost::asio::awaitable<void> cancel_response(Conn& connection, Request& req, std::string_view id);
   std::string models_json() const;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/faults.hpp"
+#include "sim/messages_frames.hpp"
 #include "sim/turn_frames.hpp"
 
 namespace llmux::sim {
@@ -49,6 +50,7 @@ void append_message_opening(Job& job) {
 }  // namespace
 
 void append_token_frame(Job& job, int index, bool last) {
+  if (job.req.messages_api) return append_messages_token_events(job, index);
   if (index == 0 && job.req.endpoint == Endpoint::Responses && !job.turn_plan)
     append_message_opening(job);
   if (index == 0 && job.req.endpoint == Endpoint::Chat) {
@@ -87,6 +89,7 @@ void append_token_frame(Job& job, int index, bool last) {
 }
 
 void append_done_frames(Job& job) {
+  if (job.req.messages_api) return append_messages_done_events(job);
   if (job.req.include_usage) job.out += usage_frame(job.meta, job.usage);
   job.out += done_frame();
 }

@@ -15,11 +15,13 @@ namespace llmux::sim {
 /// and content_part.added come with the first token, as vLLM's do.
 void append_opening_frames(Job& job);
 
-/// The frame of output token `index` (`last`: it carries the finish reason). The first token's
+/// The frame of output token `index` (`last`: it carries the finish reason); /v1/messages: its
+/// events (sim/messages_frames). The first token's
 /// frame is broken as `job.faults.malformed` says.
 void append_token_frame(Job& job, int index, bool last);
 
-/// After the last token, completions and chat: the usage chunk (when asked for) and `[DONE]`.
+/// After the last token, completions and chat: the usage chunk (when asked for) and `[DONE]`;
+/// /v1/messages: the last block's stop, message_delta and message_stop (sim/messages_frames).
 void append_done_frames(Job& job);
 
 /// After the last token, Responses API: output_text.done, content_part.done, output_item.done

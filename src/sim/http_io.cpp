@@ -8,6 +8,7 @@
 
 #include "core/openai_error.hpp"
 #include "core/use_tuple.hpp"
+#include "sim/messages_frames.hpp"
 
 namespace llmux::sim {
 
@@ -65,6 +66,12 @@ awaitable<void> write_error(Conn& connection, int status, std::string_view messa
 }
 
 awaitable<void> write_api_error(Conn& connection, const ApiError& error, const Request& req) {
+  if (error.anthropic) {
+    const std::string_view type =
+        error.type.empty() ? error_type_for_status(error.status) : std::string_view(error.type);
+    co_return co_await write_json(connection, error.status,
+                                  anthropic_error_json(type, error.message), &req);
+  }
   std::optional<std::string_view> param;
   if (error.param) param = *error.param;
   co_await write_error(connection, error.status, error.message, true, &req, error.type, param);

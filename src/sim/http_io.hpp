@@ -49,6 +49,7 @@ boost::asio::awaitable<void> write_error(Conn& connection, int status, std::stri
                                          bool keep, const Request* req = nullptr,
                                          std::string_view type = {},
                                          std::optional<std::string_view> param = std::nullopt);
+/// An ApiError in the OpenAI shape, or Anthropic's when `error.anthropic` (sim/messages_frames).
 boost::asio::awaitable<void> write_api_error(Conn& connection, const ApiError& error,
                                              const Request& req);
 /// What vLLM's FastAPI app answers for a path it has no route for (404 `{"detail":"Not Found"}`)

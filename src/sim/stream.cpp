@@ -13,6 +13,7 @@
 #include "http/peer_watch.hpp"
 #include "sim/faults.hpp"
 #include "sim/frames.hpp"
+#include "sim/messages_frames.hpp"
 
 namespace llmux::sim {
 namespace {
@@ -80,6 +81,22 @@ awaitable<void> stream_writer(Conn& connection, std::shared_ptr<Job> job, bool c
   }
 }
 
+/// A finished job's OpenAI body (completions, chat, Responses).
+std::string openai_body(const Job& job, const std::optional<TurnOutput>& turn,
+                        const std::string& text) {
+  switch (job.req.endpoint) {
+    case Endpoint::Completions:
+      return completion_body(job.meta, text, job.usage);
+    case Endpoint::Chat:
+      return turn ? chat_turn_body(job.meta, *turn, job.usage)
+                  : chat_body(job.meta, text, job.usage);
+    case Endpoint::Responses:
+      return json::serialize(response_object(job.meta, job.req, finished_status(job.meta), text,
+                                             job.usage, turn ? &*turn : nullptr));
+  }
+  return {};
+}
+
 }  // namespace
 
 awaitable<void> plain_response(Conn& connection, Request& req, std::shared_ptr<Job> job,
@@ -114,18 +131,17 @@ awaitable<void> plain_response(Conn& connection, Request& req, std::shared_ptr<J
   if (job->turn_plan) turn = job->turn_plan->emitted(static_cast<std::size_t>(job->emitted));
   const std::string text = turn ? turn->text : job->text();
   std::string body;
-  switch (job->req.endpoint) {
-    case Endpoint::Completions:
-      body = completion_body(job->meta, text, job->usage);
-      break;
-    case Endpoint::Chat:
-      body = turn ? chat_turn_body(job->meta, *turn, job->usage)
-                  : chat_body(job->meta, text, job->usage);
-      break;
-    case Endpoint::Responses:
-      body = json::serialize(response_object(job->meta, job->req, finished_status(job->meta), text,
-                                             job->usage, turn ? &*turn : nullptr));
-      break;
+  if (job->req.messages_api) {
+    TurnOutput words;  // generated words: text only
+    words.text = text;
+    auto answer = messages_body(job->meta, turn ? *turn : words, job->usage);
+    if (auto* error = std::get_if<ApiError>(&answer)) {
+      job->timing->end_ns = mono_ns();
+      co_return co_await write_api_error(connection, *error, req);
+    }
+    body = std::move(std::get<std::string>(answer));
+  } else {
+    body = openai_body(*job, turn, text);
   }
   malform_body(body, job->faults.malformed);
   co_await write_json(connection, 200, std::move(body), &req);
