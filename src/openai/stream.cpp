@@ -20,6 +20,8 @@ std::string_view to_string(Dialect dialect) {
       return "chat";
     case Dialect::responses:
       return "responses";
+    case Dialect::messages:
+      return "messages";
   }
   return "completions";
 }
@@ -28,6 +30,7 @@ std::optional<Dialect> parse_dialect(std::string_view name) {
   if (name == "completions") return Dialect::completions;
   if (name == "chat") return Dialect::chat;
   if (name == "responses") return Dialect::responses;
+  if (name == "messages") return Dialect::messages;
   return std::nullopt;
 }
 
@@ -39,6 +42,8 @@ std::string_view endpoint_path(Dialect dialect) {
       return "/v1/chat/completions";
     case Dialect::responses:
       return "/v1/responses";
+    case Dialect::messages:
+      return "/v1/messages";
   }
   return "/v1/completions";
 }

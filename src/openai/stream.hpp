@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Reads an OpenAI-compatible streaming response event by event, in one of three dialects:
+// Reads an OpenAI-compatible streaming response event by event, in one of four dialects:
 //
 //   completions  /v1/completions        `data: {"choices":[{"text": ...}]}` ... `data: [DONE]`
 //   chat         /v1/chat/completions   `choices[].delta.content` (also `reasoning_content`,
@@ -11,6 +11,10 @@
 //                                       text; `response.completed` / `response.incomplete`
 //                                       carry `response.usage`; `error` and `response.failed`
 //                                       are errors
+//   messages     /v1/messages           Anthropic's Messages API (vLLM serves it too):
+//                                       `content_block_delta` events carry text, thinking and
+//                                       tool input; `message_start` and `message_delta` carry
+//                                       usage; `message_stop` ends it; `error` is an error
 //
 // For each SSE event it says how many tokens the event carries and whether it is content (the
 // bench takes TTFT at the first content event), usage, an error, or the end. Token counts are
@@ -36,16 +40,18 @@
 
 namespace llmux::openai {
 
-enum class Dialect { completions, chat, responses };
+enum class Dialect { completions, chat, responses, messages };
 
 std::string_view to_string(Dialect dialect);
-/// "completions", "chat" or "responses"; nullopt otherwise.
+/// "completions", "chat", "responses" or "messages"; nullopt otherwise.
 std::optional<Dialect> parse_dialect(std::string_view name);
-/// The request path of a dialect: "/v1/completions", "/v1/chat/completions", "/v1/responses".
+/// The request path of a dialect: "/v1/completions", "/v1/chat/completions", "/v1/responses",
+/// "/v1/messages".
 std::string_view endpoint_path(Dialect dialect);
 
 /// Token usage as the server reported it (Responses' input/output tokens are mapped to
-/// prompt/completion).
+/// prompt/completion; Messages' prompt tokens are its input tokens plus those read from and
+/// written to the cache).
 struct StreamUsage {
   std::optional<std::uint64_t> prompt_tokens;
   std::optional<std::uint64_t> completion_tokens;

@@ -68,8 +68,16 @@ EventInfo EventParser::on_body(std::string_view body) {
   try {
     od::document doc = parser_.iterate(buffer_.data(), size, buffer_.size());
     od::object obj = doc.get_object();
-    info =
-        interpreter_.dialect_ == Dialect::responses ? responses_body(obj) : chat_or_completion(obj);
+    switch (interpreter_.dialect_) {
+      case Dialect::responses:
+        info = responses_body(obj);
+        break;
+      case Dialect::messages:
+        info = messages_body(obj);
+        break;
+      default:
+        info = chat_or_completion(obj);
+    }
   } catch (const simdjson::simdjson_error&) {
     info = EventInfo{};
     info.malformed = true;
@@ -82,6 +90,8 @@ EventInfo EventParser::on_body(std::string_view body) {
 }
 
 EventInfo EventParser::on_body_usage(std::string_view body) {
+  // A Messages body's usage counts in fields of its own (stream_messages_events.cpp).
+  if (interpreter_.dialect_ == Dialect::messages) return on_body(body);
   const std::string_view obj = last_usage_object(body);
   if (obj.empty()) return on_body(body);
   EventInfo info;
@@ -139,8 +149,16 @@ EventInfo EventParser::on_event(std::string_view event_name, std::string_view da
   try {
     od::document doc = parser_.iterate(buffer_.data(), size, buffer_.size());
     od::object obj = doc.get_object();
-    info = interpreter_.dialect_ == Dialect::responses ? responses(event_name, obj)
-                                                       : chat_or_completion(obj);
+    switch (interpreter_.dialect_) {
+      case Dialect::responses:
+        info = responses(event_name, obj);
+        break;
+      case Dialect::messages:
+        info = messages(event_name, obj);
+        break;
+      default:
+        info = chat_or_completion(obj);
+    }
   } catch (const simdjson::simdjson_error&) {
     EventInfo bad;
     bad.malformed = true;

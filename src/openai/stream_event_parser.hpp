@@ -5,7 +5,8 @@
 //   stream_event_parser.cpp    an event's or a whole body's framing ([DONE], padding, errors)
 //                              and what every dialect shares (text, usage, ids, errors);
 //   stream_chat_events.cpp     /v1/completions and /v1/chat/completions chunks and bodies;
-//   stream_responses_events.cpp  /v1/responses typed events and bodies.
+//   stream_responses_events.cpp  /v1/responses typed events and bodies;
+//   stream_messages_events.cpp   Anthropic's /v1/messages events and bodies.
 // Internal to src/openai.
 #include <cstdint>
 #include <string>
@@ -53,6 +54,11 @@ class EventParser {
   EventInfo responses(std::string_view event_name, Object& object);
   /// A whole /v1/responses body.
   EventInfo responses_body(Object& object);
+
+  // messages (stream_messages_events.cpp).
+  EventInfo messages(std::string_view event_name, Object& object);
+  EventInfo messages_body(Object& object);
+  void messages_content_block(Value& block);
 
   StreamInterpreter& interpreter_;  // its counts, usage and Extra (id, finish reason, text)
   simdjson::ondemand::parser& parser_;
