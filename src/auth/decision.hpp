@@ -7,8 +7,9 @@
 namespace llmux::auth {
 
 struct Decision {
-  int status = 200;  // 200: allowed; otherwise 401, 403 or 429, to send as is
-  std::string body;  // the OpenAI-shaped error body (application/json) when not allowed
+  int status = 200;     // 200: allowed; otherwise 401, 403 or 429, to send as is
+  std::string body;     // the OpenAI-shaped error body (application/json) when not allowed
+  std::string message;  // its message alone (for a client of another dialect: Anthropic's)
   /// 429 only: whole seconds for the `Retry-After` header (at least 1); 0 otherwise.
   std::int64_t retry_after_s = 0;
 

@@ -48,7 +48,7 @@ std::string list(const std::vector<std::string>& items) {
 
 Decision forbidden(const std::string& message, std::optional<std::string_view> param) {
   return {403, openai_error_json(403, message, "invalid_request_error", param, "permission_denied"),
-          0};
+          message, 0};
 }
 
 }  // namespace
@@ -87,8 +87,17 @@ KeyTable::KeyTable(const config::Auth& auth) : enabled_(auth.enabled()) {
     by_prefix_.emplace(prefix(entries_[i].sha256), i);
 }
 
-const KeyEntry* KeyTable::find(std::string_view authorization) const {
-  const auto token = bearer_token(authorization);
+std::optional<std::string_view> presented_key(std::string_view authorization,
+                                              std::string_view api_key) {
+  if (auto token = bearer_token(authorization)) return token;
+  while (!api_key.empty() && is_space(api_key.front())) api_key.remove_prefix(1);
+  while (!api_key.empty() && is_space(api_key.back())) api_key.remove_suffix(1);
+  if (api_key.empty()) return std::nullopt;
+  return api_key;
+}
+
+const KeyEntry* KeyTable::find(std::string_view authorization, std::string_view api_key) const {
+  const auto token = presented_key(authorization, api_key);
   if (!token) return nullptr;
   const Digest hash = digest(*token);
   const auto [first, last] = by_prefix_.equal_range(prefix(hash));
@@ -100,20 +109,21 @@ const KeyEntry* KeyTable::find(std::string_view authorization) const {
 }
 
 Decision KeyTable::missing_key() {
-  return {401,
-          openai_error_json(401,
-                            "You didn't provide an API key. You need to provide your API key in "
-                            "an Authorization header using Bearer auth (i.e. Authorization: "
-                            "Bearer YOUR_KEY).",
-                            "invalid_request_error", std::nullopt, "invalid_api_key"),
-          0};
+  constexpr std::string_view kMessage =
+      "You didn't provide an API key. You need to provide your API key in an Authorization "
+      "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY) or in an x-api-key header.";
+  return {
+      401,
+      openai_error_json(401, kMessage, "invalid_request_error", std::nullopt, "invalid_api_key"),
+      std::string(kMessage), 0};
 }
 
 Decision KeyTable::invalid_key() {
-  return {401,
-          openai_error_json(401, "Incorrect API key provided.", "invalid_request_error",
-                            std::nullopt, "invalid_api_key"),
-          0};
+  constexpr std::string_view kMessage = "Incorrect API key provided.";
+  return {
+      401,
+      openai_error_json(401, kMessage, "invalid_request_error", std::nullopt, "invalid_api_key"),
+      std::string(kMessage), 0};
 }
 
 Decision KeyTable::check(const KeyEntry* key, std::string_view route,
@@ -140,10 +150,12 @@ Decision KeyTable::check(const KeyEntry* key, std::string_view route,
 }
 
 KeyTable::Result KeyTable::authorize(std::string_view authorization, std::string_view route,
-                                     std::optional<std::string_view> model) const {
+                                     std::optional<std::string_view> model,
+                                     std::string_view api_key) const {
   if (!enabled_) return {};
-  const KeyEntry* key = find(authorization);
-  if (key == nullptr) return {nullptr, bearer_token(authorization) ? invalid_key() : missing_key()};
+  const KeyEntry* key = find(authorization, api_key);
+  if (key == nullptr)
+    return {nullptr, presented_key(authorization, api_key) ? invalid_key() : missing_key()};
   return {key, check(key, route, model)};
 }
 

@@ -13,10 +13,11 @@
 //
 // In the gateway's request path (gateway/admit.cpp, admit_client): after the route is matched and
 // the body's "model" is known, and before anything is sent upstream:
-//   auto [key, d] = keys.authorize(header("Authorization"), route.name, model);
-//   if (!d.ok()) -> answer d.status with d.body (application/json)
-// then the quota admission (quota.hpp) for `key`. The client's Authorization header is never
-// forwarded: backends get their own configured api_key or none.
+//   auto [key, d] = keys.authorize(header("Authorization"), route.name, model,
+//                                  header("x-api-key"));
+//   if (!d.ok()) -> answer d.status with d.body (application/json; d.message in another dialect)
+// then the quota admission (quota.hpp) for `key`. The client's Authorization and x-api-key headers
+// are never forwarded: backends get their own configured api_key or none.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -46,6 +47,11 @@ struct KeyEntry {
 /// tabs around the key ignored); nullopt when the header is empty, another scheme, or has no key.
 std::optional<std::string_view> bearer_token(std::string_view authorization);
 
+/// The key a client presents: the Authorization header's bearer token, else the x-api-key
+/// header's value (what Anthropic's clients send; spaces around it ignored); nullopt: none.
+std::optional<std::string_view> presented_key(std::string_view authorization,
+                                              std::string_view api_key);
+
 /// The SHA-256 of `key`.
 Digest digest(std::string_view key);
 
@@ -60,9 +66,10 @@ class KeyTable {
   bool enabled() const { return enabled_; }
   std::size_t size() const { return entries_.size(); }
 
-  /// The entry for the key in `authorization` (an Authorization header value), or nullptr when
-  /// the header is missing or malformed or the key unknown.
-  const KeyEntry* find(std::string_view authorization) const;
+  /// The entry for the key presented in `authorization` (an Authorization header value) or
+  /// `api_key` (an x-api-key header value): presented_key(). nullptr when there is none or the
+  /// key is unknown.
+  const KeyEntry* find(std::string_view authorization, std::string_view api_key = {}) const;
 
   /// May `key` use route `route` and model `model`? nullptr: 401 (unknown key). `model`: the
   /// request body's "model" ("" when the body has none); nullopt for a request that names no
@@ -77,8 +84,9 @@ class KeyTable {
   };
   /// find() then check(), with the 401 for a missing key worded as such. With auth off: allowed,
   /// key nullptr.
+  /// `api_key`: the x-api-key header's value (find()).
   Result authorize(std::string_view authorization, std::string_view route,
-                   std::optional<std::string_view> model) const;
+                   std::optional<std::string_view> model, std::string_view api_key = {}) const;
 
   /// The 401 answers (OpenAI's wording, type invalid_request_error, code invalid_api_key).
   static Decision missing_key();

@@ -33,7 +33,8 @@ std::int64_t retry_after_s(std::int64_t ms) {
 }
 
 Decision too_many(std::string_view type, const std::string& message, std::int64_t retry_s) {
-  return {429, openai_error_json(429, message, type, std::nullopt, "rate_limit_exceeded"), retry_s};
+  return {429, openai_error_json(429, message, type, std::nullopt, "rate_limit_exceeded"), message,
+          retry_s};
 }
 
 }  // namespace

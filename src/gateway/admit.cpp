@@ -33,8 +33,8 @@ net::awaitable<bool> admit_client(GatewayState& state, const Fleet& fleet, Clien
   // /v1/responses/{id}) is held to the key's routes only.
   const std::optional<std::string_view> model =
       req.body().empty() ? std::nullopt : std::optional<std::string_view>(fields.model);
-  auto [entry, decision] =
-      fleet.keys.authorize(req[bhttp::field::authorization], route.cfg->name, model);
+  auto [entry, decision] = fleet.keys.authorize(req[bhttp::field::authorization], route.cfg->name,
+                                                model, req["x-api-key"]);
   if (entry) {
     rec.tenant = entry->name;
     rec.tenant_is_key = true;
@@ -54,8 +54,12 @@ net::awaitable<bool> admit_client(GatewayState& state, const Fleet& fleet, Clien
   rec.error = decision.status == 401   ? "missing or unknown API key"
               : decision.status == 403 ? "the API key may not use this route or model"
                                        : "over the API key's quota";
-  co_await write_json(client, decision.status, std::move(decision.body), &req, request_id,
-                      static_cast<int>(decision.retry_after_s));
+  if (client.error_dialect == ErrorDialect::anthropic)
+    co_await write_error(client, decision.status, decision.message, &req, true, request_id,
+                         static_cast<int>(decision.retry_after_s));
+  else
+    co_await write_json(client, decision.status, std::move(decision.body), &req, request_id,
+                        static_cast<int>(decision.retry_after_s));
   co_return false;
 }
 

@@ -4,6 +4,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include "core/anthropic_error.hpp"
 #include "core/openai_error.hpp"
 
 namespace llmux::gateway {
@@ -93,10 +94,20 @@ net::awaitable<bool> write_json(ClientConnection& client, int status, std::strin
   co_return !ec;
 }
 
+ErrorDialect error_dialect_for(std::string_view path) {
+  return path == "/v1/messages" || path.starts_with("/v1/messages/") ? ErrorDialect::anthropic
+                                                                     : ErrorDialect::openai;
+}
+
 net::awaitable<bool> write_error(ClientConnection& client, int status, std::string_view message,
                                  const Request* req, bool keep, std::string_view request_id,
                                  int retry_after_s) {
   if (!keep) client.keep_alive = false;
+  if (client.error_dialect == ErrorDialect::anthropic) {
+    const int anthropic = anthropic_status(status);
+    co_return co_await write_json(client, anthropic, anthropic_error_json(anthropic, message), req,
+                                  request_id, retry_after_s);
+  }
   co_return co_await write_json(client, status, openai_error_json(status, message), req, request_id,
                                 retry_after_s);
 }

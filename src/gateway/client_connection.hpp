@@ -2,10 +2,11 @@
 #pragma once
 // A client connection while its requests are served: the socket, its read buffer and deadline,
 // the watch that notices the client leaving while a request is proxied, and the answers the
-// gateway writes itself (JSON, OpenAI-shaped errors).
+// gateway writes itself (JSON, errors in the client's dialect).
 //
 // One worker thread; a Client lives in its session's coroutine frame.
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -40,6 +41,13 @@ struct ClientWatch {
   }
 };
 
+/// The shape of the gateway's own error answers to the current request: OpenAI's (every route
+/// but Anthropic's) or Anthropic's (`/v1/messages...`: core/anthropic_error.hpp), which also
+/// turns a 503 into Anthropic's 529.
+enum class ErrorDialect : std::uint8_t { openai, anthropic };
+/// The error dialect of a request path.
+ErrorDialect error_dialect_for(std::string_view path);
+
 struct ClientConnection {
   ClientConnection(tcp::socket socket, http::DeadlineList& list)
       : sock(std::move(socket)), dl(list, sock) {}
@@ -57,6 +65,7 @@ struct ClientConnection {
   // priorities.classes): the share of a backend's slots its retries and hedges may take, and
   // vLLM's `priority` for send_priority.
   int priority_class = 0;
+  ErrorDialect error_dialect = ErrorDialect::openai;  // the current request's (read_request)
   DeferredStart deferred_watch;  // linked while the watch waits to start (start_watch)
 };
 
@@ -91,7 +100,8 @@ net::awaitable<bool> write_content(ClientConnection& client, int status,
 net::awaitable<bool> write_json(ClientConnection& client, int status, std::string body,
                                 const Request* req, std::string_view request_id = {},
                                 int retry_after_s = 0);
-/// Writes an OpenAI-shaped error; `keep` false also ends the connection after it.
+/// Writes an error in the current request's dialect (client.error_dialect: OpenAI's or
+/// Anthropic's shape); `keep` false also ends the connection after it.
 net::awaitable<bool> write_error(ClientConnection& client, int status, std::string_view message,
                                  const Request* req, bool keep = true,
                                  std::string_view request_id = {}, int retry_after_s = 0);

@@ -158,6 +158,10 @@ void build_upstream_head(ByteBuilder& out, const Request& client,
       }
       if (iequals(name_string, "x-forwarded-proto") || iequals(name_string, "x-request-id"))
         continue;
+      // Anthropic's clients send their key here: it goes where the Authorization header goes.
+      if ((!parts.authorization.empty() || !parts.keep_client_authorization) &&
+          iequals(name_string, "x-api-key"))
+        continue;
     }
     bool named_here = false;
     for (std::size_t i = 0; i < named_count && !named_here; ++i)

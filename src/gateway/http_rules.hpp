@@ -85,7 +85,8 @@ struct UpstreamRequestParts {
 /// Writes into `out` (cleared first) the upstream request head for one attempt, built from the
 /// client's request header, which is never modified: request line (HTTP/1.1), Host, the
 /// client's end-to-end fields (hop-by-hop ones and those named by Connection left out; the
-/// client's Authorization kept unless the backend has a key or the gateway checks keys),
+/// client's Authorization and x-api-key kept unless the backend has a key or the gateway checks
+/// keys),
 /// X-Forwarded-For/-Proto, X-Request-Id, Content-Length, and the blank line. The body follows it
 /// unchanged.
 void build_upstream_head(ByteBuilder& out, const Request& client,

@@ -18,10 +18,12 @@ net::awaitable<void> models(const Fleet& fleet, Worker& worker, ClientConnection
   const auth::KeyEntry* key = nullptr;
   if (fleet.keys.enabled()) {
     const std::string_view authorization = req[bhttp::field::authorization];
-    key = fleet.keys.find(authorization);
+    const std::string_view api_key = req["x-api-key"];
+    key = fleet.keys.find(authorization, api_key);
     if (!key) {
-      const auth::Decision decision =
-          authorization.empty() ? auth::KeyTable::missing_key() : auth::KeyTable::invalid_key();
+      const auth::Decision decision = auth::presented_key(authorization, api_key)
+                                          ? auth::KeyTable::invalid_key()
+                                          : auth::KeyTable::missing_key();
       co_await write_json(client, decision.status, decision.body, &req, request_id);
       co_return;
     }

@@ -208,6 +208,7 @@ net::awaitable<Read> read_request(Worker& worker, ClientConnection& client, Requ
   // What has arrived already is read and parsed at once, and a wait is awaited here: no
   // coroutine frame of read_more's or read_parsed's per request (read_parsed.hpp).
   boost::system::error_code ec;
+  client.error_dialect = ErrorDialect::openai;  // until this request's target is known
   worker.lend_read_buf(client.buf);
   if (client.buf.size() == 0) {
     client.dl.arm(timeouts.client_idle, /*close_on_expiry=*/false);
@@ -228,6 +229,8 @@ net::awaitable<Read> read_request(Worker& worker, ClientConnection& client, Requ
   }
   client.dl.disarm();
   if (!ec) {
+    // Errors from here on speak the dialect of the API the request is for.
+    client.error_dialect = error_dialect_for(req.path());
     // How the body is delimited is checked here, before a byte of it is read: a request
     // whose length cannot be determined is never passed on, and its body never parsed as
     // the next request.

@@ -119,6 +119,34 @@ TEST(KeyTable, MissingAndUnknownKeysAre401) {
   EXPECT_THAT(t.authorize("Basic abc", "chat", {}).decision.body, HasSubstr("didn't provide"));
 }
 
+TEST(PresentedKey, BearerFirstThenXApiKey) {
+  EXPECT_EQ(presented_key("Bearer sk-1", "sk-2"), "sk-1");
+  EXPECT_EQ(presented_key("", " sk-2 "), "sk-2");
+  EXPECT_EQ(presented_key("Basic abc", "sk-2"), "sk-2");
+  EXPECT_EQ(presented_key("", "  "), std::nullopt);
+  EXPECT_EQ(presented_key("", ""), std::nullopt);
+}
+
+TEST(KeyTable, XApiKeyIsAKeyAsBearerIs) {
+  // Anthropic's clients send their key in x-api-key.
+  const KeyTable t = table();
+  const auto by_header = t.authorize("", "chat", "qwen", "sk-bob");
+  ASSERT_NE(by_header.key, nullptr);
+  EXPECT_EQ(by_header.key->name, "bob");
+  EXPECT_TRUE(by_header.decision.ok());
+  EXPECT_EQ(t.find("", "sk-alice"), t.find("Bearer sk-alice"));
+  // Known Bearer wins over an unknown x-api-key; an unknown x-api-key is an incorrect key.
+  EXPECT_EQ(t.authorize("Bearer sk-alice", "chat", "qwen", "sk-mallory").key->name, "alice");
+  const auto unknown = t.authorize("", "chat", "qwen", "sk-mallory");
+  EXPECT_EQ(unknown.decision.status, 401);
+  EXPECT_THAT(unknown.decision.message, HasSubstr("Incorrect API key"));
+  // The refusal's message alone, for a client of another dialect, is the body's message.
+  EXPECT_EQ(error_of(unknown.decision).at("message").as_string(), unknown.decision.message);
+  const auto forbidden = t.authorize("", "responses", "qwen", "sk-bob");
+  EXPECT_EQ(forbidden.decision.status, 403);
+  EXPECT_EQ(error_of(forbidden.decision).at("message").as_string(), forbidden.decision.message);
+}
+
 TEST(KeyTable, AuthOffAllowsEverything) {
   const KeyTable off;
   EXPECT_FALSE(off.enabled());

@@ -271,6 +271,40 @@ TEST(UpstreamHead, ABackendWithoutAKeyGetsTheClientsAuthorization) {
   EXPECT_EQ(client["X-Request-Id"], "client-id");
 }
 
+TEST(UpstreamHead, AnthropicHeadersPassAndXApiKeyGoesWhereAuthorizationGoes) {
+  const auto client = parse(
+      "POST /v1/messages?beta=true HTTP/1.1\r\n"
+      "Host: gateway:8080\r\n"
+      "x-api-key: sk-client\r\n"
+      "anthropic-version: 2023-06-01\r\n"
+      "anthropic-beta: claude-code-20250219,interleaved-thinking-2025-05-14\r\n"
+      "X-Claude-Code-Session-Id: 0c4f\r\n"
+      "Content-Length: 0\r\n"
+      "\r\n");
+  llmux::ByteBuilder head;
+  // No backend key and no client keys checked: the client's key goes on, like Authorization.
+  build_upstream_head(head, client, {"/v1/messages?beta=true", "h:1", "", "127.0.0.1", "rid", 0});
+  auto up = parse_head(head, "");
+  EXPECT_EQ(up.target(), "/v1/messages?beta=true");
+  EXPECT_EQ(up["x-api-key"], "sk-client");
+  EXPECT_EQ(up["anthropic-version"], "2023-06-01");
+  EXPECT_EQ(up["anthropic-beta"], "claude-code-20250219,interleaved-thinking-2025-05-14");
+  EXPECT_EQ(up["X-Claude-Code-Session-Id"], "0c4f");
+  // The gateway checks keys: the key it consumed is never passed on.
+  UpstreamRequestParts checked{"/v1/messages", "h:1", "", "127.0.0.1", "rid", 0};
+  checked.keep_client_authorization = false;
+  build_upstream_head(head, client, checked);
+  up = parse_head(head, "");
+  EXPECT_EQ(up.count("x-api-key"), 0u);
+  EXPECT_EQ(up["anthropic-version"], "2023-06-01");
+  // The backend has a key of its own: it replaces the client's, whichever header that came in.
+  build_upstream_head(head, client,
+                      {"/v1/messages", "h:1", "Bearer backend", "127.0.0.1", "rid", 0});
+  up = parse_head(head, "");
+  EXPECT_EQ(up.count("x-api-key"), 0u);
+  EXPECT_EQ(up[bhttp::field::authorization], "Bearer backend");
+}
+
 TEST(UpstreamHead, ForwardedProtoSaysHowTheClientCame) {
   const auto client = client_request();
   llmux::ByteBuilder head;
