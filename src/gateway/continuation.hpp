@@ -78,6 +78,10 @@ class StreamContinuation {
   CutReason last_cut_reason() const { return last_cut_reason_; }
   /// Legs cut so far (the next leg is migration number `cuts()`).
   int cuts() const { return cuts_; }
+  /// Responses: the last `sequence_number` the client got (-1: none).
+  std::int64_t last_sequence_number() const {
+    return cuts_ > 0 ? client_sequence_ : generated_.last_sequence_number;
+  }
 
   /// The body of the next leg, from the client's `client_body`: always a stream that reports
   /// usage (`stream_options.include_usage`); nullopt when `client_body` is not a JSON object.

@@ -42,7 +42,7 @@ net::awaitable<void> answer_failure(ClientConnection& client, const Request& req
     // A stream left open for a continuation that no backend could give: its error event.
     rec.attempts = attempts;
     rec.error = outcome.message;
-    co_return co_await end_stream_with_error(client, outcome.message);
+    co_return co_await end_stream_with_error(client, *continuation, outcome.message);
   }
   upstream::ErrorAnswer answer;
   int retry_after = 0;

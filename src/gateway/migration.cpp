@@ -41,7 +41,7 @@ std::unique_ptr<StreamContinuation> continuation_for(const Fleet& fleet, const R
 bool may_run_twice(const Fleet& fleet, std::string_view method, std::string_view path,
                    const BodyFields& fields) {
   if (!fleet.cfg.migration.enabled || method != "POST" || !fields.parsed) return false;
-  return path == "/v1/chat/completions" || path == "/v1/completions" ||
+  return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/messages" ||
          (path == "/v1/responses" && fields.store_false);
 }
 
@@ -78,9 +78,12 @@ net::awaitable<bool> confirmed_down(const Fleet& fleet, Worker& worker,
   co_return bytes_read == 0 && !timed_out;
 }
 
-net::awaitable<void> end_stream_with_error(ClientConnection& client, const std::string& message) {
-  const std::string event = mid_stream_error_tail(
-      false, 0, fmt::format("The upstream server failed mid-stream: {}.", message));
+net::awaitable<void> end_stream_with_error(ClientConnection& client,
+                                           const StreamContinuation& continuation,
+                                           const std::string& message) {
+  const std::string event =
+      mid_stream_error_tail(continuation.dialect(), continuation.last_sequence_number() + 1,
+                            fmt::format("The upstream server failed mid-stream: {}.", message));
   const std::string framed = fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", event.size(), event);
   client.dl.arm(client.write_timeout);
   auto [error, written] = co_await net::async_write(client.sock, net::buffer(framed), use_tuple);

@@ -34,8 +34,9 @@ std::unique_ptr<StreamContinuation> continuation_for(const Fleet& fleet, const R
                                                      const BodyFields& fields);
 
 /// Whether a request that reached a backend may be sent to another when that one closes or
-/// times out before answering: a generation request (chat, completions, a Responses request with
-/// `store: false`) with migration on; a repeat costs compute, not correctness.
+/// times out before answering: a generation request (chat, completions, Anthropic's messages, a
+/// Responses request with `store: false`) with migration on; a repeat costs compute, not
+/// correctness.
 bool may_run_twice(const Fleet& fleet, std::string_view method, std::string_view path,
                    const BodyFields& fields);
 
@@ -73,7 +74,9 @@ void count_migration(const Fleet& fleet, Worker& worker, const RouteRuntime& rou
 /// quotas, the access log); the client's usage chunk already had its own view.
 void settle_leg_tokens(const StreamContinuation& continuation, AccessRecord& rec);
 
-/// Ends the client's open stream with the chat/completions error event and the last chunk.
-net::awaitable<void> end_stream_with_error(ClientConnection& client, const std::string& message);
+/// Ends the client's open stream with the error event of its dialect and the last chunk.
+net::awaitable<void> end_stream_with_error(ClientConnection& client,
+                                           const StreamContinuation& continuation,
+                                           const std::string& message);
 
 }  // namespace llmux::gateway

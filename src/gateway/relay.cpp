@@ -9,6 +9,7 @@
 #include <boost/beast/core/read_size.hpp>
 #include <boost/json.hpp>
 
+#include "core/anthropic_error.hpp"
 #include "core/clock.hpp"
 #include "core/openai_error.hpp"
 #include "gateway/health_checker.hpp"
@@ -21,9 +22,11 @@
 
 namespace llmux::gateway {
 
-std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_number,
+std::string mid_stream_error_tail(openai::Dialect dialect, std::int64_t sequence_number,
                                   const std::string& message) {
-  if (responses_api) {
+  if (dialect == openai::Dialect::messages)
+    return "event: error\ndata: " + anthropic_error_json(502, message) + "\n\n";
+  if (dialect == openai::Dialect::responses) {
     boost::json::object event;
     event["type"] = "error";
     event["code"] = "upstream_error";
@@ -146,7 +149,6 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   UpstreamResponse& parser = *attempt.parser;
   ResponseTap tap(dialect_of(rec.path), parser.content_type(), worker.json);
   const bool sse = tap.kind() == ResponseTap::Kind::sse;
-  const bool responses_api = rec.path.starts_with("/v1/responses");
   rec.status = parser.status();
   if (rec.status < 200 || rec.status > 299) affinity_store = nullptr;
   const bool head = req.method() == bhttp::verb::head;
@@ -360,7 +362,7 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
                                    !continuation->why_not_continuable();
     if (can_end_cleanly && !goes_on_elsewhere) {
       tail = mid_stream_error_tail(
-          responses_api, tap.next_sequence_number(),
+          tap.reader().dialect(), tap.next_sequence_number(),
           fmt::format("The upstream server failed mid-stream: {}.", upstream_error));
     }
     const bool last = done || can_end_cleanly;

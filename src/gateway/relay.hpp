@@ -20,9 +20,9 @@
 namespace llmux::gateway {
 
 /// The event that ends a stream whose backend failed mid-way, in the stream's own dialect: the
-/// Responses API's `error` event (numbered `sequence_number`), or the chat and completions error
-/// chunk followed by [DONE].
-std::string mid_stream_error_tail(bool responses_api, std::int64_t sequence_number,
+/// Responses API's `error` event (numbered `sequence_number`), Anthropic's `event: error` with an
+/// `api_error` (Messages), or the chat and completions error chunk followed by [DONE].
+std::string mid_stream_error_tail(openai::Dialect dialect, std::int64_t sequence_number,
                                   const std::string& message);
 
 /// Relays the response whose header `a.parser` holds; fills `rec` (status, bytes, usage, error)

@@ -35,6 +35,7 @@ std::size_t last_event_boundary(const char* data, std::size_t size) {
 openai::Dialect dialect_of(std::string_view path) {
   if (path.starts_with("/v1/responses")) return openai::Dialect::responses;
   if (path.starts_with("/v1/chat/completions")) return openai::Dialect::chat;
+  if (path.starts_with("/v1/messages")) return openai::Dialect::messages;
   return openai::Dialect::completions;
 }
 
