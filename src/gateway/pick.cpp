@@ -7,6 +7,7 @@
 #include "core/openai_error.hpp"
 #include "gateway/affinity.hpp"
 #include "gateway/http_rules.hpp"
+#include "gateway/taps.hpp"
 
 namespace llmux::gateway {
 
@@ -30,6 +31,9 @@ policy::PickContext context(const RouteRuntime& route, const Request& req, const
   ctx.user = fields.user;
   ctx.previous_response_id = fields.previous_response_id;
   ctx.prompt_cache_key = fields.prompt_cache_key;
+  // Claude Code names its session in a header: the cache hint (prefix_aware) and the session
+  // key (consistent_hash) a Codex session gives in prompt_cache_key.
+  if (ctx.prompt_cache_key.empty()) ctx.prompt_cache_key = req["x-claude-code-session-id"];
   ctx.stream = fields.stream;
   ctx.output_tokens = fields.max_tokens >= 0 ? fields.max_tokens : 256;
   ctx.tokens = static_cast<std::int64_t>(fields.body_bytes / 4) + ctx.output_tokens;
@@ -39,7 +43,9 @@ policy::PickContext context(const RouteRuntime& route, const Request& req, const
     // The worker's scratch text: valid until the next request's pick on this thread.
     thread_local std::string text;
     text.clear();
-    read_prompt_text(req.body(), text);
+    read_prompt_text(req.body(), text,
+                     dialect_of(ctx.path) == openai::Dialect::messages ? PromptOrder::messages_api
+                                                                       : PromptOrder::as_written);
     ctx.prompt = text;
   }
   return ctx;

@@ -20,8 +20,13 @@ bool pad(std::string& body) {
   return true;
 }
 
+/// Claude Code's system block that differs in every request (vLLM drops it for the same reason:
+/// vllm/entrypoints/anthropic/serving.py, _convert_system_message).
+constexpr std::string_view kBillingHeader = "x-anthropic-billing-header";
+
 /// A message's content: a string, or parts whose `text` (or `input_text`/`output_text` parts')
-/// count; images and files add nothing.
+/// count, and of Anthropic's blocks the `thinking`, a tool_use's `input` and a tool_result's
+/// `content`; images and files add nothing.
 void content_text(od::value content, std::string& out) {
   std::string_view text;
   if (!content.get_string().get(text)) {
@@ -35,20 +40,23 @@ void content_text(od::value content, std::string& out) {
     if (part.get_object().get(object)) continue;
     for (auto field : object) {
       std::string_view key;
-      if (field.unescaped_key().get(key)) return;
-      if (key == "text" && !field.value().get_string().get(text)) out.append(text);
+      od::value value;
+      if (field.unescaped_key().get(key) || field.value().get(value)) return;
+      if (key == "text" || key == "thinking") {
+        if (!value.get_string().get(text) && !text.starts_with(kBillingHeader)) out.append(text);
+      } else if (key == "content") {
+        content_text(value, out);
+      } else if (key == "input") {
+        od::object input;
+        if (!value.get_object().get(input) && !input.raw_json().get(text)) out.append(text);
+      }
     }
   }
 }
 
-/// One message or Responses input item: "role: text" or the call/output it carries.
-void item_text(od::value item, std::string& out) {
-  od::object object;
-  if (item.get_object().get(object)) {
-    std::string_view text;
-    if (!item.get_string().get(text)) out.append(text).push_back('\n');
-    return;
-  }
+/// One message or Responses input item that is an object: "role: text" or the call/output it
+/// carries.
+void object_text(od::object& object, std::string& out) {
   for (auto field : object) {
     std::string_view key, text;
     od::value value;
@@ -67,9 +75,28 @@ void item_text(od::value item, std::string& out) {
   out.push_back('\n');
 }
 
+/// One message or Responses input item: an object (object_text()) or a string.
+void item_text(od::value item, std::string& out) {
+  od::object object;
+  if (item.get_object().get(object)) {
+    std::string_view text;
+    if (!item.get_string().get(text)) out.append(text).push_back('\n');
+    return;
+  }
+  object_text(object, out);
+}
+
+/// Whether a Messages API message is an inline system message (`"role": "system"`); the object
+/// is read from its start again after.
+bool is_system_message(od::object& message) {
+  std::string_view role;
+  const bool system = !message["role"].get_string().get(role) && role == "system";
+  return !message.reset().error() && system;
+}
+
 }  // namespace
 
-void read_prompt_text(const std::string& body, std::string& out) {
+void read_prompt_text(const std::string& body, std::string& out, PromptOrder order) {
   if (body.empty()) return;
   thread_local od::parser parser;
   simdjson::padded_string copy;
@@ -86,6 +113,27 @@ void read_prompt_text(const std::string& body, std::string& out) {
   if (!obj["instructions"].get_string().get(text))
     out.append("instructions: ").append(text).append("\n");
   if (obj.reset().error()) return;
+  // The Messages API's system prompt (OpenAI's APIs have no such field): the `system` field,
+  // then the system messages among `messages`, which vLLM joins into it
+  // (vllm/entrypoints/anthropic/serving.py, _convert_system_message).
+  od::value system;
+  if (!obj["system"].get(system)) {
+    out.append("system: ");
+    content_text(system, out);
+    out.push_back('\n');
+  }
+  if (obj.reset().error()) return;
+  const bool messages_api = order == PromptOrder::messages_api;
+  if (messages_api) {
+    od::array messages;
+    if (!obj["messages"].get_array().get(messages))
+      for (auto item : messages) {
+        od::object message;
+        if (!item.get_object().get(message) && is_system_message(message))
+          object_text(message, out);
+      }
+    if (obj.reset().error()) return;
+  }
   for (auto field : obj) {
     std::string_view key;
     if (field.unescaped_key().get(key)) return;
@@ -98,6 +146,12 @@ void read_prompt_text(const std::string& body, std::string& out) {
     od::array items;
     if (value.get_array().get(items)) continue;
     for (auto item : items) {
+      if (messages_api) {
+        od::object message;
+        if (!item.get_object().get(message) && !is_system_message(message))  // those came first
+          object_text(message, out);
+        continue;
+      }
       od::value item_value;
       if (item.get(item_value)) return;
       item_text(item_value, out);
@@ -188,6 +242,12 @@ BodyFields read_body_fields(std::string& body) {
       if (!value.get_string().get(text)) fields.previous_response_id = std::string(text);
     } else if (key == "user") {
       if (!value.get_string().get(text)) fields.user = std::string(text);
+    } else if (key == "metadata") {
+      // The Messages API's end user (Claude Code: one per session), where `user` is not given.
+      simdjson::ondemand::object metadata;
+      if (fields.user.empty() && !value.get_object().get(metadata) &&
+          !metadata["user_id"].get_string().get(text))
+        fields.user = std::string(text);
     } else if (key == "prompt_cache_key") {
       if (!value.get_string().get(text)) fields.prompt_cache_key = std::string(text);
     } else if (key == "priority") {

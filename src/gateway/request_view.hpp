@@ -30,17 +30,24 @@ struct BodyFields {
 };
 
 /// Reads top-level `model`, `stream`, `stream_options.include_usage`, `previous_response_id`,
-/// `user`, `prompt_cache_key`, `store`, the output cap, and the fields that keep an output from
-/// being continued elsewhere. `body` must stay valid; it is padded in place if its capacity is
-/// short (the only copy, and a rare one).
+/// `user` (else the Messages API's `metadata.user_id`), `prompt_cache_key`, `store`, the output
+/// cap, and the fields that keep an output from being continued elsewhere. `body` must stay valid;
+/// it is padded in place if its capacity is short (the only copy, and a rare one).
 BodyFields read_body_fields(std::string& body);
 
-/// The prompt of an OpenAI request body as one text, in the order the model reads it: the
-/// Responses API's `instructions` and `input` (a string, or items: message text, function call
-/// arguments and outputs), chat `messages` (role and text of each), or a completion's `prompt`.
-/// Each part on its own line, roles included, so two requests share a prefix of this text exactly
-/// when their prompts start the same. Appends to `out`; nothing for a body that is not JSON. A
-/// body read by read_body_fields() is parsed in place; another is copied first.
-void read_prompt_text(const std::string& body, std::string& out);
+/// How a body's messages are ordered: as written (OpenAI's APIs), or as vLLM renders a Messages
+/// API request: its system messages first (after `system`), then the others.
+enum class PromptOrder { as_written, messages_api };
+
+/// The prompt of a request body as one text, in the order the model reads it: the Responses
+/// API's `instructions` and `input` (a string, or items: message text, function call arguments
+/// and outputs), chat `messages` (role and text of each), a completion's `prompt`, or a Messages
+/// API request's `system` and `messages` (text, thinking, tool_use input, tool_result content;
+/// Claude Code's per-request billing block left out). Each part on its own line, roles included,
+/// so two requests share a prefix of this text exactly when their prompts start the same.
+/// Appends to `out`; nothing for a body that is not JSON. A body read by read_body_fields() is
+/// parsed in place; another is copied first.
+void read_prompt_text(const std::string& body, std::string& out,
+                      PromptOrder order = PromptOrder::as_written);
 
 }  // namespace llmux::gateway
