@@ -240,12 +240,22 @@ std::string build_body(const PromptItem& item, const BodyOptions& opt) {
       if (max_tokens) body["max_output_tokens"] = *max_tokens;
       body["store"] = false;
       break;
+    case Dialect::messages: {
+      // Anthropic's shape: the system prompt in its own field, and max_tokens required.
+      if (!item.system.empty()) body["system"] = item.system;
+      json::array msgs = messages();
+      if (!item.system.empty()) msgs.erase(msgs.begin());
+      body["messages"] = std::move(msgs);
+      body["max_tokens"] = max_tokens.value_or(kMessagesDefaultMaxTokens);
+      break;
+    }
   }
   if (opt.temperature) body["temperature"] = *opt.temperature;
   if (opt.ignore_eos) body["ignore_eos"] = true;
   if (opt.stream) {
     body["stream"] = true;
-    if (opt.include_usage && opt.dialect != Dialect::responses)
+    // (A Messages stream always ends with its usage.)
+    if (opt.include_usage && opt.dialect != Dialect::responses && opt.dialect != Dialect::messages)
       body["stream_options"] = json::object{{"include_usage", true}};
   }
   return json::serialize(body);

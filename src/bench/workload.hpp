@@ -97,9 +97,14 @@ struct BodyOptions {
   bool ignore_eos = false;                  ///< vLLM extension: generate exactly max_tokens
 };
 
+/// The Messages API requires max_tokens: what a body sends when neither the prompt nor the run
+/// gives one.
+inline constexpr std::uint32_t kMessagesDefaultMaxTokens = 4096;
+
 /// The JSON body for `item` on the dialect's endpoint: `prompt` (completions: the system prompt
-/// then the text), `messages` (chat: a system message first when there is a system prompt) or
-/// `input` (responses: `instructions` = the system prompt, `max_output_tokens`, store false).
+/// then the text), `messages` (chat: a system message first when there is a system prompt),
+/// `input` (responses: `instructions` = the system prompt, `max_output_tokens`, store false) or
+/// Anthropic's `system` and `messages` with `max_tokens` always (messages).
 std::string build_body(const PromptItem& item, const BodyOptions& opt);
 
 /// The seed's three prompt sizes (the same texts as bench/sim_calibration.py).

@@ -82,10 +82,11 @@ Runner add_run(CLI::App* bench) {
                   "index over the token rates. The concurrency is their sum")
       ->group(target_group);
   sub->add_option("--endpoint", flags->endpoint,
-                  "completions (/v1/completions), chat (/v1/chat/completions) or responses "
-                  "(/v1/responses)")
+                  "completions (/v1/completions), chat (/v1/chat/completions), responses "
+                  "(/v1/responses) or messages (Anthropic's /v1/messages; TTFT and ITL from its "
+                  "content_block_delta events)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"completions", "chat", "responses"}))
+      ->check(CLI::IsMember({"completions", "chat", "responses", "messages"}))
       ->group(target_group);
   sub->add_option("--model", flags->model,
                   "Model name to send (default: the first id of GET /v1/models)")
