@@ -296,6 +296,53 @@ TEST_F(SimMessages, FaultErrorsAreAnthropicShaped) {
   EXPECT_EQ(body.at("error").at("message"), "Simulated fault: the server answered 503.");
 }
 
+// The stream faults apply as for chat: close-after cuts the stream (no message_delta, no
+// message_stop), malformed json breaks the first token's delta event and nothing else.
+class SimMessagesFaults : public SimSuite {
+ protected:
+  static void SetUpTestSuite() { start({"--time-scale", "50"}); }
+};
+
+std::string words_request(int max_tokens) {
+  return std::string(R"({"model":")") + kModel + R"(","max_tokens":)" + std::to_string(max_tokens) +
+         R"(,"stream":true,"messages":[{"role":"user","content":"tell me a long story"}]})";
+}
+
+TEST_F(SimMessagesFaults, CloseAfterCutsTheStream) {
+  auto stream = StreamingResponse::open(port(), "POST", "/v1/messages", words_request(8),
+                                        {{"X-Llmux-Fault", "close-after=2"}});
+  ASSERT_EQ(stream->status(), 200);
+  const SseResult result = read_sse(*stream);
+  EXPECT_EQ(result.end, ReadStatus::Closed) << to_string(result.end);
+  std::vector<std::string> types;
+  for (const auto& event : result.events) types.push_back(event.event);
+  EXPECT_EQ(types, (std::vector<std::string>{"message_start", "content_block_start",
+                                             "content_block_delta", "content_block_delta"}))
+      << result.raw();
+}
+
+TEST_F(SimMessagesFaults, MalformedJsonBreaksTheFirstDelta) {
+  HttpClient admin(port());
+  ASSERT_EQ(admin.post("/admin/faults", R"({"malformed":"json"})").status, 200);
+  auto stream = StreamingResponse::open(port(), "POST", "/v1/messages", words_request(4));
+  const SseResult result = read_sse(*stream);
+  ASSERT_EQ(admin.post("/admin/faults", "{}").status, 200);
+  EXPECT_EQ(result.end, ReadStatus::End) << to_string(result.end);
+  ASSERT_EQ(result.events.size(), 9u) << result.raw();  // start, block start, 4 deltas, stop…
+  std::size_t broken = 0, broken_at = 0;
+  for (std::size_t i = 0; i < result.events.size(); ++i) {
+    boost::system::error_code error;
+    json::parse(result.events[i].data, error);
+    if (error) {
+      ++broken;
+      broken_at = i;
+    }
+  }
+  EXPECT_EQ(broken, 1u) << result.raw();
+  EXPECT_EQ(broken_at, 2u) << result.raw();
+  EXPECT_EQ(result.events[broken_at].event, "content_block_delta");
+}
+
 class SimMessagesStatistical : public SimSuite {
  protected:
   static void SetUpTestSuite() { start({"--time-scale", "50", "--tool-call-share", "1"}); }
