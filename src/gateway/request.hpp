@@ -115,6 +115,10 @@ class RequestParser {
   void put_eof(boost::system::error_code& error);
 
   bool got_some() const { return parser_->started(); }
+  /// The request target once the header section is whole, also when the header was then refused
+  /// (http::MessageParser::scanned_target(); a view into the bytes last given to put()). For
+  /// answering a request that cannot be read in its API's dialect.
+  std::string_view scanned_target() const { return parser_->scanned_target(); }
   bool is_header_done() const { return parser_->header_done(); }
   bool is_done() const { return parser_->message_done(); }
   bool keep_alive() const { return parser_->keep_alive(); }

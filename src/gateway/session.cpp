@@ -228,9 +228,11 @@ net::awaitable<Read> read_request(Worker& worker, ClientConnection& client, Requ
     if (ec || parser.is_done()) break;
   }
   client.dl.disarm();
+  // Errors from here on speak the dialect of the API the request is for, once its header section
+  // is whole (also when the parser then refuses its framing or the body's declared length).
+  const std::string_view target = parser.scanned_target();
+  client.error_dialect = error_dialect_for(target.substr(0, target.find('?')));
   if (!ec) {
-    // Errors from here on speak the dialect of the API the request is for.
-    client.error_dialect = error_dialect_for(req.path());
     // How the body is delimited is checked here, before a byte of it is read: a request
     // whose length cannot be determined is never passed on, and its body never parsed as
     // the next request.

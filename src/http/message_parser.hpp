@@ -162,6 +162,13 @@ class MessageParser {
   /// Whether any byte of the current message has been given to parse().
   bool started() const { return started_; }
 
+  /// The request target once the whole header section was scanned, also when the header was
+  /// then refused (its framing, the body's declared length over the limit): valid while the
+  /// caller's bytes stay where they were; empty before.
+  std::string_view scanned_target() const {
+    return header_base_ ? view(target_) : std::string_view();
+  }
+
   // After the header event, valid while the caller's bytes stay where they were:
   std::string_view method() const { return view(method_); }
   boost::beast::http::verb verb() const { return verb_; }
