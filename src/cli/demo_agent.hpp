@@ -4,7 +4,8 @@
 // gateway — a Responses request offering a tool, the simulator's scripted function_call, the
 // tool run by the demo (it lists the demo's directory: nothing is executed), and the whole
 // history sent back with the call and its output (`store: false`, as Codex sends it), answered
-// by the script's final text.
+// by the script's final text; and the same turn as Claude Code takes it (Anthropic's Messages
+// API).
 #include <filesystem>
 #include <string>
 
@@ -18,5 +19,9 @@ std::string demo_agent_script();
 /// tool's result. Returns the turn as Markdown; throws std::runtime_error naming the step that
 /// failed.
 std::string demo_agent_turn(int gateway_port, const std::filesystem::path& dir);
+
+/// The same turn as Claude Code takes it, on Anthropic's Messages API (docs/claude-code.md):
+/// `tool_use` in the answer, the history sent back with a `tool_result` block.
+std::string demo_claude_code_turn(int gateway_port, const std::filesystem::path& dir);
 
 }  // namespace llmux::cli

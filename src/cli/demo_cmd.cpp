@@ -297,11 +297,13 @@ Runner add_demo(CLI::App& app) {
                     md2.str());
       return 1;
     }
-    // One agent turn with a tool call through the gateway, as the Codex CLI takes it.
+    // One agent turn with a tool call through the gateway, as the Codex CLI takes it, and as
+    // Claude Code does.
     std::cerr << "llmux demo: one agent turn with a tool call through the gateway\n";
-    std::string agent;
+    std::string agent, claude_code;
     try {
       agent = demo_agent_turn(gateway_port, dir);
+      claude_code = demo_claude_code_turn(gateway_port, dir);
     } catch (const std::exception& error) {
       guard.keep = true;
       spdlog::error("llmux demo: {} (logs kept in {})", error.what(), dir.string());
@@ -323,6 +325,7 @@ Runner add_demo(CLI::App& app) {
     run.throughput_markdown = md1.str();
     run.compare_markdown = md2.str();
     run.agent_markdown = agent;
+    run.claude_code_markdown = claude_code;
     if (!write_demo_report(run, std::cout)) return 1;
     if (st1 || st2) {
       spdlog::error("llmux demo: requests failed (see the benchmarks' notes{})",

@@ -203,7 +203,10 @@ bool write_demo_report(const DemoRun& run, std::ostream& out) {
   out << "\n## One agent turn with a tool call, through the gateway\n\n"
       << "What the Codex CLI does on each tool call (docs/codex.md), played by the demo; the "
          "simulators answer it from a script (`llmux sim --script`).\n\n"
-      << run.agent_markdown;
+      << run.agent_markdown
+      << "\nThe same turn as Claude Code takes it, on Anthropic's Messages API "
+         "(docs/claude-code.md):\n\n"
+      << run.claude_code_markdown;
   if (run.time_scale == 1.0) {
     out << "\n## Benchmark 1: each machine directly (`llmux bench throughput`)\n\n"
         << run.throughput_markdown

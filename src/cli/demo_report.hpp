@@ -17,9 +17,10 @@ struct DemoRun {
   int server1_port = 0;
   int server2_port = 0;
   int gateway_port = 0;
-  std::string throughput_markdown;  // benchmark 1's own report
-  std::string compare_markdown;     // benchmark 2's own report
-  std::string agent_markdown;       // the agent turn through the gateway
+  std::string throughput_markdown;   // benchmark 1's own report
+  std::string compare_markdown;      // benchmark 2's own report
+  std::string agent_markdown;        // the agent turn through the gateway
+  std::string claude_code_markdown;  // the same turn as Claude Code takes it
 };
 
 /// Writes the report as Markdown to `out`, and as index.html into `run.dir` when it is kept.

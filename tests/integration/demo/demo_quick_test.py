@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """End-to-end: `llmux demo --quick` runs the seed's whole experiment and prints a complete report
 whose figures are plausible (loose bounds; the tight figures belong to the benchmarks), explains
-the rows that differ from the seed, shows one agent turn with a tool call through the gateway, and
-removes its temporary directory; with --out DIR it writes
+the rows that differ from the seed, shows one agent turn with a tool call through the gateway
+(Codex's and Claude Code's), and removes its temporary directory; with --out DIR it writes
 index.html and the benchmarks' charts there; with --preset it runs the atlas preset and checks
 against that preset's figures."""
 import os
@@ -38,6 +38,16 @@ else:
                    "← server1: \"The demo's directory holds"):
         if needle not in agent[1]:
             failures.append(f"the agent turn lacks {needle!r}: {agent[1]!r}")
+    # The same turn on the Messages API, as Claude Code takes it: a tool_use, its tool_result
+    # sent back, the answer only that result selects.
+    claude = agent[1].split("as Claude Code takes it", 1)
+    if len(claude) != 2:
+        failures.append(f"the report has no Claude Code turn: {agent[1]!r}")
+    else:
+        for needle in ("`POST /v1/messages?beta=true`", "`tool_use` `list_files(", "stop_reason `tool_use`",
+                       "`tool_result`", "← server1: \"The demo's directory holds"):
+            if needle not in claude[1]:
+                failures.append(f"the Claude Code turn lacks {needle!r}: {claude[1]!r}")
 
 # Its temporary directory (named on stderr) is gone.
 m = re.search(r"logs in (\S+) \(removed at the end\)", proc.stderr)
