@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "config/claude_settings.hpp"
 #include "config/codex_profiles.hpp"
 #include "config/config.hpp"
 #include "config/lint.hpp"
@@ -221,8 +222,9 @@ Runner add_gateway(CLI::App& app) {
 }
 
 Runner add_client_config(CLI::App& app) {
-  auto* sub = app.add_subcommand("client-config",
-                                 "Client configuration for using the gateway (Codex profiles).");
+  auto* sub = app.add_subcommand(
+      "client-config",
+      "Client configuration for using the gateway (Codex profiles, Claude Code settings).");
   auto* codex = sub->add_subcommand(
       "codex",
       "Codex CLI profiles as current Codex reads them (tried with 0.171): the providers in "
@@ -260,7 +262,59 @@ Runner add_client_config(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   codex->add_option("--codex-home", options->codex_home,
                     "Write the files into this directory (e.g. ~/.codex) instead of printing them");
-  return [options]() -> int {
+  auto* claude = sub->add_subcommand(
+      "claude",
+      "Claude Code (tried with 2.1.332) through the gateway: settings.json's env entries "
+      "(ANTHROPIC_BASE_URL, the credential, every model variable, non-essential traffic off), "
+      "printed, or merged into --settings FILE (the user's other settings kept, FILE.bak left).");
+  struct ClaudeOpts {
+    config::ClaudeOptions claude;
+    long long context_window = 0;
+    std::string settings;
+  };
+  auto claude_options = std::make_shared<ClaudeOpts>();
+  claude
+      ->add_option("--gateway", claude_options->claude.gateway,
+                   "Gateway base URL, e.g. http://192.168.200.1:8080 (no /v1: Claude Code "
+                   "appends /v1/messages)")
+      ->required();
+  claude->add_option("--model", claude_options->claude.model, "Model name for every model tier")
+      ->capture_default_str();
+  auto* token = claude->add_option(
+      "--token", claude_options->claude.token,
+      "The gateway key, written as ANTHROPIC_AUTH_TOKEN (sent as Authorization: Bearer); by "
+      "default a placeholder for a gateway without keys");
+  claude
+      ->add_option("--token-env", claude_options->claude.token_env,
+                   "Instead of --token: the environment variable holding the gateway key, read "
+                   "when Claude Code starts (apiKeyHelper `printenv VAR`); no key is written")
+      ->excludes(token);
+  claude
+      ->add_option("--context-window", claude_options->context_window,
+                   "The model's context window in tokens (CLAUDE_CODE_MAX_CONTEXT_TOKENS; "
+                   "Claude Code assumes 1M for a model it does not know)")
+      ->check(CLI::PositiveNumber);
+  claude->add_option("--settings", claude_options->settings,
+                     "Merge into this settings.json (e.g. ~/.claude/settings.json) instead of "
+                     "printing");
+  Runner run_claude = [claude_options]() -> int {
+    try {
+      if (claude_options->context_window > 0)
+        claude_options->claude.context_window = claude_options->context_window;
+      const config::ClaudeSettings settings = config::claude_settings(claude_options->claude);
+      if (claude_options->settings.empty()) {
+        std::cout << config::print_claude_settings(settings);
+        return 0;
+      }
+      for (const auto& line : config::write_claude_settings(claude_options->settings, settings))
+        std::cout << line << "\n";
+      return 0;
+    } catch (const std::exception& error) {
+      std::cerr << "llmux client-config claude: " << error.what() << "\n";
+      return 2;
+    }
+  };
+  Runner run_codex = [options]() -> int {
     try {
       for (const auto& header : options->headers) {
         const auto equals_sign = header.find('=');
@@ -285,6 +339,9 @@ Runner add_client_config(CLI::App& app) {
       std::cerr << "llmux client-config codex: " << error.what() << "\n";
       return 2;
     }
+  };
+  return [claude, run_claude, run_codex]() -> int {
+    return claude->parsed() ? run_claude() : run_codex();
   };
 }
 
