@@ -236,7 +236,7 @@ ClaudeSettings claude_settings(const ClaudeOptions& options) {
         "DISABLE_AUTOUPDATER", "DISABLE_FEEDBACK_COMMAND", "DISABLE_BUG_COMMAND"})
     env.emplace_back(name, "1");
   // The attribution block differs per conversation at the start of the system prompt, which
-  // keeps vLLM's prefix cache from sharing the rest of the prompt between conversations.
+  // keeps a prefix cache from sharing the rest between conversations (recent vLLM drops it).
   env.emplace_back("CLAUDE_CODE_ATTRIBUTION_HEADER", "0");
   if (!options.token_env.empty()) {
     settings.api_key_helper = std::string(kHelperCommand) + options.token_env;
