@@ -191,11 +191,13 @@ int bench_run(const RunCommand& command, std::ostream& markdown) {
   HtmlReport html;
   html.title =
       fmt::format("llmux bench run: {} {} ({})", where, endpoint_path(body.dialect), body.model);
-  html.intro =
-      fmt::format("Load: {} ({} per level{}). Workload: {}. {}; {} connections.", load, bound, warm,
-                  command.workload_desc,
-                  body.stream ? "Streaming with stream_options.include_usage" : "Non-streaming",
-                  to_string(command.run.client.mode));
+  html.intro = fmt::format("Load: {} ({} per level{}). Workload: {}. {}; {} connections.", load,
+                           bound, warm, command.workload_desc,
+                           !body.stream ? "Non-streaming"
+                           : body.dialect == Dialect::messages
+                               ? "Streaming (usage in message_start and message_delta)"
+                               : "Streaming with stream_options.include_usage",
+                           to_string(command.run.client.mode));
   markdown << html.intro << "\n\n";
   markdown << to_markdown(summary_table(command, levels));
   html.sections.push_back({"Summary", summary_table(command, levels), {}});

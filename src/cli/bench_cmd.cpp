@@ -215,8 +215,9 @@ Runner add_compare(CLI::App* bench) {
   sub->add_option("--gateway", flags->gateway,
                   "Gateway URL (with --direct: the seed's four paths)");
   sub->add_option("--path", flags->paths,
-                  "A path as NAME=URL,ENDPOINT with ENDPOINT completions or chat (repeatable); a "
-                  "path named direct* is the baseline of the others with the same endpoint");
+                  "A path as NAME=URL,ENDPOINT with ENDPOINT completions, chat, responses or "
+                  "messages (repeatable); a path named direct* is the baseline of the others with "
+                  "the same endpoint");
   sub->add_option("--prompt", flags->prompt, "Prompt size: short, medium or long")
       ->capture_default_str()
       ->check(CLI::IsMember({"short", "medium", "long"}));
@@ -241,8 +242,8 @@ Runner add_compare(CLI::App* bench) {
             parse_url_or_throw(path.substr(equals_sign + 1, comma - equals_sign - 1), "--path");
         auto dialect = parse_dialect(path.substr(comma + 1));
         if (!dialect)
-          throw std::invalid_argument(
-              fmt::format("--path '{}': endpoint must be completions, chat or responses", path));
+          throw std::invalid_argument(fmt::format(
+              "--path '{}': endpoint must be completions, chat, responses or messages", path));
         named_url.dialect = *dialect;
         command.paths.push_back(std::move(named_url));
       }

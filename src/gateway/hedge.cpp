@@ -260,7 +260,9 @@ bool hedges(const RouteRuntime& route, std::string_view method, std::string_view
   if (!route.cfg->hedge.enabled() || route.backends.size() < 2 || method != "POST" ||
       !fields.parsed)
     return false;
-  return path == "/v1/chat/completions" || path == "/v1/completions" ||
+  // (vLLM sends a Messages stream's message_start with its first token, as it sends a chat
+  // stream's first chunk: its first byte is its first token.)
+  return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/messages" ||
          (path == "/v1/responses" && fields.store_false);
 }
 

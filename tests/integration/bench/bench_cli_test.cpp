@@ -61,7 +61,7 @@ TEST_P(BenchShapes, EveryStreamShapeParses) {
   EXPECT_TRUE(fs::exists(out.path() + "/summary.csv"));
 }
 INSTANTIATE_TEST_SUITE_P(Endpoints, BenchShapes,
-                         ::testing::Values("completions", "chat", "responses"));
+                         ::testing::Values("completions", "chat", "responses", "messages"));
 
 TEST(BenchErrors, FaultsAreCountedByKindWithoutStoppingTheRun) {
   SimServer sim({"--time-scale", "20"});
