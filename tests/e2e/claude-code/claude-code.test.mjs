@@ -163,7 +163,9 @@ test('nothing but /v1/messages left Claude Code: the gateway saw only that, keye
   await stop(gateway.child);
   const lines = readFileSync(accessLog, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
   const all = lines.map((line) => JSON.stringify(line)).join('\n');
-  assert.equal(lines.length, 4, `a turn, the resumed turn and the tool turn's two calls:\n${all}`);
+  // A turn, the resumed turn and the tool turn's two calls (a background call of Claude Code's
+  // own would be one more, and welcome as long as it is a Messages request too).
+  assert.ok(lines.length >= 4, `fewer requests than the turns above made:\n${all}`);
   for (const line of lines) {
     assert.equal(line.method, 'POST', JSON.stringify(line));
     assert.equal(line.path, '/v1/messages', JSON.stringify(line));  // logged without ?beta=true
