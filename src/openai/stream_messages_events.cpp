@@ -18,6 +18,8 @@
 // cached part the cache reads.
 #include <simdjson.h>
 
+#include <cstdint>
+
 #include "openai/json_read.hpp"
 #include "openai/stream_event_parser.hpp"
 
@@ -43,8 +45,13 @@ bool parse_messages_usage(od::value& value, StreamUsage& usage) {
     else if (key == "output_tokens")
       output = get_u64(count);
   }
-  if (input || cache_read || cache_creation)
-    usage.prompt_tokens = input.value_or(0) + cache_read.value_or(0) + cache_creation.value_or(0);
+  if (input || cache_read || cache_creation) {
+    // Saturating: counts that overflow are nonsense, not a small number.
+    std::uint64_t prompt = 0;
+    for (const auto& part : {input, cache_read, cache_creation})
+      prompt = part && *part > UINT64_MAX - prompt ? UINT64_MAX : prompt + part.value_or(0);
+    usage.prompt_tokens = prompt;
+  }
   if (cache_read) usage.cached_tokens = cache_read;
   if (output) usage.completion_tokens = output;
   return input || cache_read || cache_creation || output;

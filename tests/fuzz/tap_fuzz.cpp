@@ -56,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The taps read pieces as the relay hands them over: whole events, as an event stream of
   // each dialect and as a JSON body.
   static llmux::openai::JsonScratch scratch;
-  for (const char* path : {"/v1/responses", "/v1/chat/completions", "/v1/completions"}) {
+  for (const char* path :
+       {"/v1/responses", "/v1/chat/completions", "/v1/completions", "/v1/messages"}) {
     for (const char* type : {"text/event-stream", "application/json"}) {
       llmux::gateway::ResponseTap tap(llmux::gateway::dialect_of(path), type, scratch);
       std::string_view rest(d, size);

@@ -143,6 +143,14 @@ TEST(MessagesStream, AnthropicCacheCountsAreAddedToThePrompt) {
   EXPECT_EQ(reader.finish_reason(), "end_turn");
 }
 
+TEST(MessagesStream, PromptCountsThatOverflowSaturate) {
+  StreamInterpreter reader(Dialect::messages);
+  reader.on_event(
+      "message_start",
+      R"({"type":"message_start","message":{"id":"m","usage":{"input_tokens":18446744073709551615,"cache_read_input_tokens":2}}})");
+  EXPECT_EQ(reader.usage().prompt_tokens, UINT64_MAX);
+}
+
 TEST(MessagesStream, ErrorEventIsAnError) {
   StreamInterpreter reader(Dialect::messages);
   const EventInfo info = reader.on_event(
