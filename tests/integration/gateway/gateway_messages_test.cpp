@@ -62,28 +62,34 @@ std::string anthropic_error_type(const std::string& body, std::string* why = nul
 }
 
 // Routes: /v1/messages to the simulator, except model `gone` (a closed port), `broken` (a
-// backend that answers non-HTTP) and `echo` (a backend that echoes the request); the rest to the
-// simulator. Keys: erin (anything), frank (model `other` only), gina (60 tokens a minute).
+// backend that answers non-HTTP), `echo` (a backend that echoes the request) and `stalls` (a
+// simulator of its own, which the stall watch may eject); the rest to the simulator. Keys: erin
+// (anything), frank (model `other` only), gina (60 tokens a minute).
 class GatewayMessages : public GatewaySuite {
  protected:
   static void SetUpTestSuite() {
     start([] {
       sim_ = std::make_unique<SimServer>(
           std::vector<std::string>{"--time-scale", "100", "--served-model-name", "m"});
+      stalling_ = std::make_unique<SimServer>(
+          std::vector<std::string>{"--time-scale", "100", "--served-model-name", "stalls"});
       garbage_ = std::make_unique<GatedBackend>(GatedBackend::Options{GatedBackend::Mode::Garbage});
       echo_ = std::make_unique<GatedBackend>(GatedBackend::Options{GatedBackend::Mode::Echo});
       gw_ = GatewayServer::with_config(
           "listen: \"127.0.0.1:0\"\nthreads: 1\nbackends:\n" + backend_line("sim", sim_->port()) +
           backend_line("garbage", garbage_->port()) + backend_line("echo", echo_->port()) +
-          backend_line("dead", closed_port()) +
+          backend_line("dead", closed_port()) + backend_line("stalling", stalling_->port()) +
           "routes:\n"
           "  - {name: gone, match: {path_prefix: /v1/messages, models: [gone]}, backends: [dead]}\n"
           "  - {name: broken, match: {path_prefix: /v1/messages, models: [broken]}, "
           "backends: [garbage]}\n"
           "  - {name: echo, match: {path_prefix: /v1/messages, models: [echo]}, backends: [echo]}\n"
+          "  - {name: stalls, match: {path_prefix: /v1/messages, models: [stalls]}, "
+          "backends: [stalling]}\n"
           "  - {name: messages, match: {path_prefix: /v1/messages}, backends: [sim]}\n"
           "  - {name: rest, backends: [sim]}\n"
           "limits: {max_body_bytes: 64KiB}\n"
+          "outlier_detection: {stall_timeout: 1s}\n"
           "auth:\n  keys:\n"
           "    - {name: erin, key: sk-erin-0001}\n"
           "    - {name: frank, key: sk-frank-0002, models: [other]}\n"
@@ -95,11 +101,12 @@ class GatewayMessages : public GatewaySuite {
   static void TearDownTestSuite() {
     GatewaySuite::TearDownTestSuite();
     sim_.reset();
+    stalling_.reset();
     garbage_.reset();
     echo_.reset();
   }
 
-  static inline std::unique_ptr<SimServer> sim_;
+  static inline std::unique_ptr<SimServer> sim_, stalling_;
   static inline std::unique_ptr<GatedBackend> garbage_, echo_;
 };
 
@@ -292,6 +299,38 @@ TEST_F(GatewayMessages, AStreamCutMidWayEndsWithAnthropicsErrorEvent) {
   for (const SseEvent& event : events.events) deltas += event.event == "content_block_delta";
   EXPECT_GE(deltas, 1) << "cut before any output: " << events.raw();
   EXPECT_EQ(str(gw_->wait_access_record("messages-cut", 5s).at("status")), "200");
+}
+
+TEST_F(GatewayMessages, AStalledStreamIsCutByTheStallWatchWithAnthropicsErrorEvent) {
+  // The backend stops after 5 tokens and keeps the connection: the stall watch (1 s), which
+  // follows content_block_delta events, ends the stream long before timeouts.idle (120 s).
+  Headers headers = with_api_key("sk-erin-0001");
+  headers.push_back({"X-Llmux-Fault", "stall-after=5"});
+  const auto start = std::chrono::steady_clock::now();
+  auto stream = StreamingResponse::open(port(), "POST", "/v1/messages",
+                                        message_body("stalls", true, 40), headers);
+  ASSERT_EQ(stream->status(), 200);
+  const SseResult events = read_sse(*stream, SIZE_MAX, 10s, 20s);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
+  EXPECT_EQ(events.end, ReadStatus::End) << events.raw();
+  ASSERT_FALSE(events.events.empty());
+  EXPECT_EQ(events.events.back().event, "error") << events.raw();
+  EXPECT_NE(events.events.back().data.find("stalled"), std::string::npos) << events.raw();
+  EXPECT_NE(events.raw().find("content_block_delta"), std::string::npos);
+}
+
+TEST_F(GatewayMessages, CountTokensIsRoutedToTheBackend) {
+  const std::string body =
+      R"({"model":"m","system":"Be brief.","messages":[{"role":"user","content":"How many?"}]})";
+  const Response direct = HttpClient(sim_->port()).post("/v1/messages/count_tokens", body, {});
+  ASSERT_EQ(direct.status, 200) << direct.body;
+  HttpClient client(port());
+  const Response through =
+      client.post("/v1/messages/count_tokens?beta=true", body, with_api_key("sk-erin-0001"));
+  ASSERT_EQ(through.status, 200) << through.body;
+  EXPECT_EQ(through.header("x-llmux-backend"), "sim");
+  EXPECT_GT(i64(parse_json(through.body).at("input_tokens")), 0);
+  EXPECT_EQ(through.body, direct.body);
 }
 
 TEST_F(GatewayMessages, MalformedRequestsGetTheBackendsAnswerUntouched) {
