@@ -119,3 +119,5 @@ read -r gateway_tok_s gateway_ttft < <(path_figures "${gateway_legs[@]}")
     --repeat "$REPEAT" --concurrency "$CONCURRENCY" --no-plots --out "$OUT/messages_overhead" \
     || echo "(llmux bench compare exited with $?: some requests failed)"
 } | tee "$OUT/messages_overhead.md"
+# The data stay (run.json, compare.json, CSVs); the HTML pages made of them are not kept.
+find "$OUT/messages_overhead" -name index.html -delete
