@@ -52,6 +52,21 @@ void EventParser::merge_usage(const StreamUsage& usage) {
   if (usage.cached_tokens) interpreter_.usage_.cached_tokens = usage.cached_tokens;
 }
 
+EventInfo EventParser::whole_body_counts(EventInfo info, const StreamUsage* usage) {
+  if (usage) {
+    info.usage = true;
+    merge_usage(*usage);
+  }
+  if (usage && usage->completion_tokens) {
+    info.tokens = static_cast<std::uint32_t>(*usage->completion_tokens);
+    info.tokens_exact = true;
+  } else {
+    info.tokens = static_cast<std::uint32_t>(estimated_tokens_);
+  }
+  info.content = any_text_ || info.tokens > 0;
+  return info;
+}
+
 void EventParser::set_error(StreamError error) {
   auto& extra = interpreter_.extra();
   if (!extra.error) extra.error = std::move(error);

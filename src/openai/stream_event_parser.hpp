@@ -43,6 +43,9 @@ class EventParser {
   void add_text(std::string_view text, TextKind kind = TextKind::content);
   void add_text_value(Value& value, TextKind kind = TextKind::content);
   void merge_usage(const StreamUsage& usage);
+  /// A whole body's `info` completed by its `usage` (null: it had none): the usage merged, its
+  /// tokens the usage's completion tokens (exact) or else the estimate of its text.
+  EventInfo whole_body_counts(EventInfo info, const StreamUsage* usage);
   void set_error(StreamError error);
 
   // completions and chat (stream_chat_events.cpp).

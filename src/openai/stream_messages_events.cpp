@@ -172,18 +172,7 @@ EventInfo EventParser::messages_body(od::object& object) {
       for (od::value block : value.get_array()) messages_content_block(block);
     }
   }
-  if (got_usage) {
-    info.usage = true;
-    merge_usage(usage);
-  }
-  if (got_usage && usage.completion_tokens) {
-    info.tokens = static_cast<std::uint32_t>(*usage.completion_tokens);
-    info.tokens_exact = true;
-  } else {
-    info.tokens = static_cast<std::uint32_t>(estimated_tokens_);
-  }
-  info.content = any_text_ || info.tokens > 0;
-  return info;
+  return whole_body_counts(info, got_usage ? &usage : nullptr);
 }
 
 }  // namespace llmux::openai
