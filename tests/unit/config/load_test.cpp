@@ -104,7 +104,8 @@ TEST(Examples, FleetLoadsAndBalancesEveryRouteThatCanUseBothMachines) {
   EXPECT_TRUE(cfg.affinity.enabled) << "the Responses API over both machines needs affinity";
   for (const auto& r : cfg.routes) {
     EXPECT_EQ(r.backends.size(), 2u) << r.name;
-    if (r.name == "responses") {  // conversations by affinity, new turns where cached
+    if (r.name == "responses" || r.name == "claude-code") {
+      // Conversations by affinity, new turns and replayed histories where cached.
       EXPECT_EQ(r.policy, "prefix_aware");
       continue;
     }
