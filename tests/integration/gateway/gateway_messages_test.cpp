@@ -89,7 +89,7 @@ class GatewayMessages : public GatewaySuite {
           "  - {name: messages, match: {path_prefix: /v1/messages}, backends: [sim]}\n"
           "  - {name: rest, backends: [sim]}\n"
           "limits: {max_body_bytes: 64KiB}\n"
-          "outlier_detection: {stall_timeout: 1s}\n"
+          "outlier_detection: {stall_timeout: 2s}\n"
           "auth:\n  keys:\n"
           "    - {name: erin, key: sk-erin-0001}\n"
           "    - {name: frank, key: sk-frank-0002, models: [other]}\n"
@@ -302,7 +302,7 @@ TEST_F(GatewayMessages, AStreamCutMidWayEndsWithAnthropicsErrorEvent) {
 }
 
 TEST_F(GatewayMessages, AStalledStreamIsCutByTheStallWatchWithAnthropicsErrorEvent) {
-  // The backend stops after 5 tokens and keeps the connection: the stall watch (1 s), which
+  // The backend stops after 5 tokens and keeps the connection: the stall watch (2 s), which
   // follows content_block_delta events, ends the stream long before timeouts.idle (120 s).
   Headers headers = with_api_key("sk-erin-0001");
   headers.push_back({"X-Llmux-Fault", "stall-after=5"});
