@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/ids.hpp"
+
 namespace llmux::sim {
 
 double MemoryBudget::kv_gb() const {
@@ -82,6 +84,13 @@ void SimConfig::finalize() {
   engine.priority_scheduling = scheduling_policy == "priority";
   engine.num_kv_blocks =
       kv_blocks_override > 0 ? kv_blocks_override : memory.kv_blocks(engine.block_size);
+  engine.kv_link = kv.link;
+  if (zero_cost) engine.kv_link.gbps = 0.0;  // 0 means free, as prefill_rate
+  if (kv.engine_id.empty()) {                // a UUID's shape, as vLLM's str(uuid.uuid4())
+    const std::string hex = random_id("", 32);
+    kv.engine_id = fmt::format("{}-{}-4{}-{}-{}", hex.substr(0, 8), hex.substr(8, 4),
+                               hex.substr(13, 3), hex.substr(16, 4), hex.substr(20, 12));
+  }
 }
 
 }  // namespace llmux::sim

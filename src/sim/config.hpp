@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/engine.hpp"
+#include "sim/kv_transfer.hpp"
 #include "sim/textgen.hpp"
 
 namespace llmux::sim {
@@ -71,10 +72,13 @@ struct SimConfig {
   std::shared_ptr<const Script> script;
   /// --tool-call-share X: that share of chat/Responses requests with function tools get a call
   double tool_call_share = 0.0;
+  /// --kv-role and the other --kv-* flags: prefill/decode disaggregation (sim/kv_transfer.hpp)
+  KvTransferConfig kv;
 
   /// Applies a preset's values (model, calibration, memory); throws on an unknown name.
   void apply_preset(const std::string& name);
-  /// Derives the engine's KV blocks from the memory budget (or the override).
+  /// Derives the engine's KV blocks from the memory budget (or the override), hands the KV link
+  /// to the engine and draws an engine id when none was given.
   void finalize();
 };
 

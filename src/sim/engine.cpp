@@ -67,8 +67,8 @@ bool Engine::abort(std::uint64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return false;
   Seq& sequence = it->second;
+  release_blocks(sequence);  // a waiting sequence holds blocks while its KV loads
   if (sequence.running) {
-    release_blocks(sequence);
     running_.erase(std::remove(running_.begin(), running_.end(), id), running_.end());
   } else {
     waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), id), waiting_.end());
@@ -78,7 +78,7 @@ bool Engine::abort(std::uint64_t id) {
 }
 
 std::optional<double> Engine::deadline() const {
-  if (!busy_) return std::nullopt;
+  if (!busy_) return first_load_arrival();
   return step_end_;
 }
 
@@ -174,7 +174,7 @@ void Engine::register_full_blocks(Seq& sequence) {
   sequence.hashed_blocks = full;
 }
 
-bool Engine::try_admit(Seq& sequence, std::int32_t budget) {
+Engine::Admission Engine::try_admit(Seq& sequence, double start, double& blocking_seconds) {
   const auto len = static_cast<std::int32_t>(sequence.tokens.size());
   // Longest cached prefix, in whole blocks; at least one token is always computed.
   std::vector<std::int64_t> hits;
@@ -193,7 +193,7 @@ bool Engine::try_admit(Seq& sequence, std::int32_t budget) {
   std::int64_t hits_evictable = 0;
   for (auto block : hits) hits_evictable += blocks_[block].ref == 0;
   const std::int64_t needed = blocks_for(len) - static_cast<std::int64_t>(hits.size());
-  if (free_blocks() - hits_evictable < needed) return false;
+  if (free_blocks() - hits_evictable < needed) return Admission::no_room;
 
   for (auto block : hits) {
     Block& blk = blocks_[block];
@@ -212,11 +212,11 @@ bool Engine::try_admit(Seq& sequence, std::int32_t budget) {
     stats_.prefix_queries += static_cast<std::uint64_t>(len);
     stats_.prefix_hits += static_cast<std::uint64_t>(hit_tokens);
   }
+  if (sequence.req.remote_prefill) return begin_load(sequence, hit_tokens, start, blocking_seconds);
   if (sequence.cached_tokens < 0) sequence.cached_tokens = hit_tokens;
   sequence.running = true;
   sequence.admit_order = ++admit_counter_;
-  (void)budget;
-  return true;
+  return Admission::admitted;
 }
 
 void Engine::preempt(Seq& sequence) {
@@ -321,12 +321,27 @@ void Engine::plan_step(double start) {
   }
 
   // 2. Waiting sequences in their queue's order, while there is room — unless this step
-  // preempted a running one (vLLM v1: `if not preempted_reqs`).
-  while (pending_.preempted.empty() && !waiting_.empty() && budget > 0 &&
-         static_cast<int>(running_.size()) < p_.max_num_seqs) {
-    Seq& sequence = seqs_.at(waiting_.front());
-    if (!try_admit(sequence, budget)) break;
-    waiting_.pop_front();
+  // preempted a running one (vLLM v1: `if not preempted_reqs`). A sequence whose KV is still
+  // arriving is skipped (vLLM: WAITING_FOR_REMOTE_KVS), one whose KV is in starts running.
+  double blocking_seconds = 0;
+  for (std::size_t w = 0; pending_.preempted.empty() && w < waiting_.size() && budget > 0 &&
+                          static_cast<int>(running_.size()) < p_.max_num_seqs;) {
+    Seq& sequence = seqs_.at(waiting_[w]);
+    if (sequence.loading) {
+      if (sequence.loaded_at > start) {
+        ++w;
+        continue;
+      }
+      finish_load(sequence);
+    } else {
+      const Admission admission = try_admit(sequence, start, blocking_seconds);
+      if (admission == Admission::no_room) break;
+      if (admission == Admission::loading) {
+        ++w;
+        continue;
+      }
+    }
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
     running_.push_back(sequence.req.id);
     const std::int32_t chunk = std::min(sequence.target - sequence.computed, budget);
     prefill_tokens += chunk;
@@ -342,12 +357,18 @@ void Engine::plan_step(double start) {
   pending_.batch = static_cast<int>(planned_.size());
   pending_.prefill_tokens = prefill_tokens;
   step_start_ = start;
-  step_end_ = start + p_.step_time(pending_.batch, decode_ctx, prefill_tokens);
+  step_end_ = start + p_.step_time(pending_.batch, decode_ctx, prefill_tokens) + blocking_seconds;
   busy_ = true;
 }
 
 StepResult Engine::complete_step() {
-  assert(busy_);
+  if (!busy_) {  // idle until a KV load arrived: plan from then on
+    const double arrival = first_load_arrival().value_or(step_end_);
+    StepResult woke;
+    woke.start = woke.end = arrival;
+    plan_step(arrival);
+    return woke;
+  }
   StepResult result = std::move(pending_);
   result.end = step_end_;
   ++stats_.steps;
@@ -364,9 +385,14 @@ StepResult Engine::complete_step() {
     ++sequence.generated;
     ++stats_.generation_tokens;
     const bool last = sequence.generated >= static_cast<std::int32_t>(sequence.req.output.size());
-    result.tokens.push_back(
-        {entry.id, idx, last, idx == 0 ? std::max(sequence.cached_tokens, 0) : 0});
+    result.tokens.push_back({entry.id, idx, last,
+                             idx == 0 ? std::max(sequence.cached_tokens, 0) : 0,
+                             idx == 0 ? sequence.external_tokens : 0});
     if (last) {
+      if (sequence.req.hold_on_finish) {
+        held_[entry.id] = std::move(sequence.blocks);  // still referenced: counted as used
+        sequence.blocks.clear();
+      }
       release_blocks(sequence);
       running_.erase(std::remove(running_.begin(), running_.end(), entry.id), running_.end());
       seqs_.erase(it);
@@ -388,6 +414,9 @@ EngineStats Engine::stats() const {
   snapshot.waiting = static_cast<int>(waiting_.size());
   snapshot.kv_blocks_used = used_blocks_;
   snapshot.kv_blocks_cached = static_cast<std::int64_t>(cached_.size());
+  for (const auto& [id, blocks] : held_)
+    snapshot.kv_blocks_held += static_cast<std::int64_t>(blocks.size());
+  for (const auto& [id, sequence] : seqs_) snapshot.loading += sequence.loading ? 1 : 0;
   return snapshot;
 }
 

@@ -25,6 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/kv_transfer.hpp"
+
 namespace llmux::sim {
 
 struct EngineParams {
@@ -49,6 +51,8 @@ struct EngineParams {
   int block_size = 16;
   std::int64_t num_kv_blocks = 1 << 20;
   bool enable_prefix_caching = true;
+  // KV transfer from a remote producer (prefill/decode disaggregation, sim/kv_transfer.hpp).
+  KvLink kv_link;
 
   /// Step time for a batch of `batch` sequences with `decode_ctx` context tokens being
   /// decoded and `prefill_tokens` prompt tokens prefilled in the step.
@@ -62,13 +66,22 @@ struct SeqRequest {
   std::vector<std::uint32_t> prompt;  // token ids of the prompt (non-empty)
   std::vector<std::uint32_t> output;  // token ids that will be generated (non-empty)
   int priority = 0;                   // with priority_scheduling: lower runs first
+  /// A consumer's request whose KV a producer holds for `remote_tokens` prompt tokens: at
+  /// admission the prompt less its local prefix hit and less its last token (which the consumer
+  /// computes itself, as vLLM does) is loaded over the link instead of prefilled.
+  bool remote_prefill = false;
+  std::int32_t remote_tokens = 0;
+  /// A producer's request (do_remote_decode) that finished by length: its KV blocks stay held
+  /// after its last token until release_held(), so a consumer can fetch them.
+  bool hold_on_finish = false;
 };
 
 struct TokenOut {
   std::uint64_t id;
-  std::int32_t index;              // 0-based index in the output
-  bool last;                       // the sequence finished with this token
-  std::int32_t cached_tokens = 0;  // with index 0: prompt tokens served from the prefix cache
+  std::int32_t index;                // 0-based index in the output
+  bool last;                         // the sequence finished with this token
+  std::int32_t cached_tokens = 0;    // with index 0: prompt tokens served from the prefix cache
+  std::int32_t external_tokens = 0;  // with index 0: of those, loaded from a remote producer
 };
 
 /// What one step did, reported when it completes.
@@ -103,6 +116,13 @@ struct EngineStats {
   std::uint64_t prefix_queries = 0;  // prompt tokens looked up in the prefix cache
   std::uint64_t prefix_hits = 0;     // of which found cached
   std::uint64_t steps = 0;
+  // KV transfer (sim/kv_transfer.hpp).
+  std::int64_t kv_blocks_held = 0;            // blocks of finished requests held for a consumer
+  int loading = 0;                            // requests whose KV is arriving over the link
+  std::uint64_t kv_transfers = 0;             // loads started
+  double kv_transfer_bytes = 0;               // bytes they moved
+  std::uint64_t external_prefix_queries = 0;  // tokens asked of the connector (vLLM's
+  std::uint64_t external_prefix_hits = 0;     // connector prefix-cache stats)
 };
 
 class Engine {
@@ -119,12 +139,20 @@ class Engine {
   /// KV blocks. Unknown ids are ignored. Returns true if it was found.
   bool abort(std::uint64_t id);
 
-  /// End time of the step in progress, or nullopt when idle.
+  /// End time of the step in progress; when idle, when the first KV load in flight arrives;
+  /// nullopt when there is nothing to wait for.
   std::optional<double> deadline() const;
 
   /// Completes the step in progress at its deadline and plans the next one starting at that
-  /// same instant (when there is work). Precondition: deadline() has a value.
+  /// same instant (when there is work); when idle, plans a step at the load's arrival (an empty
+  /// result). Precondition: deadline() has a value.
   StepResult complete_step();
+
+  /// The KV blocks a finished `hold_on_finish` request still holds (null: none held).
+  const std::vector<std::int64_t>* held_blocks(std::uint64_t id) const;
+  /// Frees a held request's blocks at `now` (fetched by a consumer, or timed out); false when
+  /// none are held for it. Waiting requests may start at once.
+  bool release_held(std::uint64_t id, double now);
 
   std::optional<SeqInfo> info(std::uint64_t id) const;
   /// Counters and gauges as of now.
@@ -148,6 +176,11 @@ class Engine {
     bool running = false;
     std::uint64_t admit_order = 0;
     double arrival = 0;  // when it was submitted (model time)
+    // KV arriving from a remote producer: blocks allocated, waiting (not running) until then.
+    bool loading = false;
+    double loaded_at = 0;
+    std::int32_t loaded_tokens = 0;    // computed once the load is in
+    std::int32_t external_tokens = 0;  // of which loaded over the link
   };
   struct Planned {
     std::uint64_t id;
@@ -162,7 +195,17 @@ class Engine {
   };
 
   void plan_step(double start);
-  bool try_admit(Seq& sequence, std::int32_t budget);
+  /// Admission of a waiting sequence at `start`: blocks for its whole prompt (reusing cached
+  /// leading blocks), or a KV load begun (sequence.loading), or no room.
+  enum class Admission { no_room, admitted, loading };
+  Admission try_admit(Seq& sequence, double start, double& blocking_seconds);
+  /// A remote-prefill sequence given its blocks: how many prompt tokens cross the link, and
+  /// either the load begins (overlapping) or it is done within the admitting step, whose extra
+  /// time is returned through `blocking_seconds`.
+  Admission begin_load(Seq& sequence, std::int32_t hit_tokens, double start,
+                       double& blocking_seconds);
+  void finish_load(Seq& sequence);
+  std::optional<double> first_load_arrival() const;
   bool ensure_blocks(Seq& sequence, std::int32_t upto_tokens);
   std::optional<std::int64_t> alloc_block();
   void release_blocks(Seq& sequence);
@@ -187,8 +230,10 @@ class Engine {
   std::vector<Block> blocks_;
   std::vector<std::int64_t> free_list_;  // never-hashed free blocks
   std::list<std::int64_t> lru_;          // hashed blocks with ref == 0, oldest first
-  std::unordered_map<std::uint64_t, std::int64_t> cached_;  // hash -> block
-  std::int64_t used_blocks_ = 0;                            // blocks with ref > 0
+  std::unordered_map<std::uint64_t, std::int64_t> cached_;             // hash -> block
+  std::int64_t used_blocks_ = 0;                                       // blocks with ref > 0
+  std::unordered_map<std::uint64_t, std::vector<std::int64_t>> held_;  // finished, held
+  double link_free_at_ = 0;  // when the KV link finishes the loads queued on it
 
   // Step in progress.
   bool busy_ = false;
