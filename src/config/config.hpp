@@ -76,6 +76,13 @@ struct BackendTls {
   bool verify = true;
 };
 
+/// What a backend does in prefill/decode disaggregation: `prefill` computes prompts only (its KV
+/// cache fetched by a decode backend; never the client's answer), `decode` answers (fetching a
+/// prefill's KV cache, or prefilling itself), `both` either — vLLM's `kv_role: kv_both` lets the
+/// gateway decide per request.
+enum class BackendRole : std::uint8_t { both, prefill, decode };
+std::string_view to_string(BackendRole role);
+
 struct Backend {
   std::string name;
   std::string url;  // http[s]://host[:port][/base-path]
@@ -95,6 +102,8 @@ struct Backend {
   /// Send each request's priority class to the backend as vLLM's `priority` field (vLLM started
   /// with `--scheduling-policy priority`; without it vLLM refuses any value but 0).
   bool send_priority = false;
+  /// Prefill/decode disaggregation (config/disaggregation.cpp): what the gateway may ask of it.
+  BackendRole role = BackendRole::both;
 };
 
 struct RouteMatch {
@@ -115,6 +124,19 @@ struct Hedge {
   bool enabled() const { return after.count() > 0 || after_p99 > 0; }
 };
 
+/// Prefill/decode disaggregation (gateway/disaggregation.hpp): a request's prompt is computed on
+/// a prefill backend, whose KV cache a decode backend then fetches (vLLM's NixlConnector) to
+/// generate the answer. `always`: every chat and completions request of the route; `automatic`
+/// (`auto` in YAML): only prompts whose uncached part is above `threshold_tokens`, while the
+/// prefill backends hold fewer than `max_queued_prefill_tokens` prompt tokens in prefill.
+struct Disaggregation {
+  enum class Mode : std::uint8_t { off, always, automatic };
+  Mode mode = Mode::off;
+  std::int64_t threshold_tokens = 8192;
+  std::int64_t max_queued_prefill_tokens = 131072;
+  bool enabled() const { return mode != Mode::off; }
+};
+
 struct Route {
   std::string name;  // defaults to "route<i>"
   RouteMatch match;
@@ -124,6 +146,7 @@ struct Route {
   // first); checked by the policy registry when the config is validated.
   std::map<std::string, std::string> policy_options;
   Hedge hedge;
+  Disaggregation disaggregation;
 };
 
 struct Timeouts {

@@ -15,6 +15,8 @@
 //   yaml_reader.hpp YamlReader: typed, strict reading of YAML nodes (load.cpp, auth.cpp)
 //   auth.cpp      `auth` and `quotas`: loading, the keys file, validation; hash_key()
 //   sharing.cpp   `tenants` and `priorities`: loading, validation
+//   hedge.cpp     a route's `hedge`: loading
+//   disaggregation.cpp   backends' `role`, routes' `disaggregation`: loading, validation
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -88,5 +90,20 @@ void load_tenants(const YAML::Node& node, Tenants& out, YamlReader& reader);
 void load_priorities(const YAML::Node& node, Priorities& out, YamlReader& reader);
 /// Checks tenants, priorities and the keys' classes (after validate_auth read the keys file).
 void validate_sharing(GatewayConfig& cfg, std::vector<ConfigError>& errs);
+
+// --- hedge.cpp
+
+/// A route's `hedge: {after: 300ms | 2x}`.
+void load_hedge(const YAML::Node& node, const std::string& field, Hedge& hedge, YamlReader& reader);
+
+// --- disaggregation.cpp
+
+void load_backend_role(const YAML::Node& node, const std::string& field, BackendRole& out,
+                       YamlReader& reader);
+void load_disaggregation(const YAML::Node& node, const std::string& field, Disaggregation& out,
+                         YamlReader& reader);
+/// Each route can answer (a backend that is not prefill-only); a disaggregated route has a
+/// backend that can prefill; a prefill-only backend is on such a route.
+void validate_disaggregation(const GatewayConfig& cfg, std::vector<ConfigError>& errs);
 
 }  // namespace llmux::config::detail

@@ -21,6 +21,7 @@
 //                                              # keep below the backend's keep-alive timeout
 //       health_checks: {path: /ping}           # this backend's own health_checks keys
 //       send_priority: false                   # the request's class as vLLM's `priority`
+//       role: both                             # prefill | decode: disaggregation.cpp
 //   routes:                                    # matched in order; the first match wins
 //     - name: responses                        # optional; default "route<i>" (i from 0)
 //       match:                                 # all conditions must hold; none = every request
@@ -33,6 +34,7 @@
 //                                              # or {name: NAME, OPTION: VALUE, ...}
 //       hedge: {after: 2x}                     # off by default; a second backend after 300ms,
 //                                              # or 2x the learned time-to-first-token p99
+//       disaggregation: {mode: auto}           # prefill elsewhere first: disaggregation.cpp
 //   timeouts:                                  # "250ms", "5s", "2m", "1h", or a number of ms
 //     {connect: 5s, first_byte: 300s, idle: 120s, client_header: 30s, client_body: 60s,
 //      client_idle: 75s, drain: 30s}
@@ -180,7 +182,7 @@ class Loader : public detail::YamlReader {
     for (const auto& [key, value] :
          entries(node, field,
                  {"name", "url", "api_key", "weight", "max_inflight", "pool_idle_timeout",
-                  "health_checks", "tls", "send_priority"})) {
+                  "health_checks", "tls", "send_priority", "role"})) {
       const std::string child_field = child(field, key);
       if (key == "name") string(value, child_field, backend.name);
       if (key == "url") string(value, child_field, backend.url);
@@ -188,6 +190,7 @@ class Loader : public detail::YamlReader {
       if (key == "weight") integer(value, child_field, backend.weight);
       if (key == "max_inflight") integer(value, child_field, backend.max_inflight);
       if (key == "send_priority") boolean(value, child_field, backend.send_priority);
+      if (key == "role") detail::load_backend_role(value, child_field, backend.role, *this);
       if (key == "pool_idle_timeout") duration(value, child_field, backend.pool_idle_timeout);
       if (key == "health_checks") health_checks(value, child_field, backend.health_override);
       if (key == "tls") {
@@ -273,36 +276,15 @@ class Loader : public detail::YamlReader {
 
   void route(const YAML::Node& node, const std::string& field, Route& route) {
     for (const auto& [key, value] :
-         entries(node, field, {"name", "match", "backends", "policy", "hedge"})) {
+         entries(node, field, {"name", "match", "backends", "policy", "hedge", "disaggregation"})) {
       const std::string child_field = child(field, key);
       if (key == "name") string(value, child_field, route.name);
       if (key == "match") match(value, child_field, route.match);
       if (key == "backends") strings(value, child_field, route.backends);
       if (key == "policy") policy(value, child_field, route);
-      if (key == "hedge") hedge(value, child_field, route.hedge);
-    }
-  }
-
-  /// `hedge: {after: 300ms}` (a duration) or `{after: 2x}` (times the route's learned p99).
-  void hedge(const YAML::Node& node, const std::string& field, Hedge& hedge) {
-    for (const auto& [key, value] : entries(node, field, {"after"})) {
-      const std::string child_field = child(field, key);
-      if (!value.IsScalar()) {
-        type_error(child_field, value, "a duration (300ms) or a multiple of the p99 (2x)");
-        continue;
-      }
-      const std::string& text = value.Scalar();
-      const std::optional<Millis> wait = parse_duration(text);
-      if (const auto multiple = parse_multiple(text))
-        hedge.after_p99 = *multiple;
-      else if (text.ends_with('x') || text.ends_with('X'))
-        error(child_field, value, text, "expected a positive multiple such as 2x or 1.5x");
-      else if (!wait)
-        duration(value, child_field, hedge.after);  // (reports the error)
-      else if (wait->count() <= 0)
-        error(child_field, value, text, "must be more than 0 (leave hedge out to turn it off)");
-      else
-        hedge.after = *wait;
+      if (key == "hedge") detail::load_hedge(value, child_field, route.hedge, *this);
+      if (key == "disaggregation")
+        detail::load_disaggregation(value, child_field, route.disaggregation, *this);
     }
   }
 

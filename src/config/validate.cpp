@@ -464,8 +464,9 @@ std::vector<ConfigError> validate(GatewayConfig& cfg) {
   if (cfg.access_log.target.empty())
     add("access_log", "", "must be stdout, off or a file path; an empty string is not allowed");
 
-  detail::validate_auth(cfg, errs);     // auth.cpp; after the routes got their names
-  detail::validate_sharing(cfg, errs);  // sharing.cpp; after the keys file was read
+  detail::validate_auth(cfg, errs);            // auth.cpp; after the routes got their names
+  detail::validate_sharing(cfg, errs);         // sharing.cpp; after the keys file was read
+  detail::validate_disaggregation(cfg, errs);  // disaggregation.cpp
   return errs;
 }
 
