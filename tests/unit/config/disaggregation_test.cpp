@@ -24,7 +24,7 @@ std::string fleet(const std::string& role1, const std::string& role2, const std:
          (role2.empty() ? std::string() : ", role: " + role2) + "}\nroutes:\n  - {" + route + "}\n";
 }
 
-TEST(Disaggregation, RolesAndModesLoad) {
+TEST(DisaggregationConfig, RolesAndModesLoad) {
   std::vector<ConfigError> errors;
   const GatewayConfig config = load_yaml(
       fleet("prefill", "decode",
@@ -49,7 +49,7 @@ TEST(Disaggregation, RolesAndModesLoad) {
   EXPECT_EQ(to_string(BackendRole::prefill), "prefill");
 }
 
-TEST(Disaggregation, MistakesNameTheirField) {
+TEST(DisaggregationConfig, MistakesNameTheirField) {
   std::vector<ConfigError> errors;
   load_yaml(fleet("prefiller", "", "backends: [server1, server2]"), errors);
   ASSERT_EQ(on(errors, "backends[0].role").size(), 1u) << dump(errors);
