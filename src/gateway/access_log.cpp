@@ -44,7 +44,7 @@ struct Line {
 
   /// Room a line needs at most for these strings (each escaped, 6 bytes a byte at worst).
   static std::size_t bound(std::initializer_list<std::string_view> strings) {
-    std::size_t room = 704;  // names, punctuation, numbers
+    std::size_t room = 768;  // names, punctuation, numbers
     for (const auto text : strings) room += 6 * text.size();
     return room;
   }
@@ -167,12 +167,14 @@ AccessLog::~AccessLog() {
   if (owned_ && file_) std::fclose(file_);
 }
 
-void AccessLog::write(const AccessRecord& record, std::string_view priority) {
+void AccessLog::write(const AccessRecord& record, std::string_view priority,
+                      std::string_view prefill_backend) {
   if (!enabled_) return;
   thread_local std::string out;  // its memory reused line after line
-  out.resize(Line::bound({record.request_id, record.client, record.method, record.path,
-                          record.route, record.backend, record.model, record.tenant, record.tenant,
-                          priority, record.affinity, record.error, record.migrated_from}));
+  out.resize(
+      Line::bound({record.request_id, record.client, record.method, record.path, record.route,
+                   record.backend, record.model, record.tenant, record.tenant, priority,
+                   record.affinity, record.error, record.migrated_from, prefill_backend}));
   Line line{out.data()};
   const std::int64_t ms = unix_ms();
   line.put("{\"ts\":");
@@ -209,6 +211,14 @@ void AccessLog::write(const AccessRecord& record, std::string_view priority) {
     line.integer(record.migrations);
     line.put(",\"migrated_from\":");
     line.quoted(record.migrated_from);
+  }
+  if (!prefill_backend.empty()) {
+    // Disaggregated (gateway/disaggregation.hpp): the prefill leg's backend ("unified": none
+    // answered) and its time; `backend` decoded.
+    line.put(",\"prefill_backend\":");
+    line.quoted(prefill_backend);
+    line.put(",\"prefill_ms\":");
+    line.integer(record.prefill_ms);
   }
   if (record.hedge != HedgeResult::none)
     // The first attempt raced a hedge on another backend (gateway/hedge.hpp): who won.

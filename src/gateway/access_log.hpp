@@ -38,6 +38,12 @@ struct AccessRecord {
   bool stream = false;
   bool tenant_is_key = false;
   std::int8_t priority = -1;  // its priority class: an index into priorities.classes (-1: none)
+  // Disaggregation (gateway/disaggregation.hpp): the route's backend (an index into its
+  // backends) that ran its prefill leg; -1: none was asked, kPrefillFailed: none answered (served
+  // unified). Its time, whole milliseconds (at most 65,535). (Small: a proxy frame holds it.)
+  std::int8_t prefill_backend = -1;
+  std::uint16_t prefill_ms = 0;
+  static constexpr std::int8_t kPrefillFailed = -2;
   std::optional<std::int64_t> prompt_tokens, completion_tokens, cached_tokens;
   std::int64_t received_ns = 0;  // when the gateway had the request (mono_ns; not logged)
   // Generated tokens the metrics counted while the stream passed (one per content event; the
@@ -55,8 +61,10 @@ class AccessLog {
   /// request's CPU): the lines reach the file in one write of whole lines when kBuffer bytes
   /// have gathered, at flush() (the gateway calls it every 100 ms), at reopen() and when the log
   /// is destroyed.
-  /// `priority`: the name of record.priority's class.
-  void write(const AccessRecord& record, std::string_view priority = {});
+  /// `priority`: the name of record.priority's class; `prefill_backend`: the name of the backend
+  /// record.prefill_backend is (or "unified").
+  void write(const AccessRecord& record, std::string_view priority = {},
+             std::string_view prefill_backend = {});
   /// Writes out what is buffered.
   void flush();
   static constexpr std::size_t kBuffer = 64 * 1024;

@@ -94,7 +94,7 @@ FairQueue::ClassMask admissible_classes(const Fleet& fleet, const RouteRuntime& 
               : std::span<upstream::Backend* const>(route.backends);
   for (std::size_t priority_class = 0; priority_class < classes.size(); ++priority_class)
     for (const upstream::Backend* backend : candidates)
-      if (backend->usable(now) &&
+      if (!route.prefill_only.contains(*backend) && backend->usable(now) &&
           backend->has_capacity(class_cap(fleet, static_cast<int>(priority_class)))) {
         mask |= FairQueue::ClassMask{1} << priority_class;
         break;

@@ -27,6 +27,16 @@ void charge_key(GatewayState& state, const auth::KeyEntry& key, const upstream::
   state.usage->add(key.name, fields.model, backend.name, now_ms / 1000, used);
 }
 
+/// The name of the backend that ran the request's prefill leg ("unified": none answered; "":
+/// not disaggregated).
+std::string_view prefill_backend_name(const RouteRuntime& route, const AccessRecord& rec) {
+  if (rec.prefill_backend == AccessRecord::kPrefillFailed) return "unified";
+  if (rec.prefill_backend < 0 ||
+      static_cast<std::size_t>(rec.prefill_backend) >= route.backends.size())
+    return {};
+  return route.backends[static_cast<std::size_t>(rec.prefill_backend)]->name;
+}
+
 }  // namespace
 
 /// The answer to a request nothing was relayed for: why (a full queue, a queue timeout, every
@@ -99,7 +109,7 @@ void finish(GatewayState& state, const Fleet& fleet, Worker& worker, const Route
   settle_queue_charge(fleet, route, rec);  // its tenant's charge in the queue, by its real tokens
   if (key && backend) charge_key(state, *key, *backend, fields, rec);
   if (!fleet.cfg.metrics.enabled) {
-    state.log.write(rec, priority_name(fleet, rec));
+    state.log.write(rec, priority_name(fleet, rec), prefill_backend_name(route, rec));
     return;
   }
   metrics::WorkerMetrics& worker_metrics = *worker.worker_metrics;
@@ -128,7 +138,7 @@ void finish(GatewayState& state, const Fleet& fleet, Worker& worker, const Route
         worker_metrics.count(Family::generation_tokens, bid, model, 0, total - rec.streamed_tokens);
     }
   }
-  state.log.write(rec, priority_name(fleet, rec));
+  state.log.write(rec, priority_name(fleet, rec), prefill_backend_name(route, rec));
 }
 
 }  // namespace llmux::gateway

@@ -269,6 +269,10 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
       for (std::size_t i = 0; i < config.backends.size(); ++i) {
         if (config.backends[i].name != name) continue;
         route.backends.push_back(fleet->backends[i].get());
+        if (config.backends[i].role == config::BackendRole::prefill)
+          route.prefill_only.add(*fleet->backends[i]);
+        if (config.backends[i].role != config::BackendRole::decode)
+          route.prefillers.push_back(fleet->backends[i].get());
         fleet->queues_by_slot[static_cast<std::size_t>(fleet->backends[i]->index)].push_back(
             route.queue.get());
       }

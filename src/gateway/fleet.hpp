@@ -40,6 +40,11 @@ struct RouteRuntime {
   /// route of the same name learned of each backend it keeps.
   std::vector<std::shared_ptr<upstream::FirstTokenTimes>> first_token_times;
   int metric_id = 0;  // its id in the metrics' route label table (gateway/metrics.hpp)
+  /// Prefill/decode disaggregation (gateway/disaggregation.hpp): the backends of role prefill,
+  /// which never take a client's request itself (every pick counts them as tried), and those
+  /// that may run a prefill leg (role prefill or both), in `backends`' order.
+  upstream::TriedSet prefill_only;
+  std::vector<upstream::Backend*> prefillers;
 };
 
 struct Fleet {

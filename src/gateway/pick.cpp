@@ -86,6 +86,8 @@ upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFie
   const std::span<upstream::Backend* const> candidates =
       *pinned ? std::span<upstream::Backend* const>(pinned, 1)
               : std::span<upstream::Backend* const>(route.backends);
+  // A prefill-only backend (disaggregation) never takes the client's request itself.
+  tried.add(route.prefill_only);
   policy::PickContext pick_context = context(route, req, fields, headers, *pinned != nullptr);
   pick_context.class_cap = class_cap;
   if (route.cfg->hedge.enabled() && !*pinned) {

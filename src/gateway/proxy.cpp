@@ -11,6 +11,7 @@
 #include "core/use_tuple.hpp"
 #include "gateway/admit.hpp"
 #include "gateway/affinity.hpp"
+#include "gateway/disaggregation.hpp"
 #include "gateway/finish.hpp"
 #include "gateway/hedge.hpp"
 #include "gateway/http_rules.hpp"
@@ -122,6 +123,11 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
   // request as surely as one that leaves mid-stream.
   start_watch(worker, client);
 
+  // Prefill/decode disaggregation (gateway/disaggregation.hpp): the prompt is computed on a
+  // prefill backend first, and the attempts below send the decode leg's body.
+  if (disaggregates(route, req, fields))
+    co_await prefill_first(fleet, worker, route, req, fields, client, request_id, usage, rec);
+
   for (;;) {
     // The slot is taken atomically with the choice: a backend at max_inflight is skipped. While
     // requests wait in the route's queue, a new one joins them rather than overtaking them.
@@ -180,6 +186,9 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
               may_run_twice(fleet, rec.method, rec.path, fields) || outcome.backend_down) !=
           upstream::RetryDecision::try_another_backend)
         break;
+      // A decode leg that failed: the next attempt prefills itself (the KV cache it was to
+      // fetch may be gone).
+      if (rec.prefill_backend >= 0) serve_unified(fleet, req, fields, usage);
       // Never sent: another backend may take it, within the request's time and the route's
       // retry budget, after a short jittered back-off.
       if (now - start > std::chrono::nanoseconds(fleet.cfg.retries.request_budget).count()) {

@@ -97,6 +97,12 @@ class Policy {
   /// follows its progress, or none (the default: a policy that learns nothing from attempts
   /// costs nothing per attempt).
   virtual std::unique_ptr<AttemptObserver> on_dispatch(Backend& backend) { return nullptr; }
+  /// The share (0-1) of the request's prompt (ctx.prompt) that one of `candidates` most likely
+  /// holds in its prefix cache, by what the policy remembers sending where; 0 for a policy that
+  /// keeps no such record. Changes nothing.
+  virtual double cached_share(const PickContext& ctx, std::span<Backend* const> candidates) const {
+    return 0.0;
+  }
 
   /// select() accepting what available() allows.
   Backend* pick(const PickContext& ctx, std::span<Backend* const> candidates, const TriedSet& tried,

@@ -53,6 +53,18 @@ const PrefixTable* PrefixAware::table_of(const Backend& backend) const {
   return table_for(backend);
 }
 
+double PrefixAware::cached_share(const PickContext& ctx,
+                                 std::span<Backend* const> candidates) const {
+  thread_local std::vector<std::uint64_t> hashes;
+  hashes.clear();
+  prefix_hashes(ctx.prompt, settings_.block_chars, settings_.max_blocks, hashes);
+  if (hashes.empty()) return 0.0;
+  std::size_t best = 0;
+  for (const Backend* backend : candidates)
+    if (const PrefixTable* table = table_for(*backend)) best = std::max(best, table->match(hashes));
+  return static_cast<double>(best) / static_cast<double>(hashes.size());
+}
+
 Backend* PrefixAware::select(const PickContext& ctx, std::span<Backend* const> candidates,
                              FunctionRef<bool(const Backend&)> accept) {
   // The guard: a fleet out of balance is balanced first, whatever is cached where.

@@ -48,6 +48,8 @@ class PrefixAware final : public Policy {
   void build(std::span<Backend* const> backends, const Policy* previous) override;
   Backend* select(const PickContext& ctx, std::span<Backend* const> candidates,
                   FunctionRef<bool(const Backend&)> accept) override;
+  /// The best match of the prompt's blocks among the candidates' tables, over its blocks.
+  double cached_share(const PickContext& ctx, std::span<Backend* const> candidates) const override;
 
   /// How the last choices were made (tests, /admin): by prefix, by load (no match), by the guard.
   struct Counts {

@@ -77,6 +77,8 @@ struct Backend {
   // In-flight requests of each capped priority class (ClassCap), by class index.
   std::array<std::atomic<int>, ClassCap::kClasses> held_by_class{};
   std::atomic<std::int64_t> outstanding_tokens{0};  // estimated, of the requests in flight
+  // Prompt tokens of the prefill legs it runs now (gateway/disaggregation.hpp), estimated.
+  std::atomic<std::int64_t> prefill_tokens{0};
   // Health (upstream/health.hpp keeps these; everything else only reads them):
   std::atomic<bool> checks_ok{true};              // active checks pass (true when they are off)
   std::atomic<std::int64_t> ejected_until_ns{0};  // passive ejection: no traffic before this
@@ -215,6 +217,7 @@ class Slot {
 class TriedSet {
  public:
   void add(const Backend& backend) { bits_ |= 1ull << backend.index; }
+  void add(const TriedSet& other) { bits_ |= other.bits_; }
   bool contains(const Backend& backend) const { return bits_ & (1ull << backend.index); }
   bool empty() const { return bits_ == 0; }
 
