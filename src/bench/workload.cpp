@@ -31,31 +31,45 @@ std::string synthetic_prompt(std::size_t tokens, std::uint64_t seed) {
   return text;
 }
 
+TokenRange SyntheticSpec::input_range() const {
+  if (input_spread <= 0) return {input_tokens, input_tokens};
+  const double tokens = static_cast<double>(input_tokens);
+  // (A hair of slack, so that 200 × (1 - 0.9) is 20, not 19.999… floored to 19.)
+  const double low = std::max(1.0, std::floor(tokens * (1.0 - input_spread) + 1e-9));
+  const double high = std::max(low, std::ceil(tokens * (1.0 + input_spread) - 1e-9));
+  return {static_cast<std::size_t>(low), static_cast<std::size_t>(high)};
+}
+
+TokenRange SyntheticSpec::output_range() const {
+  if (output_spread <= 0) return {output_tokens, output_tokens};
+  const double tokens = static_cast<double>(output_tokens);
+  const double low = std::max(1.0, std::floor(tokens * (1.0 - output_spread)));
+  const double high = std::max(low, std::ceil(tokens * (1.0 + output_spread)));
+  return {static_cast<std::size_t>(low), static_cast<std::size_t>(high)};
+}
+
 std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_t count) {
+  return synthetic_workload(spec.input_range(), spec.output_range(), spec.seed, count);
+}
+
+std::vector<PromptItem> synthetic_workload(TokenRange input, TokenRange output, std::uint64_t seed,
+                                           std::size_t count) {
   std::vector<PromptItem> out;
   count = std::max<std::size_t>(count, 1);
   out.reserve(count);
-  std::mt19937_64 rng(spec.seed);
-  const double out_lo = std::max(1.0, std::floor(spec.output_tokens * (1.0 - spec.output_spread)));
-  const double out_hi =
-      std::max(out_lo, std::ceil(spec.output_tokens * (1.0 + spec.output_spread)));
-  std::uniform_int_distribution<std::uint32_t> out_len(static_cast<std::uint32_t>(out_lo),
-                                                       static_cast<std::uint32_t>(out_hi));
-  const double in_tokens = static_cast<double>(spec.input_tokens);
-  // (A hair of slack, so that 200 × (1 - 0.9) is 20, not 19.999… floored to 19.)
-  const double in_lo = std::max(1.0, std::floor(in_tokens * (1.0 - spec.input_spread) + 1e-9));
-  const double in_hi = std::max(in_lo, std::ceil(in_tokens * (1.0 + spec.input_spread) - 1e-9));
-  // A generator of its own, so that adding an input spread leaves the output lengths as they were.
-  std::mt19937_64 in_rng(spec.seed ^ 0x9e3779b97f4a7c15ull);
-  std::uniform_int_distribution<std::size_t> in_len(static_cast<std::size_t>(in_lo),
-                                                    static_cast<std::size_t>(in_hi));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::uint32_t> out_len(
+      static_cast<std::uint32_t>(output.min),
+      static_cast<std::uint32_t>(std::max(output.min, output.max)));
+  // A generator of its own, so that the prompt lengths do not move with the output range.
+  std::mt19937_64 in_rng(seed ^ 0x9e3779b97f4a7c15ull);
+  std::uniform_int_distribution<std::size_t> in_len(input.min, std::max(input.min, input.max));
   for (std::size_t i = 0; i < count; ++i) {
     PromptItem item;
-    const std::size_t tokens = spec.input_spread > 0 ? in_len(in_rng) : spec.input_tokens;
-    item.text = synthetic_prompt(tokens, spec.seed * 1'000'003ull + i);
+    const std::size_t tokens = in_len(in_rng);
+    item.text = synthetic_prompt(tokens, seed * 1'000'003ull + i);
     item.prompt_tokens = tokens;
-    item.max_tokens =
-        spec.output_spread > 0 ? out_len(rng) : static_cast<std::uint32_t>(spec.output_tokens);
+    item.max_tokens = out_len(rng);
     out.push_back(std::move(item));
   }
   return out;

@@ -47,6 +47,13 @@ struct PromptItem {
 /// deterministic in `seed`; different seeds give different prompts (no shared prefix).
 std::string synthetic_prompt(std::size_t tokens, std::uint64_t seed);
 
+/// Inclusive bounds of a length in tokens.
+struct TokenRange {
+  std::size_t min = 0, max = 0;
+  bool empty() const { return max == 0; }
+  friend bool operator==(const TokenRange&, const TokenRange&) = default;
+};
+
 struct SyntheticSpec {
   std::size_t input_tokens = 256;
   std::size_t output_tokens = 128;
@@ -55,10 +62,23 @@ struct SyntheticSpec {
   /// Prompt lengths likewise from [in*(1-spread), in*(1+spread)] (at least 1 token).
   double input_spread = 0.0;
   std::uint64_t seed = 1;
+
+  /// The bounds the prompt lengths are drawn from ({in, in} without a spread).
+  TokenRange input_range() const;
+  /// The bounds of the output lengths ({out, out} without a spread).
+  TokenRange output_range() const;
 };
 
-/// `count` distinct prompts (count >= 1).
+/// `count` distinct prompts (count >= 1): lengths from spec.input_range(), max_tokens from
+/// spec.output_range(), as the ranged overload draws them.
 std::vector<PromptItem> synthetic_workload(const SyntheticSpec& spec, std::size_t count);
+
+/// `count` distinct prompts (count >= 1) whose lengths are drawn uniformly (integers, bounds
+/// included) from `input` and whose max_tokens from `output`, each by a generator of its own
+/// seeded by `seed` (the same seed: the same prompts; the prompt lengths do not depend on the
+/// output range nor the other way round).
+std::vector<PromptItem> synthetic_workload(TokenRange input, TokenRange output, std::uint64_t seed,
+                                           std::size_t count);
 
 /// `count` distinct system prompts of exactly `tokens` tokens each (synthetic, deterministic in
 /// `seed`, none a prefix of another or of a synthetic_workload prompt of the same seed).

@@ -69,6 +69,49 @@ TEST(Workload, InputSpreadVariesPromptLengthsAndLeavesOutputLengthsAlone) {
   for (std::size_t i = 0; i < varied.size(); ++i) EXPECT_EQ(again[i].text, varied[i].text);
 }
 
+TEST(Workload, LengthsAreDrawnWithinTheBoundsBothIncluded) {
+  const auto items = synthetic_workload(TokenRange{3, 5}, TokenRange{7, 9}, 11, 300);
+  std::set<std::size_t> inputs, outputs;
+  for (const PromptItem& item : items) {
+    EXPECT_EQ(Tokenizer::count(item.text), item.prompt_tokens);
+    inputs.insert(item.prompt_tokens);
+    ASSERT_TRUE(item.max_tokens);
+    outputs.insert(*item.max_tokens);
+  }
+  EXPECT_EQ(inputs, (std::set<std::size_t>{3, 4, 5}));
+  EXPECT_EQ(outputs, (std::set<std::size_t>{7, 8, 9}));
+}
+
+TEST(Workload, TheSameSeedDrawsTheSamePromptsAndAnotherSeedOthers) {
+  const TokenRange input{100, 4000}, output{20, 300};
+  const auto first = synthetic_workload(input, output, 5, 40);
+  const auto again = synthetic_workload(input, output, 5, 40);
+  const auto other = synthetic_workload(input, output, 6, 40);
+  std::size_t same_lengths = 0;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    EXPECT_EQ(first[i].text, again[i].text) << i;
+    EXPECT_EQ(first[i].max_tokens, again[i].max_tokens) << i;
+    EXPECT_NE(first[i].text, other[i].text) << i;
+    same_lengths += first[i].prompt_tokens == other[i].prompt_tokens;
+  }
+  EXPECT_LT(same_lengths, first.size() / 2);
+}
+
+/// A prompt's first `tokens` tokens (each " word" of the synthetic generator is one token).
+std::string head(const std::string& text, std::size_t tokens) {
+  std::size_t spaces = 0, end = 0;
+  while (end < text.size() && spaces <= tokens) spaces += text[end++] == ' ';
+  return text.substr(0, end);
+}
+
+TEST(Workload, EveryPromptDiffersFromTheOthersWithinItsFirstCacheBlock) {
+  // A shared first block of 16 tokens would let a prefix cache serve part of a prompt.
+  const auto items = synthetic_workload(TokenRange{5000, 6000}, TokenRange{1, 1}, 3, 200);
+  std::set<std::string> heads;
+  for (const PromptItem& item : items) heads.insert(head(item.text, 16));
+  EXPECT_EQ(heads.size(), items.size());
+}
+
 TEST(Workload, DatasetPlainShareGptAndStrings) {
   const std::string jsonl =
       R"({"prompt": "hello there", "max_tokens": 7})"
