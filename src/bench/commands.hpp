@@ -35,20 +35,27 @@ struct SplitTarget {
   std::size_t clients = 1;
 };
 
-/// One tenant of `bench run --tenant NAME:CLIENTS[:PRIORITY[:WORKLOAD]]` (bench/tenants.hpp).
-struct TenantLoad {
+/// Clients of `bench run` that run beside other such groups, each a closed loop of its own with
+/// its own workload (bench/groups.hpp): a tenant (`--tenant NAME:CLIENTS[:PRIORITY[:WORKLOAD]]`,
+/// bench/tenants.hpp), sending X-Llmux-Tenant and X-Llmux-Priority; or a class of a workload mix
+/// (`--mix NAME:CLIENTS:WORKLOAD`, bench/mix.hpp), sending no header of its own.
+struct ClientGroup {
+  enum class Kind { tenant, mix };
+  Kind kind = Kind::tenant;
   std::string name;
   std::size_t clients = 1;
-  std::string priority;                             // sent as X-Llmux-Priority; "" none
-  std::size_t input_tokens = 0, output_tokens = 0;  // its workload; 0: the run's
-  std::vector<PromptItem> prompts;                  // its prompts; empty: the run's
+  std::string priority;  // sent as X-Llmux-Priority; "" none
+  /// Its prompt tokens and max_tokens: one length (N: the run's --input-spread/--output-spread
+  /// apply around it) or bounds (MIN-MAX: drawn uniformly); empty: the run's workload.
+  TokenRange input, output;
+  std::vector<PromptItem> prompts;  // its prompts; empty: the run's
 };
 
 struct RunCommand {
   RunOptions run;
-  /// Tenants sharing a gateway (closed loop, one level): each its own clients, headers and
+  /// Tenants and mix classes (closed loop, one level): each its own clients, headers and
   /// workload, all at once; empty = none.
-  std::vector<TenantLoad> tenants;
+  std::vector<ClientGroup> groups;
   /// A fixed split (closed loop, one level): the clients divided over these targets, each with
   /// its own connections, all at once; empty = every request to run.url.
   std::vector<SplitTarget> split;

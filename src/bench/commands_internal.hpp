@@ -120,11 +120,11 @@ std::optional<Table> backend_table(const RunCommand& command,
 Table detail_table(const Aggregate& aggregate, const std::vector<double>& extra);
 /// With an output directory: run.json, requests.csv, summary.csv, summary.md, the charts and
 /// index.html (`html` completed with the files and charts; `where` names the target in the
-/// charts' titles); adds notes on what was written. `tenants`: run.json's "tenants" (with
-/// --tenant; empty: none).
+/// charts' titles); adds notes on what was written. `groups`: run.json's "tenants" (with
+/// --tenant) and "mix" (with --mix), added to its top level as they are (empty: none).
 void write_run_files(const RunCommand& command, const std::vector<LevelResult>& levels,
                      const KneeResult& knee, const boost::json::object& ground_truth,
-                     const boost::json::object& tenants, HtmlReport html, const std::string& where,
+                     const boost::json::object& groups, HtmlReport html, const std::string& where,
                      std::vector<std::string>& notes);
 
 // ---------------------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ json::object record_json(const Record& record, const std::string& level) {
     object["turn"] = record.turn;
     object["session"] = record.session;
   }
+  if (!record.group.empty()) object["group"] = record.group;
   json::object timing = to_json(record.t);
   for (auto& member : timing) object[member.key()] = member.value();
   return object;

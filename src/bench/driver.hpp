@@ -68,7 +68,7 @@ struct Record {
   std::size_t user = 0;  ///< the user (closed-loop client) whose conversation it belongs to
   std::size_t turn = 0;  ///< its turn, from 1; 0 = not a conversation turn
   std::string session;   ///< the conversation key (X-Session-ID)
-  std::string tenant;    ///< --tenant: whose request it was
+  std::string group;     ///< --tenant or --mix: the client group whose request it was
 };
 
 struct RunResult {

@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "bench/commands_internal.hpp"
+#include "bench/groups.hpp"
 #include "bench/tenants.hpp"
 #include "core/clock.hpp"
 
@@ -136,9 +137,9 @@ int bench_run(const RunCommand& command, std::ostream& markdown) {
         fmt::format("{}-{}-{}", command.run.request_id_prefix, mono_ns() % 1000000, level.label);
     // Each level's users hold conversations of their own.
     if (!command.sweep.empty()) options.conversation.key_prefix += "-" + level.label;
-    level.run = !command.tenants.empty() ? run_tenants(command, options, spec)
-                : command.split.empty()  ? run_load(options, spec, command.prompts)
-                                         : run_split(command, options, spec);
+    level.run = !command.groups.empty() ? run_groups(command, options, spec)
+                : command.split.empty() ? run_load(options, spec, command.prompts)
+                                        : run_split(command, options, spec);
     const auto measured = level.run.measured();
     aopt.wall_s = level.run.wall_s;
     level.agg = aggregate(measured, aopt);
@@ -226,15 +227,16 @@ int bench_run(const RunCommand& command, std::ostream& markdown) {
         MarkdownOptions{.title = "Conversations", .heading_level = 4, .notes = {}});
     html.sections.push_back({"Conversations", conversation_table(levels), {}});
   }
-  json::object tenants_doc;
-  if (!command.tenants.empty()) {
+  json::object groups_doc;
+  const auto tenant_rows =
+      group_figures(command, levels.back().run, aopt, ClientGroup::Kind::tenant);
+  if (!tenant_rows.empty()) {
     // Each tenant's share of the one level (bench/tenants.hpp).
-    const auto figures = tenant_figures(command, levels.back().run, aopt);
     markdown << "\n";
-    markdown << to_markdown(tenant_table(figures),
+    markdown << to_markdown(tenant_table(tenant_rows),
                             MarkdownOptions{.title = "Tenants", .heading_level = 4, .notes = {}});
-    html.sections.push_back({"Tenants", tenant_table(figures), {}});
-    tenants_doc = tenants_json(figures);
+    html.sections.push_back({"Tenants", tenant_table(tenant_rows), {}});
+    groups_doc["tenants"] = tenants_json(tenant_rows);
   }
   if (auto backends = backend_table(command, levels)) {
     markdown << "\n";
@@ -317,7 +319,7 @@ int bench_run(const RunCommand& command, std::ostream& markdown) {
   html.status.push_back(outcome.line);
   html.failed = outcome.status != 0;
   html.notes = notes;
-  detail::write_run_files(command, levels, knee, gt_json, tenants_doc, std::move(html), where,
+  detail::write_run_files(command, levels, knee, gt_json, groups_doc, std::move(html), where,
                           notes);
   markdown << "\n";
   detail::report_outcome(outcome, markdown, "bench run");

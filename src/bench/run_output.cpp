@@ -49,6 +49,18 @@ json::object settings_json(const RunCommand& command) {
   } else {
     settings["conversation_turns"] = 0;
   }
+  json::array groups;
+  for (const ClientGroup& group : command.groups)
+    groups.push_back({{"name", group.name},
+                      {"kind", group.kind == ClientGroup::Kind::tenant ? "tenant" : "mix"},
+                      {"clients", group.clients},
+                      {"priority", group.priority},
+                      {"input_min", group.input.min},
+                      {"input_max", group.input.max},
+                      {"output_min", group.output.min},
+                      {"output_max", group.output.max},
+                      {"prompts", group.prompts.size()}});
+  if (!groups.empty()) settings["groups"] = std::move(groups);
   settings["timeout_idle_ms"] = command.run.client.timeouts.idle.count();
   settings["timeout_total_ms"] = command.run.client.timeouts.total.count();
   json::object slo;
@@ -358,7 +370,7 @@ Table detail_table(const Aggregate& aggregate, const std::vector<double>& extra)
 
 void write_run_files(const RunCommand& command, const std::vector<LevelResult>& levels,
                      const KneeResult& knee, const json::object& gt_json,
-                     const json::object& tenants, HtmlReport html, const std::string& where,
+                     const json::object& groups, HtmlReport html, const std::string& where,
                      std::vector<std::string>& notes) {
   if (command.out.out_dir.empty()) return;
   const fs::path dir(command.out.out_dir);
@@ -386,7 +398,7 @@ void write_run_files(const RunCommand& command, const std::vector<LevelResult>& 
     doc["knee"] = std::move(knee_json);
   }
   if (command.sim_ground_truth) doc["ground_truth"] = gt_json;
-  if (!tenants.empty()) doc["tenants"] = tenants;
+  for (const auto& member : groups) doc[member.key()] = member.value();
   json::array levels_json;
   std::string csv = csv_record(request_csv_header());
   for (const auto& level : levels) {

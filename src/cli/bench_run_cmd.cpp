@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "bench/commands.hpp"
+#include "bench/groups.hpp"
 #include "bench/tenants.hpp"
 #include "cli/bench_common.hpp"
 
@@ -77,9 +78,9 @@ Runner add_run(CLI::App* bench) {
   sub->add_option("--tenant", flags->tenants,
                   "NAME:CLIENTS[:PRIORITY[:WORKLOAD]] (repeat): tenants sharing a gateway at "
                   "once, each a closed loop of CLIENTS sending X-Llmux-Tenant: NAME and "
-                  "X-Llmux-Priority: PRIORITY, WORKLOAD IN/OUT its prompt tokens and max_tokens "
-                  "(default the run's); reports each tenant's TTFT, E2E and tok/s and Jain's "
-                  "index over the token rates. The concurrency is their sum")
+                  "X-Llmux-Priority: PRIORITY, WORKLOAD IN/OUT its prompt tokens and max_tokens, "
+                  "each N or MIN-MAX (default the run's); reports each tenant's TTFT, E2E and "
+                  "tok/s and Jain's index over the token rates. The concurrency is their sum")
       ->group(target_group);
   sub->add_option("--endpoint", flags->endpoint,
                   "completions (/v1/completions), chat (/v1/chat/completions), responses "
@@ -322,15 +323,16 @@ Runner add_run(CLI::App* bench) {
               "--sim-ground-truth");
         command.load.concurrency = split_clients;
       }
-      for (const auto& text : flags->tenants) command.tenants.push_back(parse_tenant(text));
-      if (!command.tenants.empty()) {
+      for (const auto& text : flags->tenants) command.groups.push_back(parse_tenant(text));
+      if (!command.groups.empty()) {
         if (command.load.mode == LoadSpec::Mode::open || !flags->sweep.empty() ||
             !command.split.empty() || flags->sim_ground_truth)
           throw std::invalid_argument(
               "--tenant is one closed-loop level: not with --request-rate, --sweep, --split or "
               "--sim-ground-truth");
+        check_group_names(command.groups);
         command.load.concurrency = 0;
-        for (const auto& tenant : command.tenants) command.load.concurrency += tenant.clients;
+        for (const auto& group : command.groups) command.load.concurrency += group.clients;
       }
       if (command.load.mode == LoadSpec::Mode::closed && command.load.concurrency == 0)
         throw std::invalid_argument("--concurrency must be at least 1 in a closed loop");
@@ -380,11 +382,11 @@ Runner add_run(CLI::App* bench) {
       command.out.fail_on_reject = flags->fail_on_reject;
       command.sim_ground_truth = flags->sim_ground_truth;
       if (!flags->dataset.empty()) {
-        for (const TenantLoad& tenant : command.tenants)
-          if (tenant.input_tokens > 0)
+        for (const ClientGroup& group : command.groups)
+          if (!group.input.empty())
             throw std::invalid_argument(fmt::format(
-                "--tenant {}: a WORKLOAD (IN/OUT) is for synthetic prompts, not with --dataset",
-                tenant.name));
+                "{} {}: a WORKLOAD (IN/OUT) is for synthetic prompts, not with --dataset",
+                group.kind == ClientGroup::Kind::tenant ? "--tenant" : "--mix", group.name));
         command.prompts = load_dataset(flags->dataset, flags->max_prompts);
         command.workload_desc =
             fmt::format("dataset {} ({} prompts)", flags->dataset, command.prompts.size());
@@ -413,25 +415,25 @@ Runner add_run(CLI::App* bench) {
         command.workload_desc = fmt::format("synthetic, {} prompt tokens{}, max_tokens {}{}",
                                             flags->input_len, spread(flags->input_spread),
                                             flags->output_len, spread(flags->output_spread));
-        // A tenant with a workload of its own: its own synthetic prompts.
-        for (TenantLoad& tenant : command.tenants) {
-          if (tenant.input_tokens == 0) continue;
-          SyntheticSpec own = synthetic;
-          own.input_tokens = tenant.input_tokens;
-          own.output_tokens = tenant.output_tokens;
-          own.seed = synthetic.seed + std::hash<std::string>{}(tenant.name);
-          tenant.prompts = synthetic_workload(own, prompt_count);
-          command.workload_desc +=
-              fmt::format("; tenant {}: {} prompt tokens, max_tokens {}", tenant.name,
-                          tenant.input_tokens, tenant.output_tokens);
-        }
+        // A tenant or mix class with a workload of its own: its own synthetic prompts (and when
+        // every group has its own, the run's are never sent).
+        const std::string groups_desc = make_group_prompts(command.groups, synthetic, prompt_count);
+        const bool own_prompts_only =
+            !command.groups.empty() &&
+            std::all_of(command.groups.begin(), command.groups.end(),
+                        [](const ClientGroup& group) { return !group.prompts.empty(); });
+        command.workload_desc =
+            (own_prompts_only ? "synthetic" : command.workload_desc) + groups_desc;
       }
       if (flags->shared_prefix > 0) {
         command.shared_prefixes = flags->shared_prefix;
         command.prefix_tokens = flags->prefix_len;
-        apply_shared_prefixes(command.prompts,
-                              shared_prefixes(flags->shared_prefix, flags->prefix_len, flags->seed),
-                              conv.enabled() ? conv.turns : 1, flags->seed + 1);
+        const auto prefixes = shared_prefixes(flags->shared_prefix, flags->prefix_len, flags->seed);
+        apply_shared_prefixes(command.prompts, prefixes, conv.enabled() ? conv.turns : 1,
+                              flags->seed + 1);
+        for (ClientGroup& group : command.groups)
+          apply_shared_prefixes(group.prompts, prefixes, conv.enabled() ? conv.turns : 1,
+                                flags->seed + 1);
         command.workload_desc += fmt::format(
             "; {} shared system prompts of {} tokens, drawn at random by the {}",
             flags->shared_prefix, flags->prefix_len, conv.enabled() ? "conversations" : "requests");

@@ -11,22 +11,26 @@ namespace llmux::bench {
 namespace {
 
 TEST(BenchTenants, ParsesNameClientsPriorityAndWorkload) {
-  const TenantLoad plain = parse_tenant("alice:4");
+  const ClientGroup plain = parse_tenant("alice:4");
   EXPECT_EQ(plain.name, "alice");
   EXPECT_EQ(plain.clients, 4u);
   EXPECT_EQ(plain.priority, "");
-  EXPECT_EQ(plain.input_tokens, 0u);
-  const TenantLoad full = parse_tenant("nightly:64:batch:128/1024");
+  EXPECT_TRUE(plain.input.empty());
+  EXPECT_EQ(plain.kind, ClientGroup::Kind::tenant);
+  const ClientGroup full = parse_tenant("nightly:64:batch:128/1024");
   EXPECT_EQ(full.name, "nightly");
   EXPECT_EQ(full.clients, 64u);
   EXPECT_EQ(full.priority, "batch");
-  EXPECT_EQ(full.input_tokens, 128u);
-  EXPECT_EQ(full.output_tokens, 1024u);
+  EXPECT_EQ(full.input, (TokenRange{128, 128}));
+  EXPECT_EQ(full.output, (TokenRange{1024, 1024}));
+  const ClientGroup ranged = parse_tenant("agents:2:batch:5000-60000/200-2000");
+  EXPECT_EQ(ranged.input, (TokenRange{5000, 60000}));
+  EXPECT_EQ(ranged.output, (TokenRange{200, 2000}));
 }
 
 TEST(BenchTenants, BadFormsAreErrorsSayingWhat) {
-  for (const char* text :
-       {"alice", "alice:0", "alice:x", ":4", "a:4:b:128", "a:4:b:0/5", "a:4:b:c:d"}) {
+  for (const char* text : {"alice", "alice:0", "alice:x", ":4", "a:4:b:128", "a:4:b:0/5",
+                           "a:4:b:c:d", "a:4:b:9-3/5"}) {
     try {
       parse_tenant(text);
       ADD_FAILURE() << text << " was accepted";
@@ -47,11 +51,11 @@ TEST(BenchTenants, JainsIndexIsOneWhenEqualAndOneOverNWhenOneTakesAll) {
 
 TEST(BenchTenants, EachTenantsFiguresComeFromItsOwnRequests) {
   RunCommand command;
-  command.tenants = {parse_tenant("fast:1"), parse_tenant("slow:1")};
+  command.groups = {parse_tenant("fast:1"), parse_tenant("slow:1")};
   RunResult run;
   auto add = [&](const std::string& tenant, double ttft_s, std::uint64_t tokens) {
     Record record;
-    record.tenant = tenant;
+    record.group = tenant;
     record.t.start_ns = 1'000'000'000;
     record.t.first_byte_ns = record.t.first_token_ns =
         record.t.start_ns + static_cast<std::int64_t>(ttft_s * 1e9);
@@ -65,7 +69,7 @@ TEST(BenchTenants, EachTenantsFiguresComeFromItsOwnRequests) {
   add("slow", 0.5, 300);
   add("slow", 0.7, 300);
   run.wall_s = 2;
-  const auto figures = tenant_figures(command, run, {});
+  const auto figures = group_figures(command, run, {}, ClientGroup::Kind::tenant);
   ASSERT_EQ(figures.size(), 2u);
   EXPECT_EQ(figures[0].agg.ok, 1u);
   EXPECT_EQ(figures[1].agg.ok, 2u);
