@@ -14,6 +14,7 @@
 
 #include "bench/commands_internal.hpp"
 #include "bench/groups.hpp"
+#include "bench/mix.hpp"
 #include "bench/tenants.hpp"
 #include "core/clock.hpp"
 
@@ -237,6 +238,21 @@ int bench_run(const RunCommand& command, std::ostream& markdown) {
                             MarkdownOptions{.title = "Tenants", .heading_level = 4, .notes = {}});
     html.sections.push_back({"Tenants", tenant_table(tenant_rows), {}});
     groups_doc["tenants"] = tenants_json(tenant_rows);
+  }
+  const auto mix_rows = group_figures(command, levels.back().run, aopt, ClientGroup::Kind::mix);
+  if (!mix_rows.empty()) {
+    // Each class of the workload mix (bench/mix.hpp).
+    const Table table = mix_table(mix_rows, levels.back().agg);
+    markdown << "\n"
+             << to_markdown(table, MarkdownOptions{
+                                       .title = "Workload mix", .heading_level = 4, .notes = {}});
+    html.sections.push_back({"Workload mix", table, {}});
+    groups_doc["mix"] = mix_json(mix_rows, levels.back().agg);
+    notes.push_back(
+        "Workload mix: each class a closed loop of its own clients, prompt and output lengths "
+        "drawn uniformly within its bounds; ITL = the gaps between a class's tokens (its p99 and "
+        "max: the stalls other classes' prefills cause its decode streams); Mean prompt tokens "
+        "from usage; every rate over the run's one window.");
   }
   if (auto backends = backend_table(command, levels)) {
     markdown << "\n";

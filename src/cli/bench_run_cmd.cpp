@@ -8,9 +8,11 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bench/commands.hpp"
 #include "bench/groups.hpp"
+#include "bench/mix.hpp"
 #include "bench/tenants.hpp"
 #include "cli/bench_common.hpp"
 
@@ -22,7 +24,8 @@ using namespace llmux::bench;
 struct RunFlags {
   std::string url = "http://127.0.0.1:30000";
   std::vector<std::string> split;
-  std::vector<std::string> tenants;
+  std::vector<std::string> tenants, mix;
+  std::string workload;
   std::string endpoint = "completions";
   std::string model;
   std::size_t concurrency = 1;
@@ -152,6 +155,18 @@ Runner add_run(CLI::App* bench) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0))
       ->group(workload_group);
+  sub->add_option("--mix", flags->mix,
+                  "NAME:CLIENTS:IN/OUT (repeat): a workload mix, each class a closed loop of "
+                  "CLIENTS whose prompt tokens and max_tokens are drawn uniformly from IN and OUT "
+                  "(MIN-MAX, or N with the run's spreads), all at once with no header of their "
+                  "own; reports each class's TTFT, ITL (the stall other classes' prefills cause) "
+                  "and E2E. The concurrency is their sum; bound it with --duration")
+      ->group(workload_group);
+  std::string workload_help = "A named workload mix, its --mix classes (more --mix add to them):";
+  for (const NamedWorkload& workload : named_workloads())
+    workload_help += fmt::format(" {}: {} (--mix {})", workload.name, workload.description,
+                                 fmt::join(workload.classes, " --mix "));
+  sub->add_option("--workload", flags->workload, workload_help)->group(workload_group);
   sub->add_option("--dataset", flags->dataset,
                   "JSONL of prompts ({\"prompt\": ...}, optional max_tokens) or ShareGPT "
                   "conversations; used round-robin instead of synthetic prompts")
@@ -324,12 +339,16 @@ Runner add_run(CLI::App* bench) {
         command.load.concurrency = split_clients;
       }
       for (const auto& text : flags->tenants) command.groups.push_back(parse_tenant(text));
+      if (!flags->workload.empty())
+        for (ClientGroup& mix_class : workload_classes(flags->workload))
+          command.groups.push_back(std::move(mix_class));
+      for (const auto& text : flags->mix) command.groups.push_back(parse_mix(text));
       if (!command.groups.empty()) {
         if (command.load.mode == LoadSpec::Mode::open || !flags->sweep.empty() ||
             !command.split.empty() || flags->sim_ground_truth)
           throw std::invalid_argument(
-              "--tenant is one closed-loop level: not with --request-rate, --sweep, --split or "
-              "--sim-ground-truth");
+              "--tenant, --mix and --workload are one closed-loop level: not with "
+              "--request-rate, --sweep, --split or --sim-ground-truth");
         check_group_names(command.groups);
         command.load.concurrency = 0;
         for (const auto& group : command.groups) command.load.concurrency += group.clients;

@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// `llmux bench run`'s conversation and shared-prefix workloads end to end against `llmux sim`
+// `llmux bench run`'s conversation, shared-prefix and mix workloads end to end against `llmux sim`
 // processes on port 0: multi-turn /v1/responses conversations (previous_response_id chains and
-// replayed histories), shared system prompts, and the figures reported for them (cached prompt
-// tokens, not-found answers, conversations completed, per backend).
+// replayed histories), shared system prompts, classes of long and short prompts at once (--mix),
+// and the figures reported for them (cached prompt tokens, not-found answers, conversations
+// completed, per backend, per class).
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "support/process.hpp"
 #include "support/test_util.hpp"
@@ -226,6 +230,109 @@ TEST(BenchWorkload, ARunBoundedByDurationSendsDistinctPrompts) {
   ASSERT_GT(level0(doc).at("requests").as_array().size(), 4u);
   EXPECT_EQ(prompts.size(), level0(doc).at("requests").as_array().size());
   EXPECT_GT(lengths.size(), 2u);
+}
+
+// Classes of the mix below: long prompts beside short ones, bounds far apart.
+constexpr std::int64_t kLongMin = 3000, kLongMax = 6000, kLongOutMin = 20, kLongOutMax = 40;
+constexpr std::int64_t kShortMin = 20, kShortMax = 60, kShortOutMin = 10, kShortOutMax = 20;
+
+json::value run_mix(const std::string& endpoint, const TempDir& out, std::string* report) {
+  SimServer sim({"--time-scale", "50"});
+  RunResult r = bench(
+      {"run", "--url", url(sim), "--endpoint", endpoint, "--mix",
+       fmt::format("long:2:{}-{}/{}-{}", kLongMin, kLongMax, kLongOutMin, kLongOutMax), "--mix",
+       fmt::format("short:3:{}-{}/{}-{}", kShortMin, kShortMax, kShortOutMin, kShortOutMax),
+       "--duration", "1", "--ignore-eos", "--out", out.path(), "--no-progress"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  if (report) *report = r.out;
+  return parse_json(read_text_file(out.path() + "/run.json"));
+}
+
+TEST(BenchMix, LongPromptsAreLongAndEachClassHasItsRow) {
+  TempDir out;
+  std::string report;
+  const json::value doc = run_mix("completions", out, &report);
+  // Every request is its class's: the prompt the server counted (usage) and the output it was
+  // asked for, within the class's bounds.
+  std::map<std::string, std::int64_t> requests;
+  for (const auto& q : level0(doc).at("requests").as_array()) {
+    const auto& o = q.as_object();
+    const std::string group(o.at("group").as_string());
+    ASSERT_TRUE(group == "long" || group == "short") << group;
+    ASSERT_EQ(o.at("error").as_string(), "none") << json::serialize(o);
+    const bool is_long = group == "long";
+    const std::int64_t prompt = num(o.at("prompt_tokens")), output = num(o.at("output_tokens"));
+    EXPECT_GE(prompt, is_long ? kLongMin : kShortMin) << group;
+    EXPECT_LE(prompt, is_long ? kLongMax : kShortMax) << group;
+    EXPECT_GE(output, is_long ? kLongOutMin : kShortOutMin) << group;
+    EXPECT_LE(output, is_long ? kLongOutMax : kShortOutMax) << group;
+    ++requests[group];
+  }
+  EXPECT_GT(requests["long"], 2);
+  EXPECT_GT(requests["short"], requests["long"]);
+  // The per-class rows: Markdown, and run.json's "mix" with the classes' own counts.
+  EXPECT_NE(report.find("#### Workload mix"), std::string::npos) << report;
+  EXPECT_NE(report.find(fmt::format("| long ")), std::string::npos) << report;
+  EXPECT_NE(report.find("All classes"), std::string::npos) << report;
+  const auto& classes = doc.at("mix").at("classes").as_array();
+  ASSERT_EQ(classes.size(), 2u);
+  for (const auto& row : classes) {
+    const std::string name(row.at("name").as_string());
+    EXPECT_EQ(num(row.at("ok")), requests[name]) << name;
+    EXPECT_GT(row.at("itl_p99_s").as_double(), 0) << name;
+    EXPECT_GT(row.at("ttft_p50_s").as_double(), 0) << name;
+  }
+  EXPECT_GT(classes[0].at("prompt_tokens_mean").as_double(),
+            classes[1].at("prompt_tokens_mean").as_double());
+  EXPECT_EQ(num(doc.at("mix").at("all").at("ok")), requests["long"] + requests["short"]);
+  // No prompt sent twice: each request drew one of its own.
+  std::set<std::pair<std::string, std::int64_t>> prompts;
+  for (const auto& q : level0(doc).at("requests").as_array())
+    prompts.insert({std::string(q.at("group").as_string()), num(q.at("prompt"))});
+  EXPECT_EQ(prompts.size(), level0(doc).at("requests").as_array().size());
+}
+
+TEST(BenchMix, EveryEndpointSendsEachClassItsOwnLengths) {
+  // Chat, Responses and Messages wrap the prompt in a template: its tokens come on top, so a
+  // class's prompts are at least its minimum and the long ones above every short one.
+  for (const std::string endpoint : {"chat", "responses", "messages"}) {
+    TempDir out;
+    const json::value doc = run_mix(endpoint, out, nullptr);
+    std::int64_t longest_short = 0, shortest_long = std::numeric_limits<std::int64_t>::max();
+    std::map<std::string, std::int64_t> requests;
+    for (const auto& q : level0(doc).at("requests").as_array()) {
+      const std::string group(q.at("group").as_string());
+      ASSERT_EQ(q.at("error").as_string(), "none") << endpoint << json::serialize(q);
+      const std::int64_t prompt = num(q.at("prompt_tokens"));
+      EXPECT_GE(prompt, group == "long" ? kLongMin : kShortMin) << endpoint << group;
+      EXPECT_LE(num(q.at("output_tokens")), group == "long" ? kLongOutMax : kShortOutMax)
+          << endpoint << group;
+      if (group == "long")
+        shortest_long = std::min(shortest_long, prompt);
+      else
+        longest_short = std::max(longest_short, prompt);
+      ++requests[group];
+    }
+    EXPECT_GT(requests["long"], 0) << endpoint;
+    EXPECT_GT(requests["short"], 0) << endpoint;
+    EXPECT_GT(shortest_long, longest_short) << endpoint;
+    EXPECT_EQ(doc.at("mix").at("classes").as_array().size(), 2u) << endpoint;
+  }
+}
+
+TEST(BenchMix, OptionsAreChecked) {
+  RunResult rate = bench({"run", "--url", "http://127.0.0.1:1", "--model", "m", "--mix",
+                          "a:1:10/10", "--request-rate", "5"});
+  EXPECT_NE(rate.exit_code, 0);
+  EXPECT_NE(rate.err.find("--request-rate"), std::string::npos) << rate.err;
+  RunResult twice = bench({"run", "--url", "http://127.0.0.1:1", "--model", "m", "--mix",
+                           "a:1:10/10", "--tenant", "a:1"});
+  EXPECT_NE(twice.exit_code, 0);
+  EXPECT_NE(twice.err.find("'a' names two client groups"), std::string::npos) << twice.err;
+  RunResult unknown =
+      bench({"run", "--url", "http://127.0.0.1:1", "--model", "m", "--workload", "no-such-mix"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("agent-mix"), std::string::npos) << unknown.err;
 }
 
 TEST(BenchConversation, OptionsAreChecked) {
