@@ -171,19 +171,20 @@ std::string kv_transfer_params_of(std::string_view prefill_answer) {
 net::awaitable<void> prefill_first(const Fleet& fleet, Worker& worker, const RouteRuntime& route,
                                    const Request& req, const BodyFields& fields,
                                    ClientConnection& client, const std::string& request_id,
-                                   UsageRequest& decode, AccessRecord& rec) {
+                                   UsageRequest& decode, upstream::TriedSet& tried,
+                                   AccessRecord& rec) {
   const std::optional<std::string> body = prefill_body(req.body());
   if (!body) co_return;
   const std::int64_t started = mono_ns();
   const auto prompt_tokens = static_cast<std::int64_t>(fields.body_bytes / 4);
-  upstream::TriedSet tried;
+  upstream::TriedSet prefill_tried;
   std::string kv_transfer_params;
   bool prefilled = false;
   for (int attempt_number = 0; attempt_number < kPrefillAttempts && !prefilled; ++attempt_number) {
-    upstream::Slot slot = take_prefill_backend(route, tried, prompt_tokens);
+    upstream::Slot slot = take_prefill_backend(route, prefill_tried, prompt_tokens);
     if (!slot) break;
     upstream::Backend& backend = *slot.backend();
-    tried.add(backend);
+    prefill_tried.add(backend);
     backend.prefill_tokens.fetch_add(prompt_tokens, std::memory_order_relaxed);
     UsageRequest prefill;
     prefill.asked = true;
@@ -219,6 +220,7 @@ net::awaitable<void> prefill_first(const Fleet& fleet, Worker& worker, const Rou
     kv_transfer_params = kv_transfer_params_of(*answer);
     const auto position = std::find(route.backends.begin(), route.backends.end(), &backend);
     rec.prefill_backend = static_cast<std::int8_t>(position - route.backends.begin());
+    tried.add(backend);
   }
   rec.prefill_ms = static_cast<std::uint16_t>(
       std::min<std::int64_t>((mono_ns() - started) / 1'000'000, UINT16_MAX));

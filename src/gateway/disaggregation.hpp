@@ -41,13 +41,15 @@ namespace llmux::gateway {
 bool disaggregates(const RouteRuntime& route, const Request& req, const BodyFields& fields);
 
 /// The prefill leg (above). On success `decode` becomes the body the decode leg sends (asking
-/// for usage as the gateway asks every stream: gateway/stream_usage.hpp) and `rec` names the
-/// prefill backend and its time; when no prefill succeeded `decode` is left as it was (the
-/// client's request, served unified).
+/// for usage as the gateway asks every stream: gateway/stream_usage.hpp), the prefill backend
+/// joins `tried` (the decode leg runs on another machine: a backend of role both does not fetch
+/// its own cache), and `rec` names it and the leg's time; when no prefill succeeded `decode` is
+/// left as it was (the client's request, served unified).
 net::awaitable<void> prefill_first(const Fleet& fleet, Worker& worker, const RouteRuntime& route,
                                    const Request& req, const BodyFields& fields,
                                    ClientConnection& client, const std::string& request_id,
-                                   UsageRequest& decode, AccessRecord& rec);
+                                   UsageRequest& decode, upstream::TriedSet& tried,
+                                   AccessRecord& rec);
 
 /// After a decode leg failed: `usage` back to the client's own request (asking for usage as
 /// the gateway asks every stream), which the next backend serves unified.

@@ -126,7 +126,8 @@ net::awaitable<void> proxy(GatewayState& state, const Fleet& fleet, Worker& work
   // Prefill/decode disaggregation (gateway/disaggregation.hpp): the prompt is computed on a
   // prefill backend first, and the attempts below send the decode leg's body.
   if (disaggregates(route, req, fields))
-    co_await prefill_first(fleet, worker, route, req, fields, client, request_id, usage, rec);
+    co_await prefill_first(fleet, worker, route, req, fields, client, request_id, usage, tried,
+                           rec);
 
   for (;;) {
     // The slot is taken atomically with the choice: a backend at max_inflight is skipped. While
