@@ -3,6 +3,7 @@
 // them all, and flags given explicitly win over the preset whatever their order.
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -23,6 +24,18 @@ struct SimFlags {
   template <typename Get>
   CLI::Option* add(CLI::App* app, const std::string& name, Get get, const std::string& desc) {
     auto* opt = app->add_option(name, get(cfg), desc)->capture_default_str();
+    copies.emplace_back(opt,
+                        [get](sim::SimConfig& dst, sim::SimConfig& src) { get(dst) = get(src); });
+    return opt;
+  }
+  /// An enum option, given by name (`names`), its default shown as `shown`.
+  template <typename Get, typename Enum>
+  CLI::Option* choice(CLI::App* app, const std::string& name, Get get,
+                      const std::map<std::string, Enum>& names, const std::string& shown,
+                      const std::string& desc) {
+    auto* opt = app->add_option<Enum, int>(name, get(cfg), desc)
+                    ->transform(CLI::CheckedTransformer(names))
+                    ->default_str(shown);
     copies.emplace_back(opt,
                         [get](sim::SimConfig& dst, sim::SimConfig& src) { get(dst) = get(src); });
     return opt;
@@ -267,6 +280,83 @@ Runner add_sim(CLI::App& app) {
           "them, with arguments valid for its JSON schema (load tests)")
       ->group(says)
       ->check(CLI::Range(0.0, 1.0));
+
+  auto* kv =
+      "Prefill/decode disaggregation (vLLM's NixlConnector, --kv-transfer-config; see docs/sim.md)";
+  const std::map<std::string, sim::KvRole> roles{{"none", sim::KvRole::none},
+                                                 {"producer", sim::KvRole::producer},
+                                                 {"consumer", sim::KvRole::consumer},
+                                                 {"both", sim::KvRole::both}};
+  flags
+      ->choice(
+          sub, "--kv-role", [](C & config) -> auto& { return config.kv.role; }, roles, "none",
+          "none (no KV connector: kv_transfer_params are ignored), producer (a request with "
+          "do_remote_decode that finishes by length holds its KV and answers with "
+          "kv_transfer_params a consumer can load), consumer (a request with do_remote_prefill "
+          "loads the producer's KV over the link instead of prefilling), or both")
+      ->group(kv);
+  flags
+      ->add(
+          sub, "--kv-link-gbps", [](C & config) -> auto& { return config.kv.link.gbps; },
+          "Bandwidth of the link KV crosses, Gb/s (a DGX Spark's ConnectX-7: 200)")
+      ->check(CLI::PositiveNumber)
+      ->group(kv);
+  flags
+      ->add(
+          sub, "--kv-link-efficiency",
+          [](C & config) -> auto& { return config.kv.link.efficiency; },
+          "Share of the line rate a transfer achieves (assumed, not measured)")
+      ->check(CLI::Range(0.01, 1.0))
+      ->group(kv);
+  flags
+      ->add(
+          sub, "--kv-transfer-overlap", [](C & config) -> auto& { return config.kv.link.overlap; },
+          "true: a transfer overlaps the other streams' decode (NIXL reads are asynchronous); "
+          "false: it stalls the engine step that admits the request")
+      ->group(kv);
+  flags
+      ->add(
+          sub, "--kv-transfer-bytes-per-token",
+          [](C & config) -> auto& { return config.kv.link.bytes_per_token; },
+          "KV bytes crossing the link per prompt token (Qwen3.6-35B-A3B: 10 full-attention "
+          "layers x 2 KV heads x 256 x K,V x 1 byte FP8)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(kv);
+  flags
+      ->add(
+          sub, "--kv-transfer-state-bytes",
+          [](C & config) -> auto& { return config.kv.link.state_bytes; },
+          "Fixed bytes per transfer: the request's recurrent state (30 Gated DeltaNet layers' "
+          "conv and temporal state)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(kv);
+  flags
+      ->add(
+          sub, "--kv-abort-timeout", [](C & config) -> auto& { return config.kv.abort_timeout_s; },
+          "Seconds a producer holds KV nobody read before freeing it "
+          "(VLLM_NIXL_ABORT_REQUEST_TIMEOUT; model time, scaled by --time-scale)")
+      ->check(CLI::PositiveNumber)
+      ->group(kv);
+  const std::map<std::string, sim::LoadFailurePolicy> policies{
+      {"recompute", sim::LoadFailurePolicy::recompute}, {"fail", sim::LoadFailurePolicy::fail}};
+  flags
+      ->choice(
+          sub, "--kv-load-failure-policy",
+          [](C & config) -> auto& { return config.kv.load_failure_policy; }, policies, "fail",
+          "A handle that cannot be read (unknown, expired, producer gone): fail (vLLM's "
+          "default: 500 Internal server error) or recompute (prefill it here)")
+      ->group(kv);
+  flags
+      ->add(
+          sub, "--kv-engine-id", [](C & config) -> auto& { return config.kv.engine_id; },
+          "This instance's engine id in handles (remote_engine_id); default: a random UUID")
+      ->group(kv);
+  flags
+      ->add(
+          sub, "--kv-host", [](C & config) -> auto& { return config.kv.host; },
+          "Address a producer puts in its handles (remote_host) for consumers to reach it; "
+          "default: --host")
+      ->group(kv);
 
   flags->add(
       sub, "--response-store-max", [](C & config) -> auto& { return config.response_store_max; },

@@ -355,16 +355,16 @@ std::string usage_tail(const std::optional<Usage>& usage) {
 
 std::string completion_body(const ResponseMeta& meta, std::string_view text, const Usage& usage) {
   return fmt::format(
-      R"({{"id":"{}","object":"text_completion","created":{},"model":{},"choices":[{{"index":0,"text":{},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"kv_transfer_params":null}})",
+      R"({{"id":"{}","object":"text_completion","created":{},"model":{},"choices":[{{"index":0,"text":{},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"kv_transfer_params":{}}})",
       meta.id, meta.created, json_quote(meta.model), json_quote(text),
-      finish_json(meta.finish_reason), usage_json(usage));
+      finish_json(meta.finish_reason), usage_json(usage), kv_transfer_params_json(meta));
 }
 
 std::string chat_body(const ResponseMeta& meta, std::string_view text, const Usage& usage) {
   return fmt::format(
-      R"({{"id":"{}","object":"chat.completion","created":{},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":{},"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning_content":null}},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}})",
+      R"({{"id":"{}","object":"chat.completion","created":{},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":{},"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning_content":null}},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":{}}})",
       meta.id, meta.created, json_quote(meta.model), json_quote(text),
-      finish_json(meta.finish_reason), usage_json(usage));
+      finish_json(meta.finish_reason), usage_json(usage), kv_transfer_params_json(meta));
 }
 
 std::string chat_role_frame(const ResponseMeta& meta, const std::optional<Usage>& continuous) {

@@ -143,8 +143,14 @@ struct ResponseMeta {
   std::string item_id;  // msg_… (responses)
   std::string model;
   std::int64_t created = 0;
-  std::string finish_reason;  // "stop" | "length" | "" while running
+  std::string finish_reason;       // "stop" | "length" | "" while running
+  std::string kv_transfer_params;  // JSON of a producer's handle (sim/kv_params); empty: null
 };
+
+/// The `kv_transfer_params` of a completions or chat body.
+inline std::string_view kv_transfer_params_json(const ResponseMeta& meta) {
+  return meta.kv_transfer_params.empty() ? std::string_view("null") : meta.kv_transfer_params;
+}
 
 // ---- non-streaming bodies ----
 std::string completion_body(const ResponseMeta& meta, std::string_view text, const Usage& usage);

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "core/clock.hpp"
 #include "core/ids.hpp"
@@ -18,6 +19,8 @@
 #include "sim/continuation.hpp"
 #include "sim/faults.hpp"
 #include "sim/job.hpp"
+#include "sim/kv_consumer.hpp"
+#include "sim/kv_params.hpp"
 #include "sim/messages_request.hpp"
 #include "sim/stream.hpp"
 #include "sim/textgen.hpp"
@@ -53,7 +56,7 @@ ApiError translated_error(int status, std::string message, bool messages_api) {
 
 Dispatcher::Dispatcher(const SimConfig& cfg, net::io_context& ioc, EngineDriver& driver,
                        SimMetrics& metrics, ResponseStore& store, TimingLog& timings,
-                       FaultControl& control)
+                       FaultControl& control, KvProducer& kv_producer)
     : cfg_(cfg),
       ioc_(ioc),
       driver_(driver),
@@ -61,6 +64,7 @@ Dispatcher::Dispatcher(const SimConfig& cfg, net::io_context& ioc, EngineDriver&
       store_(store),
       timings_(timings),
       control_(control),
+      kv_producer_(kv_producer),
       rng_(std::random_device{}()) {
   api_.served_model_name = cfg_.served_model_name;
   api_.max_model_len = cfg_.max_model_len;
@@ -93,6 +97,10 @@ awaitable<void> Dispatcher::dispatch(Conn& connection, Request& req) {
     co_return co_await count_tokens(connection, req);
   }
   if (path == kAdminFaultsPath) co_return co_await control_.handle(connection, req);
+  if (path == kNixlReadPath) {  // not in vLLM: the sim's stand-in for NIXL (sim/kv_producer)
+    if (!post) co_return co_await write_method_not_allowed(connection, req, "POST");
+    co_return co_await kv_producer_.handle_read(connection, req);
+  }
   if (path == "/health" && get) {
     // vLLM's /health: an empty 200, or an empty 503 while the engine is not up.
     co_return co_await write_body(connection, control_.not_ready() ? 503 : 200, "",
@@ -220,6 +228,17 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
   const std::int64_t max_tokens = std::get<std::int64_t>(maxv);
   if (endpoint == Endpoint::Responses)
     gen_request.max_tokens = max_tokens;  // echoed resolved, as vLLM does
+  // Prefill/decode disaggregation: without a KV role the params are ignored, as vLLM without a
+  // KV connector ignores them.
+  std::optional<KvRequest> kv;
+  if (cfg_.kv.role != KvRole::none) {
+    auto read = read_kv_request(req.body());
+    if (auto* error = std::get_if<ApiError>(&read)) {
+      error->anthropic = messages_api;
+      co_return co_await write_api_error(connection, *error, req);
+    }
+    kv = std::get<std::optional<KvRequest>>(std::move(read));
+  }
 
   auto job = std::make_shared<Job>(ioc_.get_executor());
   job->faults = draw_faults(cfg_.faults, rng_);
@@ -302,6 +321,33 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
       const TurnPiece& piece = job->turn_plan->pieces[static_cast<std::size_t>(i)];
       seq_request.output.push_back(Tokenizer::piece_id(
           piece.seg == Seg::CallHeader ? job->turn_plan->full.calls[piece.call].name : piece.text));
+    }
+  }
+  // A producer holds the KV of a request handed over (finished by length, vLLM's condition).
+  seq_request.hold_on_finish =
+      kv && kv->remote_decode && produces(cfg_.kv.role) && hands_over(finish);
+  if (kv && kv->remote_prefill && consumes(cfg_.kv.role)) {
+    if (!kv->handle) {
+      spdlog::warn("Got invalid KVTransferParams: {}. This request will not utilize KVTransfer",
+                   req.body().substr(0, 200));
+    } else {
+      const KvReadResult read =
+          co_await read_remote_kv(ioc_.get_executor(), *kv->handle, std::chrono::seconds(5));
+      timing.kv_transfer = read.ok ? "loaded" : "load_failed";
+      seq_request.remote_prefill = read.ok;
+      seq_request.remote_tokens = static_cast<std::int32_t>(read.tokens);
+      if (!read.ok) {
+        metrics_.kv_load_failed();
+        spdlog::warn("KV load of request {} failed ({}): {}", job->meta.id, read.error,
+                     cfg_.kv.load_failure_policy == LoadFailurePolicy::fail ? "failing it"
+                                                                            : "prefilling it here");
+        if (cfg_.kv.load_failure_policy == LoadFailurePolicy::fail) {
+          timing.outcome = "error";
+          timing.finish_reason = "error";
+          timing.end_ns = mono_ns();
+          co_return co_await write_kv_load_failure(connection, req, job->req);
+        }
+      }
     }
   }
   if (!driver_.submit(job, std::move(seq_request))) {

@@ -18,6 +18,7 @@
 #include "sim/config.hpp"
 #include "sim/driver.hpp"
 #include "sim/http_io.hpp"
+#include "sim/kv_producer.hpp"
 #include "sim/metrics.hpp"
 #include "sim/script.hpp"
 #include "sim/store.hpp"
@@ -30,7 +31,8 @@ class Dispatcher {
  public:
   /// Everything given must outlive the dispatcher.
   Dispatcher(const SimConfig& cfg, boost::asio::io_context& ioc, EngineDriver& driver,
-             SimMetrics& metrics, ResponseStore& store, TimingLog& timings, FaultControl& control);
+             SimMetrics& metrics, ResponseStore& store, TimingLog& timings, FaultControl& control,
+             KvProducer& kv_producer);
 
   /// Answers one request read in full on `connection`.
   boost::asio::awaitable<void> dispatch(Conn& connection, Request& req);
@@ -55,6 +57,7 @@ class Dispatcher {
   ResponseStore& store_;
   TimingLog& timings_;
   FaultControl& control_;
+  KvProducer& kv_producer_;
   std::mt19937_64 rng_;
   ApiContext api_;
   std::optional<ScriptPlayer> script_;  // --script

@@ -113,6 +113,11 @@ void EngineDriver::on_token(Job& job, const TokenOut& token, std::int64_t due, s
   if (token.index == 0) {
     job.usage.cached_tokens = token.cached_tokens;
     timing.cached_tokens = token.cached_tokens;
+    timing.kv_transfer_tokens = token.external_tokens;
+    timing.kv_transfer_seconds = cfg_.engine.kv_link.seconds(token.external_tokens);
+    if (token.external_tokens > 0)
+      metrics_.kv_transfer(timing.kv_transfer_seconds,
+                           cfg_.engine.kv_link.bytes(token.external_tokens));
     if (timing.scheduled_ns == 0) timing.scheduled_ns = due;
     if (!job.req.stream) timing.first_token_ns = now;
     metrics_.ttft(static_cast<double>(now - timing.arrival_ns) * 1e-9);
@@ -148,10 +153,17 @@ void EngineDriver::drop(Job& job, std::string_view outcome) {
   if (job.timing->end_ns == 0) job.timing->end_ns = mono_ns();
 }
 
+void EngineDriver::release_held(std::uint64_t seq) {
+  if (!engine_.release_held(seq, model_now())) return;
+  metrics_.sync(engine_.stats());
+  arm();  // the freed blocks may have let a waiting request in
+}
+
 void EngineDriver::finish(Job& job, std::int64_t now) {
   job.finished = true;
   job.in_engine = false;
   jobs_.erase(job.seq);
+  if (const auto* held = engine_.held_blocks(job.seq); held && on_hold_) on_hold_(job, *held);
   Timing& timing = *job.timing;
   timing.completion_tokens = job.emitted;
   timing.finish_reason = job.meta.finish_reason;

@@ -7,7 +7,9 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 
@@ -44,6 +46,16 @@ class EngineDriver {
   /// step takes that much longer, from where the clock stands.
   void slow_down(double factor);
 
+  /// Called when a job whose sequence holds its KV on finishing (a producer's request handed
+  /// over, SeqRequest::hold_on_finish) has finished, with the blocks held: before its answer is
+  /// written, so the answer can carry the handle.
+  using HoldCallback = std::function<void(Job&, std::span<const std::int64_t> blocks)>;
+  void on_hold(HoldCallback callback) { on_hold_ = std::move(callback); }
+  /// Frees the blocks a finished sequence held (read by a consumer, or timed out).
+  void release_held(std::uint64_t seq);
+  /// CLOCK_MONOTONIC nanoseconds at which the model clock reads `model_s` (at today's speed).
+  std::int64_t wall_time_ns(double model_s) const { return wall_ns(model_s); }
+
  private:
   std::int64_t wall_ns(double model_s) const;
   void arm();
@@ -65,6 +77,7 @@ class EngineDriver {
   std::int64_t frozen_at_ns_ = 0;
   std::uint64_t next_seq_ = 1;
   std::unordered_map<std::uint64_t, std::shared_ptr<Job>> jobs_;
+  HoldCallback on_hold_;
 };
 
 }  // namespace llmux::sim

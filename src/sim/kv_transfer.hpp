@@ -63,6 +63,9 @@ struct KvTransferConfig {
   double abort_timeout_s = 480.0;
   /// vLLM's kv_transfer_config.engine_id (a random UUID when not given).
   std::string engine_id;
+  /// --kv-host: the address a producer puts in its handles (remote_host; vLLM's
+  /// VLLM_NIXL_SIDE_CHANNEL_HOST); empty: --host. The port is the server's own.
+  std::string host;
 };
 
 }  // namespace llmux::sim

@@ -63,6 +63,22 @@ SimMetrics::SimMetrics(const std::string& model_name, std::int64_t max_model_len
                             "Prefix cache queries, in terms of number of queried tokens.");
   prefix_hits_ = counter("vllm:prefix_cache_hits_total",
                          "Prefix cache hits, in terms of number of cached tokens.");
+  external_queries_ =
+      counter("vllm:external_prefix_cache_queries_total",
+              "External prefix cache queries from KV connector cross-instance cache sharing, in "
+              "terms of number of queried tokens.");
+  external_hits_ = counter("vllm:external_prefix_cache_hits_total",
+                           "External prefix cache hits from KV connector cross-instance cache "
+                           "sharing, in terms of number of cached tokens.");
+  nixl_failed_ =
+      counter("vllm:nixl_num_failed_transfers_total", "Number of failed NIXL KV Cache transfers.");
+  nixl_expired_ = counter("vllm:nixl_num_kv_expired_reqs_total",
+                          "Number of requests that had their KV expire.");
+  nixl_time_ = histogram("vllm:nixl_xfer_time_seconds",
+                         "Histogram of transfer duration for NIXL KV Cache transfers.", kTtft);
+  nixl_bytes_ = histogram("vllm:nixl_bytes_transferred",
+                          "Histogram of bytes transferred per NIXL KV Cache transfers.",
+                          buckets_125(100'000'000'000));
   success_family_ = &BuildCounter()
                          .Name("vllm:request_success_total")
                          .Help("Count of successfully processed requests.")
@@ -108,6 +124,10 @@ void SimMetrics::sync(const EngineStats& stats) {
   preemptions_->Increment(static_cast<double>(stats.preemptions - last_.preemptions));
   prefix_queries_->Increment(static_cast<double>(stats.prefix_queries - last_.prefix_queries));
   prefix_hits_->Increment(static_cast<double>(stats.prefix_hits - last_.prefix_hits));
+  external_queries_->Increment(
+      static_cast<double>(stats.external_prefix_queries - last_.external_prefix_queries));
+  external_hits_->Increment(
+      static_cast<double>(stats.external_prefix_hits - last_.external_prefix_hits));
   last_ = stats;
 }
 
@@ -123,6 +143,11 @@ void SimMetrics::request_done(const std::string& finished_reason, double e2e, do
   decode_->Observe(decode);
   prompt_len_->Observe(static_cast<double>(prompt_tokens));
   gen_len_->Observe(static_cast<double>(generation_tokens));
+}
+
+void SimMetrics::kv_transfer(double seconds, double bytes) {
+  nixl_time_->Observe(seconds);
+  nixl_bytes_->Observe(bytes);
 }
 
 void SimMetrics::engine_lag(double seconds) {

@@ -30,6 +30,12 @@ class SimMetrics {
     tpot_->Observe(seconds);
   }
   void engine_lag(double seconds);
+  /// Prefill/decode disaggregation, with vLLM's NIXL metric names (docs/features/
+  /// nixl_connector_metrics.md): a consumer's load that arrived, one that failed, a producer's
+  /// handle that expired unread.
+  void kv_transfer(double seconds, double bytes);
+  void kv_load_failed() { nixl_failed_->Increment(); }
+  void kv_expired() { nixl_expired_->Increment(); }
   /// Prometheus text exposition format.
   std::string serialize() const;
 
@@ -38,6 +44,8 @@ class SimMetrics {
   prometheus::Labels labels_;
   prometheus::Gauge *running_, *waiting_, *kv_usage_, *lag_max_;
   prometheus::Counter *prompt_tokens_, *gen_tokens_, *preemptions_, *prefix_queries_, *prefix_hits_;
+  prometheus::Counter *external_queries_, *external_hits_, *nixl_failed_, *nixl_expired_;
+  prometheus::Histogram *nixl_time_, *nixl_bytes_;
   prometheus::Family<prometheus::Counter>* success_family_;
   prometheus::Histogram *ttft_, *itl_, *tpot_, *e2e_, *queue_, *prefill_, *decode_, *prompt_len_,
       *gen_len_, *lag_;

@@ -34,6 +34,7 @@
 #include "sim/dispatch.hpp"
 #include "sim/driver.hpp"
 #include "sim/http_io.hpp"
+#include "sim/kv_producer.hpp"
 #include "sim/listener.hpp"
 #include "sim/metrics.hpp"
 #include "sim/store.hpp"
@@ -62,7 +63,8 @@ class Server {
         store_(cfg_.response_store_max),
         timings_(cfg_.debug_timings_max),
         driver_(cfg_, ioc_, metrics_, store_),
-        dispatcher_(cfg_, ioc_, driver_, metrics_, store_, timings_, control_) {
+        kv_producer_(cfg_, ioc_, driver_, metrics_),
+        dispatcher_(cfg_, ioc_, driver_, metrics_, store_, timings_, control_, kv_producer_) {
     control_.on_freeze([this](bool frozen) { driver_.freeze(frozen); });
     control_.on_slow([this](double factor) { driver_.slow_down(factor); });
   }
@@ -80,6 +82,7 @@ class Server {
       return 1;
     }
     const auto port = listener_.port();
+    kv_producer_.set_address(cfg_.kv.host.empty() ? cfg_.host : cfg_.kv.host, port);
     net::signal_set signals(ioc_, SIGINT, SIGTERM);
     signals.async_wait([this](auto, int sig) {
       spdlog::info("signal {}: stopping", sig);
@@ -91,6 +94,10 @@ class Server {
         cfg_.served_model_name, cfg_.host, port, cfg_.engine.num_kv_blocks,
         cfg_.engine.num_kv_blocks * cfg_.engine.block_size, cfg_.engine.max_num_seqs,
         cfg_.time_scale);
+    if (cfg_.kv.role != KvRole::none)
+      spdlog::info("KV transfer: role {}, engine id {}, link {} Gb/s x {}, load failures: {}",
+                   to_string(cfg_.kv.role), cfg_.kv.engine_id, cfg_.kv.link.gbps,
+                   cfg_.kv.link.efficiency, to_string(cfg_.kv.load_failure_policy));
     std::cout << fmt::format(R"({{"event":"ready","host":"{}","port":{},"pid":{}}})", cfg_.host,
                              port, ::getpid())
               << std::endl;
@@ -180,6 +187,7 @@ class Server {
   ResponseStore store_;
   TimingLog timings_;
   EngineDriver driver_;
+  KvProducer kv_producer_;
   Dispatcher dispatcher_;
 };
 

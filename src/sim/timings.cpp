@@ -23,6 +23,9 @@ json::object timing_json(const Timing& timing) {
   object["completion_tokens"] = timing.completion_tokens;
   object["finish_reason"] = timing.finish_reason;
   object["outcome"] = timing.outcome;
+  object["kv_transfer"] = timing.kv_transfer;
+  object["kv_transfer_tokens"] = timing.kv_transfer_tokens;
+  object["kv_transfer_seconds"] = timing.kv_transfer_seconds;
   object["token_ns"] = json::value_from(timing.token_ns);
   object["token_sched_ns"] = json::value_from(timing.token_sched_ns);
   return object;

@@ -23,6 +23,12 @@ struct Timing {
   std::int64_t arrival_ns = 0, scheduled_ns = 0, first_token_ns = 0, end_ns = 0;
   std::int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
   std::string finish_reason, outcome = "running";
+  // Prefill/decode disaggregation: the prompt tokens whose KV came over the link and the
+  // transfer's own time (model seconds); `kv_transfer` what became of the request's handle
+  // ("held", "read", "expired" on a producer; "loaded", "load_failed" on a consumer).
+  std::int64_t kv_transfer_tokens = 0;
+  double kv_transfer_seconds = 0;
+  std::string kv_transfer;
   std::vector<std::int64_t> token_ns;        // when each token's frame went to the socket
   std::vector<std::int64_t> token_sched_ns;  // the engine deadline that produced it
 };

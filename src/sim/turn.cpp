@@ -136,11 +136,12 @@ std::string chat_turn_body(const ResponseMeta& meta, const TurnOutput& out, cons
   }
   const std::string_view finish_reason = chat_finish_reason(out, meta.finish_reason);
   return fmt::format(
-      R"({{"id":"{}","object":"chat.completion","created":{},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":{},"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":{},"reasoning":{}}},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}})",
+      R"({{"id":"{}","object":"chat.completion","created":{},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":{},"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":{},"reasoning":{}}},"logprobs":null,"finish_reason":{},"stop_reason":null,"token_ids":null}}],"service_tier":null,"system_fingerprint":null,"usage":{},"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":{}}})",
       meta.id, meta.created, json_quote(meta.model),
       out.text.empty() ? "null" : json_quote(out.text), json::serialize(calls),
       out.reasoning.empty() ? "null" : json_quote(out.reasoning),
-      finish_reason.empty() ? "null" : fmt::format("\"{}\"", finish_reason), usage_json(usage));
+      finish_reason.empty() ? "null" : fmt::format("\"{}\"", finish_reason), usage_json(usage),
+      kv_transfer_params_json(meta));
 }
 
 }  // namespace llmux::sim
