@@ -55,14 +55,17 @@ void content_text(od::value content, std::string& out) {
 }
 
 /// One message or Responses input item that is an object: "role: text" or the call/output it
-/// carries.
-void object_text(od::object& object, std::string& out) {
+/// carries. `role`, when given, is set to the item's role.
+void object_text(od::object& object, std::string& out, std::string_view* role = nullptr) {
   for (auto field : object) {
     std::string_view key, text;
     od::value value;
     if (field.unescaped_key().get(key) || field.value().get(value)) return;
     if (key == "role" || key == "type" || key == "name") {
-      if (!value.get_string().get(text)) out.append(text).append(": ");
+      if (!value.get_string().get(text)) {
+        out.append(text).append(": ");
+        if (key == "role" && role) *role = text;
+      }
     } else if (key == "content") {
       content_text(value, out);
     } else if (key == "arguments" || key == "output" || key == "input") {
@@ -86,14 +89,6 @@ void item_text(od::value item, std::string& out) {
   object_text(object, out);
 }
 
-/// Whether a Messages API message is an inline system message (`"role": "system"`); the object
-/// is read from its start again after.
-bool is_system_message(od::object& message) {
-  std::string_view role;
-  const bool system = !message["role"].get_string().get(role) && role == "system";
-  return !message.reset().error() && system;
-}
-
 }  // namespace
 
 void read_prompt_text(const std::string& body, std::string& out, PromptOrder order) {
@@ -108,55 +103,54 @@ void read_prompt_text(const std::string& body, std::string& out, PromptOrder ord
   auto doc = parser.iterate(view);
   od::object obj;
   if (doc.error() || doc.get_object().get(obj)) return;
-  // `instructions` come before `input` whatever the body's order: a second pass takes them.
-  std::string_view text;
-  if (!obj["instructions"].get_string().get(text))
-    out.append("instructions: ").append(text).append("\n");
-  if (obj.reset().error()) return;
-  // The Messages API's system prompt (OpenAI's APIs have no such field): the `system` field,
-  // then the system messages among `messages`, which vLLM joins into it
-  // (vllm/entrypoints/anthropic/serving.py, _convert_system_message).
-  od::value system;
-  if (!obj["system"].get(system)) {
-    out.append("system: ");
-    content_text(system, out);
-    out.push_back('\n');
-  }
-  if (obj.reset().error()) return;
+  // One pass over the fields, in whatever order they come (a malformed body ends it where it
+  // turns bad: nothing is read twice, so nothing is read past an error); the parts then go out in
+  // the order the model reads them: the Responses API's `instructions`, the Messages API's
+  // system prompt — its `system` field, then the system messages among `messages`, which vLLM
+  // joins into it (vllm/entrypoints/anthropic/serving.py, _convert_system_message) —, then the
+  // conversation.
+  thread_local std::string instructions, system, conversation, message;
+  instructions.clear();
+  system.clear();
+  conversation.clear();
   const bool messages_api = order == PromptOrder::messages_api;
-  if (messages_api) {
-    od::array messages;
-    if (!obj["messages"].get_array().get(messages))
-      for (auto item : messages) {
-        od::object message;
-        if (!item.get_object().get(message) && is_system_message(message))
-          object_text(message, out);
-      }
-    if (obj.reset().error()) return;
-  }
+  std::string_view text;
   for (auto field : obj) {
     std::string_view key;
-    if (field.unescaped_key().get(key)) return;
+    od::value value;
+    if (field.unescaped_key().get(key) || field.value().get(value)) break;
+    if (key == "instructions") {
+      if (!value.get_string().get(text)) instructions.append("instructions: ").append(text) += '\n';
+      continue;
+    }
+    if (key == "system") {
+      system.append("system: ");
+      content_text(value, system);
+      system.push_back('\n');
+      continue;
+    }
     if (key != "messages" && key != "input" && key != "prompt") continue;
-    auto value = field.value();
     if (!value.get_string().get(text)) {
-      out.append(text).push_back('\n');
+      conversation.append(text).push_back('\n');
       continue;
     }
     od::array items;
     if (value.get_array().get(items)) continue;
     for (auto item : items) {
-      if (messages_api) {
-        od::object message;
-        if (!item.get_object().get(message) && !is_system_message(message))  // those came first
-          object_text(message, out);
+      od::value item_value;
+      if (item.get(item_value)) break;
+      od::object object;
+      if (!messages_api || item_value.get_object().get(object)) {
+        item_text(item_value, conversation);
         continue;
       }
-      od::value item_value;
-      if (item.get(item_value)) return;
-      item_text(item_value, out);
+      message.clear();
+      std::string_view role;
+      object_text(object, message, &role);
+      (role == "system" ? system : conversation).append(message);
     }
   }
+  out.append(instructions).append(system).append(conversation);
 }
 
 namespace {
