@@ -39,6 +39,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string unpadded;
   llmux::gateway::read_prompt_text(std::string(input), unpadded);
   check(unpadded == text);
+  // The Messages API's order (its system messages first) reads the same parts, reordered.
+  std::string reordered;
+  llmux::gateway::read_prompt_text(body, reordered, llmux::gateway::PromptOrder::messages_api);
+  check(reordered.size() == text.size());
   std::vector<std::uint64_t> hashes;
   llmux::policy::prefix_hashes(text, 64, 1 << 20, hashes);
   check(hashes.size() == text.size() / 64);
