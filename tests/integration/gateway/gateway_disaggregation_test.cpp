@@ -4,8 +4,9 @@
 // seen by backends that record what they receive; the producer's kv_transfer_params passed to
 // the decode leg as they came; the whole exchange between a `llmux sim --kv-role producer` and a
 // consumer, streamed and not; and each fallback: no prefill answer (served unified), a prefill
-// without parameters, a decode leg that fails before its answer (the next one unified), and
-// `auto`, which leaves short prompts alone.
+// without parameters, a decode leg that fails before its answer (the next one unified), a handle
+// that expired while its decode leg waited (the consumer's kv_load_failure_policy), and `auto`,
+// which leaves short prompts alone.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -137,6 +138,41 @@ TEST(GatewayDisaggregation, AProducerAndAConsumerServeStreamsAndWholeAnswers) {
             parse_json(unified.body).at("usage").at("prompt_tokens"));
   EXPECT_EQ(str(gw->wait_access_record("split-whole", 5s).at("prefill_backend")), "p");
   gw->expect_clean_exit();
+}
+
+TEST(GatewayDisaggregation, AnExpiredHandleIsRecomputedOrRefusedAsTheConsumerSays) {
+  // The producer frees what nobody fetched after 1 ms of model time; the decode leg waits for
+  // the only decode slot, held by a stream, far longer than that.
+  SimServer producer({"--time-scale", "20", "--served-model-name", "m", "--kv-role", "producer",
+                      "--kv-abort-timeout", "0.001"});
+  for (const char* policy : {"recompute", "fail"}) {
+    SimServer consumer({"--time-scale", "20", "--served-model-name", "m", "--kv-role", "consumer",
+                        "--kv-load-failure-policy", policy});
+    auto gw =
+        gateway(backend_line("p", producer.port(), ", role: prefill"),
+                backend_line("d", consumer.port(), ", role: decode, max_inflight: 1"), "p, d");
+    // A stream holds the decode backend's one slot for a while.
+    const std::string holding =
+        R"({"model":"m","prompt":"hold","max_tokens":200,"ignore_eos":true,"stream":true})";
+    auto held = StreamingResponse::open(gw->port(), "POST", "/v1/completions", holding);
+    ASSERT_EQ(held->status(), 200);
+    HttpClient client(gw->port());
+    Response answer =
+        client.post("/v1/completions", R"({"model":"m","prompt":"Late to fetch","max_tokens":8})",
+                    {{"X-Request-Id", std::string("expired-") + policy}});
+    EXPECT_EQ(read_sse(*held).end, ReadStatus::End);
+    if (std::string_view(policy) == "recompute") {
+      EXPECT_EQ(answer.status, 200) << answer.body;
+    } else {
+      // vLLM's answer to a handle it cannot load, passed on as it came.
+      EXPECT_EQ(answer.status, 500) << answer.body;
+      EXPECT_EQ(answer.header("x-llmux-backend"), "d");
+    }
+    EXPECT_EQ(
+        str(gw->wait_access_record(std::string("expired-") + policy, 5s).at("prefill_backend")),
+        "p");
+    gw->expect_clean_exit();
+  }
 }
 
 TEST(GatewayDisaggregation, NoPrefillAnswerMeansUnifiedServing) {
