@@ -33,6 +33,14 @@ std::string route_line(const Route& route) {
     out += fmt::format(", hedged after {}x its first-token p99", route.hedge.after_p99);
   else if (route.hedge.after.count() > 0)
     out += fmt::format(", hedged after {}", format_duration(route.hedge.after));
+  const Disaggregation& split = route.disaggregation;
+  if (split.mode == Disaggregation::Mode::always)
+    out += ", prefill on another backend first (disaggregation: always)";
+  else if (split.mode == Disaggregation::Mode::automatic)
+    out += fmt::format(
+        ", prefill on another backend first for more than {} uncached prompt tokens "
+        "(disaggregation: auto)",
+        split.threshold_tokens);
   return out;
 }
 
@@ -83,10 +91,12 @@ std::string describe(const GatewayConfig& cfg, unsigned cores) {
   fmt::format_to(out, "backends:\n");
   for (const auto& backend : cfg.backends) {
     fmt::format_to(
-        out, "  {}: {} (weight {}, max_inflight {}, pool_idle_timeout {}{})\n", backend.name,
+        out, "  {}: {} (weight {}, max_inflight {}, pool_idle_timeout {}{}{})\n", backend.name,
         backend.url, backend.weight,
         backend.max_inflight == 0 ? std::string("unlimited") : std::to_string(backend.max_inflight),
-        format_duration(backend.pool_idle_timeout), backend.api_key.empty() ? "" : ", api_key set");
+        format_duration(backend.pool_idle_timeout), backend.api_key.empty() ? "" : ", api_key set",
+        backend.role == BackendRole::both ? std::string()
+                                          : fmt::format(", role {}", to_string(backend.role)));
     fmt::format_to(out, "    health_checks: {}\n", health_line(backend.health));
   }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "config/config.hpp"
+#include "config/summary.hpp"
 #include "test_util.hpp"
 
 namespace llmux::config {
@@ -47,6 +48,21 @@ TEST(DisaggregationConfig, RolesAndModesLoad) {
   EXPECT_EQ(plain.backends[0].role, BackendRole::both);
   EXPECT_FALSE(plain.routes[0].disaggregation.enabled());
   EXPECT_EQ(to_string(BackendRole::prefill), "prefill");
+}
+
+TEST(DisaggregationConfig, TheCheckSaysEachRoleAndHowARouteSplits) {
+  std::vector<ConfigError> errors;
+  GatewayConfig config = load_yaml(
+      fleet("prefill", "decode",
+            "backends: [server1, server2], disaggregation: {mode: auto, threshold_tokens: 4000}"),
+      errors);
+  ASSERT_TRUE(validate(config).empty());
+  const std::string text = describe(config, 2);
+  EXPECT_THAT(text, HasSubstr("role prefill"));
+  EXPECT_THAT(text, HasSubstr("role decode"));
+  EXPECT_THAT(text, HasSubstr("more than 4000 uncached prompt tokens (disaggregation: auto)"));
+  config.routes[0].disaggregation.mode = Disaggregation::Mode::always;
+  EXPECT_THAT(describe(config, 2), HasSubstr("(disaggregation: always)"));
 }
 
 TEST(DisaggregationConfig, MistakesNameTheirField) {
