@@ -119,6 +119,14 @@ void finish(GatewayState& state, const Fleet& fleet, Worker& worker, const Route
   count_tenant_end(fleet, worker_metrics, rec);
   if (rec.attempts > 1)
     worker_metrics.count(Family::retries, route.metric_id, 0, 0, rec.attempts - 1);
+  if (rec.prefill_backend != -1) {
+    const int prefill =
+        rec.prefill_backend >= 0 &&
+                static_cast<std::size_t>(rec.prefill_backend) < route.backends.size()
+            ? route.backends[static_cast<std::size_t>(rec.prefill_backend)]->metric_id
+            : 0;
+    worker_metrics.count(Family::prefills, route.metric_id, prefill);
+  }
   if (backend) {
     worker_metrics.e2e[static_cast<std::size_t>(bid)].record(
         metrics::bounds(metrics::HistKind::e2e), now - start);

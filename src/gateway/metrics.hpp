@@ -100,6 +100,7 @@ enum class Family : std::uint8_t {
   usage_requested,    // route: streams the gateway asked for usage
   migrations,         // route, backend cut, migration_target(backend continuing, why)
   hedges,             // route, HedgeResult (who won: gateway/hedge.hpp)
+  prefills,           // route, the prefill leg's backend (0: none answered; gateway/disaggregation)
   tenant_started,     // tenant, class: requests that began (classified)
   tenant_finished,    // tenant, class: requests that ended
   tenant_tokens,      // tenant, class, TokenKind

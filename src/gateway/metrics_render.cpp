@@ -119,6 +119,11 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
        "Requests whose first attempt was raced by a second on another backend (hedge), by "
        "route and which produced the first token (first, hedge)",
        {"route", "winner"}},
+      {Family::prefills,
+       "llmux_prefill_legs_total",
+       "Disaggregated requests, by route and the backend that ran their prefill leg (unified: "
+       "none answered, and the decode backend computed the prompt itself)",
+       {"route", "prefill"}},
   };
   for (const auto& spec : specs) {
     auto fam = family(spec.name, spec.help, MetricType::Counter);
@@ -143,6 +148,7 @@ std::string prometheus_text(const GatewayState& state, const Fleet& fleet) {
         if (label_name == "winner")
           label_value = static_cast<HedgeResult>(id) == HedgeResult::hedge_won ? "hedge" : "first";
         if (label_name == "code") label_value = std::to_string(id);
+        if (label_name == "prefill") label_value = id == 0 ? "unified" : names.backends.name(id);
         if (spec.fam == Family::attempt_failures && label_name == "reason")
           label_value = upstream::to_string(static_cast<upstream::Outcome::Kind>(id));
         labels.push_back({label_name, std::move(label_value)});

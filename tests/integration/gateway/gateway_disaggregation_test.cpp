@@ -82,6 +82,10 @@ TEST(GatewayDisaggregation, EachLegCarriesTheReferenceProxysFields) {
   const json::object record = gw->wait_access_record("split-fields", 5s);
   EXPECT_EQ(str(record.at("prefill_backend")), "p");
   EXPECT_EQ(str(record.at("backend")), "d");
+  const std::string metrics = client.get("/metrics").body;
+  EXPECT_NE(metrics.find(R"(llmux_prefill_legs_total{route="split",prefill="p"} 1)"),
+            std::string::npos)
+      << metrics;
   gw->expect_clean_exit();
 }
 
@@ -190,6 +194,9 @@ TEST(GatewayDisaggregation, NoPrefillAnswerMeansUnifiedServing) {
   EXPECT_FALSE(decode_body.contains("kv_transfer_params"));
   EXPECT_EQ(decode_body.at("max_tokens"), 24) << "the client's own request";
   EXPECT_EQ(str(gw->wait_access_record("split-none", 5s).at("prefill_backend")), "unified");
+  EXPECT_NE(client.get("/metrics")
+                .body.find(R"(llmux_prefill_legs_total{route="split",prefill="unified"} 1)"),
+            std::string::npos);
   gw->expect_clean_exit();
 }
 
