@@ -21,8 +21,11 @@ step after the one already planned; the first token at the end of the prefill st
            + prefill_tokens/prefill_rate + (prefill ? prefill_overhead : 0)
 
 and minimises the squared log error of output_tok_s over the 512-token sweep (Nelder-Mead over
-t0 and batch_exp; m, c, ctx_cost and prefill_overhead fixed, prefill_rate solved at each point so
-that a 10,154-token prompt alone is prefilled at the measured 4,833 tok/s). The 1k-token sweep
+t0 and batch_exp; m, c, ctx_cost and prefill_overhead fixed). A request reaches the engine a
+fixed `api_time` after it is sent (the API server's own time before the first token, which the
+engine's step times do not hold): it and prefill_rate are solved at each point so that a
+request alone has the measured time to first token both at the 512-token sweep's prompt (547
+tokens, 272.7 ms) and at the 10,154-token prefill (4,833 tok/s, 2,101 ms). The 1k-token sweep
 and the 32k prefill are not fitted: they are the check. It also shows the best fit of the
 seed's form (batch_exp = 0, fitting t0, m, c) to say why the exponent is there.
 
@@ -49,6 +52,9 @@ SWEEP_1K = {  # sweep-parallel-1-64-i1k-o256-v1--0fa237.json (commit d67ffd03)
 }
 # (file, mean prompt tokens, prefill_tok_s = sum(prompt) / sum(ttft)), concurrency 1
 PREFILL_8K = (SRC + "prefill-8k-v1--58bdf6.json", 101542 / 10, 4832.965)
+# (mean prompt tokens, mean time to first token, s) of the 512-token sweep's concurrency 1
+# (sweep[0].metrics.ttft_ms.mean)
+TTFT_512 = (17498 / 32, 0.272709)
 PREFILL_32K = (SRC + "prefill-32k-v1--fa035d.json", 402911 / 10, 4656.495)
 OUTPUT_TOKENS = 256
 MAX_NUM_SEQS = 24
@@ -72,11 +78,15 @@ def closed_loop(p, n, requests, prompt, out=OUTPUT_TOKENS, max_seqs=MAX_NUM_SEQS
     """output tok/s of n closed-loop clients sending `requests` requests (the engine's rules)."""
     prompt = int(round(prompt))
     sent = min(n, requests)
-    waiting = [0] * sent          # per request: tokens computed so far (prefill progress)
+    waiting = []                  # requests in the engine's queue
+    arriving = [p["api_time"]] * sent  # when sent requests reach the engine (after the API)
     running = []                  # [computed, generated]
     now = 0.0
 
     def plan():
+        while arriving and arriving[0] <= now:
+            arriving.pop(0)
+            waiting.append(0)
         budget, batch, ctx, pre, work = BUDGET, 0, 0, 0, []
         for s in running:
             if budget <= 0:
@@ -105,7 +115,11 @@ def closed_loop(p, n, requests, prompt, out=OUTPUT_TOKENS, max_seqs=MAX_NUM_SEQS
         return work, step_time(p, batch, ctx, pre)
 
     planned = plan()
-    while planned:
+    while planned or arriving:
+        if not planned:  # idle until the next request reaches the engine
+            now = arriving[0]
+            planned = plan()
+            continue
         work, dt = planned
         now += dt
         finished = 0
@@ -121,28 +135,38 @@ def closed_loop(p, n, requests, prompt, out=OUTPUT_TOKENS, max_seqs=MAX_NUM_SEQS
         planned = plan()  # the next step is planned before the clients' new requests arrive
         new = min(finished, requests - sent)
         sent += new
-        waiting.extend([0] * new)
+        arriving.extend([now + p["api_time"]] * new)
         if planned is None:
             planned = plan()
     return requests * out / now
 
 
-def prefill_tok_s(p, prompt):
-    """A prompt alone (concurrency 1): prompt tokens / time to first token."""
-    left, t = int(round(prompt)), 0.0
+def ttft(p, prompt):
+    """Time to first token of a prompt alone (concurrency 1), the API's time included."""
+    left, t = int(round(prompt)), p["api_time"]
     while left > 0:
         chunk = min(left, BUDGET)
         t += step_time(p, 1, 0, chunk)
         left -= chunk
-    return prompt / t
+    return t
+
+
+def prefill_tok_s(p, prompt):
+    """A prompt alone (concurrency 1): prompt tokens / time to first token."""
+    return prompt / ttft(p, prompt)
 
 
 def with_rate(p):
-    """Solves prefill_rate so that the 8k point's prefill_tok_s is the measured one."""
-    _, prompt, measured = PREFILL_8K
-    fixed = p["t0"] + p["prefill_overhead"]
+    """Solves prefill_rate and api_time so that a request alone has the measured time to first
+    token at the 512-token sweep's prompt and at the 8k point: both one step of a batch of one,
+    TTFT(P) = api_time + t0 + prefill_overhead + P / prefill_rate."""
+    _, long_prompt, measured = PREFILL_8K
+    long_ttft = long_prompt / measured
+    short_prompt, short_ttft = TTFT_512
     p = dict(p)
-    p["prefill_rate"] = prompt / max(prompt / measured - fixed, 1e-6)
+    p["prefill_rate"] = (long_prompt - short_prompt) / (long_ttft - short_ttft)
+    p["api_time"] = max(short_ttft - p["t0"] - p["prefill_overhead"] -
+                        short_prompt / p["prefill_rate"], 0.0)
     return p
 
 
@@ -184,7 +208,8 @@ def nelder_mead(f, x0, scale, iters=160):
 
 def params(t0, batch_exp, m, c):
     return with_rate({"t0": t0, "batch_exp": batch_exp, "m": m, "c": c, "ctx_cost": CTX_COST,
-                      "prefill_rate": 1.0, "prefill_overhead": PREFILL_OVERHEAD})
+                      "prefill_rate": 1.0, "prefill_overhead": PREFILL_OVERHEAD,
+                      "api_time": 0.0})
 
 
 def show(title, p):
@@ -198,6 +223,10 @@ def show(title, p):
         sim = prefill_tok_s(p, prompt)
         print(f"  prefill, {prompt:.0f}-token prompt alone: {sim:.0f} prompt tok/s, measured "
               f"{meas:.0f} ({100 * (sim / meas - 1):+.1f}%)")
+    prompt, meas = TTFT_512
+    sim = ttft(p, prompt)
+    print(f"  time to first token, {prompt:.0f}-token prompt alone: {1000 * sim:.1f} ms, measured "
+          f"{1000 * meas:.1f} ({100 * (sim / meas - 1):+.1f}%)")
 
 
 def main():
@@ -214,7 +243,7 @@ def main():
     print("\nPreset values (rounded as in src/sim/config.cpp):")
     print(f"  t0 {best['t0']:.4f}  batch_exp {best['batch_exp']:.3f}  m 0  c 0  "
           f"ctx_cost {CTX_COST:g}  prefill_rate {round(best['prefill_rate'], -1):.0f}  "
-          f"prefill_overhead {PREFILL_OVERHEAD:g}")
+          f"prefill_overhead {PREFILL_OVERHEAD:g}  api_time {best['api_time']:.4f}")
     return 0
 
 

@@ -16,8 +16,12 @@ at concurrency N, N clients send R requests in all (32 for N <= 8, 4N above), ea
 the level's mean length in tokens (distinct token ids, so no prefix-cache hit: the measurements
 ran with prefix caching off) and exactly 256 output tokens (ignore_eos); output tok/s = output
 tokens / the level's wall time; and the prefill speed of a 10,154-token prompt alone (prompt
-tokens / time of a 1-token completion). Targets: each level within 10% of the measured
-output_tok_s, prefill within 5% of 4,833 tok/s. Writes OUT/sim_calibration.atlas.{md,json}.
+tokens / time to its first token), and the time to first token of the sweep's 547-token prompt
+alone (measured: ttft_ms.mean at concurrency 1); both times are the simulator's own record
+(GET /debug/requests/{id}: first_token_ns - arrival_ns), since at --time-scale 10 the client's
+few milliseconds per request would count ten times, after a first request that warms up. Targets:
+each level within 10% of the measured output_tok_s, prefill within 5% of 4,833 tok/s, first
+token within 10% of 272.7 ms. Writes OUT/sim_calibration.atlas.{md,json}.
 
 Starts its own simulator on a free loopback port and stops it by pid. A run takes about 35 s per
 machine for the seed preset at --time-scale 1, and about 1 minute for the atlas preset at
@@ -66,6 +70,20 @@ def start_sim(llmux, extra):
             return proc, ev["port"]
     proc.kill()
     raise SystemExit("simulator did not become ready")
+
+
+def first_token_s(port, prompt, scale):
+    """A 1-token completion's time to first token in model seconds, by the simulator's record."""
+    body = json.dumps({"model": "Qwen3.6-35B-A3B", "prompt": prompt, "max_tokens": 1,
+                       "temperature": 0.0}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=body,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        d = json.loads(r.read())
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/debug/requests/{d['id']}",
+                                timeout=30) as r:
+        rec = json.loads(r.read())
+    return (rec["first_token_ns"] - rec["arrival_ns"]) * 1e-9 * scale, d["usage"]["prompt_tokens"]
 
 
 def one(port, prompt, max_tokens, ignore_eos=False):
@@ -135,6 +153,8 @@ def measure(llmux, scale, extra, levels):
 ATLAS_SWEEP = [(1, 32, 547, 54.497), (2, 32, 547, 85.155), (4, 32, 547, 110.856),
                (8, 32, 547, 174.326), (16, 64, 546, 248.621), (32, 128, 655, 293.701)]
 ATLAS_PREFILL = (10154, 4832.965)
+# The same sweep's concurrency 1: (mean prompt tokens, ttft_ms.mean).
+ATLAS_TTFT = (547, 272.709)
 
 
 def token_prompt(rng, n):
@@ -170,11 +190,15 @@ def measure_atlas(llmux, scale, extra, levels):
     proc, port = start_sim(llmux, ["--time-scale", str(scale)] + extra)
     try:
         prompt_len, _ = ATLAS_PREFILL
+        first_token_s(port, token_prompt(rng, prompt_len), scale)  # warms up
         runs = []
         for _ in range(3):
-            wall, toks, ptoks = one(port, token_prompt(rng, prompt_len), 1)
-            runs.append(ptoks / (wall * scale))
+            seconds, ptoks = first_token_s(port, token_prompt(rng, prompt_len), scale)
+            runs.append(ptoks / seconds)
         prefill = {"prompt_tokens": ptoks, "prefill_tok_s": runs, "mean": sum(runs) / len(runs)}
+        ttfts = [first_token_s(port, token_prompt(rng, ATLAS_TTFT[0]), scale)[0] * 1000
+                 for _ in range(3)]
+        ttft = {"prompt_tokens": ATLAS_TTFT[0], "ttft_ms": ttfts, "mean": sum(ttfts) / len(ttfts)}
         conc = {}
         for n, requests, prompt, measured in ATLAS_SWEEP:
             if n not in levels:
@@ -185,7 +209,7 @@ def measure_atlas(llmux, scale, extra, levels):
                        "measured_output_tok_s": measured}
     finally:
         stop_sim(proc)
-    return {"prefill": prefill, "levels": conc}
+    return {"prefill": prefill, "ttft": ttft, "levels": conc}
 
 
 def write(out, name, report, data, checks):
@@ -206,8 +230,11 @@ def main_atlas(args, extra):
         [n for n, _, _, _ in ATLAS_SWEEP]
     m = measure_atlas(args.llmux, scale, ["--preset", args.preset] + extra, levels)
     pf = m["prefill"]["mean"]
+    tt = m["ttft"]["mean"]
     checks = [("prefill, 10k prompt alone ~ 4,833 tok/s +-5%",
-               abs(pf / ATLAS_PREFILL[1] - 1) <= 0.05, f"{pf:.0f}")]
+               abs(pf / ATLAS_PREFILL[1] - 1) <= 0.05, f"{pf:.0f}"),
+              ("first token, 547-token prompt alone ~ 272.7 ms +-10%",
+               abs(tt / ATLAS_TTFT[1] - 1) <= 0.10, f"{tt:.1f} ms")]
     lines = [f"# llmux sim calibration ({args.preset}, inference-atlas's method)", "",
              "Closed loop: at concurrency N, N clients send the level's requests one after the "
              "other (non-streaming /v1/completions, a prompt of distinct token ids, exactly 256 "
@@ -218,6 +245,9 @@ def main_atlas(args, extra):
              f"Prefill of a {m['prefill']['prompt_tokens']}-token prompt alone: "
              f"{pf:.0f} prompt tok/s (measured {ATLAS_PREFILL[1]:.0f}, "
              "8cd52c733b36ecb7--prefill-8k-v1--58bdf6.json).", "",
+             f"First token of a {ATLAS_TTFT[0]}-token prompt alone: {tt:.1f} ms (measured "
+             f"{ATLAS_TTFT[1]:.1f}, the sweep's concurrency 1; the preset's --api-server-time "
+             "holds what the engine's step does not).", "",
              "| Concurrency | requests | prompt tokens | sim tok/s | measured tok/s | error |",
              "|---:|---:|---:|---:|---:|---:|"]
     sq = 0.0

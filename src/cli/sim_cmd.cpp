@@ -128,6 +128,13 @@ Runner add_sim(CLI::App& app) {
           "shrink by the same factor)")
       ->group(perf)
       ->check(CLI::PositiveNumber);
+  flags
+      ->add(
+          sub, "--api-server-time", [](C & config) -> auto& { return config.api_server_seconds; },
+          "Time the API server takes before a request reaches the engine, seconds (model time): "
+          "part of every time to first token")
+      ->group(perf)
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--output-len", flags->output_len,
                   "Natural output length (tokens until end of sequence), drawn per prompt: "
                   "lognormal:MEDIAN:SIGMA, uniform:MIN:MAX or fixed:N; capped by max_tokens "

@@ -44,22 +44,28 @@ void SimConfig::apply_preset(const std::string& name) {
     engine.max_num_batched_tokens = 8192;
     engine.block_size = 16;
     memory = MemoryBudget{};
+    api_server_seconds = 0.0;  // not measured by the seed
   } else if (name == "dgx-spark-qwen3.6-35b-a3b-fp8-atlas") {
     // Fitted by bench/fit_preset.py to 0xBakeer/inference-atlas's vLLM sweeps of the same model
     // on one Spark (MTP-2, FP8 KV; docs/sim.md): ~54 / 111 / 174 / 249 / 294 tok/s at 1 / 4 /
-    // 8 / 16 / 32 closed-loop streams (24 running), 4,833 prompt tok/s at a 10k prompt.
+    // 8 / 16 / 32 closed-loop streams (24 running), a first token after 273 ms at a 547-token
+    // prompt and 2,101 ms at a 10k one (4,833 prompt tok/s).
     preset = name;
     served_model_name = "Qwen3.6-35B-A3B";
     model_root = "Qwen/Qwen3.6-35B-A3B-FP8";
     max_model_len = 262144;
     engine = EngineParams{};
-    engine.t0 = 0.0178;
-    engine.batch_exp = 0.415;  // the floor grows as B^0.415; no compute ceiling was measured
+    engine.t0 = 0.0173;
+    engine.batch_exp = 0.427;  // the floor grows as B^0.427; no compute ceiling was measured
     engine.m = 0.0;
     engine.c = 0.0;
     engine.ctx_cost = 0.05e-6;  // the seed preset's 0.36 us scaled to ~13 KB of KV per token
-    engine.prefill_rate = 4880.0;
+    engine.prefill_rate = 5250.0;
     engine.prefill_overhead = 0.002;
+    // What the first token takes beyond the engine's step at a short prompt (273 ms measured,
+    // 124 ms of step): the API server's time, or the first tokens of the thinking block that
+    // vLLM's reasoning parser keeps back (docs/sim.md); outside the engine either way.
+    api_server_seconds = 0.149;
     engine.max_num_seqs = 24;  // as measured
     engine.max_num_batched_tokens = 32768;
     engine.block_size = 16;
@@ -77,6 +83,7 @@ void SimConfig::apply_preset(const std::string& name) {
 
 void SimConfig::finalize() {
   if (zero_cost) {
+    api_server_seconds = 0.0;
     engine.t0 = engine.m = engine.c = engine.ctx_cost = engine.prefill_overhead = 0.0;
     engine.prefill_rate = 0.0;  // 0 means free
   }

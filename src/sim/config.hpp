@@ -52,6 +52,9 @@ struct SimConfig {
   std::int64_t kv_blocks_override = -1;  // --num-kv-blocks (skips the memory derivation)
   OutputLenDist output_len;
   double time_scale = 1.0;  // model clock runs this many times faster than wall
+  /// --api-server-time: the API server's own time before a request reaches the engine (model
+  /// seconds): part of every time to first token that the engine's steps do not hold
+  double api_server_seconds = 0.0;
   FaultConfig faults;
   std::size_t response_store_max = 100000;  // oldest evicted first
   std::size_t debug_timings_max = 20000;    // per-request timing records kept

@@ -249,6 +249,11 @@ awaitable<void> Dispatcher::handle_generate(Conn& connection, Request& req, Endp
         ioc_, std::chrono::microseconds(static_cast<std::int64_t>(job->faults.latency_ms * 1000)));
     co_await timer.async_wait(use_tuple);
   }
+  if (cfg_.api_server_seconds > 0) {  // the API server's own time, on the model clock
+    net::steady_timer timer(ioc_, std::chrono::microseconds(static_cast<std::int64_t>(
+                                      cfg_.api_server_seconds / cfg_.time_scale * 1e6)));
+    co_await timer.async_wait(use_tuple);
+  }
   if (job->faults.error_status >= 400) {
     co_return co_await write_api_error(
         connection,

@@ -37,6 +37,7 @@ TEST(SimCli, HelpExplainsEveryFlag) {
                            "--prefill-overhead",
                            "--zero-cost",
                            "--time-scale",
+                           "--api-server-time",
                            "--output-len",
                            "--max-num-seqs",
                            "--max-num-batched-tokens",
