@@ -50,7 +50,7 @@ TEST(DisaggregationLegs, DecodeLegIsTheClientsWithThePrefillsParametersAsTheyCam
   const std::string answer =
       R"({"id":"cmpl-1","choices":[{"text":"x"}],"kv_transfer_params":{"do_remote_prefill":true,)"
       R"("do_remote_decode":false,"remote_block_ids":[3,4,5],"remote_engine_id":"e-7",)"
-      R"("remote_host":"10.0.0.2","remote_port":5600,"tp_size":1,"something_new":{"a":[1]}}})";
+      R"("remote_host":"127.0.0.2","remote_port":5600,"tp_size":1,"something_new":{"a":[1]}}})";
   const std::string params = kv_transfer_params_of(answer);
   ASSERT_FALSE(params.empty());
   const json::object decode = parsed(decode_body(

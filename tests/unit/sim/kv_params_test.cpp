@@ -28,7 +28,7 @@ json::object handle_params() {
           {"remote_block_ids", json::array{json::array{3, 4, 5}}},
           {"remote_engine_id", "engine-p"},
           {"remote_request_id", "cmpl-1"},
-          {"remote_host", "10.0.0.1"},
+          {"remote_host", "127.0.0.3"},
           {"remote_port", 8100},
           {"tp_size", 1}};
 }
@@ -52,7 +52,7 @@ TEST(KvParams, ADecodeLegCarriesAHandleOnlyWhenComplete) {
   ASSERT_TRUE(request.handle);
   EXPECT_EQ(request.handle->request_id, "cmpl-1");
   EXPECT_EQ(request.handle->engine_id, "engine-p");
-  EXPECT_EQ(request.handle->host, "10.0.0.1");
+  EXPECT_EQ(request.handle->host, "127.0.0.3");
   EXPECT_EQ(request.handle->port, 8100);
   EXPECT_EQ(json::serialize(request.handle->block_ids), "[[3,4,5]]");
   // vLLM's update_state_after_alloc: a missing field or empty block ids is no transfer.
