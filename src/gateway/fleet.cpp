@@ -296,6 +296,15 @@ FleetBuild build_fleet(config::GatewayConfig cfg, const Fleet* prev,
         old_backend->retired.store(true);
     }
   }
+  // The relay times the tokens of the backends a route that hedges compares (gateway/hedge.hpp).
+  for (const auto& backend : fleet->backends) {
+    bool hedged = false;
+    for (const RouteRuntime& route : fleet->routes)
+      hedged = hedged || (route.cfg->hedge.enabled() &&
+                          std::find(route.backends.begin(), route.backends.end(), backend.get()) !=
+                              route.backends.end());
+    backend->observations.pace.watch(hedged);
+  }
   // Each route's policy prepares for its backends, with what the same route's policy learned in
   // the configuration this one replaces when that was the same policy with the same options.
   for (RouteRuntime& route : fleet->routes)

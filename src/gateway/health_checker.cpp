@@ -302,6 +302,9 @@ std::string admin_backends(const Fleet& fleet) {
     entry["outstanding_tokens"] = backend.outstanding_tokens.load(std::memory_order_relaxed);
     entry["weight"] = backend.weight.load(std::memory_order_relaxed);
     entry["max_inflight"] = backend.max_inflight.load(std::memory_order_relaxed);
+    // Where a route that hedges times its streams (upstream/decode_pace.hpp), lately.
+    if (const auto gap = backend.observations.pace.gap(now))
+      entry["token_gap_ms"] = static_cast<double>(*gap) / 1e6;
     boost::json::array curve;
     for (const auto& level : backend.observations.capacity.levels())
       curve.push_back(boost::json::object{{"inflight", level.inflight},

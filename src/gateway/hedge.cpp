@@ -112,9 +112,10 @@ void learn_first_token_time(const RouteRuntime& route, const HedgeWait& wait, co
   if (!times) return;
   if (!hedge_began) {
     if (first.attempt.up)
-      times->record(std::chrono::nanoseconds(first.answered_ns - first.start_ns));
+      times->record(std::chrono::nanoseconds(first.answered_ns - first.start_ns),
+                    first.answered_ns);
   } else if (wait.p99.count() > 1) {
-    times->record(wait.p99 - std::chrono::nanoseconds(1));
+    times->record(wait.p99 - std::chrono::nanoseconds(1), mono_ns());
   }
 }
 
@@ -124,14 +125,43 @@ std::chrono::nanoseconds avoidance(int lost_in_a_row) {
   return std::chrono::seconds(1) * (1 << std::clamp(lost_in_a_row - 1, 0, 4));
 }
 
-/// Tells the first attempt's backend how the race went: a loss makes the routes that hedge
-/// avoid it for a while, longer with each loss in a row; an answer in time ends the run.
-void settle_race(upstream::Backend& backend, bool lost, std::int64_t now) {
+/// How often a first attempt waiting for its hedge looks at its backend's pace: one that turns
+/// slow meanwhile (avoided_by_hedging) is raced at once, not at the end of the wait.
+constexpr std::chrono::milliseconds kPaceCheckStep{50};
+
+/// How `backend`'s streams pace against the fastest of its peers on `route` (both timed lately).
+enum class Pace : std::uint8_t { unknown, like_peers, slower };
+Pace pace_against_peers(const RouteRuntime& route, const upstream::Backend& backend,
+                        std::int64_t now) {
+  const std::optional<std::int64_t> own = backend.observations.pace.gap(now);
+  if (!own) return Pace::unknown;
+  std::optional<std::int64_t> fastest;
+  for (const upstream::Backend* peer : route.backends) {
+    if (peer == &backend || route.prefill_only.contains(*peer)) continue;
+    if (const auto gap = peer->observations.pace.gap(now); gap && (!fastest || *gap < *fastest))
+      fastest = gap;
+  }
+  if (!fastest) return Pace::unknown;
+  // (A peer whose events came in bursts averages near zero: a millisecond at least.)
+  constexpr std::int64_t kLeastGapNs = 1'000'000;
+  return static_cast<double>(*own) >
+                 kSlowerThanPeers * static_cast<double>(std::max(*fastest, kLeastGapNs))
+             ? Pace::slower
+             : Pace::like_peers;
+}
+
+/// Tells the first attempt's backend how the race went: a loss its pace does not explain makes
+/// the routes that hedge avoid it for a while, longer with each such loss in a row (one its pace
+/// explains is avoided for as long as the pace says: avoided_by_hedging); an answer in time ends
+/// the run.
+void settle_race(const RouteRuntime& route, upstream::Backend& backend, bool lost,
+                 std::int64_t now) {
   if (!lost) {
     if (backend.hedges_lost_in_a_row.load(std::memory_order_relaxed) != 0)
       backend.hedges_lost_in_a_row.store(0, std::memory_order_relaxed);
     return;
   }
+  if (pace_against_peers(route, backend, now) == Pace::slower) return;
   const int in_a_row = backend.hedges_lost_in_a_row.fetch_add(1, std::memory_order_relaxed) + 1;
   backend.avoided_until_ns.store(now + avoidance(in_a_row).count(), std::memory_order_relaxed);
 }
@@ -162,7 +192,8 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
   start_leg(0, *held.slot.backend());
   const HedgeWait hedge = hedge_wait(route);
   const std::optional<std::chrono::nanoseconds>& wait = hedge.wait;
-  bool hedge_decided = !wait;  // the hedge started, or it will not
+  bool hedge_decided = !wait;    // the hedge started, or it will not
+  bool hedged_for_pace = false;  // before the wait: the first's backend turned slow meanwhile
   int winner = -1;
   for (;;) {
     for (int i = 0; i < 2 && winner < 0; ++i) {
@@ -174,7 +205,10 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
     if (!first.running && !second.backend) break;
     if (!first.running && !second.running) break;  // both failed
     const std::int64_t now = mono_ns();
-    if (!hedge_decided && now - first.start_ns >= wait->count()) {
+    if (!hedge_decided && now - first.start_ns < wait->count() &&
+        pace_against_peers(route, *first.backend, now) == Pace::slower)
+      hedged_for_pace = true;
+    if (!hedge_decided && (now - first.start_ns >= wait->count() || hedged_for_pace)) {
       hedge_decided = true;
       if (route.retry_budget->try_retry(now)) {
         upstream::Backend* const not_pinned = nullptr;
@@ -192,8 +226,10 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
     }
     if (hedge_decided)
       race.wake.expires_at(net::steady_timer::time_point::max());
-    else
-      race.wake.expires_after(std::chrono::nanoseconds(first.start_ns + wait->count() - now));
+    else  // (woken in steps to see whether the first's backend turned slow meanwhile)
+      race.wake.expires_after(
+          std::min(std::chrono::nanoseconds(first.start_ns + wait->count() - now),
+                   std::chrono::nanoseconds(kPaceCheckStep)));
     co_await race.wake.async_wait(use_tuple);
   }
 
@@ -217,10 +253,12 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
                              : winner == 1   ? HedgeResult::hedge_won
                                              : HedgeResult::first_won;
   if (winner >= 0) {
-    settle_race(*first.backend, winner == 1, mono_ns());
+    settle_race(route, *first.backend, winner == 1, mono_ns());
     // (A hedge that could not start — no budget, no free backend — still says the first took
     // longer than the wait.)
-    learn_first_token_time(route, hedge, first, hedge_decided && wait.has_value());
+    // (Of a first attempt raced for its backend's pace, nothing: it ran on a slow backend.)
+    if (!hedged_for_pace)
+      learn_first_token_time(route, hedge, first, hedge_decided && wait.has_value());
   }
   if (result != HedgeResult::none && fleet.cfg.metrics.enabled)
     worker.worker_metrics->count(metrics::Family::hedges, route.metric_id,
@@ -254,6 +292,12 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
 }
 
 }  // namespace
+
+bool avoided_by_hedging(const RouteRuntime& route, const upstream::Backend& backend,
+                        std::int64_t now_ns) {
+  return pace_against_peers(route, backend, now_ns) == Pace::slower ||
+         backend.avoided_until_ns.load(std::memory_order_relaxed) > now_ns;
+}
 
 bool hedges(const RouteRuntime& route, std::string_view method, std::string_view path,
             const BodyFields& fields) {

@@ -12,10 +12,19 @@
 // token, and a whole answer at its end. A Responses stream sends `response.created` before any
 // token, so hedging ends as soon as it begins there (docs/config.md says so).
 //
-// A backend whose race the hedge won is avoided by the routes that hedge (gateway/pick.cpp: their
-// picks take it only when no other backend can take the request) for 1 s, doubled with each
-// further race it loses in a row (at most 16 s); an answer in time ends the run. A backend slowed
-// for a while then costs a few hedges, not one per request sent to it.
+// The routes that hedge keep new requests off a slow backend while another can take them
+// (gateway/pick.cpp), seen two ways:
+// - its streams' tokens come kSlowerThanPeers times further apart than those of the fastest of
+//   its peers on the route (upstream/decode_pace.hpp; both measured within the last 2 s): avoided
+//   while they do, so a backend slowed for a while is left alone from its first slow steps, not
+//   from its first lost race, and is asked again as soon as its streams speed up. A fleet that is
+//   slower as a whole (more load) is no backend's fault: only the ratio counts.
+// - it lost a race (the hedge produced the first token) that its pace does not explain (no
+//   streams to time, a slow prefill): avoided for 1 s, doubled with each further race it loses in
+//   a row (at most 16 s); an answer in time ends the run.
+// A backend slowed for a while then costs a few hedges, not one per request sent to it; and a
+// first attempt still waiting for its token when its backend's streams turn slow is raced at
+// once, not at the end of its wait.
 //
 // Only a request's first attempt is hedged, only where a repeat costs compute, not correctness
 // (chat, completions, a Responses request with `store: false`), and never one pinned to the
@@ -40,6 +49,16 @@ net::awaitable<Attempt> attempt_at(const Fleet& fleet, Worker& worker, const Rou
                                    const BodyFields& fields, ClientConnection& client,
                                    const std::string& request_id, const UsageRequest& usage,
                                    bool queued, bool may_hedge, upstream::Outcome& outcome);
+
+/// How many times further apart a backend's tokens must come than its fastest peer's for the
+/// routes that hedge to avoid it (see above): above the spread a batch size makes between two
+/// healthy backends, well below a slowdown worth a hedge.
+inline constexpr double kSlowerThanPeers = 4.0;
+
+/// Whether `route`, which hedges, keeps new requests off `backend` while another backend can
+/// take them (see above).
+bool avoided_by_hedging(const RouteRuntime& route, const upstream::Backend& backend,
+                        std::int64_t now_ns);
 
 /// Whether the route hedges a request like this one (a generation request: see above).
 bool hedges(const RouteRuntime& route, std::string_view method, std::string_view path,

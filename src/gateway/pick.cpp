@@ -6,6 +6,7 @@
 #include "core/clock.hpp"
 #include "core/openai_error.hpp"
 #include "gateway/affinity.hpp"
+#include "gateway/hedge.hpp"
 #include "gateway/http_rules.hpp"
 #include "gateway/taps.hpp"
 
@@ -91,13 +92,13 @@ upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFie
   policy::PickContext pick_context = context(route, req, fields, headers, *pinned != nullptr);
   pick_context.class_cap = class_cap;
   if (route.cfg->hedge.enabled() && !*pinned) {
-    // A route that hedges avoids the backends that just lost races (gateway/hedge.hpp) while
-    // another can take the request.
+    // A route that hedges avoids the backends it finds slow (gateway/hedge.hpp) while another
+    // can take the request.
     const std::int64_t now = mono_ns();
     upstream::TriedSet avoided = tried;
     bool any_avoided = false;
     for (upstream::Backend* backend : route.backends) {
-      if (backend->avoided_until_ns.load(std::memory_order_relaxed) <= now) continue;
+      if (!avoided_by_hedging(route, *backend, now)) continue;
       avoided.add(*backend);
       any_avoided = true;
     }

@@ -139,6 +139,42 @@ std::uint64_t tell_tokens(policy::AttemptObserver& observer, std::uint64_t token
   return tokens;
 }
 
+/// A write's new content events (the `written` before it, now `events`; the previous one went
+/// out at `last_content_ns`), written at `now`: to the metrics when `counting` — the first
+/// token, the gaps after it, the tokens as they pass — and, where a route that hedges watches
+/// the backend, its pace. A continuation leg's first events are neither a first token nor a gap
+/// between two of one backend's. (A plain function: the relay's frame stays small.)
+void count_content_events(metrics::WorkerMetrics& worker_metrics, bool counting,
+                          upstream::Backend& backend, AccessRecord& rec, int& model_id,
+                          bool continuation_begins, std::uint64_t written, std::uint64_t events,
+                          std::int64_t last_content_ns, std::int64_t now) {
+  const int mid = backend.metric_id;
+  const std::uint64_t added = events - written;
+  if (continuation_begins) {
+    // (Counted below as tokens; no time.)
+  } else if (written == 0) {
+    if (counting) {
+      worker_metrics.ttft[mid].record(metrics::bounds(metrics::HistKind::ttft),
+                                      now - rec.received_ns);
+      // Events that came in the same read as the first reach the client with it: no gap.
+      if (events > 1)
+        worker_metrics.itl[mid].record(metrics::bounds(metrics::HistKind::itl), 0, events - 1);
+    }
+  } else {
+    const std::int64_t gap = (now - last_content_ns) / static_cast<std::int64_t>(added);
+    if (counting)
+      worker_metrics.itl[mid].record(metrics::bounds(metrics::HistKind::itl), gap, added);
+    if (backend.observations.pace.watched()) backend.observations.pace.record(gap, added, now);
+  }
+  // Counted as they pass (the dashboard's tokens/s moves with the stream); the usage at the end
+  // adds what events do not show (finish.cpp: finish).
+  if (counting && rec.status >= 200 && rec.status < 300) {
+    if (model_id < 0) model_id = metrics::names().models.id(rec.model);
+    worker_metrics.count(metrics::Family::generation_tokens, mid, model_id, 0, added);
+    rec.streamed_tokens += added;
+  }
+}
+
 }  // namespace
 
 net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection& client,
@@ -203,7 +239,6 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
   // the relay's own delay (the read that completed what is written → its write done).
   metrics::WorkerMetrics& worker_metrics = *worker.worker_metrics;
   const bool counting = fleet.cfg.metrics.enabled;
-  const int mid = backend.metric_id;
   std::uint64_t events_written = 0;
   std::uint64_t tokens_told = 0;  // content tokens the policy's observer was told of
   std::int64_t last_content_ns = 0;
@@ -378,37 +413,17 @@ net::awaitable<void> relay(const Fleet& fleet, Worker& worker, ClientConnection&
         break;
       }
       bytes_out += body.size() + tail.size();
-      const std::int64_t now = counting ? mono_ns() : 0;
+      // (A route that hedges times the backend's tokens too: upstream/decode_pace.hpp.)
+      const std::int64_t now = counting || backend.observations.pace.watched() ? mono_ns() : 0;
       wrote_ns = now;
       if (counting && read_ns > 0)
         worker_metrics.relay_overhead.record(metrics::bounds(metrics::HistKind::relay_overhead),
                                              now - read_ns);
       if (const std::uint64_t content_events = tap.reader().content_events();
-          counting && sse && content_events > events_written) {
-        if (events_written == 0 && on_continuation_leg(continuation)) {
-          // A continuation's first tokens: neither a first token nor a gap between two of one
-          // backend's.
-        } else if (events_written == 0) {
-          worker_metrics.ttft[mid].record(metrics::bounds(metrics::HistKind::ttft),
-                                          now - rec.received_ns);
-          // Events that came in the same read as the first reach the client with it: no gap.
-          if (content_events > 1)
-            worker_metrics.itl[mid].record(metrics::bounds(metrics::HistKind::itl), 0,
-                                           content_events - 1);
-        } else {
-          worker_metrics.itl[mid].record(
-              metrics::bounds(metrics::HistKind::itl),
-              (now - last_content_ns) / static_cast<std::int64_t>(content_events - events_written),
-              content_events - events_written);
-        }
-        // Counted as they pass (the dashboard's tokens/s moves with the stream); the usage at
-        // the end adds what events do not show (finish.cpp: finish).
-        if (rec.status >= 200 && rec.status < 300) {
-          if (model_id < 0) model_id = metrics::names().models.id(rec.model);
-          worker_metrics.count(metrics::Family::generation_tokens, mid, model_id, 0,
-                               content_events - events_written);
-          rec.streamed_tokens += content_events - events_written;
-        }
+          now > 0 && sse && content_events > events_written) {
+        count_content_events(worker_metrics, counting, backend, rec, model_id,
+                             events_written == 0 && on_continuation_leg(continuation),
+                             events_written, content_events, last_content_ns, now);
         events_written = content_events;
         last_content_ns = now;
       }

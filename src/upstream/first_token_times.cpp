@@ -18,9 +18,21 @@ std::chrono::nanoseconds FirstTokenTimes::bucket_bound(int index) {
   return std::chrono::nanoseconds(static_cast<std::int64_t>(std::ceil(milliseconds * 1e6)));
 }
 
-void FirstTokenTimes::record(std::chrono::nanoseconds time) {
+void FirstTokenTimes::record(std::chrono::nanoseconds time, std::int64_t now_ns) {
   counts_[static_cast<std::size_t>(bucket_of(time))].fetch_add(1, std::memory_order_relaxed);
-  if ((recorded_.fetch_add(1, std::memory_order_relaxed) + 1) % kHalveEvery != 0) return;
+  bool halve = (recorded_.fetch_add(1, std::memory_order_relaxed) + 1) % kHalveEvery == 0;
+  std::int64_t halved = halved_ns_.load(std::memory_order_relaxed);
+  if (halved == 0) {
+    halved_ns_.compare_exchange_strong(halved, now_ns, std::memory_order_relaxed);
+  } else if (now_ns - halved >= std::chrono::nanoseconds(kHalveAfter).count() &&
+             halved_ns_.compare_exchange_strong(halved, now_ns, std::memory_order_relaxed)) {
+    // One worker halves for the time that passed (the others see the new time), unless that
+    // would leave too few samples for an estimate: a route with few requests keeps what it has.
+    std::uint64_t total = 0;
+    for (const auto& count : counts_) total += count.load(std::memory_order_relaxed);
+    halve = halve || total >= 4 * kMinSamples;
+  }
+  if (!halve) return;
   for (auto& count : counts_)
     count.store(count.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
 }

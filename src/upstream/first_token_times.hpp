@@ -2,7 +2,9 @@
 #pragma once
 // A route's recent times to first token, learned for hedging (gateway/hedge.hpp: `after: 2x`
 // waits twice the p99 of these): a histogram of logarithmic buckets, halved every kHalveEvery
-// samples so that it follows the recent past rather than the whole life of the process.
+// samples and at most every kHalveAfter of time, so that it follows the recent past rather than
+// the whole life of the process: a burst of slow first tokens (every client starting at once)
+// holds the p99 for tens of seconds, not for the next thousand requests.
 //
 // Thread-safe without locks: every worker records into the same counters (relaxed atomics; a
 // count lost to a concurrent halving only blurs an estimate).
@@ -22,10 +24,14 @@ class FirstTokenTimes {
   static constexpr int kBuckets = 18 * kBucketsPerDoubling;
   /// No estimate from fewer samples than this.
   static constexpr std::uint32_t kMinSamples = 20;
-  /// Every this many samples the counts are halved (the older half of the past weighs less).
+  /// Every this many samples the counts are halved (the older half of the past weighs less) ...
   static constexpr std::uint64_t kHalveEvery = 1000;
+  /// ... and at the first sample this long after the last halving, when at least 4 x
+  /// kMinSamples are counted (a route with few requests keeps its estimate).
+  static constexpr std::chrono::seconds kHalveAfter{10};
 
-  void record(std::chrono::nanoseconds time);
+  /// A first token `time` after its request was sent, learned at `now_ns` (core/clock.hpp).
+  void record(std::chrono::nanoseconds time, std::int64_t now_ns);
 
   /// The `quantile` (0-1) of the recent times, as the upper bound of the bucket it falls in (at
   /// most 9% above the true value); none before kMinSamples samples.
@@ -39,6 +45,7 @@ class FirstTokenTimes {
  private:
   std::array<std::atomic<std::uint32_t>, kBuckets> counts_{};
   std::atomic<std::uint64_t> recorded_{0};
+  std::atomic<std::int64_t> halved_ns_{0};  // the last halving (or the first sample)
 };
 
 }  // namespace llmux::upstream

@@ -10,6 +10,8 @@
 #include <boost/json.hpp>
 
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -24,23 +26,27 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
+const std::string kAdminToken = "hedge-admin-token-0123";
+
 class GatewayHedge : public ::testing::Test {
  protected:
   void SetUp() override {
     // The same outputs for the same prompt on both (greedy), ~10 ms a token.
-    const std::vector<std::string> flags{"--time-scale", "2", "--output-len", "fixed:12"};
+    const std::vector<std::string> flags{"--time-scale", "2", "--output-len",
+                                         "fixed:" + std::to_string(output_tokens())};
     slow_ = std::make_unique<SimServer>(flags);
     fast_ = std::make_unique<SimServer>(flags);
   }
-  /// The gateway: one route over `slow` then `fast` (policy first: the slow one is asked first
-  /// while it is healthy) with `hedge`.
-  void start_gateway(const std::string& hedge) {
-    gw_ = GatewayServer::with_config("listen: \"127.0.0.1:0\"\nthreads: 2\nbackends:\n" +
-                                     backend_line("slow", slow_->port()) +
-                                     backend_line("fast", fast_->port()) +
-                                     "routes:\n  - {name: all, backends: [slow, fast], policy: "
-                                     "first, hedge: " +
-                                     hedge + "}\n");
+  virtual int output_tokens() const { return 12; }
+  /// The gateway: one route over `slow` then `fast` with `hedge`; `policy` first: the slow one
+  /// is asked first while it is healthy.
+  void start_gateway(const std::string& hedge, const std::string& policy = "first") {
+    gw_ = GatewayServer::with_config(
+        "listen: \"127.0.0.1:0\"\nthreads: 2\nadmin: {token: \"" + kAdminToken +
+        "\"}\nbackends:\n" + backend_line("slow", slow_->port()) +
+        backend_line("fast", fast_->port()) +
+        "routes:\n  - {name: all, backends: [slow, fast], policy: " + policy + ", hedge: " + hedge +
+        "}\n");
   }
   /// Makes the slow backend's engine `factor` times slower.
   void slow_down(int factor) {
@@ -64,12 +70,12 @@ class GatewayHedge : public ::testing::Test {
   std::unique_ptr<GatewayServer> gw_;
 };
 
-std::string chat(const std::string& question, bool stream) {
+std::string chat(const std::string& question, bool stream, int max_tokens = 12) {
   json::object body{
       {"model", "Qwen3.6-35B-A3B"},
       {"messages", json::array{json::object{{"role", "user"}, {"content", question}}}},
       {"temperature", 0},
-      {"max_tokens", 12}};
+      {"max_tokens", max_tokens}};
   if (stream) body["stream"] = true;
   return json::serialize(body);
 }
@@ -189,6 +195,103 @@ TEST_F(GatewayHedge, AMultipleOfTheLearnedP99WaitsUntilTheRouteHasLearnedIt) {
   // ... and a stream on the slowed backend is hedged past three times its p99.
   slow_down(200);
   EXPECT_EQ(streamed("learned"), std::pair(std::string("fast"), std::string("hedge_won")));
+}
+
+// Streams long enough to be timed while the test runs (~10 ms a token: 40 s).
+class GatewayHedgePace : public GatewayHedge {
+ protected:
+  int output_tokens() const override { return 4000; }
+  /// The gap between a backend's tokens the gateway measured lately (GET /admin/backends), or
+  /// none.
+  std::optional<double> token_gap_ms(const std::string& name) const {
+    HttpClient admin(gw_->port());
+    const Response response =
+        admin.get("/admin/backends", {{"Authorization", "Bearer " + kAdminToken}});
+    if (response.status != 200) return std::nullopt;
+    const json::value listing = parse_json(response.body);
+    for (const auto& entry : listing.at("backends").as_array()) {
+      const json::object& backend = entry.as_object();
+      if (str(backend.at("name")) != name) continue;
+      if (const auto* gap = backend.if_contains("token_gap_ms")) return gap->to_number<double>();
+    }
+    return std::nullopt;
+  }
+};
+
+TEST_F(GatewayHedgePace, ABackendWhoseStreamsSlowDownIsAvoidedUntilTheySpeedUp) {
+  // The hedge itself never fires here (20 s): what is tested is where requests are sent.
+  start_gateway("{after: 20s}", "round_robin");
+  // One long stream on each backend (round robin), left open: the gateway times both.
+  std::vector<std::unique_ptr<StreamingResponse>> streams;
+  for (int i = 0; i < 2; ++i) {
+    streams.push_back(
+        StreamingResponse::open(gw_->port(), "POST", "/v1/chat/completions",
+                                chat("a long story " + std::to_string(i), true, 4000)));
+    ASSERT_EQ(streams.back()->status(), 200);
+  }
+  ASSERT_NE(streams[0]->header("x-llmux-backend"), streams[1]->header("x-llmux-backend"));
+  ASSERT_TRUE(poll_until([&] { return token_gap_ms("slow") && token_gap_ms("fast"); }, 10s));
+  // Ten times slower: once the slow backend's tokens come more than 4x further apart than the
+  // fast one's, every new request goes to the fast one, none raced.
+  slow_down(10);
+  ASSERT_TRUE(poll_until(
+      [&] {
+        const auto slow = token_gap_ms("slow"), fast = token_gap_ms("fast");
+        return slow && fast && *slow > 4 * *fast;
+      },
+      10s));
+  HttpClient client(gw_->port());
+  auto ask = [&](const std::string& id) {
+    const Response response =
+        client.post("/v1/chat/completions", chat("a question", false), {{"X-Request-Id", id}});
+    EXPECT_EQ(response.status, 200);
+    const json::object record = gw_->wait_access_record(id, 60s);
+    EXPECT_FALSE(record.contains("hedge")) << json::serialize(record);
+    return str(record.at("backend"));
+  };
+  // (max_tokens 12 on the fast backend: ~0.1 s each.)
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(ask("while-slow-" + std::to_string(i)), "fast") << i;
+  // At full speed again, its stream speeds up and it is asked again: round robin's turn comes
+  // within two requests.
+  slow_down(1);
+  ASSERT_TRUE(poll_until(
+      [&] {
+        const auto slow = token_gap_ms("slow"), fast = token_gap_ms("fast");
+        return slow && fast && *slow < 2 * *fast;
+      },
+      10s));
+  std::set<std::string> asked;
+  for (int i = 0; i < 2; ++i) asked.insert(ask("recovered-" + std::to_string(i)));
+  EXPECT_TRUE(asked.count("slow")) << "the recovered backend was not asked";
+}
+
+TEST_F(GatewayHedgePace, AFirstAttemptWhoseBackendTurnsSlowIsRacedBeforeItsWaitEnds) {
+  start_gateway("{after: 20s}", "round_robin");
+  std::vector<std::unique_ptr<StreamingResponse>> streams;
+  for (int i = 0; i < 2; ++i) {
+    streams.push_back(
+        StreamingResponse::open(gw_->port(), "POST", "/v1/chat/completions",
+                                chat("a long story " + std::to_string(i), true, 4000)));
+    ASSERT_EQ(streams.back()->status(), 200);
+  }
+  // Round robin's next turn is the first stream's backend: make that one the slow one.
+  if (streams[0]->header("x-llmux-backend") != "slow") {
+    HttpClient client(gw_->port());
+    ASSERT_EQ(client.post("/v1/chat/completions", chat("a turn", false)).status, 200);
+  }
+  ASSERT_TRUE(poll_until([&] { return token_gap_ms("slow") && token_gap_ms("fast"); }, 10s));
+  // Fifty times slower (0.5 s a token) just as a request is sent to it: its stream's next token
+  // shows it, and the request is raced then, not after its 20 s.
+  slow_down(50);
+  const auto sent = std::chrono::steady_clock::now();
+  HttpClient client(gw_->port());
+  const Response response = client.post("/v1/chat/completions", chat("a question", false),
+                                        {{"X-Request-Id", "raced-for-pace"}});
+  const auto took = std::chrono::steady_clock::now() - sent;
+  ASSERT_EQ(response.status, 200);
+  EXPECT_EQ(response.header("x-llmux-backend"), "fast");
+  EXPECT_EQ(str(gw_->wait_access_record("raced-for-pace", 5s).at("hedge")), "hedge_won");
+  EXPECT_LT(took, 10s);
 }
 
 }  // namespace
