@@ -216,19 +216,26 @@ class GatewayHedgePace : public GatewayHedge {
     }
     return std::nullopt;
   }
+  /// Two long streams through the gateway, left open (none where one did not begin).
+  std::vector<std::unique_ptr<StreamingResponse>> open_long_streams() const {
+    std::vector<std::unique_ptr<StreamingResponse>> streams;
+    for (int i = 0; i < 2; ++i) {
+      streams.push_back(
+          StreamingResponse::open(gw_->port(), "POST", "/v1/chat/completions",
+                                  chat("a long story " + std::to_string(i), true, 4000)));
+      EXPECT_EQ(streams.back()->status(), 200);
+      if (streams.back()->status() != 200) return {};
+    }
+    return streams;
+  }
 };
 
 TEST_F(GatewayHedgePace, ABackendWhoseStreamsSlowDownIsAvoidedUntilTheySpeedUp) {
   // The hedge itself never fires here (20 s): what is tested is where requests are sent.
   start_gateway("{after: 20s}", "round_robin");
   // One long stream on each backend (round robin), left open: the gateway times both.
-  std::vector<std::unique_ptr<StreamingResponse>> streams;
-  for (int i = 0; i < 2; ++i) {
-    streams.push_back(
-        StreamingResponse::open(gw_->port(), "POST", "/v1/chat/completions",
-                                chat("a long story " + std::to_string(i), true, 4000)));
-    ASSERT_EQ(streams.back()->status(), 200);
-  }
+  const auto streams = open_long_streams();
+  ASSERT_EQ(streams.size(), 2u);
   ASSERT_NE(streams[0]->header("x-llmux-backend"), streams[1]->header("x-llmux-backend"));
   ASSERT_TRUE(poll_until([&] { return token_gap_ms("slow") && token_gap_ms("fast"); }, 10s));
   // Ten times slower: once the slow backend's tokens come more than 4x further apart than the
@@ -267,13 +274,8 @@ TEST_F(GatewayHedgePace, ABackendWhoseStreamsSlowDownIsAvoidedUntilTheySpeedUp) 
 
 TEST_F(GatewayHedgePace, AFirstAttemptWhoseBackendTurnsSlowIsRacedBeforeItsWaitEnds) {
   start_gateway("{after: 20s}", "round_robin");
-  std::vector<std::unique_ptr<StreamingResponse>> streams;
-  for (int i = 0; i < 2; ++i) {
-    streams.push_back(
-        StreamingResponse::open(gw_->port(), "POST", "/v1/chat/completions",
-                                chat("a long story " + std::to_string(i), true, 4000)));
-    ASSERT_EQ(streams.back()->status(), 200);
-  }
+  const auto streams = open_long_streams();
+  ASSERT_EQ(streams.size(), 2u);
   // Round robin's next turn is the first stream's backend: make that one the slow one.
   if (streams[0]->header("x-llmux-backend") != "slow") {
     HttpClient client(gw_->port());
