@@ -76,6 +76,11 @@ function(llmux_unity_build target)
     endif()
   endforeach()
   set_property(TARGET ${target} PROPERTY SOURCES ${kept} ${batch_files})
+  # GCC reads the sources a batch #includes as headers, and so warns (-Wsubobject-linkage) that
+  # the frame it makes for a coroutine has a member whose type is file-local (a lambda, a type of
+  # an anonymous namespace): that frame never leaves the batch's translation unit, as the same
+  # source compiled on its own, which GCC does not warn about, shows.
+  target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-Wno-subobject-linkage>)
 endfunction()
 
 # Applies llmux_unity_build to every target defined in DIRECTORY and the directories below it.

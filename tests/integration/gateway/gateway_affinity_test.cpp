@@ -175,8 +175,8 @@ TEST(GatewayAffinity, AnIdNeverLearnedIsFoundByAskingAndOneNowhereIsVllmsNotFoun
   EXPECT_EQ(r.status, 404) << r.body;
   // An id is the client's text: CR LF, spaces, slashes and a megabyte of it are looked for as
   // one (escaped) path segment, or not at all — never written raw into a request to a backend.
-  for (const std::string id : {std::string("resp_x\r\nX-Evil: 1\r\n\r\nGET / HTTP/1.1"),
-                               std::string("a b/c?d#e%41"), std::string(1 << 20, 'r')}) {
+  for (const std::string& id : {std::string("resp_x\r\nX-Evil: 1\r\n\r\nGET / HTTP/1.1"),
+                                std::string("a b/c?d#e%41"), std::string(1 << 20, 'r')}) {
     r = http.post("/v1/responses", turn_body(id, false));
     EXPECT_EQ(r.status, 404) << r.body.substr(0, 300);
     EXPECT_EQ(parse_json(r.body).at("error").at("type").as_string(), "invalid_request_error");

@@ -259,7 +259,7 @@ TEST(GatewayMetrics, UsageAskedUpstreamOnlyWhenTheClientDidNot) {
   std::string big(4u << 20, 'x');
   for (std::size_t i = 0; i < big.size(); i += 4096)
     big[i] = static_cast<char>('a' + (i / 4096) % 26);
-  for (const std::string extra : {std::string(), std::string(R"(,"stream_options":{"x":2})")}) {
+  for (const std::string& extra : {std::string(), std::string(R"(,"stream_options":{"x":2})")}) {
     const std::string body =
         R"({"model":"m","stream":true,"messages":[{"role":"user","content":")" + big + "\"}]" +
         extra + "}";

@@ -54,7 +54,7 @@ class GatedBackend {
     bool close_after_response = false;
     // Bytes written before each response, e.g. an interim "HTTP/1.1 103 Early Hints\r\n...",
     // then a pause of `interim_pause` before the final response.
-    std::string interim;
+    std::string interim{};
     std::chrono::milliseconds interim_pause{0};
     // Echo: end the body by closing (no Content-Length, not chunked). The backend then only
     // shuts down its sending side and goes on reading, so a request sent on that connection

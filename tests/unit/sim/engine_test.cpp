@@ -246,7 +246,9 @@ TEST(Engine, PriorityPolicyPreemptsTheLowestPriorityNotTheNewest) {
       ++preempted;
     }
     // A step that preempted admits no waiting request.
-    if (!step.preempted.empty()) EXPECT_TRUE(step.scheduled.empty());
+    if (!step.preempted.empty()) {
+      EXPECT_TRUE(step.scheduled.empty());
+    }
   }
   EXPECT_GE(preempted, 1u);
   ASSERT_EQ(out[2].size(), 40u);

@@ -50,8 +50,12 @@ TEST(FirstTokenTimes, BucketsCoverTheirTimes) {
     const int bucket = Times::bucket_of(time);
     ASSERT_GE(bucket, 0);
     ASSERT_LT(bucket, Times::kBuckets);
-    if (bucket < Times::kBuckets - 1) EXPECT_LT(time, Times::bucket_bound(bucket)) << time.count();
-    if (bucket > 0) EXPECT_GE(time, Times::bucket_bound(bucket - 1)) << time.count();
+    if (bucket < Times::kBuckets - 1) {
+      EXPECT_LT(time, Times::bucket_bound(bucket)) << time.count();
+    }
+    if (bucket > 0) {
+      EXPECT_GE(time, Times::bucket_bound(bucket - 1)) << time.count();
+    }
   }
 }
 
