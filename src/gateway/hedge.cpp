@@ -129,6 +129,21 @@ std::chrono::nanoseconds avoidance(int lost_in_a_row) {
 /// slow meanwhile (avoided_by_hedging) is raced at once, not at the end of the wait.
 constexpr std::chrono::milliseconds kPaceCheckStep{50};
 
+/// Whether a backend whose tokens come `own` apart is slower than a peer whose come `fastest`
+/// apart (both timed lately). (A peer whose events came in bursts averages near zero: a
+/// millisecond at least.)
+bool slower_than(std::int64_t own, std::int64_t fastest) {
+  constexpr std::int64_t kLeastGapNs = 1'000'000;
+  return static_cast<double>(own) >
+         kSlowerThanPeers * static_cast<double>(std::max(fastest, kLeastGapNs));
+}
+
+/// Whether a backend may be compared with the route's others: a prefill-only one produces no
+/// stream of the route's.
+bool paced(const RouteRuntime& route, const upstream::Backend& backend) {
+  return !route.prefill_only.contains(backend);
+}
+
 /// How `backend`'s streams pace against the fastest of its peers on `route` (both timed lately).
 enum class Pace : std::uint8_t { unknown, like_peers, slower };
 Pace pace_against_peers(const RouteRuntime& route, const upstream::Backend& backend,
@@ -137,17 +152,12 @@ Pace pace_against_peers(const RouteRuntime& route, const upstream::Backend& back
   if (!own) return Pace::unknown;
   std::optional<std::int64_t> fastest;
   for (const upstream::Backend* peer : route.backends) {
-    if (peer == &backend || route.prefill_only.contains(*peer)) continue;
+    if (peer == &backend || !paced(route, *peer)) continue;
     if (const auto gap = peer->observations.pace.gap(now); gap && (!fastest || *gap < *fastest))
       fastest = gap;
   }
   if (!fastest) return Pace::unknown;
-  // (A peer whose events came in bursts averages near zero: a millisecond at least.)
-  constexpr std::int64_t kLeastGapNs = 1'000'000;
-  return static_cast<double>(*own) >
-                 kSlowerThanPeers * static_cast<double>(std::max(*fastest, kLeastGapNs))
-             ? Pace::slower
-             : Pace::like_peers;
+  return slower_than(*own, *fastest) ? Pace::slower : Pace::like_peers;
 }
 
 /// Tells the first attempt's backend how the race went: a loss its pace does not explain makes
@@ -293,10 +303,35 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
 
 }  // namespace
 
-bool avoided_by_hedging(const RouteRuntime& route, const upstream::Backend& backend,
-                        std::int64_t now_ns) {
-  return pace_against_peers(route, backend, now_ns) == Pace::slower ||
-         backend.avoided_until_ns.load(std::memory_order_relaxed) > now_ns;
+upstream::TriedSet avoided_by_hedging(const RouteRuntime& route, std::int64_t now_ns) {
+  // Each backend's gap read once, and the two fastest: a backend's fastest peer is the fastest
+  // of all, or the second where it is the fastest itself (one pass, whatever the route's size).
+  constexpr std::int64_t kNotTimed = -1;
+  std::array<std::int64_t, 64> gaps{};
+  std::size_t fastest = route.backends.size(), second = route.backends.size();
+  for (std::size_t i = 0; i < route.backends.size() && i < gaps.size(); ++i) {
+    const upstream::Backend& backend = *route.backends[i];
+    const std::optional<std::int64_t> gap =
+        paced(route, backend) ? backend.observations.pace.gap(now_ns) : std::nullopt;
+    gaps[i] = gap ? *gap : kNotTimed;
+    if (!gap) continue;
+    if (fastest == route.backends.size() || *gap < gaps[fastest]) {
+      second = fastest;
+      fastest = i;
+    } else if (second == route.backends.size() || *gap < gaps[second]) {
+      second = i;
+    }
+  }
+  upstream::TriedSet avoided;
+  for (std::size_t i = 0; i < route.backends.size() && i < gaps.size(); ++i) {
+    const upstream::Backend& backend = *route.backends[i];
+    const std::size_t peer = i == fastest ? second : fastest;
+    const bool slower =
+        gaps[i] != kNotTimed && peer < route.backends.size() && slower_than(gaps[i], gaps[peer]);
+    if (slower || backend.avoided_until_ns.load(std::memory_order_relaxed) > now_ns)
+      avoided.add(backend);
+  }
+  return avoided;
 }
 
 bool hedges(const RouteRuntime& route, std::string_view method, std::string_view path,

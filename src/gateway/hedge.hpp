@@ -55,10 +55,9 @@ net::awaitable<Attempt> attempt_at(const Fleet& fleet, Worker& worker, const Rou
 /// healthy backends, well below a slowdown worth a hedge.
 inline constexpr double kSlowerThanPeers = 4.0;
 
-/// Whether `route`, which hedges, keeps new requests off `backend` while another backend can
-/// take them (see above).
-bool avoided_by_hedging(const RouteRuntime& route, const upstream::Backend& backend,
-                        std::int64_t now_ns);
+/// The backends `route`, which hedges, keeps new requests off while another backend can take
+/// them (see above).
+upstream::TriedSet avoided_by_hedging(const RouteRuntime& route, std::int64_t now_ns);
 
 /// Whether the route hedges a request like this one (a generation request: see above).
 bool hedges(const RouteRuntime& route, std::string_view method, std::string_view path,

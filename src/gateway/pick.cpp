@@ -94,15 +94,10 @@ upstream::Slot pick(const RouteRuntime& route, const Request& req, const BodyFie
   if (route.cfg->hedge.enabled() && !*pinned) {
     // A route that hedges avoids the backends it finds slow (gateway/hedge.hpp) while another
     // can take the request.
-    const std::int64_t now = mono_ns();
-    upstream::TriedSet avoided = tried;
-    bool any_avoided = false;
-    for (upstream::Backend* backend : route.backends) {
-      if (!avoided_by_hedging(route, *backend, now)) continue;
-      avoided.add(*backend);
-      any_avoided = true;
-    }
-    if (any_avoided) {
+    const upstream::TriedSet to_avoid = avoided_by_hedging(route, mono_ns());
+    if (!to_avoid.empty()) {
+      upstream::TriedSet avoided = tried;
+      avoided.add(to_avoid);
       if (upstream::Slot slot =
               policy::pick_and_acquire(*route.policy, pick_context, candidates, avoided))
         return slot;
