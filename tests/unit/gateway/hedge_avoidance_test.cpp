@@ -51,37 +51,33 @@ class HedgeAvoidance : public ::testing::Test {
   RouteRuntime route_;
 };
 
-TEST_F(HedgeAvoidance, TheOneSlowBackendOfThreeIsAvoided) {
-  times(10, 12, 100);
-  EXPECT_EQ(avoided(), "C");
+/// A, B and C's token gaps (none: not timed), and the backends avoided then.
+struct PaceCase {
+  const char* name;
+  std::optional<int> a, b, c;
+  const char* avoided;
+};
+
+class HedgeAvoidanceByPace : public HedgeAvoidance,
+                             public ::testing::WithParamInterface<PaceCase> {};
+
+TEST_P(HedgeAvoidanceByPace, AvoidsTheBackendsSlowerThanTheirFastestPeerByTheRatio) {
+  const PaceCase& pace = GetParam();
+  times(pace.a, pace.b, pace.c);
+  EXPECT_EQ(avoided(), pace.avoided);
 }
 
-TEST_F(HedgeAvoidance, TheFastestIsJudgedAgainstTheSecondFastest) {
-  // A is the slow one; B, the fastest, is compared with C, not with itself.
-  times(100, 10, 12);
-  EXPECT_EQ(avoided(), "A");
-}
-
-TEST_F(HedgeAvoidance, EveryBackendSlowerThanTheFastestByTheRatioIsAvoided) {
-  // C at 45 ms is more than 4x A's 10 ms, as B at 100 ms is.
-  times(10, 100, 45);
-  EXPECT_EQ(avoided(), "BC");
-}
-
-TEST_F(HedgeAvoidance, AFleetSlowerAlikeAvoidsNobody) {
-  times(100, 120, 150);
-  EXPECT_EQ(avoided(), "");
-}
-
-TEST_F(HedgeAvoidance, ABackendWithoutATimedPeerIsNotJudged) {
-  times(100, std::nullopt, std::nullopt);
-  EXPECT_EQ(avoided(), "");
-}
-
-TEST_F(HedgeAvoidance, AnUntimedBackendIsNotAvoidedBesideTimedOnes) {
-  times(10, std::nullopt, 100);
-  EXPECT_EQ(avoided(), "C");
-}
+INSTANTIATE_TEST_SUITE_P(
+    Gaps, HedgeAvoidanceByPace,
+    ::testing::Values(PaceCase{"TheOneSlowBackendOfThree", 10, 12, 100, "C"},
+                      // B, the fastest, is compared with C, not with itself.
+                      PaceCase{"TheFastestJudgedAgainstTheSecondFastest", 100, 10, 12, "A"},
+                      // C at 45 ms is more than 4x A's 10 ms, as B at 100 ms is.
+                      PaceCase{"EveryBackendPastTheRatio", 10, 100, 45, "BC"},
+                      PaceCase{"AFleetSlowerAlike", 100, 120, 150, ""},
+                      PaceCase{"NoTimedPeer", 100, std::nullopt, std::nullopt, ""},
+                      PaceCase{"AnUntimedBackendBesideTimedOnes", 10, std::nullopt, 100, "C"}),
+    [](const ::testing::TestParamInfo<PaceCase>& info) { return std::string(info.param.name); });
 
 TEST_F(HedgeAvoidance, APrefillOnlyBackendIsNoPeer) {
   // C runs only prefill legs (disaggregation): its short gaps say nothing of A's and B's.
