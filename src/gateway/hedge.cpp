@@ -144,20 +144,35 @@ bool paced(const RouteRuntime& route, const upstream::Backend& backend) {
   return !route.prefill_only.contains(backend);
 }
 
-/// How `backend`'s streams pace against the fastest of its peers on `route` (both timed lately).
-enum class Pace : std::uint8_t { unknown, like_peers, slower };
-Pace pace_against_peers(const RouteRuntime& route, const upstream::Backend& backend,
-                        std::int64_t now) {
-  const std::optional<std::int64_t> own = backend.observations.pace.gap(now);
-  if (!own) return Pace::unknown;
-  std::optional<std::int64_t> fastest;
-  for (const upstream::Backend* peer : route.backends) {
-    if (peer == &backend || !paced(route, *peer)) continue;
-    if (const auto gap = peer->observations.pace.gap(now); gap && (!fastest || *gap < *fastest))
-      fastest = gap;
+/// The backends of `route` whose streams' tokens come kSlowerThanPeers times further apart than
+/// those of the fastest other backend of the route (both timed lately). Each gap is read once,
+/// and the two fastest kept: a backend's fastest peer is the fastest of all, or the second where
+/// it is the fastest itself (one pass, whatever the route's size).
+upstream::TriedSet slower_than_peers(const RouteRuntime& route, std::int64_t now) {
+  constexpr std::int64_t kNotTimed = -1;
+  std::array<std::int64_t, 64> gaps{};
+  const std::size_t count = std::min(route.backends.size(), gaps.size());
+  std::size_t fastest = count, second = count;
+  for (std::size_t i = 0; i < count; ++i) {
+    const upstream::Backend& backend = *route.backends[i];
+    const std::optional<std::int64_t> gap =
+        paced(route, backend) ? backend.observations.pace.gap(now) : std::nullopt;
+    gaps[i] = gap ? *gap : kNotTimed;
+    if (!gap) continue;
+    if (fastest == count || *gap < gaps[fastest]) {
+      second = fastest;
+      fastest = i;
+    } else if (second == count || *gap < gaps[second]) {
+      second = i;
+    }
   }
-  if (!fastest) return Pace::unknown;
-  return slower_than(*own, *fastest) ? Pace::slower : Pace::like_peers;
+  upstream::TriedSet slower;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t peer = i == fastest ? second : fastest;
+    if (gaps[i] != kNotTimed && peer < count && slower_than(gaps[i], gaps[peer]))
+      slower.add(*route.backends[i]);
+  }
+  return slower;
 }
 
 /// Tells the first attempt's backend how the race went: a loss its pace does not explain makes
@@ -171,7 +186,7 @@ void settle_race(const RouteRuntime& route, upstream::Backend& backend, bool los
       backend.hedges_lost_in_a_row.store(0, std::memory_order_relaxed);
     return;
   }
-  if (pace_against_peers(route, backend, now) == Pace::slower) return;
+  if (slower_than_peers(route, now).contains(backend)) return;
   const int in_a_row = backend.hedges_lost_in_a_row.fetch_add(1, std::memory_order_relaxed) + 1;
   backend.avoided_until_ns.store(now + avoidance(in_a_row).count(), std::memory_order_relaxed);
 }
@@ -216,7 +231,7 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
     if (!first.running && !second.running) break;  // both failed
     const std::int64_t now = mono_ns();
     if (!hedge_decided && now - first.start_ns < wait->count() &&
-        pace_against_peers(route, *first.backend, now) == Pace::slower)
+        slower_than_peers(route, now).contains(*first.backend))
       hedged_for_pace = true;
     if (!hedge_decided && (now - first.start_ns >= wait->count() || hedged_for_pace)) {
       hedge_decided = true;
@@ -304,33 +319,9 @@ net::awaitable<Attempt> hedged_send(const Fleet& fleet, Worker& worker, const Ro
 }  // namespace
 
 upstream::TriedSet avoided_by_hedging(const RouteRuntime& route, std::int64_t now_ns) {
-  // Each backend's gap read once, and the two fastest: a backend's fastest peer is the fastest
-  // of all, or the second where it is the fastest itself (one pass, whatever the route's size).
-  constexpr std::int64_t kNotTimed = -1;
-  std::array<std::int64_t, 64> gaps{};
-  std::size_t fastest = route.backends.size(), second = route.backends.size();
-  for (std::size_t i = 0; i < route.backends.size() && i < gaps.size(); ++i) {
-    const upstream::Backend& backend = *route.backends[i];
-    const std::optional<std::int64_t> gap =
-        paced(route, backend) ? backend.observations.pace.gap(now_ns) : std::nullopt;
-    gaps[i] = gap ? *gap : kNotTimed;
-    if (!gap) continue;
-    if (fastest == route.backends.size() || *gap < gaps[fastest]) {
-      second = fastest;
-      fastest = i;
-    } else if (second == route.backends.size() || *gap < gaps[second]) {
-      second = i;
-    }
-  }
-  upstream::TriedSet avoided;
-  for (std::size_t i = 0; i < route.backends.size() && i < gaps.size(); ++i) {
-    const upstream::Backend& backend = *route.backends[i];
-    const std::size_t peer = i == fastest ? second : fastest;
-    const bool slower =
-        gaps[i] != kNotTimed && peer < route.backends.size() && slower_than(gaps[i], gaps[peer]);
-    if (slower || backend.avoided_until_ns.load(std::memory_order_relaxed) > now_ns)
-      avoided.add(backend);
-  }
+  upstream::TriedSet avoided = slower_than_peers(route, now_ns);
+  for (const upstream::Backend* backend : route.backends)
+    if (backend->avoided_until_ns.load(std::memory_order_relaxed) > now_ns) avoided.add(*backend);
   return avoided;
 }
 
